@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseToml, TomlError } from 'smol-toml';
+import { ApiError } from '../errors.js';
+import { ConfigSchema, type VigilConfig } from './schema.js';
+
+export interface LoadedConfig {
+  config: VigilConfig;
+  /** Absolute path of the file read, or null when running on defaults. */
+  file: string | null;
+}
+
+const TRUE = new Set(['1', 'true', 'yes', 'on']);
+const FALSE = new Set(['0', 'false', 'no', 'off']);
+
+function envBool(name: string, value: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (TRUE.has(v)) return true;
+  if (FALSE.has(v)) return false;
+  throw new ApiError(500, 'config_invalid', `${name} must be one of 1/0/true/false/yes/no/on/off (got "${value}")`);
+}
+
+/**
+ * Reads server.toml (path from the argument, else VIGIL_CONFIG; no file means defaults) and applies
+ * environment overrides. Secrets (the API key) are meant to come from the environment, not the file.
+ */
+export function loadConfig(path?: string | null, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
+  const file = path ?? env.VIGIL_CONFIG ?? null;
+  let raw: Record<string, unknown> = {};
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new ApiError(500, 'config_unreadable', `Cannot read config file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+    }
+    try {
+      raw = parseToml(text) as Record<string, unknown>;
+    } catch (e) {
+      const where = e instanceof TomlError ? ` (line ${e.line}, column ${e.column})` : '';
+      throw new ApiError(500, 'config_invalid', `${file} is not valid TOML${where}: ${(e as Error).message.split('\n')[0]}`);
+    }
+  }
+  const parsed = ConfigSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const key = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]].join('.') : issue.path.join('.');
+    const what = issue.code === 'unrecognized_keys' ? `unknown key "${key}"` : `"${key}": ${issue.message}`;
+    throw new ApiError(500, 'config_invalid', `${file ?? 'configuration'}: ${what}`, { key });
+  }
+  return { config: applyEnv(parsed.data, env), file };
+}
+
+function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
+  const c = structuredClone(config);
+  if (env.VIGIL_DATA_DIR) c.server.data_dir = env.VIGIL_DATA_DIR;
+  if (env.VIGIL_MODELS_DIR) c.server.models_dir = env.VIGIL_MODELS_DIR;
+  if (env.VIGIL_HOST) c.server.host = env.VIGIL_HOST;
+  if (env.VIGIL_PORT) {
+    const port = Number(env.VIGIL_PORT);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ApiError(500, 'config_invalid', `VIGIL_PORT must be a port number (got "${env.VIGIL_PORT}")`);
+    c.server.port = port;
+  }
+  if (env.VIGIL_LOG_LEVEL) c.server.log_level = ConfigSchema.shape.server.unwrap().shape.log_level.parse(env.VIGIL_LOG_LEVEL);
+  if (env.VIGIL_AUTH_ENABLED !== undefined) c.auth.enabled = envBool('VIGIL_AUTH_ENABLED', env.VIGIL_AUTH_ENABLED);
+  if (env.VIGIL_API_KEY) c.auth.api_key = env.VIGIL_API_KEY;
+  if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
+  return c;
+}

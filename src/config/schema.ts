@@ -1,0 +1,88 @@
+import { z } from 'zod';
+
+/**
+ * server.toml. Every section is a strict object, so an unknown key is a startup error that names it.
+ * Defaults mirror the upstream 0.3.x shipped file where a key exists there.
+ */
+const inputSize = z.tuple([z.number().int(), z.number().int()]);
+
+export const DetectionConfigSchema = z
+  .strictObject({
+    input_sizes: z.array(inputSize).min(1).max(4).default([[96, 96], [512, 512]]),
+    threshold: z.number().min(0).max(1).default(0.5),
+    nms_threshold: z.number().min(0).max(1).default(0.4),
+    single_face_selection: z.enum(['largest', 'center_largest']).default('largest'),
+    max_detected_faces: z.number().int().min(1).max(100).default(100),
+  })
+  .superRefine((d, ctx) => {
+    const problem = inputSizesProblem(d.input_sizes);
+    if (problem) ctx.addIssue({ code: 'custom', path: ['input_sizes'], message: problem });
+  });
+
+/** Rules shared by the config file and per-collection detection profiles. */
+export function inputSizesProblem(sizes: [number, number][]): string | null {
+  const seen = new Set<string>();
+  let area = 0;
+  for (const [w, h] of sizes) {
+    for (const side of [w, h]) {
+      if (side < 32 || side > 2048 || side % 32 !== 0) return `input size sides must be multiples of 32 between 32 and 2048 (got ${w}x${h})`;
+    }
+    const key = `${w}x${h}`;
+    if (seen.has(key)) return `duplicate input size ${key}`;
+    seen.add(key);
+    area += w * h;
+  }
+  if (area > 4 * 1024 * 1024) return 'the input sizes add up to more than 4*1024*1024 pixels';
+  return null;
+}
+
+const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
+const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
+
+export const ConfigSchema = z.strictObject({
+  server: z
+    .strictObject({
+      host: z.string().default('0.0.0.0'),
+      port: z.number().int().min(0).max(65535).default(8080),
+      data_dir: z.string().default('/var/lib/vigil'),
+      models_dir: z.string().default('/var/lib/vigil/models'),
+      max_request_bytes: z.number().int().min(1024).default(64 * 1024 * 1024),
+      max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
+      max_image_pixels: z.number().int().min(1).default(40_000_000),
+      max_registration_images: z.number().int().min(1).max(100).default(20),
+      request_timeout_seconds: z.number().positive().max(3600).default(60),
+      cors_origins: z.array(z.string().url()).default([]),
+      log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    })
+    .prefault({}),
+  auth: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** Prefer VIGIL_API_KEY in the environment; a key here is convenient on a dev box only. */
+      api_key: z.string().min(16).optional(),
+    })
+    .prefault({}),
+  inference: z
+    .strictObject({
+      model_pack: z.string().default('edge_s'),
+      /** Ordered; every listed provider must be available, nothing falls back silently. */
+      execution_providers: z.array(providers).min(1).default(['cpu']),
+      device_id: z.number().int().min(0).default(0),
+      max_concurrency: concurrency.default('auto'),
+      intra_op_threads: concurrency.default('auto'),
+      default_threshold: z.number().min(0).max(1).default(0.4),
+      // Reserved for the liveness addon (issue 4): accepted and validated now so files stay forward-compatible.
+      addons: z.array(z.enum(['liveness'])).default([]),
+      liveness_mode: z.enum(['normal', 'observe']).default('normal'),
+      liveness_threshold: z.number().min(0).max(1).default(0.8),
+      liveness_compare_scope: z.enum(['both', 'source', 'target']).default('both'),
+      liveness_on_registration: z.boolean().default(false),
+    })
+    .prefault({}),
+  addons: z.strictObject({ auto_download: z.array(z.enum(['liveness'])).default([]) }).prefault({}),
+  detection: DetectionConfigSchema.prefault({}),
+  web: z.strictObject({ disabled: z.boolean().default(false) }).prefault({}),
+});
+
+export type VigilConfig = z.infer<typeof ConfigSchema>;
+export type DetectionConfig = z.infer<typeof DetectionConfigSchema>;

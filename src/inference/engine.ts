@@ -1,0 +1,139 @@
+import { cpus } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { ApiError } from '../errors.js';
+import type { InstalledPack } from '../models/installed.js';
+import { ConcurrencyLimiter } from './limiter.js';
+import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
+import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
+import { availableProviders, type ProviderName } from './sessions.js';
+
+export interface EngineOptions {
+  pack: InstalledPack;
+  providers: ProviderName[];
+  deviceId: number;
+  /** Inference worker threads; each runs one job at a time. */
+  workers: number;
+  intraOpThreads: number;
+  warmupSizes: [number, number][];
+}
+
+interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
+
+/** "auto" sizing for this host: one worker per two cores, and the cores split between the workers. */
+export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length): { workers: number; intraOpThreads: number } {
+  const workers = maxConcurrency === 'auto' ? Math.max(1, Math.floor(cores / 2)) : maxConcurrency;
+  const intraOpThreads = intraOp === 'auto' ? Math.max(1, Math.floor(cores / workers)) : intraOp;
+  return { workers, intraOpThreads };
+}
+
+/**
+ * Owns the inference worker threads and the one concurrency limiter every caller goes through. A job
+ * holds its slot until its worker is done, even if the caller gave up, because that compute is real.
+ */
+export class InferenceEngine {
+  private readonly slots: Slot[] = [];
+  private readonly limiter: ConcurrencyLimiter;
+  private nextId = 1;
+  private closed = false;
+  readonly startup: { loadMs: number; warmupMs: number } = { loadMs: 0, warmupMs: 0 };
+
+  private constructor(readonly options: EngineOptions) {
+    this.limiter = new ConcurrencyLimiter(options.workers);
+  }
+
+  static async start(options: EngineOptions): Promise<InferenceEngine> {
+    const missing = options.providers.filter((p) => !availableProviders().includes(p));
+    if (missing.length > 0) {
+      throw new ApiError(500, 'execution_provider_unavailable',
+        `Execution provider(s) ${missing.join(', ')} are not available in this onnxruntime build (available: ${availableProviders().join(', ')}). ` +
+        'Vigil does not fall back silently: fix [inference].execution_providers.', { missing, available: availableProviders() });
+    }
+    const engine = new InferenceEngine(options);
+    try {
+      await Promise.all(Array.from({ length: options.workers }, () => engine.spawn()));
+    } catch (e) {
+      await engine.close();
+      throw e;
+    }
+    return engine;
+  }
+
+  private workerInit(): WorkerInit {
+    const { pack } = this.options;
+    return {
+      detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
+      deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, warmupSizes: this.options.warmupSizes,
+    };
+  }
+
+  private spawn(): Promise<void> {
+    // Under tsx (tests, dev) this module is .ts and the worker must be too; built code is .js.
+    const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+    const worker = new Worker(new URL(`./worker${ext}`, import.meta.url), { workerData: this.workerInit() });
+    const slot: Slot = { worker, busy: false };
+    return new Promise((resolve, reject) => {
+      let ready = false;
+      worker.on('message', (msg: WorkerReply) => {
+        if (msg.type === 'ready') {
+          ready = true;
+          this.startup.loadMs = Math.max(this.startup.loadMs, msg.loadMs);
+          this.startup.warmupMs = Math.max(this.startup.warmupMs, msg.warmupMs);
+          this.slots.push(slot);
+          resolve();
+        } else if (msg.type === 'failed') {
+          reject(new ApiError(500, 'model_load_failed', `Could not load the model pack: ${msg.message}`));
+        } else {
+          const pending = slot.pending;
+          slot.pending = undefined;
+          slot.busy = false;
+          if (!pending) return;
+          if (msg.error) {
+            const err = msg.error.internal ? new Error(msg.error.message) : new ApiError(msg.error.status, msg.error.code, msg.error.message, msg.error.details);
+            pending.reject(err);
+          } else pending.resolve(msg.result!);
+        }
+      });
+      worker.on('error', (e) => {
+        if (!ready) reject(e);
+        slot.pending?.reject(e);
+        slot.pending = undefined;
+      });
+      worker.on('exit', (code) => {
+        const i = this.slots.indexOf(slot);
+        if (i >= 0) this.slots.splice(i, 1);
+        slot.pending?.reject(new Error(`inference worker exited with code ${code}`));
+        slot.pending = undefined;
+        if (!ready) reject(new Error(`inference worker exited with code ${code} during startup`));
+        // A worker that died under load is replaced so capacity does not shrink for the life of the process.
+        else if (!this.closed) this.spawn().catch(() => undefined);
+      });
+    });
+  }
+
+  /** Runs one analysis; waits (FIFO) for a free worker, leaving the queue if `signal` aborts first. */
+  async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
+    if (this.closed) throw new ApiError(503, 'engine_stopped', 'The inference engine is shutting down.');
+    return this.limiter.run(() => this.dispatch(request), signal);
+  }
+
+  private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
+    const slot = this.slots.find((s) => !s.busy);
+    if (!slot) return Promise.reject(new ApiError(503, 'inference_unavailable', 'No inference worker is available.'));
+    slot.busy = true;
+    const job: WorkerJob = { id: this.nextId++, request };
+    return new Promise((resolve, reject) => {
+      slot.pending = { resolve, reject };
+      slot.worker.postMessage(job);
+    });
+  }
+
+  stats(): ReturnType<ConcurrencyLimiter['stats']> & { workers: number; intra_op_threads: number } {
+    return { ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    this.slots.length = 0;
+  }
+}

@@ -1,0 +1,65 @@
+import { ApiError } from '../errors.js';
+
+/**
+ * FIFO limiter shared by every caller of model work (HTTP requests now, RTSP monitors later). A waiter
+ * whose AbortSignal fires (request deadline, client gone) leaves the queue without taking a slot.
+ */
+export class ConcurrencyLimiter {
+  private active = 0;
+  private peak = 0;
+  private readonly queue: { grant: () => void; reject: (e: unknown) => void; signal?: AbortSignal; onAbort?: () => void }[] = [];
+
+  constructor(readonly capacity: number) {
+    if (!(capacity >= 1)) throw new Error('limiter capacity must be at least 1');
+  }
+
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) throw abortReason(signal);
+    if (this.active < this.capacity && this.queue.length === 0) return this.take();
+    return new Promise((resolve, reject) => {
+      const entry: (typeof this.queue)[number] = { grant: () => resolve(this.take()), reject, signal };
+      if (signal) {
+        entry.onAbort = () => {
+          const i = this.queue.indexOf(entry);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(abortReason(signal));
+        };
+        signal.addEventListener('abort', entry.onAbort, { once: true });
+      }
+      this.queue.push(entry);
+    });
+  }
+
+  async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const release = await this.acquire(signal);
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
+  }
+
+  stats(): { max_concurrency: number; active: number; waiting: number; peak_active: number } {
+    return { max_concurrency: this.capacity, active: this.active, waiting: this.queue.length, peak_active: this.peak };
+  }
+
+  private take(): () => void {
+    this.active++;
+    this.peak = Math.max(this.peak, this.active);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.active--;
+      const next = this.queue.shift();
+      if (next) {
+        if (next.signal && next.onAbort) next.signal.removeEventListener('abort', next.onAbort);
+        next.grant();
+      }
+    };
+  }
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason instanceof Error ? signal.reason : new ApiError(503, 'request_timeout', 'The request deadline passed while waiting for inference.');
+}

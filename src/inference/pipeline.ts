@@ -1,0 +1,164 @@
+import sharp from 'sharp';
+import { ApiError, Messages } from '../errors.js';
+import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
+import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
+import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';
+import { byAreaDesc, clipCandidate, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
+import { decodeImage } from './image.js';
+import { boxStatistics, estimatePose, faceQuality, type FaceQuality, type Pose } from './quality.js';
+import { ort } from './sessions.js';
+
+export interface DetectionProfile {
+  input_sizes: [number, number][];
+  threshold: number;
+  nms_threshold: number;
+  single_face_selection: SingleFaceSelection;
+}
+
+export interface AnalyzeRequest {
+  image: { encoded: Uint8Array } | { raw: Uint8Array; width: number; height: number };
+  limits: { maxBytes: number; maxPixels: number };
+  profile: DetectionProfile;
+  maxFaces: number;
+  /** none: detection only; selected: embed the single-face selection; all: embed every face. */
+  embed: 'none' | 'selected' | 'all';
+}
+
+export interface AnalyzedFace extends Candidate {
+  quality: FaceQuality;
+  pose: Pose;
+  embedding?: Float32Array;
+}
+
+export interface AnalyzeResult {
+  width: number;
+  height: number;
+  faces: AnalyzedFace[];
+  /** Index into `faces` of the single-face selection, or -1. */
+  selected: number;
+  timings: { decode_ms: number; detect_ms: number; detect_model_ms: number; embed_ms: number; embed_model_ms: number };
+}
+
+/** Loaded sessions of one model pack. Lives inside an inference worker thread. */
+export interface PackSessions {
+  detector: { spec: DetectorSpec; session: ort.InferenceSession };
+  recognizer: { spec: RecognizerSpec; session: ort.InferenceSession };
+}
+
+/** Fraction of a small detector canvas left as black context; see `placeInCanvas`. */
+export const CLOSE_UP_MARGIN = 0.2;
+/** Sizes at or below this side are the "close-up" sizes that get context padding. */
+export const CLOSE_UP_MAX_SIDE = 160;
+
+export class FacePipeline {
+  constructor(private readonly models: PackSessions) {}
+
+  async analyze(req: AnalyzeRequest): Promise<AnalyzeResult> {
+    const t0 = performance.now();
+    const img = 'encoded' in req.image
+      ? await decodeImage(Buffer.from(req.image.encoded.buffer, req.image.encoded.byteOffset, req.image.encoded.byteLength), req.limits)
+      : { data: req.image.raw, width: req.image.width, height: req.image.height };
+    const t1 = performance.now();
+    const { faces: detected, modelMs: detectModelMs } = await this.detect(img.data, img.width, img.height, req.profile);
+    const faces = detected.slice(0, req.maxFaces).map((f) => this.describe(f, img.data, img.width, img.height));
+    const t2 = performance.now();
+    const selectedFace = selectSingleFace(faces, req.profile.single_face_selection, img.width, img.height);
+    const selected = selectedFace ? faces.indexOf(selectedFace) : -1;
+    let embedModelMs = 0;
+    const toEmbed = req.embed === 'all' ? faces : req.embed === 'selected' && selectedFace ? [selectedFace] : [];
+    for (const f of toEmbed) {
+      const r = await this.embed(img.data, img.width, img.height, f.landmarks);
+      f.embedding = r.embedding;
+      embedModelMs += r.modelMs;
+    }
+    const t3 = performance.now();
+    return {
+      width: img.width, height: img.height, faces, selected,
+      timings: { decode_ms: t1 - t0, detect_ms: t2 - t1, detect_model_ms: detectModelMs, embed_ms: t3 - t2, embed_model_ms: embedModelMs },
+    };
+  }
+
+  /** Runs the detector at every profile size, then ONE global NMS over all candidates. */
+  async detect(rgb: Uint8Array, width: number, height: number, profile: DetectionProfile): Promise<{ faces: Candidate[]; modelMs: number }> {
+    const all: Candidate[] = [];
+    let modelMs = 0;
+    for (const [w, h] of profile.input_sizes) {
+      const margin = Math.max(w, h) <= CLOSE_UP_MAX_SIDE ? CLOSE_UP_MARGIN : 0;
+      const place = placeInCanvas(width, height, w, h, margin);
+      const tensor = await this.detectorInput(rgb, width, height, w, h, place);
+      const t = performance.now();
+      const out = await this.models.detector.session.run({ [this.models.detector.session.inputNames[0]!]: tensor });
+      modelMs += performance.now() - t;
+      const arrays: OutputArrays = this.models.detector.session.outputNames.map((name) => ({ name, data: out[name]!.data as Float32Array }));
+      const decode = this.models.detector.spec.kind === 'scrfd' ? decodeScrfd : decodeYunet;
+      all.push(...decode(arrays, w, h, profile.threshold, place));
+    }
+    const kept = nms(all, profile.nms_threshold)
+      .map((c) => clipCandidate(c, width, height))
+      .filter((c): c is Candidate => c !== null && c.landmarks.length === 5 && c.landmarks.every((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])));
+    return { faces: kept.sort(byAreaDesc), modelMs };
+  }
+
+  /** Resizes with libvips (one pass, antialiased) and writes the normalised planar tensor. */
+  private async detectorInput(rgb: Uint8Array, width: number, height: number, w: number, h: number, place: Placement & { resizedW: number; resizedH: number }): Promise<ort.Tensor> {
+    const spec = this.models.detector.spec;
+    const resized = await sharp(rgb, { raw: { width, height, channels: 3 } })
+      .resize(place.resizedW, place.resizedH, { fit: 'fill', kernel: 'linear' })
+      .raw()
+      .toBuffer();
+    const plane = w * h;
+    const data = new Float32Array(3 * plane).fill((0 - spec.mean) / spec.std);
+    const order = spec.channel_order === 'rgb' ? [0, 1, 2] : [2, 1, 0];
+    const inv = 1 / spec.std;
+    for (let y = 0; y < place.resizedH; y++) {
+      const rowOut = (y + place.padY) * w + place.padX;
+      let p = y * place.resizedW * 3;
+      for (let x = 0; x < place.resizedW; x++, p += 3) {
+        const o = rowOut + x;
+        data[o] = (resized[p + order[0]!]! - spec.mean) * inv;
+        data[o + plane] = (resized[p + order[1]!]! - spec.mean) * inv;
+        data[o + 2 * plane] = (resized[p + order[2]!]! - spec.mean) * inv;
+      }
+    }
+    return new ort.Tensor('float32', data, [1, 3, h, w]);
+  }
+
+  private describe(face: Candidate, rgb: Uint8Array, width: number, height: number): AnalyzedFace {
+    const pose = estimatePose(face.landmarks);
+    return { ...face, pose, quality: faceQuality(face, boxStatistics(rgb, width, height, face.box), pose) };
+  }
+
+  /** 5-point similarity alignment to the 112x112 ArcFace template, recognizer, L2 normalisation. */
+  async embed(rgb: Uint8Array, width: number, height: number, landmarks: [number, number][]): Promise<{ embedding: Float32Array; modelMs: number }> {
+    const spec = this.models.recognizer.spec;
+    const [outW, outH] = spec.input_size;
+    const template = ARCFACE_TEMPLATE_112.map(([x, y]) => [(x * outW) / 112, (y * outH) / 112] as [number, number]);
+    const m = estimateSimilarity(landmarks, template);
+    if (!m) throw new ApiError(422, 'face_not_found', Messages.faceNotFound, { reason: 'degenerate_landmarks' });
+    const data = warpToTensor(rgb, width, height, m, outW, outH, { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std });
+    const session = this.models.recognizer.session;
+    const t = performance.now();
+    const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', data, [1, 3, outH, outW]) });
+    const modelMs = performance.now() - t;
+    const raw = out[session.outputNames[0]!]!.data as Float32Array;
+    return { embedding: l2Normalize(raw, spec.embedding_dimension), modelMs };
+  }
+}
+
+export function l2Normalize(v: Float32Array, dimension: number): Float32Array {
+  if (v.length !== dimension) throw new Error(`recognizer returned ${v.length} values, the pack declares ${dimension}`);
+  let sq = 0;
+  for (let i = 0; i < v.length; i++) sq += v[i]! * v[i]!;
+  const norm = Math.sqrt(sq);
+  if (!(norm > 0) || !Number.isFinite(norm)) throw new ApiError(422, 'face_not_found', Messages.faceNotFound, { reason: 'invalid_embedding' });
+  const out = new Float32Array(v.length);
+  for (let i = 0; i < v.length; i++) out[i] = v[i]! / norm;
+  return out;
+}
+
+/** Raw cosine of two L2-normalised vectors, clipped to [-1, 1] (unrounded: thresholds use this value). */
+export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
+  return Math.min(1, Math.max(-1, dot));
+}

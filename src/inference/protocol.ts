@@ -1,0 +1,25 @@
+import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
+import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
+import type { ProviderName } from './sessions.js';
+
+/** Messages between the engine and its worker threads. */
+export interface WorkerInit {
+  detector: DetectorSpec & { path: string };
+  recognizer: RecognizerSpec & { path: string };
+  providers: ProviderName[];
+  deviceId: number;
+  intraOpThreads: number;
+  warmupSizes: [number, number][];
+}
+
+export interface WorkerJob { id: number; request: AnalyzeRequest }
+
+export type WorkerReply =
+  | { type: 'ready'; loadMs: number; warmupMs: number }
+  | { type: 'failed'; message: string }
+  | {
+      type: 'result';
+      id: number;
+      result?: AnalyzeResult;
+      error?: { status: number; code: string; message: string; details: Record<string, unknown>; internal?: boolean };
+    };

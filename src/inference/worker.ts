@@ -1,0 +1,53 @@
+/**
+ * Inference worker thread. onnxruntime-node runs `session.run` synchronously on the calling thread, so
+ * model work lives here, off the event loop that serves HTTP and (later) RTSP frames.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { isApiError } from '../errors.js';
+import { FacePipeline, type AnalyzeRequest } from './pipeline.js';
+import { createSession, ort, type SessionSettings } from './sessions.js';
+import type { WorkerInit, WorkerReply, WorkerJob } from './protocol.js';
+
+const init = workerData as WorkerInit;
+const port = parentPort!;
+
+async function start(): Promise<FacePipeline> {
+  const settings: SessionSettings = { providers: init.providers, deviceId: init.deviceId, intraOpThreads: init.intraOpThreads };
+  const t0 = performance.now();
+  const [detector, recognizer] = await Promise.all([createSession(init.detector.path, settings), createSession(init.recognizer.path, settings)]);
+  const loadMs = performance.now() - t0;
+  const pipeline = new FacePipeline({ detector: { spec: init.detector, session: detector }, recognizer: { spec: init.recognizer, session: recognizer } });
+  // Warm-up at every configured size so the first request does not pay for shape planning.
+  const t1 = performance.now();
+  for (const [w, h] of init.warmupSizes) {
+    await detector.run({ [detector.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
+  }
+  const [rw, rh] = init.recognizer.input_size;
+  const probe = await recognizer.run({ [recognizer.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * rw * rh), [1, 3, rh, rw]) });
+  const dim = (probe[recognizer.outputNames[0]!]!.data as Float32Array).length;
+  if (dim !== init.recognizer.embedding_dimension) {
+    throw new Error(`recognizer output has ${dim} values but the pack declares ${init.recognizer.embedding_dimension}`);
+  }
+  port.postMessage({ type: 'ready', loadMs, warmupMs: performance.now() - t1 } satisfies WorkerReply);
+  return pipeline;
+}
+
+function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['error'] {
+  if (isApiError(e)) return { status: e.status, code: e.code, message: e.message, details: e.details };
+  return { status: 500, code: 'internal_error', message: e instanceof Error ? e.message : String(e), details: {}, internal: true };
+}
+
+start().then(
+  (pipeline) => {
+    port.on('message', (job: WorkerJob) => {
+      pipeline.analyze(job.request as AnalyzeRequest).then(
+        (result) => {
+          const transfer = result.faces.flatMap((f) => (f.embedding ? [f.embedding.buffer as ArrayBuffer] : []));
+          port.postMessage({ type: 'result', id: job.id, result } satisfies WorkerReply, transfer);
+        },
+        (e: unknown) => port.postMessage({ type: 'result', id: job.id, error: serializeError(e) } satisfies WorkerReply),
+      );
+    });
+  },
+  (e: unknown) => port.postMessage({ type: 'failed', message: e instanceof Error ? e.message : String(e) } satisfies WorkerReply),
+);

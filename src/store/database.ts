@@ -1,0 +1,124 @@
+import Database from 'better-sqlite3';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync, chmodSync, existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApiError } from '../errors.js';
+
+export type Db = Database.Database;
+
+const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+const MIGRATION_FILE = /^(\d{4})_[a-z0-9_]+\.sql$/;
+
+export interface OpenedDatabase {
+  db: Db;
+  path: string;
+  migrationCount: number;
+  close(): void;
+}
+
+/**
+ * Opens (creating if needed) the service database: WAL, foreign keys, NORMAL sync, a busy timeout, and
+ * every pending numbered migration, each in its own transaction and recorded. A lock file next to it
+ * makes a second daemon on the same data directory refuse to start instead of corrupting state.
+ */
+export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR): OpenedDatabase {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, 'vigil.db');
+  const releaseLock = acquireProcessLock(`${path}.lock`);
+  let db: Db;
+  try {
+    const fresh = !existsSync(path);
+    db = new Database(path);
+    if (fresh) chmodSync(path, 0o600);
+    db.pragma('journal_mode = WAL');
+    db.pragma('foreign_keys = ON');
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 15000');
+    migrate(db, migrationsDir);
+  } catch (e) {
+    releaseLock();
+    throw e;
+  }
+  const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
+  return {
+    db, path, migrationCount,
+    close() {
+      if (db.open) db.close();
+      releaseLock();
+    },
+  };
+}
+
+export function migrate(db: Db, dir: string): number {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  const files = readdirSync(dir).filter((f) => MIGRATION_FILE.test(f)).sort();
+  let count = 0;
+  for (const file of files) {
+    const version = Number(MIGRATION_FILE.exec(file)![1]);
+    if (applied.has(version)) continue;
+    const sql = readFileSync(join(dir, file), 'utf8');
+    db.transaction(() => {
+      db.exec(sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(version, file, new Date().toISOString());
+    })();
+    count++;
+  }
+  return count;
+}
+
+/** PRAGMA quick_check, as readiness requires. */
+export function quickCheck(db: Db): string {
+  const rows = db.pragma('quick_check') as { quick_check: string }[];
+  return rows.map((r) => r.quick_check).join('; ');
+}
+
+/**
+ * An O_EXCL lock file holding our pid. A stale file (its pid no longer runs) is taken over, so a crash
+ * never leaves the appliance unable to start.
+ */
+function acquireProcessLock(lockPath: string): () => void {
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(lockPath, 'wx', 0o600);
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => {
+        try {
+          if (readFileSync(lockPath, 'utf8') === String(process.pid)) unlinkSync(lockPath);
+        } catch { /* already gone */ }
+      };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const holder = readPid(lockPath);
+      if (holder !== null && holder !== process.pid && isRunning(holder)) {
+        throw new ApiError(500, 'data_dir_locked', `Another Vigil process (pid ${holder}) is using this data directory (${lockPath}).`, { pid: holder });
+      }
+      if (holder === process.pid) throw new ApiError(500, 'data_dir_locked', `This process already holds ${lockPath}.`);
+      unlinkSync(lockPath);
+    }
+  }
+  throw new ApiError(500, 'data_dir_locked', `Could not lock ${lockPath}.`);
+}
+
+function readPid(path: string): number | null {
+  try {
+    const fd = openSync(path, 'r');
+    const buf = Buffer.alloc(32);
+    const n = readSync(fd, buf, 0, 32, 0);
+    closeSync(fd);
+    const pid = Number(buf.subarray(0, n).toString().trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
