@@ -27,6 +27,17 @@ export function resolveThreading(maxConcurrency: number | 'auto', intraOp: numbe
 }
 
 /**
+ * Built code runs worker.js directly. From source (tests, dev under tsx) Node 20 does not apply loader
+ * hooks to a worker's entry module, so a small bootstrap registers tsx first and then imports worker.ts.
+ */
+function createWorker(workerData: WorkerInit): Worker {
+  if (import.meta.url.endsWith('.js')) return new Worker(new URL('./worker.js', import.meta.url), { workerData });
+  const entry = new URL('./worker.ts', import.meta.url).href;
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
+
+/**
  * Owns the inference worker threads and the one concurrency limiter every caller goes through. A job
  * holds its slot until its worker is done, even if the caller gave up, because that compute is real.
  */
@@ -67,9 +78,7 @@ export class InferenceEngine {
   }
 
   private spawn(): Promise<void> {
-    // Under tsx (tests, dev) this module is .ts and the worker must be too; built code is .js.
-    const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
-    const worker = new Worker(new URL(`./worker${ext}`, import.meta.url), { workerData: this.workerInit() });
+    const worker = createWorker(this.workerInit());
     const slot: Slot = { worker, busy: false };
     return new Promise((resolve, reject) => {
       let ready = false;

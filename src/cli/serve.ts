@@ -1,0 +1,117 @@
+import type { Server } from 'node:http';
+import { cpus } from 'node:os';
+import si from 'systeminformation';
+import { loadConfig, type LoadedConfig } from '../config/load.js';
+import { ApiError } from '../errors.js';
+import { createApp } from '../http/app.js';
+import { RecentErrors } from '../http/errors.js';
+import type { HostInfo, Runtime } from '../http/runtime.js';
+import { InferenceEngine, resolveThreading } from '../inference/engine.js';
+import { FaceService, SystemDetectionProfiles } from '../inference/faceService.js';
+import { describePack } from '../inference/modelSummary.js';
+import type { DetectionProfile } from '../inference/pipeline.js';
+import { availableProviders } from '../inference/sessions.js';
+import { createLogger } from '../log/logger.js';
+import { loadInstalledPack } from '../models/installed.js';
+import { ApiKeyStore } from '../store/apiKeys.js';
+import { openDatabase } from '../store/database.js';
+
+export interface Daemon {
+  runtime: Runtime;
+  server: Server;
+  /** Resolves when models are loaded and warm (the daemon is ready). Rejects if that failed. */
+  ready: Promise<void>;
+  url: string;
+  close(): Promise<void>;
+}
+
+async function hostInfo(): Promise<HostInfo> {
+  const [os, cpu] = await Promise.all([si.osInfo(), si.cpu()]);
+  return { os: `${os.distro} ${os.release}`.trim() || process.platform, architecture: os.arch || process.arch, cpu: { model: `${cpu.manufacturer} ${cpu.brand}`.trim(), logical_cores: cpus().length } };
+}
+
+/**
+ * Starts the daemon: database and API key first (fatal if wrong), then the HTTP listener so health can
+ * answer "not_ready", then the models. The service never downloads anything at startup.
+ */
+export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
+  const { config } = loaded;
+  const log = createLogger(config.server.log_level);
+  const db = openDatabase(config.server.data_dir);
+  let engine: InferenceEngine | null = null;
+  try {
+    const keys = new ApiKeyStore(db.db);
+    if (config.auth.api_key) {
+      const outcome = keys.ensureKey(config.auth.api_key);
+      if (outcome !== 'unchanged') log.info({ outcome }, 'API key stored');
+    }
+    if (config.auth.enabled && !keys.hasActiveKey()) {
+      throw new ApiError(500, 'api_key_missing', 'Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.');
+    }
+    const runtime: Runtime = { loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date() };
+    const { app } = createApp(runtime);
+    const server = app.listen(config.server.port, config.server.host);
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+    // Uploads are bounded by the request deadline, not by Node's own shorter defaults.
+    server.requestTimeout = (config.server.request_timeout_seconds + 5) * 1000;
+    const address = server.address();
+    const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
+    log.info({ url, config_file: loaded.file }, 'listening');
+
+    const ready = (async () => {
+      const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack);
+      const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads);
+      const systemProfile: DetectionProfile = {
+        input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
+        nms_threshold: config.detection.nms_threshold, single_face_selection: config.detection.single_face_selection,
+      };
+      engine = await InferenceEngine.start({
+        pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
+        workers: threading.workers, intraOpThreads: threading.intraOpThreads, warmupSizes: systemProfile.input_sizes,
+      });
+      const model = describePack(pack, config.inference.execution_providers[0]!);
+      const faces = new FaceService(engine, new SystemDetectionProfiles(systemProfile),
+        { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
+        config.detection.max_detected_faces, config.inference.default_threshold);
+      runtime.inference = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile };
+      log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
+    })();
+
+    let closed = false;
+    const close = async () => {
+      if (closed) return;
+      closed = true;
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await ready.catch(() => undefined);
+      await engine?.close();
+      db.close();
+    };
+    return { runtime, server, ready, url, close };
+  } catch (e) {
+    await (engine as InferenceEngine | null)?.close();
+    db.close();
+    throw e;
+  }
+}
+
+export async function runServeCommand(args: { config?: string }): Promise<number> {
+  const daemon = await startDaemon(loadConfig(args.config));
+  const stop = (signal: string) => {
+    daemon.runtime.log.info({ signal }, 'stopping');
+    daemon.close().then(() => process.exit(0), () => process.exit(1));
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+  try {
+    await daemon.ready;
+  } catch (e) {
+    daemon.runtime.log.fatal({ code: (e as ApiError).code, err: e }, (e as Error).message);
+    await daemon.close();
+    return 1;
+  }
+  return new Promise<number>(() => undefined); // runs until a signal
+}

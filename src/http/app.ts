@@ -1,0 +1,43 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import { requireApiKey } from './auth.js';
+import { errorEnvelope } from './errors.js';
+import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
+import { buildOpenApi } from './openapi.js';
+import { koaPath, type AppState, type RouteSpec } from './route.js';
+import { faceRoutes } from './routes/faces.js';
+import { systemRoutes } from './routes/system.js';
+import type { Runtime } from './runtime.js';
+
+/** Every API operation the daemon serves (the auth test enumerates this list). */
+export function apiRoutes(rt: Runtime): RouteSpec[] {
+  return [...systemRoutes(rt), ...faceRoutes(rt)];
+}
+
+export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
+  const { config } = rt.loaded;
+  const app = new Koa<AppState>();
+  // Errors are shaped and logged by our middleware; Koa's default handler would print them again.
+  app.silent = true;
+  const routes = apiRoutes(rt);
+  const openapi = buildOpenApi(routes);
+  const router = new Router<AppState>();
+  const auth = requireApiKey(rt.keys);
+  for (const r of routes) {
+    const guard = r.public || !config.auth.enabled ? [] : [auth];
+    router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
+  }
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = openapi;
+  });
+
+  app.use(requestId(rt.log));
+  app.use(securityHeaders());
+  app.use(cors(config.server.cors_origins));
+  app.use(errorEnvelope(rt.log, rt.recentErrors));
+  app.use(deadline(config.server.request_timeout_seconds));
+  app.use(bodySizeLimit(config.server.max_request_bytes));
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
+  return { app, routes };
+}

@@ -1,0 +1,22 @@
+import type Koa from 'koa';
+import { ApiError } from '../errors.js';
+import type { ApiKeyStore } from '../store/apiKeys.js';
+
+const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message, {}, { 'WWW-Authenticate': 'Bearer' });
+
+/** `Authorization: Bearer <key>`: case-insensitive scheme, exactly one space, as upstream. */
+export function parseBearer(header: string | undefined): string | null {
+  if (!header) return null;
+  const m = /^bearer ([^ ]+)$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+/** Route-level guard; the app mounts it on every route not marked public. */
+export function requireApiKey(keys: ApiKeyStore): Koa.Middleware {
+  return async (ctx, next) => {
+    const presented = parseBearer(ctx.get('Authorization') || undefined);
+    if (!presented) throw unauthorized('A valid Bearer API key is required.');
+    if (!(await keys.verify(presented))) throw unauthorized('The API key is not valid.');
+    await next();
+  };
+}

@@ -1,0 +1,52 @@
+import type Koa from 'koa';
+import type { Logger } from 'pino';
+import { ApiError, Messages, isApiError } from '../errors.js';
+import type { AppState } from './route.js';
+
+export interface RecentError { code: string; path: string; request_id: string; status: number; at: string }
+
+/** The last few errors, for /v1/system. */
+export class RecentErrors {
+  private readonly items: RecentError[] = [];
+  constructor(private readonly limit = 10) {}
+  add(e: RecentError): void {
+    this.items.push(e);
+    if (this.items.length > this.limit) this.items.shift();
+  }
+  list(): RecentError[] {
+    return [...this.items].reverse();
+  }
+}
+
+/** Maps framework errors (koa-router, http-errors, body parsing) onto the contract's codes. */
+function toApiError(err: unknown): ApiError {
+  if (isApiError(err)) return err;
+  const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
+  const status = e.status ?? e.statusCode;
+  if (status === 404) return new ApiError(404, 'route_not_found', 'No route matches this path.');
+  if (status === 405 || status === 501) return new ApiError(405, 'method_not_allowed', 'The method is not allowed for this path.');
+  if (status === 413) return new ApiError(413, 'request_too_large', 'The request body is too large.');
+  if (status === 400 && e.expose) return new ApiError(400, 'invalid_request', `Request validation failed: ${e.message ?? 'bad request'}`);
+  if (status && status >= 400 && status < 500 && e.expose) return new ApiError(status, 'http_error', e.message ?? 'HTTP error');
+  return new ApiError(500, 'internal_error', Messages.internal);
+}
+
+/**
+ * Shapes every failure, thrown anywhere below, into the one envelope. Unknown exceptions are logged with
+ * their stack and reported as internal_error without leaking their text.
+ */
+export function errorEnvelope(log: Logger, recent: RecentErrors): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'route_not_found', 'No route matches this path.');
+    } catch (err) {
+      const api = toApiError(err);
+      if (api.status >= 500 && api.code === 'internal_error') log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');
+      recent.add({ code: api.code, path: ctx.path, request_id: ctx.state.requestId, status: api.status, at: new Date().toISOString() });
+      ctx.status = api.status;
+      for (const [k, v] of Object.entries(api.headers)) ctx.set(k, v);
+      ctx.body = { error: { code: api.code, message: api.message, details: api.details }, request_id: ctx.state.requestId };
+    }
+  };
+}

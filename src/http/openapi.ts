@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { VERSION } from '../version.js';
+import type { RouteSpec } from './route.js';
+import { ErrorEnvelope } from './schemas.js';
+
+/** Every /v1 operation documents the same error statuses, all as ErrorEnvelope (as upstream). */
+const ERROR_STATUSES = ['400', '401', '404', '409', '413', '422', '500', '503'];
+const REF = (id: string) => `#/components/schemas/${id}`;
+
+type Json = Record<string, unknown>;
+
+/** Removes JSON-Schema noise that zod adds and OpenAPI components do not want. */
+function clean(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(clean);
+  if (!node || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node as Json)) {
+    if (k === '$schema' || k === '$id') continue;
+    if ((k === 'minimum' || k === 'maximum') && Math.abs(v as number) === Number.MAX_SAFE_INTEGER) continue;
+    out[k] = clean(v);
+  }
+  return out;
+}
+
+function schemaRef(schema: z.ZodType): Json {
+  const meta = z.globalRegistry.get(schema) as { id?: string } | undefined;
+  if (meta?.id) return { $ref: REF(meta.id) };
+  return clean(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'output' })) as Json;
+}
+
+export function buildOpenApi(routes: RouteSpec[]): Json {
+  const paths: Record<string, Json> = {};
+  for (const r of routes) {
+    const responses: Json = {};
+    const success: Json = { description: r.success.description ?? 'Successful Response' };
+    if (r.success.schema) success.content = { [r.success.media ?? 'application/json']: { schema: schemaRef(r.success.schema) } };
+    else if (r.success.media) success.content = { [r.success.media]: { schema: { type: 'string', format: 'binary' } } };
+    responses[String(r.success.status)] = success;
+    for (const s of ERROR_STATUSES) responses[s] = { description: 'Error', content: { 'application/json': { schema: { $ref: REF('ErrorEnvelope') } } } };
+    for (const [s, x] of Object.entries(r.extraResponses ?? {})) responses[s] = { description: x.description, content: { 'application/json': { schema: schemaRef(x.schema) } } };
+    const op: Json = { operationId: r.operationId, summary: r.summary, tags: r.tags, responses };
+    if (r.description) op.description = r.description;
+    if (!r.public) op.security = [{ bearerAuth: [] }];
+    if (r.body) op.requestBody = { required: true, content: { [r.body.contentType]: { schema: schemaRef(r.body.schema) } } };
+    if (r.query) {
+      op.parameters = Object.entries(r.query.shape).map(([name, s]) => ({
+        name, in: 'query', required: !(s as z.ZodType).safeParse(undefined).success, schema: clean(z.toJSONSchema(s as z.ZodType, { unrepresentable: 'any', io: 'input' })),
+      }));
+    }
+    const pathParams = [...r.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    if (pathParams.length) op.parameters = [...pathParams, ...((op.parameters as Json[] | undefined) ?? [])];
+    (paths[r.path] ??= {})[r.method] = op;
+  }
+  // Components: every schema registered with an id (request bodies, responses and what they reference).
+  void ErrorEnvelope;
+  const all = z.toJSONSchema(z.globalRegistry, { uri: REF, unrepresentable: 'any', io: 'output' }) as { schemas: Json };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'Vigil', version: VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
+    paths,
+    components: { schemas: clean(all.schemas), securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
+  };
+}

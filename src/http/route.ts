@@ -1,0 +1,36 @@
+import type Koa from 'koa';
+import type { z } from 'zod';
+
+export type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
+
+export interface AppState {
+  requestId: string;
+  /** Aborts at the request deadline or when the client goes away. */
+  signal: AbortSignal;
+}
+export type AppContext = Koa.ParameterizedContext<AppState> & { params: Record<string, string> };
+
+/**
+ * One API operation: the router, the auth middleware and /openapi.json are all built from this list,
+ * so documentation, validation and protection cannot disagree.
+ */
+export interface RouteSpec {
+  method: Method;
+  /** OpenAPI-style path, e.g. /v1/collections/{collection_id}. */
+  path: string;
+  operationId: string;
+  summary: string;
+  tags: string[];
+  description?: string;
+  /** No Bearer auth (only GET /v1/health). */
+  public?: boolean;
+  body?: { contentType: 'multipart/form-data' | 'application/json'; schema: z.ZodType };
+  query?: z.ZodObject;
+  /** Success status -> schema (null for an empty body or a non-JSON media type given in `media`). */
+  success: { status: number; schema: z.ZodType | null; media?: string; description?: string };
+  /** Extra documented responses beyond the common error set (e.g. health's 503 body). */
+  extraResponses?: Record<string, { schema: z.ZodType; description: string }>;
+  handler: (ctx: AppContext) => Promise<void>;
+}
+
+export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{([a-z_]+)\}/g, ':$1');

@@ -1,0 +1,64 @@
+import type { RouteSpec } from '../route.js';
+import type { Runtime } from '../runtime.js';
+import { ApiError } from '../../errors.js';
+import { parseMultipart } from '../multipart.js';
+import { requireInference } from '../ready.js';
+import { CompareBody, CompareResponse, DetectBody, DetectResponse, EmbeddingsBody, EmbeddingsResponse } from '../schemas.js';
+import { faceObservation, processingMs } from '../shape.js';
+
+const overrideNotSupported = (field: string, instead: string) =>
+  new ApiError(400, 'request_detection_override_not_supported', `${field} is no longer supported; ${instead}`, { field });
+
+export function faceRoutes(rt: Runtime): RouteSpec[] {
+  const s = rt.loaded.config.server;
+  const limits = (files: string[]) => ({ requiredFiles: files, maxFileBytes: s.max_image_bytes, maxFiles: files.length });
+  return [
+    {
+      method: 'post', path: '/v1/detect', operationId: 'detect_v1_detect_post', summary: 'Detect', tags: ['faces'],
+      description: 'Detect faces without generating recognition embeddings. Faces are sorted by descending box area.',
+      body: { contentType: 'multipart/form-data', schema: DetectBody },
+      success: { status: 200, schema: DetectResponse },
+      handler: async (ctx) => {
+        const inf = requireInference(rt);
+        const { fields, files } = await parseMultipart(ctx, { fields: DetectBody.omit({ image: true }), ...limits(['image']) });
+        if (fields.min_score !== undefined && fields.min_score !== null) throw overrideNotSupported('min_score', 'set the detection threshold in the server or collection detection profile.');
+        const t0 = performance.now();
+        const r = await inf.faces.detect({ image: files[0]!.bytes, maxFaces: fields.max_faces, collectionId: fields.collection_id }, ctx.state.signal);
+        ctx.body = { request_id: ctx.state.requestId, faces: r.faces.map((f) => faceObservation(f, r.width, r.height)), processing_ms: processingMs(t0) };
+      },
+    },
+    {
+      method: 'post', path: '/v1/compare', operationId: 'compare_v1_compare_post', summary: 'Compare', tags: ['faces'],
+      description: 'Compare the selected face of two images. similarity is the raw cosine; matched is similarity >= threshold.',
+      body: { contentType: 'multipart/form-data', schema: CompareBody },
+      success: { status: 200, schema: CompareResponse },
+      handler: async (ctx) => {
+        const inf = requireInference(rt);
+        const { fields, files } = await parseMultipart(ctx, { fields: CompareBody.omit({ source: true, target: true }), ...limits(['source', 'target']) });
+        const file = (name: string) => files.find((f) => f.field === name)!.bytes;
+        const t0 = performance.now();
+        const r = await inf.faces.compare({ source: file('source'), target: file('target'), threshold: fields.threshold, collectionId: fields.collection_id }, ctx.state.signal);
+        ctx.body = {
+          request_id: ctx.state.requestId, matched: r.matched, similarity: r.similarity, threshold: r.threshold,
+          source_face: faceObservation(r.source.face, r.source.width, r.source.height),
+          target_face: faceObservation(r.target.face, r.target.width, r.target.height),
+          processing_ms: processingMs(t0),
+        };
+      },
+    },
+    {
+      method: 'post', path: '/v1/embeddings', operationId: 'embeddings_v1_embeddings_post', summary: 'Embeddings', tags: ['faces'],
+      description: 'The L2-normalised embedding of the selected face (exactly one face).',
+      body: { contentType: 'multipart/form-data', schema: EmbeddingsBody },
+      success: { status: 200, schema: EmbeddingsResponse },
+      handler: async (ctx) => {
+        const inf = requireInference(rt);
+        const { fields, files } = await parseMultipart(ctx, { fields: EmbeddingsBody.omit({ image: true }), ...limits(['image']) });
+        if (fields.face_selection !== undefined && fields.face_selection !== null) throw overrideNotSupported('face_selection', 'the collection or server detection profile selects the face.');
+        const t0 = performance.now();
+        const r = await inf.faces.embedOne({ image: files[0]!.bytes, collectionId: fields.collection_id }, ctx.state.signal);
+        ctx.body = { request_id: ctx.state.requestId, faces: [faceObservation(r.face, r.width, r.height, { embedding: true })], model: inf.model, processing_ms: processingMs(t0) };
+      },
+    },
+  ];
+}

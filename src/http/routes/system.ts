@@ -1,0 +1,95 @@
+import { accessSync, constants, existsSync } from 'node:fs';
+import { VERSION } from '../../version.js';
+import { onnxRuntimeVersion } from '../../inference/sessions.js';
+import { quickCheck } from '../../store/database.js';
+import type { RouteSpec } from '../route.js';
+import type { Runtime } from '../runtime.js';
+import { HealthResponse, ModelsResponse, SystemResponse } from '../schemas.js';
+import { requireInference } from '../ready.js';
+
+function pathState(path: string) {
+  const can = (mode: number) => { try { accessSync(path, mode); return true; } catch { return false; } };
+  return { path, exists: existsSync(path), readable: can(constants.R_OK), writable: can(constants.W_OK) };
+}
+
+export function systemRoutes(rt: Runtime): RouteSpec[] {
+  const { config } = rt.loaded;
+  return [
+    {
+      method: 'get', path: '/v1/health', operationId: 'health_v1_health_get', summary: 'Health', tags: ['system'], public: true,
+      success: { status: 200, schema: HealthResponse },
+      extraResponses: { 503: { schema: HealthResponse, description: 'The process is running but is not ready.' } },
+      handler: async (ctx) => {
+        // Ready = startup finished and the database passes quick_check; not_ready uses the same body, not the error envelope.
+        const ready = rt.inference !== null && quickCheck(rt.db.db) === 'ok';
+        ctx.status = ready ? 200 : 503;
+        ctx.body = { request_id: ctx.state.requestId, status: ready ? 'ready' : 'not_ready', version: VERSION, auth_enabled: config.auth.enabled };
+      },
+    },
+    {
+      method: 'get', path: '/v1/models', operationId: 'models_v1_models_get', summary: 'Models', tags: ['system'],
+      success: { status: 200, schema: ModelsResponse },
+      handler: async (ctx) => {
+        const inf = requireInference(rt);
+        ctx.body = { request_id: ctx.state.requestId, models: inf.model.models, execution_provider: inf.model.provider, license: inf.model.license, model_id: inf.model.model_id, model_digest: inf.model.model_digest };
+      },
+    },
+    {
+      method: 'get', path: '/v1/system', operationId: 'system_v1_system_get', summary: 'System', tags: ['system'],
+      success: { status: 200, schema: SystemResponse },
+      handler: async (ctx) => {
+        const inf = requireInference(rt);
+        const s = config.server, inc = config.inference, det = config.detection;
+        ctx.body = {
+          request_id: ctx.state.requestId,
+          server_version: VERSION,
+          os: rt.host.os,
+          architecture: rt.host.architecture,
+          cpu: rt.host.cpu,
+          runtime: {
+            mode: 'onnx',
+            os: rt.host.os,
+            architecture: rt.host.architecture,
+            cpu: rt.host.cpu,
+            node_version: process.version,
+            onnx_runtime_version: onnxRuntimeVersion(),
+            available_execution_providers: inf.availableProviders,
+            execution_provider: inf.model.provider,
+            requested_execution_providers: inc.execution_providers,
+            detector_session_providers: inf.providers,
+            recognizer_session_providers: inf.providers,
+            strict_provider_audit: true,
+            detector_input_sizes: inf.systemProfile.input_sizes,
+            detection_profile: inf.systemProfile,
+            cuda_runtime_version: null,
+            cudnn_version: null,
+            gpus: [],
+            models: inf.model.models,
+            inference_concurrency: inf.engine.stats(),
+            startup: inf.engine.startup,
+            uptime_seconds: Math.round((Date.now() - rt.startedAt.getTime()) / 1000),
+            rss_bytes: process.memoryUsage().rss,
+          },
+          execution_provider: inf.model.provider,
+          model: inf.model,
+          database: { path: rt.db.path, quick_check: quickCheck(rt.db.db), migration_count: rt.db.migrationCount, wal: true },
+          data: pathState(s.data_dir),
+          models: pathState(s.models_dir),
+          stats: { collection_count: 0, person_count: 0, face_count: 0 },
+          search: { backend: 'usearch', profiles: [], collections: [] },
+          api_key: { authentication_enabled: config.auth.enabled, configured: rt.keys.hasActiveKey() },
+          safe_config: {
+            max_image_bytes: s.max_image_bytes, max_image_pixels: s.max_image_pixels, max_registration_images: s.max_registration_images,
+            max_request_bytes: s.max_request_bytes, request_timeout_seconds: s.request_timeout_seconds,
+            inference_max_concurrency: inc.max_concurrency, inference_intra_op_threads: inc.intra_op_threads, model_pack: inc.model_pack,
+            addons: inc.addons, auto_download_addons: config.addons.auto_download, liveness_mode: inc.liveness_mode,
+            liveness_threshold: inc.liveness_threshold, liveness_compare_scope: inc.liveness_compare_scope, liveness_on_registration: inc.liveness_on_registration,
+            default_similarity_threshold: inc.default_threshold, detector_input_sizes: det.input_sizes, detection: det,
+            max_detected_faces: det.max_detected_faces, cors_origins: s.cors_origins, web_ui_disabled: config.web.disabled, config_file: rt.loaded.file,
+          },
+          recent_errors: rt.recentErrors.list(),
+        };
+      },
+    },
+  ];
+}

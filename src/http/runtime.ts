@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { LoadedConfig } from '../config/load.js';
+import type { InferenceEngine } from '../inference/engine.js';
+import type { FaceService } from '../inference/faceService.js';
+import type { ModelInfo } from '../inference/modelSummary.js';
+import type { DetectionProfile } from '../inference/pipeline.js';
+import type { ApiKeyStore } from '../store/apiKeys.js';
+import type { OpenedDatabase } from '../store/database.js';
+import type { RecentErrors } from './errors.js';
+
+export interface HostInfo { os: string; architecture: string; cpu: { model: string; logical_cores: number } }
+
+/** What the engine reports once loaded. */
+export interface Inference {
+  engine: InferenceEngine;
+  faces: FaceService;
+  model: ModelInfo;
+  providers: string[];
+  availableProviders: string[];
+  systemProfile: DetectionProfile;
+}
+
+/**
+ * Everything the routes use. The HTTP server starts before the models are warm so that /v1/health can
+ * say "not_ready"; `inference` is filled in when startup finishes.
+ */
+export interface Runtime {
+  loaded: LoadedConfig;
+  log: Logger;
+  db: OpenedDatabase;
+  keys: ApiKeyStore;
+  recentErrors: RecentErrors;
+  host: HostInfo;
+  inference: Inference | null;
+  startedAt: Date;
+}
