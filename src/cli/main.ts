@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
       const configPath = configIndex >= 0 ? rest[configIndex + 1] : undefined;
       const args = configIndex >= 0 ? rest.filter((_, i) => i !== configIndex && i !== configIndex + 1) : rest;
       const defaultModelsDir = loadConfig(configPath).config.server.models_dir;
-      return runModelsCommand(args, { defaultModelsDir });
+      return runModelsCommand(args, undefined, { defaultModelsDir });
     }
     case '--version':
     case 'version':

@@ -1,0 +1,386 @@
+import test, { type ExecutionContext } from 'ava';
+import { readFileSync } from 'node:fs';
+import { deflateSync } from 'node:zlib';
+import sharp from 'sharp';
+import { ApiError, Messages } from '../../src/errors.js';
+import { decodeImage, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
+
+const FACES = '/work/shared/fixtures/faces/';
+const fixture = (p: string): Buffer => readFileSync(FACES + p);
+const LIMITS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000 };
+
+async function rejects(t: ExecutionContext, p: Promise<unknown>, status: number, code: string, message?: string): Promise<ApiError> {
+  const e = await t.throwsAsync(p, { instanceOf: ApiError });
+  t.is(e?.status, status);
+  t.is(e?.code, code);
+  if (message !== undefined) t.is(e?.message, message);
+  return e as ApiError;
+}
+
+function assertShape(t: ExecutionContext, img: DecodedImage, width: number, height: number, format: DecodedImage['format']): void {
+  t.is(img.width, width);
+  t.is(img.height, height);
+  t.is(img.format, format);
+  t.true(Buffer.isBuffer(img.data));
+  t.is(img.data.length, width * height * 3);
+}
+
+const meanAbsDiff = (a: Uint8Array, b: Uint8Array): number => {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += Math.abs(a[i]! - b[i]!);
+  return s / a.length;
+};
+
+// --- a minimal PNG writer (for a decompression bomb sharp never has to produce) -----------------
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(buf: Buffer): number {
+  let c = 0xffffffff;
+  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+function chunk(type: string, data: Buffer): Buffer {
+  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+/** An all-black 1-bit greyscale PNG: 20000x20000 is 400 Mpx (1.2 GB as RGB) in ~50 KB. */
+function bitBombPng(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 1; // bit depth
+  ihdr[9] = 0; // greyscale
+  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height); // filter byte 0 + zero bits per row
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw, { level: 9 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+
+// --- bombs first, serially, so that RSS is not disturbed by concurrent decodes ------------------
+
+test.serial('decompression bomb (1-bit PNG, 20000x20000) is 413 before decoding, without memory growth', async (t) => {
+  const png = bitBombPng(20000, 20000);
+  t.log(`bomb PNG: ${png.length} bytes`);
+  const rss0 = process.memoryUsage().rss;
+  const t0 = performance.now();
+  const e = await rejects(t, decodeImage(png, LIMITS), 413, 'image_too_large');
+  const ms = performance.now() - t0;
+  const grown = process.memoryUsage().rss - rss0;
+  t.deepEqual(e.details, { max_image_pixels: 40_000_000, width: 20000, height: 20000 });
+  t.log(`rejected in ${ms.toFixed(1)} ms, RSS +${(grown / 1e6).toFixed(1)} MB`);
+  t.true(ms < 2000);
+  t.true(grown < 100e6, `RSS grew by ${grown} bytes`);
+});
+
+test.serial('decompression bomb (RGB PNG made by sharp, 20000x20000) is 413 without memory growth', async (t) => {
+  const png = await sharp({ create: { width: 20000, height: 20000, channels: 3, background: { r: 10, g: 20, b: 30 } }, limitInputPixels: false })
+    .png({ compressionLevel: 9 })
+    .toBuffer();
+  t.true(png.length < 2 * 1024 * 1024);
+  t.log(`bomb PNG: ${png.length} bytes`);
+  const rss0 = process.memoryUsage().rss;
+  const t0 = performance.now();
+  const e = await rejects(t, decodeImage(png, LIMITS), 413, 'image_too_large');
+  const ms = performance.now() - t0;
+  const grown = process.memoryUsage().rss - rss0;
+  t.like(e.details, { width: 20000, height: 20000, max_image_pixels: 40_000_000 });
+  t.log(`rejected in ${ms.toFixed(1)} ms, RSS +${(grown / 1e6).toFixed(1)} MB`);
+  t.true(ms < 2000);
+  t.true(grown < 100e6, `RSS grew by ${grown} bytes`);
+});
+
+// --- real photos -------------------------------------------------------------------------------
+
+test('JPEG fixture decodes to packed RGB (timing printout)', async (t) => {
+  const bytes = fixture('groups/obama_biden_stage.jpg');
+  await decodeImage(bytes, LIMITS); // warm-up
+  const runs = 5;
+  const t0 = performance.now();
+  let img: DecodedImage | undefined;
+  for (let i = 0; i < runs; i++) img = await decodeImage(bytes, LIMITS);
+  t.log(`obama_biden_stage.jpg (2000x1428, ${bytes.length} bytes): ${((performance.now() - t0) / runs).toFixed(1)} ms per decode`);
+  assertShape(t, img!, 2000, 1428, 'jpeg');
+  const ref = await sharp(bytes).rotate().removeAlpha().raw().toBuffer();
+  t.true(img!.data.equals(ref));
+});
+
+test('EXIF orientation 6: live_T1.jpg (stored 640x480) decodes upright as 480x640', async (t) => {
+  const bytes = fixture('liveness/live_T1.jpg');
+  const meta = await sharp(bytes).metadata();
+  t.is(meta.width, 640);
+  t.is(meta.height, 480);
+  t.is(meta.orientation, 6);
+  const img = await decodeImage(bytes, LIMITS);
+  assertShape(t, img, 480, 640, 'jpeg');
+  // orientation 6 = rotate the stored pixels 90° clockwise: upright(x, y) = stored(y, H - 1 - x)
+  const stored = await sharp(bytes, { autoOrient: false }).raw().toBuffer({ resolveWithObject: true });
+  t.is(stored.info.width, 640);
+  const sw = stored.info.width;
+  const sh = stored.info.height;
+  let mismatches = 0;
+  for (let y = 0; y < 640; y += 7) {
+    for (let x = 0; x < 480; x += 5) {
+      const u = (y * 480 + x) * 3;
+      const s = ((sh - 1 - x) * sw + y) * 3;
+      for (let c = 0; c < 3; c++) if (img.data[u + c] !== stored.data[s + c]) mismatches++;
+    }
+  }
+  t.is(mismatches, 0);
+});
+
+test('RGBA PNG: alpha is dropped, colour channels kept as stored', async (t) => {
+  const bytes = fixture('identities/cai_xukun/1.png');
+  const meta = await sharp(bytes).metadata();
+  t.is(meta.channels, 4);
+  const img = await decodeImage(bytes, LIMITS);
+  assertShape(t, img, 325, 402, 'png');
+  const rgba = await sharp(bytes).ensureAlpha().raw().toBuffer();
+  let same = true;
+  for (let i = 0, j = 0; i < img.data.length; i += 3, j += 4) {
+    if (img.data[i] !== rgba[j] || img.data[i + 1] !== rgba[j + 1] || img.data[i + 2] !== rgba[j + 2]) same = false;
+  }
+  t.true(same);
+});
+
+test('all PNG fixtures decode', async (t) => {
+  for (const p of ['identities/alex_lacamoire/3.png', 'identities/lin_manuel_miranda/1.png', 'identities/woman_a/1.png', 'identities/tom_hanks_aligned112/1.png', 'identities/cai_xukun/2.png']) {
+    const bytes = fixture(p);
+    const meta = await sharp(bytes).metadata();
+    const img = await decodeImage(bytes, LIMITS);
+    assertShape(t, img, meta.width!, meta.height!, 'png');
+  }
+});
+
+test('WebP fixture decodes', async (t) => {
+  const bytes = fixture('identities/robert_downey_jr/1.webp');
+  const img = await decodeImage(bytes, LIMITS);
+  assertShape(t, img, 1000, 1300, 'webp');
+});
+
+test('a WebP named .jpeg upstream is still sniffed as WebP', async (t) => {
+  t.is(sniffImageFormat(fixture('identities/robert_downey_jr/2.webp')), 'webp');
+});
+
+// --- colour conversions ------------------------------------------------------------------------
+
+async function smallRgb(): Promise<{ data: Buffer; width: number; height: number }> {
+  const { data, info } = await sharp(fixture('identities/obama/1.jpg')).resize(64, 48, { fit: 'fill' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height };
+}
+
+test('8-bit greyscale PNG and JPEG expand to R=G=B', async (t) => {
+  const src = await smallRgb();
+  const raw = { raw: { width: src.width, height: src.height, channels: 3 as const } };
+  const grey = await sharp(src.data, raw).extractChannel(1).raw().toBuffer();
+  const g1 = { raw: { width: src.width, height: src.height, channels: 1 as const } };
+  const png = await sharp(grey, g1).toColourspace('b-w').png().toBuffer();
+  const pngMeta = await sharp(png).metadata();
+  t.is(pngMeta.channels, 1);
+  const img = await decodeImage(png, LIMITS);
+  assertShape(t, img, src.width, src.height, 'png');
+  let exact = true;
+  for (let i = 0; i < grey.length; i++) {
+    if (img.data[i * 3] !== grey[i] || img.data[i * 3 + 1] !== grey[i] || img.data[i * 3 + 2] !== grey[i]) exact = false;
+  }
+  t.true(exact);
+
+  const jpg = await sharp(grey, g1).toColourspace('b-w').jpeg({ quality: 95 }).toBuffer();
+  t.is((await sharp(jpg).metadata()).channels, 1);
+  const j = await decodeImage(jpg, LIMITS);
+  assertShape(t, j, src.width, src.height, 'jpeg');
+  let rgbEqual = true;
+  for (let i = 0; i < j.data.length; i += 3) if (j.data[i] !== j.data[i + 1] || j.data[i] !== j.data[i + 2]) rgbEqual = false;
+  t.true(rgbEqual);
+});
+
+test('greyscale+alpha and 16-bit PNGs become 8-bit RGB', async (t) => {
+  const src = await smallRgb();
+  const raw = { raw: { width: src.width, height: src.height, channels: 3 as const } };
+  const ga = await sharp(src.data, raw).toColourspace('b-w').ensureAlpha(0.5).png().toBuffer();
+  const gaImg = await decodeImage(ga, LIMITS);
+  assertShape(t, gaImg, src.width, src.height, 'png');
+
+  const p16 = await sharp(src.data, raw).toColourspace('rgb16').png().toBuffer();
+  t.is((await sharp(p16).metadata()).depth, 'ushort');
+  const img16 = await decodeImage(p16, LIMITS);
+  assertShape(t, img16, src.width, src.height, 'png');
+  t.true(img16.data.equals(src.data)); // 8 → 16 → 8 bit is lossless
+
+  const g16 = await sharp(src.data, raw).toColourspace('grey16').png().toBuffer();
+  const gImg16 = await decodeImage(g16, LIMITS);
+  assertShape(t, gImg16, src.width, src.height, 'png');
+});
+
+test('CMYK JPEG is converted to sRGB', async (t) => {
+  const src = await smallRgb();
+  const cmyk = await sharp(src.data, { raw: { width: src.width, height: src.height, channels: 3 } }).toColourspace('cmyk').jpeg({ quality: 95 }).toBuffer();
+  const meta = await sharp(cmyk).metadata();
+  t.is(meta.space, 'cmyk');
+  t.is(meta.channels, 4);
+  const img = await decodeImage(cmyk, LIMITS);
+  assertShape(t, img, src.width, src.height, 'jpeg');
+  const d = meanAbsDiff(img.data, src.data);
+  t.log(`CMYK round trip mean abs diff: ${d.toFixed(2)}`);
+  t.true(d < 25); // a CMYK round trip loses some gamut; a mis-converted (e.g. inverted) image is ~100+
+});
+
+// --- BMP through decodeImage -------------------------------------------------------------------
+
+function bmp24(rgb: Buffer, width: number, height: number): Buffer {
+  const stride = Math.floor((24 * width + 31) / 32) * 4;
+  const buf = Buffer.alloc(54 + stride * height);
+  buf.write('BM', 0, 'latin1');
+  buf.writeUInt32LE(buf.length, 2);
+  buf.writeUInt32LE(54, 10);
+  buf.writeUInt32LE(40, 14);
+  buf.writeInt32LE(width, 18);
+  buf.writeInt32LE(height, 22);
+  buf.writeUInt16LE(1, 26);
+  buf.writeUInt16LE(24, 28);
+  for (let y = 0; y < height; y++) {
+    const row = 54 + (height - 1 - y) * stride;
+    for (let x = 0; x < width; x++) {
+      const s = (y * width + x) * 3;
+      buf[row + x * 3] = rgb[s + 2]!;
+      buf[row + x * 3 + 1] = rgb[s + 1]!;
+      buf[row + x * 3 + 2] = rgb[s]!;
+    }
+  }
+  return buf;
+}
+
+test('BMP decodes through decodeImage with format bmp', async (t) => {
+  const src = await smallRgb();
+  const img = await decodeImage(bmp24(src.data, src.width, src.height), LIMITS);
+  assertShape(t, img, src.width, src.height, 'bmp');
+  t.true(img.data.equals(src.data));
+});
+
+test('BMP pixel limit and corruption through decodeImage', async (t) => {
+  const src = await smallRgb();
+  const bmp = bmp24(src.data, src.width, src.height);
+  const e = await rejects(t, decodeImage(bmp, { maxBytes: LIMITS.maxBytes, maxPixels: 1000 }), 413, 'image_too_large');
+  t.deepEqual(e.details, { max_image_pixels: 1000, width: 64, height: 48 });
+  await rejects(t, decodeImage(bmp.subarray(0, 500), LIMITS), 422, 'invalid_image', 'The image could not be decoded.');
+  const huge = Buffer.from(bmp.subarray(0, 100));
+  huge.writeInt32LE(100000, 18);
+  huge.writeInt32LE(100000, 22);
+  const e2 = await rejects(t, decodeImage(huge, LIMITS), 413, 'image_too_large');
+  t.deepEqual(e2.details, { max_image_pixels: 40_000_000, width: 100000, height: 100000 });
+});
+
+// --- limits ------------------------------------------------------------------------------------
+
+test('empty buffer is 422 "The image is empty."', async (t) => {
+  await rejects(t, decodeImage(Buffer.alloc(0), LIMITS), 422, 'invalid_image', 'The image is empty.');
+});
+
+test('more bytes than max_image_bytes is 413 with max_image_bytes', async (t) => {
+  const bytes = fixture('groups/obama_biden_stage.jpg');
+  const e = await rejects(t, decodeImage(bytes, { maxBytes: 100_000, maxPixels: 40e6 }), 413, 'image_too_large');
+  t.deepEqual(e.details, { max_image_bytes: 100_000 });
+  // the byte limit is checked before the format: oversize garbage is still 413
+  await rejects(t, decodeImage(Buffer.alloc(2000, 0x41), { maxBytes: 1000, maxPixels: 40e6 }), 413, 'image_too_large');
+  // exactly at the limit is fine
+  const ok = await decodeImage(bytes, { maxBytes: bytes.length, maxPixels: 40e6 });
+  t.is(ok.width, 2000);
+});
+
+test('more pixels than max_image_pixels is 413 with dimensions; exactly at the limit passes', async (t) => {
+  const bytes = fixture('groups/obama_biden_stage.jpg');
+  const e = await rejects(t, decodeImage(bytes, { maxBytes: LIMITS.maxBytes, maxPixels: 2000 * 1428 - 1 }), 413, 'image_too_large');
+  t.deepEqual(e.details, { max_image_pixels: 2000 * 1428 - 1, width: 2000, height: 1428 });
+  const ok = await decodeImage(bytes, { maxBytes: LIMITS.maxBytes, maxPixels: 2000 * 1428 });
+  assertShape(t, ok, 2000, 1428, 'jpeg');
+  // WebP and PNG too
+  await rejects(t, decodeImage(fixture('identities/robert_downey_jr/1.webp'), { maxBytes: LIMITS.maxBytes, maxPixels: 1e6 }), 413, 'image_too_large');
+  await rejects(t, decodeImage(fixture('identities/cai_xukun/1.png'), { maxBytes: LIMITS.maxBytes, maxPixels: 1e5 }), 413, 'image_too_large');
+});
+
+// --- unsupported and broken input --------------------------------------------------------------
+
+test('GIF, TIFF, AVIF, HEIC, SVG, text and other non-images are 422 with the format message', async (t) => {
+  const src = await smallRgb();
+  const raw = { raw: { width: src.width, height: src.height, channels: 3 as const } };
+  const cases: Record<string, Buffer> = {
+    gif: await sharp(src.data, raw).gif().toBuffer(),
+    tiff: await sharp(src.data, raw).tiff().toBuffer(),
+    avif: await sharp(src.data, raw).avif().toBuffer(),
+    heic: Buffer.concat([Buffer.from('000000186674797068656963000000006d696631', 'hex'), Buffer.alloc(64)]),
+    svg: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'),
+    text: Buffer.from('hello, this is not an image\n'),
+    json: Buffer.from('{"image":"data:image/jpeg;base64,/9j/"}'),
+    base64jpeg: Buffer.from(fixture('identities/rob_lowe/1.jpg').toString('base64')),
+    riffWave: Buffer.from('RIFF\x24\x00\x00\x00WAVEfmt ', 'latin1'),
+    oneByte: Buffer.from([0xff]),
+    jpegPrefix: Buffer.from([0xff, 0xd8]),
+  };
+  for (const [name, bytes] of Object.entries(cases)) {
+    t.is(sniffImageFormat(bytes), null, name);
+    const e = await t.throwsAsync(decodeImage(bytes, LIMITS), { instanceOf: ApiError }, name);
+    t.is(e?.status, 422, name);
+    t.is(e?.code, 'invalid_image', name);
+    t.is(e?.message, Messages.invalidImage, name);
+    t.is(e?.message, 'Only JPEG, PNG, WebP, and BMP images are supported.');
+  }
+});
+
+test('truncated and corrupt JPEG/PNG/WebP are 422 "The image could not be decoded."', async (t) => {
+  const jpg = fixture('groups/obama_biden_stage.jpg');
+  const png = fixture('identities/cai_xukun/1.png');
+  const webp = fixture('identities/robert_downey_jr/1.webp');
+  const msg = 'The image could not be decoded.';
+  await rejects(t, decodeImage(jpg.subarray(0, 2048), LIMITS), 422, 'invalid_image', msg);
+  // header intact, scan data cut: would be a half-grey image without failOn
+  await rejects(t, decodeImage(jpg.subarray(0, Math.floor(jpg.length * 0.6)), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(jpg.subarray(0, jpg.length - 2), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(png.subarray(0, 2048), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(png.subarray(0, Math.floor(png.length * 0.6)), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(webp.subarray(0, 2048), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(webp.subarray(0, Math.floor(webp.length * 0.6)), LIMITS), 422, 'invalid_image', msg);
+  // magic bytes only
+  await rejects(t, decodeImage(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(Buffer.from('RIFF\x00\x00\x00\x00WEBPVP8 ', 'latin1'), LIMITS), 422, 'invalid_image', msg);
+  await rejects(t, decodeImage(Buffer.from('BM'), LIMITS), 422, 'invalid_image', msg);
+  // corrupted entropy-coded data in the middle of a JPEG
+  const corrupt = Buffer.from(jpg);
+  for (let i = Math.floor(jpg.length * 0.3); i < Math.floor(jpg.length * 0.3) + 4000; i++) corrupt[i] = 0xff;
+  await rejects(t, decodeImage(corrupt, LIMITS), 422, 'invalid_image', msg);
+});
+
+test('a JPEG with a benign libjpeg warning (junk before EOI) still decodes', async (t) => {
+  const jpg = fixture('identities/rob_lowe/1.jpg');
+  const junk = Buffer.concat([jpg.subarray(0, jpg.length - 2), Buffer.from([1, 2, 3, 4]), jpg.subarray(jpg.length - 2)]);
+  const img = await decodeImage(junk, LIMITS);
+  assertShape(t, img, 250, 250, 'jpeg');
+});
+
+test('sniffImageFormat uses magic bytes only', (t) => {
+  t.is(sniffImageFormat(Buffer.from([0xff, 0xd8, 0xff, 0xdb])), 'jpeg');
+  t.is(sniffImageFormat(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0])), 'png');
+  t.is(sniffImageFormat(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a])), null);
+  t.is(sniffImageFormat(Buffer.from('RIFF\x10\x00\x00\x00WEBPVP8L', 'latin1')), 'webp');
+  t.is(sniffImageFormat(Buffer.from('RIFF\x10\x00\x00\x00AVI LIST', 'latin1')), null);
+  t.is(sniffImageFormat(Buffer.from('BM')), 'bmp');
+  t.is(sniffImageFormat(Buffer.from('GIF89a')), null);
+  t.is(sniffImageFormat(Buffer.from('II*\x00', 'latin1')), null);
+  t.is(sniffImageFormat(Buffer.alloc(0)), null);
+  t.is(sniffImageFormat(new Uint8Array([0xff, 0xd8, 0xff])), 'jpeg');
+});
+
+test('the 413 pixel-limit details report upright dimensions', async (t) => {
+  const e = await rejects(t, decodeImage(fixture('liveness/live_T1.jpg'), { maxBytes: LIMITS.maxBytes, maxPixels: 1000 }), 413, 'image_too_large');
+  t.deepEqual(e.details, { max_image_pixels: 1000, width: 480, height: 640 });
+});
