@@ -1,0 +1,38 @@
+# Vigil. `make run` installs everything and starts the daemon; `make test` runs the whole suite.
+SHELL := /bin/bash
+PACK ?= edge_s
+# The model mirror: ../shared/models beside the checkout here and in CI; a directory or URL elsewhere.
+MODEL_MIRROR ?= $(or $(VIGIL_MODEL_MIRROR),$(abspath ../shared/models))
+
+.PHONY: run deps node_modules build models test check lint typecheck bench clean
+
+run: deps build models
+	./scripts/run-dev.sh
+
+deps: node_modules
+	./scripts/install-system-deps.sh
+
+node_modules: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch node_modules
+
+build: node_modules
+	npm run build
+
+models: build
+	node dist/cli/main.js models install $(PACK) --accept-license --from $(MODEL_MIRROR) --config config/dev.toml
+
+typecheck: node_modules
+	npm run typecheck
+
+lint: node_modules
+	npm run lint
+
+test: node_modules typecheck lint
+	npm test
+
+bench: build
+	npx tsx bench/inference.ts
+
+clean:
+	rm -rf dist var .tmp

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian packages Vigil needs. Node.js 20+ comes from Debian's nodejs package when the machine has none
+# (Debian 13 ships 20.x; on Debian 12 install Node 20 from your usual source first).
+set -euo pipefail
+need=(ca-certificates)
+if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+  need+=(nodejs npm)
+fi
+missing=()
+for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+node -e 'if (+process.versions.node.split(".")[0] < 20) { console.error("Node.js 20+ is required, found " + process.version); process.exit(1) }'

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Starts the daemon from the checkout with config/dev.toml. Generates an API key once (var/api-key).
+set -euo pipefail
+mkdir -p var
+if [ -z "${VIGIL_API_KEY:-}" ]; then
+  [ -s var/api-key ] || node -e 'process.stdout.write(require("crypto").randomBytes(24).toString("base64url"))' > var/api-key
+  VIGIL_API_KEY=$(cat var/api-key)
+  export VIGIL_API_KEY
+  echo "API key (var/api-key): $VIGIL_API_KEY" >&2
+fi
+exec node dist/cli/main.js serve --config "${VIGIL_CONFIG:-config/dev.toml}"

@@ -1,0 +1,214 @@
+/**
+ * The model catalog: `models/manifest.json` parsed and cross-checked. It is the contract between the
+ * installer (what to fetch, how to verify it) and the daemon (how to preprocess for each model).
+ */
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { ApiError } from '../errors.js';
+
+const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex SHA-256');
+const HttpUrl = z.url({ protocol: /^https?$/ });
+/** A plain file name: the installed layout is flat, so no directories or dot tricks. */
+const FileName = z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/, 'expected a plain file name');
+const PackId = z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, 'expected a pack id like edge_s');
+const ChannelOrder = z.enum(['rgb', 'bgr']);
+
+export const UrlSourceSchema = z.strictObject({ type: z.literal('url'), url: HttpUrl });
+
+export const ArchiveSourceSchema = z.strictObject({
+  type: z.literal('archive'),
+  url: HttpUrl,
+  format: z.literal('zip'),
+  member: z.string().min(1),
+  archive_sha256: Sha256.optional(),
+});
+
+export const NpmSourceSchema = z.strictObject({
+  type: z.literal('npm'),
+  package: z.string().regex(/^(@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*$/, 'expected an npm package name'),
+  version: z.string().regex(/^\d+\.\d+\.\d+([-+][\w.+-]*)?$/, 'expected an exact version'),
+  /** Path inside the .tgz, e.g. `package/model/fr_feature.onnx`. */
+  path: z.string().min(1),
+});
+
+export const SourceSchema = z.discriminatedUnion('type', [UrlSourceSchema, ArchiveSourceSchema, NpmSourceSchema]);
+
+export const LicenseSchema = z.strictObject({
+  name: z.string().min(1),
+  url: z.string().min(1),
+  commercial_use: z.boolean(),
+  notice: z.string().min(1),
+});
+
+export const FileSpecSchema = z.strictObject({
+  sha256: Sha256,
+  size: z.int().positive(),
+  license: z.string().min(1),
+  sources: z.array(SourceSchema),
+});
+
+export const DetectorSpecSchema = z.strictObject({
+  file: FileName,
+  kind: z.enum(['scrfd', 'yunet']),
+  channel_order: ChannelOrder,
+  mean: z.number(),
+  std: z.number().positive(),
+  preprocessing_version: z.string().min(1),
+});
+
+export const RecognizerSpecSchema = z.strictObject({
+  file: FileName,
+  kind: z.literal('arcface'),
+  input_size: z.tuple([z.int().positive(), z.int().positive()]),
+  channel_order: ChannelOrder,
+  mean: z.number(),
+  std: z.number().positive(),
+  embedding_dimension: z.int().positive(),
+  preprocessing_version: z.string().min(1),
+});
+
+export const PackSpecSchema = z.strictObject({
+  description: z.string(),
+  detector: DetectorSpecSchema,
+  recognizer: RecognizerSpecSchema,
+});
+
+export const CatalogSchema = z
+  .strictObject({
+    manifest_version: z.literal(1),
+    default_pack: PackId,
+    licenses: z.record(z.string().min(1), LicenseSchema),
+    files: z.record(FileName, FileSpecSchema),
+    packs: z.record(PackId, PackSpecSchema),
+  })
+  .superRefine(checkReferences);
+
+export type UrlSource = z.infer<typeof UrlSourceSchema>;
+export type ArchiveSource = z.infer<typeof ArchiveSourceSchema>;
+export type NpmSource = z.infer<typeof NpmSourceSchema>;
+export type Source = z.infer<typeof SourceSchema>;
+export type License = z.infer<typeof LicenseSchema>;
+export type FileSpec = z.infer<typeof FileSpecSchema>;
+export type DetectorSpec = z.infer<typeof DetectorSpecSchema>;
+export type RecognizerSpec = z.infer<typeof RecognizerSpecSchema>;
+export type PackSpec = z.infer<typeof PackSpecSchema>;
+export type Catalog = z.infer<typeof CatalogSchema>;
+
+/** A licence with its catalog id, as shown to users and stored in pack.json. */
+export type LicenseEntry = License & { id: string };
+
+/** Names that must resolve inside the manifest (a dangling one would only fail mid-install). */
+function checkReferences(
+  catalog: { default_pack: string; licenses: Record<string, unknown>; files: Record<string, FileSpec>; packs: Record<string, PackSpec> },
+  ctx: z.RefinementCtx,
+): void {
+  if (!(catalog.default_pack in catalog.packs)) {
+    ctx.addIssue({ code: 'custom', path: ['default_pack'], message: `unknown pack ${catalog.default_pack}` });
+  }
+  for (const [name, file] of Object.entries(catalog.files)) {
+    if (!(file.license in catalog.licenses)) {
+      ctx.addIssue({ code: 'custom', path: ['files', name, 'license'], message: `unknown licence ${file.license}` });
+    }
+  }
+  for (const [id, pack] of Object.entries(catalog.packs)) {
+    for (const role of ['detector', 'recognizer'] as const) {
+      if (!(pack[role].file in catalog.files)) {
+        ctx.addIssue({ code: 'custom', path: ['packs', id, role, 'file'], message: `unknown file ${pack[role].file}` });
+      }
+    }
+  }
+}
+
+/** `<repo>/models/manifest.json`: two levels up from both src/models/ (tsx) and dist/models/ (build). */
+export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifest.json', import.meta.url));
+
+export function parseCatalog(raw: unknown, origin = 'catalog'): Catalog {
+  const parsed = CatalogSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ApiError(500, 'model_catalog_invalid', `${origin} is invalid: ${z.prettifyError(parsed.error)}`);
+  }
+  return parsed.data;
+}
+
+export async function loadCatalog(path: string = DEFAULT_MANIFEST_PATH): Promise<Catalog> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ApiError(500, 'model_catalog_invalid', `cannot read model catalog ${path}: ${(err as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (err) {
+    throw new ApiError(500, 'model_catalog_invalid', `model catalog ${path} is not JSON: ${(err as Error).message}`);
+  }
+  return parseCatalog(raw, path);
+}
+
+/** Accepts what callers have at hand: nothing (the bundled manifest), a path, or a parsed catalog. */
+export async function resolveCatalog(catalog?: Catalog | string): Promise<Catalog> {
+  if (catalog === undefined) return loadCatalog();
+  if (typeof catalog === 'string') return loadCatalog(catalog);
+  return catalog;
+}
+
+export function getPack(catalog: Catalog, packId: string): PackSpec {
+  const pack = Object.hasOwn(catalog.packs, packId) ? catalog.packs[packId] : undefined;
+  if (!pack) {
+    const known = Object.keys(catalog.packs).join(', ');
+    throw new ApiError(404, 'model_pack_unknown', `unknown model pack "${packId}" (known packs: ${known})`, {
+      pack: packId,
+      known_packs: Object.keys(catalog.packs),
+    });
+  }
+  return pack;
+}
+
+/** The pack's distinct files, detector first (edge packs may share one file in both roles). */
+export function packFileNames(pack: PackSpec): string[] {
+  return [...new Set([pack.detector.file, pack.recognizer.file])];
+}
+
+export function getFile(catalog: Catalog, name: string): FileSpec {
+  const file = catalog.files[name];
+  if (!file) throw new ApiError(500, 'model_catalog_invalid', `catalog has no file ${name}`);
+  return file;
+}
+
+/** Distinct licences covering the pack's files, in file order. */
+export function packLicenses(catalog: Catalog, pack: PackSpec): (LicenseEntry & { files: string[] })[] {
+  const byId = new Map<string, LicenseEntry & { files: string[] }>();
+  for (const name of packFileNames(pack)) {
+    const id = getFile(catalog, name).license;
+    const license = catalog.licenses[id];
+    if (!license) throw new ApiError(500, 'model_catalog_invalid', `catalog has no licence ${id}`);
+    const entry = byId.get(id) ?? { id, ...license, files: [] };
+    entry.files.push(name);
+    byId.set(id, entry);
+  }
+  return [...byId.values()];
+}
+
+/**
+ * The licence that governs the pack as a whole: the most restrictive one (no commercial use wins),
+ * because a pack is only as usable as its most restricted file.
+ */
+export function governingLicense(licenses: LicenseEntry[]): LicenseEntry {
+  const chosen = licenses.find((l) => !l.commercial_use) ?? licenses[0];
+  if (!chosen) throw new ApiError(500, 'model_catalog_invalid', 'pack has no licence');
+  const { id, name, url, commercial_use, notice } = chosen;
+  return { id, name, url, commercial_use, notice };
+}
+
+export function npmRegistry(env: NodeJS.ProcessEnv = process.env): string {
+  const registry = env.npm_config_registry || env.NPM_CONFIG_REGISTRY || 'https://registry.npmjs.org/';
+  return registry.replace(/\/+$/, '');
+}
+
+/** `<registry>/<pkg>/-/<basename>-<version>.tgz`; scoped packages keep the scope in the path only. */
+export function npmTarballUrl(source: NpmSource, env: NodeJS.ProcessEnv = process.env): string {
+  const basename = source.package.split('/').pop() ?? source.package;
+  return `${npmRegistry(env)}/${source.package}/-/${basename}-${source.version}.tgz`;
+}

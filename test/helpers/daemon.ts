@@ -1,0 +1,94 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../../src/config/load.js';
+import { startDaemon, type Daemon } from '../../src/cli/serve.js';
+import { installPack } from '../../src/models/installer.js';
+
+export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+/** ../shared beside the checkout (CI has it there too); VIGIL_SHARED_DIR overrides. */
+export const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
+export const MODELS_MIRROR = join(SHARED, 'models');
+export const FACES = join(SHARED, 'fixtures/faces');
+export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
+export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8')) as {
+  identities: Record<string, string[]>;
+  groups: Record<string, { faces: number }>;
+  singletons_for_negatives: string[];
+};
+
+const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+const installed = new Map<string, Promise<string>>();
+
+/** Installs a model pack from the shared mirror into a temp models dir, once per test process. */
+export function modelsDirWith(packId = 'edge_s'): Promise<string> {
+  let p = installed.get(packId);
+  if (!p) {
+    const dir = mkdtempSync(join(tmpdir(), 'vigil-models-'));
+    p = installPack({ packId, modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never }).then(() => dir);
+    installed.set(packId, p);
+  }
+  return p;
+}
+
+export const TEST_KEY = 'vigil-test-key-0123456789';
+
+export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }
+
+/** A real daemon on 127.0.0.1:<random> with its own data dir; `toml` is appended to the generated config. */
+export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string } = {}): Promise<TestDaemon> {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-test-'));
+  const modelsDir = opts.modelsDir ?? (await modelsDirWith(opts.pack ?? 'edge_s'));
+  const file = join(dir, 'server.toml');
+  writeFileSync(file, [
+    '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"',
+    opts.toml ?? '',
+  ].join('\n'));
+  const daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
+  if (opts.waitReady !== false) await daemon.ready;
+  return Object.assign(daemon, { key: TEST_KEY, auth: { Authorization: `Bearer ${TEST_KEY}` } });
+}
+
+/** multipart/form-data from named parts (Buffers become files). */
+export function form(parts: Record<string, Buffer | string | (Buffer | string)[]>): FormData {
+  const fd = new FormData();
+  for (const [name, value] of Object.entries(parts)) {
+    for (const v of Array.isArray(value) ? value : [value]) {
+      if (typeof v === 'string') fd.append(name, v);
+      else fd.append(name, new Blob([v]), `${name}.bin`);
+    }
+  }
+  return fd;
+}
+
+export async function post(d: TestDaemon, path: string, body: FormData | string, headers: Record<string, string> = d.auth) {
+  const res = await fetch(d.url + path, { method: 'POST', body, headers });
+  return { res, json: (await res.json()) as Record<string, any> };
+}
+
+/** A 24-bit bottom-up BMP of an RGB buffer, to test the BMP path end to end. */
+export function encodeBmp24(rgb: Uint8Array, width: number, height: number): Buffer {
+  const rowBytes = Math.ceil((width * 3) / 4) * 4;
+  const out = Buffer.alloc(54 + rowBytes * height);
+  out.write('BM', 0);
+  out.writeUInt32LE(out.length, 2);
+  out.writeUInt32LE(54, 10);
+  out.writeUInt32LE(40, 14);
+  out.writeInt32LE(width, 18);
+  out.writeInt32LE(height, 22);
+  out.writeUInt16LE(1, 26);
+  out.writeUInt16LE(24, 28);
+  out.writeUInt32LE(rowBytes * height, 34);
+  for (let y = 0; y < height; y++) {
+    const row = 54 + (height - 1 - y) * rowBytes;
+    for (let x = 0; x < width; x++) {
+      const s = (y * width + x) * 3;
+      out[row + x * 3] = rgb[s + 2]!;
+      out[row + x * 3 + 1] = rgb[s + 1]!;
+      out[row + x * 3 + 2] = rgb[s]!;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,92 @@
+import test from 'ava';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiKeyStore } from '../../src/store/apiKeys.js';
+import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
+
+const root = mkdtempSync(join(tmpdir(), 'vigil-keys-test-'));
+const opened: OpenedDatabase[] = [];
+test.after.always(() => {
+  for (const o of opened) o.close();
+  rmSync(root, { recursive: true, force: true });
+});
+let n = 0;
+function freshStore(): { store: ApiKeyStore; db: OpenedDatabase['db'] } {
+  const o = openDatabase(join(root, `data-${n++}`));
+  opened.push(o);
+  return { store: new ApiKeyStore(o.db), db: o.db };
+}
+
+const KEY_A = 'first-key-0123456789abcdef';
+const KEY_B = 'second-key-zyxwvutsrqponm';
+
+interface Row { id: number; label: string; active: number; salt: Buffer; digest: Buffer }
+
+test('ensureKey: created, unchanged, rotated (old row inactive)', (t) => {
+  const { store, db } = freshStore();
+  t.false(store.hasActiveKey());
+  t.is(store.ensureKey(KEY_A), 'created');
+  t.true(store.hasActiveKey());
+  t.is(store.ensureKey(KEY_A), 'unchanged');
+  t.is((db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n, 1);
+  t.is(store.ensureKey(KEY_B, 'rotation'), 'rotated');
+  const rows = db.prepare('SELECT id, label, active, salt, digest FROM api_keys ORDER BY id').all() as Row[];
+  t.is(rows.length, 2);
+  t.is(rows[0]!.active, 0);
+  t.is(rows[1]!.active, 1);
+  t.is(rows[1]!.label, 'rotation');
+  t.is(rows[0]!.label, 'startup');
+  // Stored as salted digests, never the plain key.
+  for (const r of rows) {
+    t.is(r.salt.length, 16);
+    t.is(r.digest.length, 32);
+    t.false(r.digest.toString('latin1').includes('key'));
+  }
+  t.notDeepEqual(rows[0]!.salt, rows[1]!.salt);
+  t.is(store.ensureKey(KEY_B), 'unchanged');
+});
+
+test('verify: true for the key, false for others and empty', async (t) => {
+  const { store } = freshStore();
+  t.false(await store.verify(KEY_A), 'no key configured yet');
+  store.ensureKey(KEY_A);
+  t.true(await store.verify(KEY_A));
+  t.true(await store.verify(KEY_A), 'cached path');
+  t.false(await store.verify(KEY_B));
+  t.false(await store.verify(''));
+  t.false(await store.verify(KEY_A.slice(0, -1)));
+  t.false(await store.verify(`${KEY_A} `));
+});
+
+test('verify after rotation rejects the old key and accepts the new one', async (t) => {
+  const { store } = freshStore();
+  store.ensureKey(KEY_A);
+  t.true(await store.verify(KEY_A)); // warms the per-process cache for KEY_A
+  store.ensureKey(KEY_B);
+  t.false(await store.verify(KEY_A));
+  t.true(await store.verify(KEY_B));
+  t.false(await store.verify(KEY_A));
+});
+
+test('a rotation by another store instance on the same database invalidates cached verification', async (t) => {
+  const { store, db } = freshStore();
+  store.ensureKey(KEY_A);
+  t.true(await store.verify(KEY_A));
+  new ApiKeyStore(db).ensureKey(KEY_B);
+  t.false(await store.verify(KEY_A));
+  t.true(await store.verify(KEY_B));
+});
+
+test('the key survives reopening the database', async (t) => {
+  const dir = join(root, `data-${n++}`);
+  const first = openDatabase(dir);
+  new ApiKeyStore(first.db).ensureKey(KEY_A);
+  first.close();
+  const second = openDatabase(dir);
+  opened.push(second);
+  const store = new ApiKeyStore(second.db);
+  t.true(store.hasActiveKey());
+  t.is(store.ensureKey(KEY_A), 'unchanged');
+  t.true(await store.verify(KEY_A));
+});

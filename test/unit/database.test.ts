@@ -1,0 +1,158 @@
+import test from 'ava';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ApiError } from '../../src/errors.js';
+import { migrate, openDatabase, quickCheck } from '../../src/store/database.js';
+
+const root = mkdtempSync(join(tmpdir(), 'vigil-db-test-'));
+test.after.always(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const freshDir = () => join(root, `data-${n++}`);
+
+function deadPid(): number {
+  for (let pid = 999999; ; pid++) {
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') return pid;
+    }
+  }
+}
+
+test('openDatabase creates the file with WAL, foreign keys and the initial migration', (t) => {
+  const dir = freshDir();
+  const opened = openDatabase(dir);
+  try {
+    t.is(opened.path, join(dir, 'vigil.db'));
+    t.true(existsSync(opened.path));
+    t.is(statSync(opened.path).mode & 0o777, 0o600);
+    t.is(opened.db.pragma('journal_mode', { simple: true }), 'wal');
+    t.is(opened.db.pragma('foreign_keys', { simple: true }), 1);
+    t.is(opened.db.pragma('synchronous', { simple: true }), 1); // NORMAL
+    t.true(opened.migrationCount >= 1);
+    const rows = opened.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as { version: number; name: string }[];
+    t.is(rows.length, opened.migrationCount);
+    t.deepEqual(rows[0], { version: 1, name: '0001_initial.sql' });
+    t.truthy(opened.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'api_keys'").get());
+    t.is(quickCheck(opened.db), 'ok');
+    t.true(existsSync(`${opened.path}.lock`));
+    t.is(readFileSync(`${opened.path}.lock`, 'utf8'), String(process.pid));
+  } finally {
+    opened.close();
+  }
+  t.false(existsSync(join(dir, 'vigil.db.lock')), 'close() removes the lock file');
+});
+
+test('migrations are idempotent: opening twice keeps the same migration count', (t) => {
+  const dir = freshDir();
+  const first = openDatabase(dir);
+  const count = first.migrationCount;
+  first.db.prepare("INSERT INTO api_keys (label, salt, digest, active, created_at) VALUES ('x', x'00', x'00', 1, 'now')").run();
+  first.close();
+  const second = openDatabase(dir);
+  try {
+    t.is(second.migrationCount, count);
+    t.is((second.db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n, 1, 'data survives reopening');
+    t.is(migrate(second.db, join(process.cwd(), 'src/store/migrations')), 0);
+  } finally {
+    second.close();
+  }
+});
+
+test('migrate applies numbered files in order, once, and ignores other files', (t) => {
+  const dir = freshDir();
+  const mig = join(root, `migrations-${n++}`);
+  mkdirSync(mig);
+  writeFileSync(join(mig, '0002_second.sql'), 'INSERT INTO t (v) VALUES (2);');
+  writeFileSync(join(mig, '0001_first.sql'), 'CREATE TABLE t (v INTEGER);');
+  writeFileSync(join(mig, 'README.md'), 'not sql');
+  writeFileSync(join(mig, '3_bad_name.sql'), 'DROP TABLE t;');
+  const opened = openDatabase(dir, mig);
+  try {
+    t.is(opened.migrationCount, 2);
+    t.deepEqual(opened.db.prepare('SELECT v FROM t').all(), [{ v: 2 }]);
+    writeFileSync(join(mig, '0003_third.sql'), 'INSERT INTO t (v) VALUES (3);');
+    t.is(migrate(opened.db, mig), 1);
+    t.is(migrate(opened.db, mig), 0);
+    t.deepEqual(opened.db.prepare('SELECT v FROM t ORDER BY v').all(), [{ v: 2 }, { v: 3 }]);
+  } finally {
+    opened.close();
+  }
+});
+
+test('a failing migration is rolled back and the lock is released', (t) => {
+  const dir = freshDir();
+  const mig = join(root, `migrations-${n++}`);
+  mkdirSync(mig);
+  writeFileSync(join(mig, '0001_ok.sql'), 'CREATE TABLE a (v INTEGER);');
+  writeFileSync(join(mig, '0002_broken.sql'), 'CREATE TABLE b (v INTEGER); THIS IS NOT SQL;');
+  // better-sqlite3's SqliteError is not a native Error for ava's t.throws, so catch it by hand.
+  let threw: unknown = null;
+  try {
+    openDatabase(dir, mig).close();
+  } catch (e) {
+    threw = e;
+  }
+  t.regex(String((threw as { message?: string } | null)?.message), /syntax error/);
+  t.false(existsSync(join(dir, 'vigil.db.lock')));
+  writeFileSync(join(mig, '0002_broken.sql'), 'CREATE TABLE b (v INTEGER);');
+  const opened = openDatabase(dir, mig);
+  try {
+    t.is(opened.migrationCount, 2);
+  } finally {
+    opened.close();
+  }
+});
+
+test('a second openDatabase on the same dir while the first is open throws data_dir_locked', (t) => {
+  const dir = freshDir();
+  const first = openDatabase(dir);
+  try {
+    const err = t.throws(() => openDatabase(dir));
+    t.true(err instanceof ApiError);
+    t.is((err as ApiError).code, 'data_dir_locked');
+    // The failed attempt must not have removed the holder's lock.
+    t.is(readFileSync(join(dir, 'vigil.db.lock'), 'utf8'), String(process.pid));
+  } finally {
+    first.close();
+  }
+  const again = openDatabase(dir);
+  again.close();
+  t.pass();
+});
+
+test('a lock held by another running process is refused with its pid', (t) => {
+  const dir = freshDir();
+  mkdirSync(dir, { recursive: true });
+  const other = process.ppid; // alive while this test runs
+  writeFileSync(join(dir, 'vigil.db.lock'), String(other));
+  const err = t.throws(() => openDatabase(dir));
+  t.is((err as ApiError).code, 'data_dir_locked');
+  t.is((err as ApiError).details.pid, other);
+  t.regex((err as Error).message, new RegExp(`pid ${other}`));
+  t.is(readFileSync(join(dir, 'vigil.db.lock'), 'utf8'), String(other), 'foreign lock left alone');
+});
+
+test('a stale lock file with a dead pid is taken over', (t) => {
+  const dir = freshDir();
+  mkdirSync(dir, { recursive: true });
+  const lock = join(dir, 'vigil.db.lock');
+  writeFileSync(lock, String(deadPid()));
+  const opened = openDatabase(dir);
+  try {
+    t.is(readFileSync(lock, 'utf8'), String(process.pid));
+  } finally {
+    opened.close();
+  }
+  t.false(existsSync(lock));
+});
+
+test('a lock file with garbage content is treated as stale', (t) => {
+  const dir = freshDir();
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'vigil.db.lock'), 'not-a-pid');
+  const opened = openDatabase(dir);
+  opened.close();
+  t.pass();
+});
