@@ -70,7 +70,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       };
       engine = await InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
-        workers: threading.workers, intraOpThreads: threading.intraOpThreads, warmupSizes: systemProfile.input_sizes,
+        workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
       });
       const model = describePack(pack, config.inference.execution_providers[0]!);
       const faces = new FaceService(engine, new SystemDetectionProfiles(systemProfile),

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ApiError } from '../errors.js';
-import { ConfigSchema, type VigilConfig } from './schema.js';
+import { ApiKeySchema, ConfigSchema, type VigilConfig } from './schema.js';
 
 export interface LoadedConfig {
   config: VigilConfig;
@@ -62,7 +62,11 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   }
   if (env.VIGIL_LOG_LEVEL) c.server.log_level = ConfigSchema.shape.server.unwrap().shape.log_level.parse(env.VIGIL_LOG_LEVEL);
   if (env.VIGIL_AUTH_ENABLED !== undefined) c.auth.enabled = envBool('VIGIL_AUTH_ENABLED', env.VIGIL_AUTH_ENABLED);
-  if (env.VIGIL_API_KEY) c.auth.api_key = env.VIGIL_API_KEY;
+  if (env.VIGIL_API_KEY) {
+    const key = ApiKeySchema.safeParse(env.VIGIL_API_KEY);
+    if (!key.success) throw new ApiError(500, 'config_invalid', `VIGIL_API_KEY: ${key.error.issues[0]!.message}`, { key: 'VIGIL_API_KEY' });
+    c.auth.api_key = key.data;
+  }
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }

@@ -36,6 +36,9 @@ export function inputSizesProblem(sizes: [number, number][]): string | null {
   return null;
 }
 
+/** Shared by the file and VIGIL_API_KEY so both get the same rule. */
+export const ApiKeySchema = z.string().min(16, 'the API key must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'the API key must be printable ASCII without spaces');
+
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
 const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
 
@@ -59,7 +62,7 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       enabled: z.boolean().default(true),
       /** Prefer VIGIL_API_KEY in the environment; a key here is convenient on a dev box only. */
-      api_key: z.string().min(16).optional(),
+      api_key: ApiKeySchema.optional(),
     })
     .prefault({}),
   inference: z
@@ -70,6 +73,8 @@ export const ConfigSchema = z.strictObject({
       device_id: z.number().int().min(0).default(0),
       max_concurrency: concurrency.default('auto'),
       intra_op_threads: concurrency.default('auto'),
+      /** ONNX Runtime graph optimisation; 'auto' times 'extended' and 'all' per model at startup. */
+      graph_optimization: z.enum(['auto', 'basic', 'extended', 'all']).default('auto'),
       default_threshold: z.number().min(0).max(1).default(0.4),
       // Reserved for the liveness addon (issue 4): accepted and validated now so files stay forward-compatible.
       addons: z.array(z.enum(['liveness'])).default([]),

@@ -72,9 +72,10 @@ export function decodeYunet(outputs: OutputArrays, inputW: number, inputH: numbe
  */
 export function placeInCanvas(width: number, height: number, inputW: number, inputH: number, margin = 0): Placement & { resizedW: number; resizedH: number } {
   const availW = inputW * (1 - 2 * margin), availH = inputH * (1 - 2 * margin);
-  const scale = Math.min(availW / width, availH / height);
-  const resizedW = Math.max(1, Math.min(inputW, Math.floor(width * scale)));
-  const resizedH = Math.max(1, Math.min(inputH, Math.floor(height * scale)));
+  // The limiting side is set exactly; computing it as floor(side * scale) can lose a pixel to rounding.
+  const widthLimited = availW / width <= availH / height;
+  const resizedW = Math.max(1, Math.min(inputW, widthLimited ? Math.floor(availW) : Math.floor((width * availH) / height)));
+  const resizedH = Math.max(1, Math.min(inputH, widthLimited ? Math.floor((height * availW) / width) : Math.floor(availH)));
   const padX = margin > 0 ? Math.floor((inputW - resizedW) / 2) : 0;
   const padY = margin > 0 ? Math.floor((inputH - resizedH) / 2) : 0;
   // The scale actually applied, from the integer resize (what the reference calls det_scale = new_h / h).

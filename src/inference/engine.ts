@@ -5,7 +5,7 @@ import type { InstalledPack } from '../models/installed.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
-import { availableProviders, type ProviderName } from './sessions.js';
+import { availableProviders, type OptimizationLevel, type ProviderName } from './sessions.js';
 
 export interface EngineOptions {
   pack: InstalledPack;
@@ -14,6 +14,7 @@ export interface EngineOptions {
   /** Inference worker threads; each runs one job at a time. */
   workers: number;
   intraOpThreads: number;
+  graphOptimization: OptimizationLevel | 'auto';
   warmupSizes: [number, number][];
 }
 
@@ -46,7 +47,7 @@ export class InferenceEngine {
   private readonly limiter: ConcurrencyLimiter;
   private nextId = 1;
   private closed = false;
-  readonly startup: { loadMs: number; warmupMs: number } = { loadMs: 0, warmupMs: 0 };
+  readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
   private constructor(readonly options: EngineOptions) {
     this.limiter = new ConcurrencyLimiter(options.workers);
@@ -73,7 +74,7 @@ export class InferenceEngine {
     const { pack } = this.options;
     return {
       detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
-      deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, warmupSizes: this.options.warmupSizes,
+      deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
     };
   }
 
@@ -87,6 +88,7 @@ export class InferenceEngine {
           ready = true;
           this.startup.loadMs = Math.max(this.startup.loadMs, msg.loadMs);
           this.startup.warmupMs = Math.max(this.startup.warmupMs, msg.warmupMs);
+          this.startup.optimization = msg.optimization;
           this.slots.push(slot);
           resolve();
         } else if (msg.type === 'failed') {

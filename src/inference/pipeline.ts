@@ -82,14 +82,19 @@ export class FacePipeline {
   async detect(rgb: Uint8Array, width: number, height: number, profile: DetectionProfile): Promise<{ faces: Candidate[]; modelMs: number }> {
     const all: Candidate[] = [];
     let modelMs = 0;
-    for (const [w, h] of profile.input_sizes) {
+    // Resizes for every size start together (libvips runs them on its own threads); models run in turn.
+    const inputs = profile.input_sizes.map(([w, h]) => {
       const margin = Math.max(w, h) <= CLOSE_UP_MAX_SIDE ? CLOSE_UP_MARGIN : 0;
       const place = placeInCanvas(width, height, w, h, margin);
-      const tensor = await this.detectorInput(rgb, width, height, w, h, place);
+      return { w, h, place, tensor: this.detectorInput(rgb, width, height, w, h, place) };
+    });
+    const session = this.models.detector.session;
+    for (const { w, h, place, tensor } of inputs) {
+      const feed = { [session.inputNames[0]!]: await tensor };
       const t = performance.now();
-      const out = await this.models.detector.session.run({ [this.models.detector.session.inputNames[0]!]: tensor });
+      const out = await session.run(feed);
       modelMs += performance.now() - t;
-      const arrays: OutputArrays = this.models.detector.session.outputNames.map((name) => ({ name, data: out[name]!.data as Float32Array }));
+      const arrays: OutputArrays = session.outputNames.map((name) => ({ name, data: out[name]!.data as Float32Array }));
       const decode = this.models.detector.spec.kind === 'scrfd' ? decodeScrfd : decodeYunet;
       all.push(...decode(arrays, w, h, profile.threshold, place));
     }
@@ -107,17 +112,16 @@ export class FacePipeline {
       .raw()
       .toBuffer();
     const plane = w * h;
-    const data = new Float32Array(3 * plane).fill((0 - spec.mean) / spec.std);
-    const order = spec.channel_order === 'rgb' ? [0, 1, 2] : [2, 1, 0];
-    const inv = 1 / spec.std;
+    const lut = normalisationTable(spec.mean, spec.std);
+    const data = new Float32Array(3 * plane).fill(lut[0]!);
+    const [c0, c1, c2] = spec.channel_order === 'rgb' ? [0, 1, 2] : [2, 1, 0];
     for (let y = 0; y < place.resizedH; y++) {
-      const rowOut = (y + place.padY) * w + place.padX;
+      let o = (y + place.padY) * w + place.padX;
       let p = y * place.resizedW * 3;
-      for (let x = 0; x < place.resizedW; x++, p += 3) {
-        const o = rowOut + x;
-        data[o] = (resized[p + order[0]!]! - spec.mean) * inv;
-        data[o + plane] = (resized[p + order[1]!]! - spec.mean) * inv;
-        data[o + 2 * plane] = (resized[p + order[2]!]! - spec.mean) * inv;
+      for (let x = 0; x < place.resizedW; x++, p += 3, o++) {
+        data[o] = lut[resized[p + c0!]!]!;
+        data[o + plane] = lut[resized[p + c1!]!]!;
+        data[o + 2 * plane] = lut[resized[p + c2!]!]!;
       }
     }
     return new ort.Tensor('float32', data, [1, 3, h, w]);
@@ -143,6 +147,19 @@ export class FacePipeline {
     const raw = out[session.outputNames[0]!]!.data as Float32Array;
     return { embedding: l2Normalize(raw, spec.embedding_dimension), modelMs };
   }
+}
+
+const tables = new Map<string, Float32Array>();
+/** (v - mean) / std for every byte value, computed once per preprocessing. */
+function normalisationTable(mean: number, std: number): Float32Array {
+  const key = `${mean}/${std}`;
+  let t = tables.get(key);
+  if (!t) {
+    t = new Float32Array(256);
+    for (let v = 0; v < 256; v++) t[v] = (v - mean) / std;
+    tables.set(key, t);
+  }
+  return t;
 }
 
 export function l2Normalize(v: Float32Array, dimension: number): Float32Array {

@@ -1,6 +1,6 @@
 import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
-import type { ProviderName } from './sessions.js';
+import type { OptimizationLevel, ProviderName } from './sessions.js';
 
 /** Messages between the engine and its worker threads. */
 export interface WorkerInit {
@@ -9,13 +9,14 @@ export interface WorkerInit {
   providers: ProviderName[];
   deviceId: number;
   intraOpThreads: number;
+  graphOptimization: OptimizationLevel | 'auto';
   warmupSizes: [number, number][];
 }
 
 export interface WorkerJob { id: number; request: AnalyzeRequest }
 
 export type WorkerReply =
-  | { type: 'ready'; loadMs: number; warmupMs: number }
+  | { type: 'ready'; loadMs: number; warmupMs: number; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
   | { type: 'failed'; message: string }
   | {
       type: 'result';

@@ -43,11 +43,14 @@ export function boxStatistics(rgb: Uint8Array, width: number, height: number, bo
     return gray[yy * w + xx]!;
   };
   let lsum = 0, lsq = 0;
+  const add = (l: number) => { lsum += l; lsq += l * l; };
   for (let y = 0; y < h; y++) {
+    const interiorRow = y > 0 && y < h - 1;
     for (let x = 0; x < w; x++) {
-      const l = at(x - 1, y) + at(x + 1, y) + at(x, y - 1) + at(x, y + 1) - 4 * gray[y * w + x]!;
-      lsum += l;
-      lsq += l * l;
+      const i = y * w + x;
+      // Interior pixels (almost all of them) index directly; only the border needs reflection.
+      if (interiorRow && x > 0 && x < w - 1) add(gray[i - 1]! + gray[i + 1]! + gray[i - w]! + gray[i + w]! - 4 * gray[i]!);
+      else add(at(x - 1, y) + at(x + 1, y) + at(x, y - 1) + at(x, y + 1) - 4 * gray[i]!);
     }
   }
   const n = w * h;

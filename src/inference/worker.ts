@@ -5,16 +5,20 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../errors.js';
 import { FacePipeline, type AnalyzeRequest } from './pipeline.js';
-import { createSession, ort, type SessionSettings } from './sessions.js';
+import { ort, tunedSession, type SessionSettings } from './sessions.js';
 import type { WorkerInit, WorkerReply, WorkerJob } from './protocol.js';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
 
 async function start(): Promise<FacePipeline> {
-  const settings: SessionSettings = { providers: init.providers, deviceId: init.deviceId, intraOpThreads: init.intraOpThreads };
+  const settings: SessionSettings = { providers: init.providers, deviceId: init.deviceId, intraOpThreads: init.intraOpThreads, graphOptimization: init.graphOptimization };
   const t0 = performance.now();
-  const [detector, recognizer] = await Promise.all([createSession(init.detector.path, settings), createSession(init.recognizer.path, settings)]);
+  const [rw, rh] = init.recognizer.input_size;
+  const largest = [...init.warmupSizes].sort((a, b) => b[0] * b[1] - a[0] * a[1])[0] ?? [640, 640];
+  const det = await tunedSession(init.detector.path, settings, [1, 3, largest[1], largest[0]]);
+  const rec = await tunedSession(init.recognizer.path, settings, [1, 3, rh, rw]);
+  const detector = det.session, recognizer = rec.session;
   const loadMs = performance.now() - t0;
   const pipeline = new FacePipeline({ detector: { spec: init.detector, session: detector }, recognizer: { spec: init.recognizer, session: recognizer } });
   // Warm-up at every configured size so the first request does not pay for shape planning.
@@ -22,13 +26,13 @@ async function start(): Promise<FacePipeline> {
   for (const [w, h] of init.warmupSizes) {
     await detector.run({ [detector.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
   }
-  const [rw, rh] = init.recognizer.input_size;
   const probe = await recognizer.run({ [recognizer.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * rw * rh), [1, 3, rh, rw]) });
   const dim = (probe[recognizer.outputNames[0]!]!.data as Float32Array).length;
   if (dim !== init.recognizer.embedding_dimension) {
     throw new Error(`recognizer output has ${dim} values but the pack declares ${init.recognizer.embedding_dimension}`);
   }
-  port.postMessage({ type: 'ready', loadMs, warmupMs: performance.now() - t1 } satisfies WorkerReply);
+  const optimization = { detector: det.level, recognizer: rec.level };
+  port.postMessage({ type: 'ready', loadMs, warmupMs: performance.now() - t1, optimization } satisfies WorkerReply);
   return pipeline;
 }
 

@@ -25,7 +25,7 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR): O
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, 'vigil.db');
   const releaseLock = acquireProcessLock(`${path}.lock`);
-  let db: Db;
+  let db: Db | undefined;
   try {
     const fresh = !existsSync(path);
     db = new Database(path);
@@ -36,14 +36,16 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR): O
     db.pragma('busy_timeout = 15000');
     migrate(db, migrationsDir);
   } catch (e) {
+    if (db?.open) db.close();
     releaseLock();
     throw e;
   }
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
+  const opened = db;
   return {
-    db, path, migrationCount,
+    db: opened, path, migrationCount,
     close() {
-      if (db.open) db.close();
+      if (opened.open) opened.close();
       releaseLock();
     },
   };

@@ -167,7 +167,7 @@ test('a file api_key shorter than 16 characters is rejected', (t) => {
 
 // The file's api_key must be at least 16 characters (schema.ts) and serve.ts tells users to "set
 // VIGIL_API_KEY (at least 16 characters)", but applyEnv() copies VIGIL_API_KEY without any check.
-test.failing('VIGIL_API_KEY shorter than 16 characters is rejected like a short file key', (t) => {
+test('VIGIL_API_KEY shorter than 16 characters is rejected like a short file key', (t) => {
   const err = configError(t, () => loadConfig(null, { VIGIL_API_KEY: 'short' }));
   t.is(err.code, 'config_invalid');
 });

@@ -1,0 +1,143 @@
+/**
+ * Inference benchmark: HTTP end-to-end latency of /v1/detect and /v1/embeddings for a 1280x886 JPEG
+ * against the in-process floor (one sharp decode + the raw ONNX session.run calls of the same models
+ * with the same thread settings), and requests/s at concurrency 4, for each worker layout.
+ * Usage: npx tsx bench/inference.ts [--requests 60]   -> prints JSON, writes bench/results/inference.json
+ */
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { startDaemon } from '../src/cli/serve.js';
+import { loadConfig } from '../src/config/load.js';
+import { decodeImage } from '../src/inference/image.js';
+import { FacePipeline } from '../src/inference/pipeline.js';
+import { ort, tunedSession } from '../src/inference/sessions.js';
+import { installPack } from '../src/models/installer.js';
+import { loadInstalledPack } from '../src/models/installed.js';
+
+const { values } = parseArgs({ options: { requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' } } });
+const N = Number(values.requests);
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
+const IMAGE = readFileSync(join(SHARED, 'fixtures/faces/groups/t1_friends.jpg')); // 1280x886, 6 faces
+const KEY = 'bench-key-0123456789abcdef';
+const SIZES: [number, number][] = [[96, 96], [512, 512]];
+const quiet = new Writable({ write: (_c, _e, cb) => cb() });
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const r3 = (v: number) => Math.round(v * 1000) / 1000;
+const summary = (xs: number[]) => ({ p50_ms: r3(pct(xs, 50)), p95_ms: r3(pct(xs, 95)), mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length) });
+
+async function timeIt(n: number, fn: () => Promise<unknown>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    await fn();
+    out.push(performance.now() - t);
+  }
+  return out;
+}
+
+/** The floor: sharp decode + raw session.run of detector (each size) and recognizer, same process, same threads. */
+async function rawFloor(modelsDir: string, intraOpThreads: number) {
+  const pack = await loadInstalledPack(modelsDir, values.pack!);
+  const settings = { providers: ['cpu' as const], deviceId: 0, intraOpThreads };
+  // The same graph-optimisation choice the engine makes at startup, so both sides run identical sessions.
+  const det = (await tunedSession(pack.detector.path, { ...settings, graphOptimization: 'auto' }, [1, 3, 512, 512])).session;
+  const rec = (await tunedSession(pack.recognizer.path, { ...settings, graphOptimization: 'auto' }, [1, 3, 112, 112])).session;
+  const decode = () => decodeImage(IMAGE, { maxBytes: 1e8, maxPixels: 4e7 });
+  const img = await decode();
+  const tensors = SIZES.map(([w, h]) => new ort.Tensor('float32', new Float32Array(3 * w * h).fill(0.1), [1, 3, h, w]));
+  const recInput = new ort.Tensor('float32', new Float32Array(3 * 112 * 112).fill(0.1), [1, 3, 112, 112]);
+  for (let i = 0; i < 5; i++) {
+    for (const t of tensors) await det.run({ [det.inputNames[0]!]: t });
+    await rec.run({ [rec.inputNames[0]!]: recInput });
+  }
+  const decodeMs = await timeIt(N, decode);
+  const detectRunMs = await timeIt(N, async () => { for (const t of tensors) await det.run({ [det.inputNames[0]!]: t }); });
+  const recognizeRunMs = await timeIt(N, () => rec.run({ [rec.inputNames[0]!]: recInput }));
+  // The whole pipeline in-process (decode, letterbox, models, NMS, quality, alignment), no HTTP, no worker hop.
+  const pipeline = new FacePipeline({ detector: { spec: pack.detector, session: det }, recognizer: { spec: pack.recognizer, session: rec } });
+  const profile = { input_sizes: SIZES, threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
+  const inProcessDetect = await timeIt(N, () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'none' }));
+  const inProcessEmbed = await timeIt(N, () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'selected' }));
+  await det.release();
+  await rec.release();
+  return {
+    image: { width: img.width, height: img.height, bytes: IMAGE.length },
+    decode: summary(decodeMs),
+    detector_session_run_all_sizes: summary(detectRunMs),
+    recognizer_session_run: summary(recognizeRunMs),
+    floor_detect_p50_ms: r3(pct(decodeMs, 50) + pct(detectRunMs, 50)),
+    floor_embeddings_p50_ms: r3(pct(decodeMs, 50) + pct(detectRunMs, 50) + pct(recognizeRunMs, 50)),
+    in_process_pipeline_detect: summary(inProcessDetect),
+    in_process_pipeline_embeddings: summary(inProcessEmbed),
+  };
+}
+
+async function httpRun(modelsDir: string, maxConcurrency: number | 'auto') {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
+  const file = join(dir, 'server.toml');
+  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(maxConcurrency)}\n`);
+  const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
+  await d.ready;
+  const call = async (path: string) => {
+    const fd = new FormData();
+    fd.append('image', new Blob([IMAGE]), 'image.jpg');
+    const res = await fetch(d.url + path, { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+  };
+  for (let i = 0; i < 5; i++) await call('/v1/detect');
+  const detect = await timeIt(N, () => call('/v1/detect'));
+  const embeddings = await timeIt(N, () => call('/v1/embeddings'));
+  const concurrent = async (path: string, concurrency: number, total: number) => {
+    let next = 0;
+    const t = performance.now();
+    await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await call(path); }));
+    return r3(total / ((performance.now() - t) / 1000));
+  };
+  const stats = d.runtime.inference!.engine.stats();
+  const result = {
+    workers: stats.workers,
+    intra_op_threads: stats.intra_op_threads,
+    detect: summary(detect),
+    embeddings: summary(embeddings),
+    detect_rps_concurrency4: await concurrent('/v1/detect', 4, N * 2),
+    embeddings_rps_concurrency4: await concurrent('/v1/embeddings', 4, N * 2),
+    rss_mib_after: Math.round(process.memoryUsage().rss / 2 ** 20),
+  };
+  await d.close();
+  return result;
+}
+
+const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-models-'));
+await installPack({ packId: values.pack!, modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
+const cores = cpus().length;
+const floor = await rawFloor(modelsDir, cores);
+const layouts = [await httpRun(modelsDir, 'auto'), ...(cores >= 2 ? [await httpRun(modelsDir, 2)] : [])];
+const primary = layouts[0]!;
+const out = {
+  bench: 'inference',
+  at: new Date().toISOString(),
+  machine: { cores, cpu: cpus()[0]?.model, node: process.version },
+  pack: values.pack,
+  requests_per_measurement: N,
+  detector_input_sizes: SIZES,
+  floor,
+  http: layouts,
+  ratio_http_p50_to_floor: {
+    detect: r3(primary.detect.p50_ms / floor.floor_detect_p50_ms),
+    embeddings: r3(primary.embeddings.p50_ms / floor.floor_embeddings_p50_ms),
+    target: 1.5,
+  },
+};
+mkdirSync(join(REPO, 'bench/results'), { recursive: true });
+writeFileSync(join(REPO, 'bench/results/inference.json'), JSON.stringify(out, null, 2));
+console.log(JSON.stringify(out, null, 2));
