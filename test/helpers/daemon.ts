@@ -1,17 +1,12 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { Writable } from 'node:stream';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { FACES, MODELS_MIRROR, Sink } from './shared.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
 import { installPack } from '../../src/models/installer.js';
 
-export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-/** ../shared beside the checkout (CI has it there too); VIGIL_SHARED_DIR overrides. */
-export const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
-export const MODELS_MIRROR = join(SHARED, 'models');
-export const FACES = join(SHARED, 'fixtures/faces');
+export { FACES, MODELS_MIRROR, REPO, SHARED } from './shared.js';
 export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
 export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8')) as {
   identities: Record<string, string[]>;
@@ -19,7 +14,6 @@ export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8'
   singletons_for_negatives: string[];
 };
 
-const quiet = new Writable({ write: (_c, _e, cb) => cb() });
 const installed = new Map<string, Promise<string>>();
 
 /** Installs a model pack from the shared mirror into a temp models dir, once per test process. */
@@ -27,7 +21,7 @@ export function modelsDirWith(packId = 'edge_s'): Promise<string> {
   let p = installed.get(packId);
   if (!p) {
     const dir = mkdtempSync(join(tmpdir(), 'vigil-models-'));
-    p = installPack({ packId, modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never }).then(() => dir);
+    p = installPack({ packId, modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: new Sink(), stderr: new Sink() } as never }).then(() => dir);
     installed.set(packId, p);
   }
   return p;

@@ -3,6 +3,7 @@
  * tarballs, retries, and failures. Every test gets its own server so request counts are exact.
  */
 import test, { type ExecutionContext } from 'ava';
+import { crc32, Sink } from '../helpers/shared.js';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -30,17 +31,6 @@ function blob(size = 48 * 1024): Blob {
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-
-function crc32(buf: Buffer): number {
-  let c = 0xffffffff;
-  for (const byte of buf) c = CRC_TABLE[(c ^ byte) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
 
 interface ZipMember {
   name: string;
@@ -187,14 +177,6 @@ function makeCatalog(files: Record<string, FileDef>, packs: Record<string, [stri
   });
 }
 
-class Sink {
-  text = '';
-  isTTY = false;
-  write(chunk: string): boolean {
-    this.text += chunk;
-    return true;
-  }
-}
 
 async function workDir(t: ExecutionContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'vigil-models-http-'));

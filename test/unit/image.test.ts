@@ -1,11 +1,11 @@
 import test, { type ExecutionContext } from 'ava';
+import { crc32, FACES } from '../helpers/shared.js';
 import { readFileSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { ApiError, Messages } from '../../src/errors.js';
 import { decodeImage, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
 
-const FACES = '/work/shared/fixtures/faces/';
 const fixture = (p: string): Buffer => readFileSync(FACES + p);
 const LIMITS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000 };
 
@@ -33,16 +33,6 @@ const meanAbsDiff = (a: Uint8Array, b: Uint8Array): number => {
 
 // --- a minimal PNG writer (for a decompression bomb sharp never has to produce) -----------------
 
-const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
-  let c = n;
-  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-  return c >>> 0;
-});
-function crc32(buf: Buffer): number {
-  let c = 0xffffffff;
-  for (const b of buf) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
-  return (c ^ 0xffffffff) >>> 0;
-}
 function chunk(type: string, data: Buffer): Buffer {
   const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
   const len = Buffer.alloc(4);

@@ -1,22 +1,13 @@
 import test from 'ava';
+import { MODELS_MIRROR, Sink } from '../helpers/shared.js';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { resolveModelsDir, runModelsCommand } from '../../src/cli/models.js';
 
-/** `../shared/models` beside the checkout (read-only, flat: the layout of a mirror). */
-const MIRROR = fileURLToPath(new URL('../../../shared/models', import.meta.url));
+const MIRROR = MODELS_MIRROR;
 
-class Sink {
-  text = '';
-  isTTY = false;
-  write(chunk: string): boolean {
-    this.text += chunk;
-    return true;
-  }
-}
 
 async function run(argv: string[]) {
   const io = { stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) };

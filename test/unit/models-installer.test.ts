@@ -1,25 +1,16 @@
 import test from 'ava';
+import { MODELS_MIRROR, Sink } from '../helpers/shared.js';
 import { mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Readable } from 'node:stream';
 import { ApiError } from '../../src/errors.js';
 import { loadCatalog } from '../../src/models/catalog.js';
 import { loadInstalledPack } from '../../src/models/installed.js';
 import { installPack, listPacks, packInfo, verifyPack, type InstallOptions } from '../../src/models/installer.js';
 
-/** `../shared/models` beside the checkout (read-only, flat: the layout of a mirror). */
-const MIRROR = fileURLToPath(new URL('../../../shared/models', import.meta.url));
+const MIRROR = MODELS_MIRROR;
 
-class Sink {
-  text = '';
-  isTTY = false;
-  write(chunk: string): boolean {
-    this.text += chunk;
-    return true;
-  }
-}
 
 const quietIo = () => ({ stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) });
 

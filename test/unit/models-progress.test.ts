@@ -1,14 +1,7 @@
 import test from 'ava';
+import { Sink } from '../helpers/shared.js';
 import { createProgress } from '../../src/models/progress.js';
 
-class Sink {
-  text = '';
-  constructor(readonly isTTY: boolean) {}
-  write(chunk: string): boolean {
-    this.text += chunk;
-    return true;
-  }
-}
 
 test('non-TTY progress prints one plain line per 10%', (t) => {
   const sink = new Sink(false);
