@@ -38,6 +38,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
   const db = openDatabase(config.server.data_dir);
+  if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
   let engine: InferenceEngine | null = null;
   try {
     const keys = new ApiKeyStore(db.db);

@@ -13,6 +13,8 @@ export interface OpenedDatabase {
   db: Db;
   path: string;
   migrationCount: number;
+  /** PRAGMA quick_check at open ('ok' when healthy). Run once: it reads the whole file, too slow per request. */
+  integrity: string;
   close(): void;
 }
 
@@ -43,7 +45,7 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR): O
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
   const opened = db;
   return {
-    db: opened, path, migrationCount,
+    db: opened, path, migrationCount, integrity: quickCheck(opened),
     close() {
       if (opened.open) opened.close();
       releaseLock();

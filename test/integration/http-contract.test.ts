@@ -133,7 +133,13 @@ test('limits: request_too_large, image_too_large by bytes and by pixels (before 
 test('a request past the deadline is 503 request_timeout', async (t) => {
   const slow = await startTestDaemon({ toml: 'request_timeout_seconds = 0.05' });
   try {
-    const { res, json } = await post(slow, '/v1/detect', form({ image: face('groups/obama_biden_stage.jpg') }));
+    // 24 MP of smooth gradient: a small file that takes far longer than 50 ms to decode on any CPU.
+    const width = 6000, height = 4000;
+    const gradient = Buffer.alloc(width * height * 3);
+    for (let i = 0; i < gradient.length; i++) gradient[i] = (i / 3) % 251;
+    const large = await sharp(gradient, { raw: { width, height, channels: 3 } }).jpeg({ quality: 80 }).toBuffer();
+    t.true(large.length < 10 * 1024 * 1024);
+    const { res, json } = await post(slow, '/v1/detect', form({ image: large }));
     t.is(res.status, 503);
     t.is(json.error.code, 'request_timeout');
     // The engine keeps serving afterwards.

@@ -36,6 +36,7 @@ test('openDatabase creates the file with WAL, foreign keys and the initial migra
     t.deepEqual(rows[0], { version: 1, name: '0001_initial.sql' });
     t.truthy(opened.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'api_keys'").get());
     t.is(quickCheck(opened.db), 'ok');
+    t.is(opened.integrity, 'ok', 'the integrity result that health and system report is taken at open');
     t.true(existsSync(`${opened.path}.lock`));
     t.is(readFileSync(`${opened.path}.lock`, 'utf8'), String(process.pid));
   } finally {

@@ -1,7 +1,6 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { VERSION } from '../../version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
-import { quickCheck } from '../../store/database.js';
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
 import { HealthResponse, ModelsResponse, SystemResponse } from '../schemas.js';
@@ -21,7 +20,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       extraResponses: { 503: { schema: HealthResponse, description: 'The process is running but is not ready.' } },
       handler: async (ctx) => {
         // Ready = startup finished and the database passes quick_check; not_ready uses the same body, not the error envelope.
-        const ready = rt.inference !== null && quickCheck(rt.db.db) === 'ok';
+        const ready = rt.inference !== null && rt.db.integrity === 'ok';
         ctx.status = ready ? 200 : 503;
         ctx.body = { request_id: ctx.state.requestId, status: ready ? 'ready' : 'not_ready', version: VERSION, auth_enabled: config.auth.enabled };
       },
@@ -72,7 +71,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           },
           execution_provider: inf.model.provider,
           model: inf.model,
-          database: { path: rt.db.path, quick_check: quickCheck(rt.db.db), migration_count: rt.db.migrationCount, wal: true },
+          database: { path: rt.db.path, quick_check: rt.db.integrity, migration_count: rt.db.migrationCount, wal: true },
           data: pathState(s.data_dir),
           models: pathState(s.models_dir),
           stats: { collection_count: 0, person_count: 0, face_count: 0 },
