@@ -5,6 +5,7 @@ import { open, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { isProcessAlive } from '../system/processes.js';
 
 export interface Digest {
   sha256: string;
@@ -97,14 +98,6 @@ export async function removeStaleTemps(dir: string): Promise<void> {
   }
 }
 
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Renames a verified temp file over its final name and makes that durable. */
 export async function publish(tempPath: string, finalPath: string): Promise<void> {

@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, un
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiError } from '../errors.js';
+import { isProcessAlive } from '../system/processes.js';
 
 export type Db = Database.Database;
 
@@ -95,7 +96,7 @@ function acquireProcessLock(lockPath: string): () => void {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
       const holder = readPid(lockPath);
-      if (holder !== null && holder !== process.pid && isRunning(holder)) {
+      if (holder !== null && holder !== process.pid && isProcessAlive(holder)) {
         throw new ApiError(500, 'data_dir_locked', `Another Vigil process (pid ${holder}) is using this data directory (${lockPath}).`, { pid: holder });
       }
       if (holder === process.pid) throw new ApiError(500, 'data_dir_locked', `This process already holds ${lockPath}.`);
@@ -118,11 +119,3 @@ function readPid(path: string): number | null {
   }
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
 import { installPack } from '../../src/models/installer.js';
 
-export { FACES, MODELS_MIRROR, REPO, SHARED } from './shared.js';
+export { FACES, MODELS_MIRROR, REPO, SHARED, encodeBmp24 } from './shared.js';
 export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
 export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8')) as {
   identities: Record<string, string[]>;
@@ -60,29 +60,4 @@ export function form(parts: Record<string, Buffer | string | (Buffer | string)[]
 export async function post(d: TestDaemon, path: string, body: FormData | string, headers: Record<string, string> = d.auth) {
   const res = await fetch(d.url + path, { method: 'POST', body, headers });
   return { res, json: (await res.json()) as Record<string, any> };
-}
-
-/** A 24-bit bottom-up BMP of an RGB buffer, to test the BMP path end to end. */
-export function encodeBmp24(rgb: Uint8Array, width: number, height: number): Buffer {
-  const rowBytes = Math.ceil((width * 3) / 4) * 4;
-  const out = Buffer.alloc(54 + rowBytes * height);
-  out.write('BM', 0);
-  out.writeUInt32LE(out.length, 2);
-  out.writeUInt32LE(54, 10);
-  out.writeUInt32LE(40, 14);
-  out.writeInt32LE(width, 18);
-  out.writeInt32LE(height, 22);
-  out.writeUInt16LE(1, 26);
-  out.writeUInt16LE(24, 28);
-  out.writeUInt32LE(rowBytes * height, 34);
-  for (let y = 0; y < height; y++) {
-    const row = 54 + (height - 1 - y) * rowBytes;
-    for (let x = 0; x < width; x++) {
-      const s = (y * width + x) * 3;
-      out[row + x * 3] = rgb[s + 2]!;
-      out[row + x * 3 + 1] = rgb[s + 1]!;
-      out[row + x * 3 + 2] = rgb[s]!;
-    }
-  }
-  return out;
 }
