@@ -7,14 +7,21 @@ import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
-import { FaceService, SystemDetectionProfiles } from '../inference/faceService.js';
+import { CollectionService } from '../collections/collectionService.js';
+import { PersonService } from '../collections/personService.js';
+import { SearchService } from '../collections/searchService.js';
+import { inputSizesProblem } from '../config/schema.js';
+import { FaceService } from '../inference/faceService.js';
 import { describePack } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import { availableProviders } from '../inference/sessions.js';
 import { createLogger } from '../log/logger.js';
 import { loadInstalledPack } from '../models/installed.js';
 import { ApiKeyStore } from '../store/apiKeys.js';
+import { CollectionStore } from '../store/collectionStore.js';
+import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
+import { SearchIndexes } from '../search/indexManager.js';
 
 export interface Daemon {
   runtime: Runtime;
@@ -49,7 +56,25 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     if (config.auth.enabled && !keys.hasActiveKey()) {
       throw new ApiError(500, 'api_key_missing', 'Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.');
     }
-    const runtime: Runtime = { loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date() };
+    const systemProfile: DetectionProfile = {
+      input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
+      nms_threshold: config.detection.nms_threshold, single_face_selection: config.detection.single_face_selection,
+    };
+    const store = new CollectionStore(db.db);
+    const indexes = new SearchIndexes(store, config.collections.search_threads);
+    let active: Runtime['inference'] = null;
+    const collections = new CollectionService(store, indexes, CursorCodec.open(config.server.data_dir), {
+      collections: config.collections, defaultThreshold: config.inference.default_threshold, systemProfile, detectorSizes: inputSizesProblem,
+    }, () => active?.model ?? null);
+    const persons = new PersonService(collections, () => {
+      if (!active) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
+      return active.engine;
+    }, {
+      maxImages: config.server.max_registration_images, maxImageBytes: config.server.max_image_bytes, maxImagePixels: config.server.max_image_pixels,
+      maxDetectedFaces: config.detection.max_detected_faces,
+      gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
+    });
+    const runtime: Runtime = { loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
     await new Promise<void>((resolve, reject) => {
@@ -65,19 +90,19 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const ready = (async () => {
       const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack);
       const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads);
-      const systemProfile: DetectionProfile = {
-        input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
-        nms_threshold: config.detection.nms_threshold, single_face_selection: config.detection.single_face_selection,
-      };
       engine = await InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
       });
       const model = describePack(pack, config.inference.execution_providers[0]!);
-      const faces = new FaceService(engine, new SystemDetectionProfiles(systemProfile),
+      const faces = new FaceService(engine, collections,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, config.inference.default_threshold);
-      runtime.inference = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile };
+      // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
+      const eager = indexes.loadEager(store.allCollections());
+      if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
+      active = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, faces) };
+      runtime.inference = active;
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
     })();
 

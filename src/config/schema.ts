@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SEARCH_PROFILES } from '../search/profiles.js';
 
 /**
  * server.toml. Every section is a strict object, so an unknown key is a startup error that names it.
@@ -86,6 +87,29 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   addons: z.strictObject({ auto_download: z.array(z.enum(['liveness'])).default([]) }).prefault({}),
   detection: DetectionConfigSchema.prefault({}),
+  /** Defaults for new collections and the deployment limits (upstream's INSIGHTFACE_COLLECTION_* settings). */
+  collections: z
+    .strictObject({
+      save_face_crops: z.boolean().default(false),
+      default_search_profile: z.enum(SEARCH_PROFILES).default('fp32_v1'),
+      default_capacity_rows: z.number().int().min(1).default(100_000),
+      max_capacity_rows: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).default(10_000_000),
+      default_max_faces_per_person: z.number().int().min(1).max(1_000_000).default(20),
+      default_load_policy: z.enum(['eager', 'lazy']).default('lazy'),
+      /** Threads one exact search may use; 0 = every core. */
+      search_threads: z.number().int().min(0).max(256).default(0),
+    })
+    .refine((c) => c.default_capacity_rows <= c.max_capacity_rows, { message: 'default_capacity_rows must not exceed max_capacity_rows', path: ['default_capacity_rows'] })
+    .prefault({}),
+  /** Quality gates of review_mode standard/strict (§3.5). */
+  registration: z
+    .strictObject({
+      min_score: z.number().min(0).max(1).default(0.6),
+      min_quality: z.number().min(0).max(1).default(0.35),
+      min_face_size: z.number().int().min(1).default(40),
+      max_pose_degrees: z.number().min(0).max(180).default(45),
+    })
+    .prefault({}),
   web: z.strictObject({ disabled: z.boolean().default(false) }).prefault({}),
 });
 

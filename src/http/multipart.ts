@@ -12,6 +12,8 @@ export interface MultipartSpec<S extends z.ZodType> {
   requiredFiles: string[];
   maxFileBytes: number;
   maxFiles: number;
+  /** The error for more than `maxFiles` files (default: invalid_request). */
+  tooManyFiles?: () => ApiError;
 }
 
 /**
@@ -53,6 +55,7 @@ function multerError(e: { code?: string; message?: string }, spec: MultipartSpec
     case 'LIMIT_FILE_SIZE':
       return new ApiError(413, 'image_too_large', `An image exceeds ${spec.maxFileBytes} bytes.`, { max_image_bytes: spec.maxFileBytes });
     case 'LIMIT_FILE_COUNT':
+      return spec.tooManyFiles?.() ?? invalid(`too many parts (at most ${spec.maxFiles} files)`);
     case 'LIMIT_PART_COUNT':
       return invalid(`too many parts (at most ${spec.maxFiles} files)`);
     case 'LIMIT_FIELD_COUNT':

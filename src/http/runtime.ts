@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
 import type { InferenceEngine } from '../inference/engine.js';
+import type { CollectionService } from '../collections/collectionService.js';
+import type { PersonService } from '../collections/personService.js';
+import type { SearchService } from '../collections/searchService.js';
 import type { FaceService } from '../inference/faceService.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
@@ -18,6 +21,7 @@ export interface Inference {
   providers: string[];
   availableProviders: string[];
   systemProfile: DetectionProfile;
+  search: SearchService;
 }
 
 /**
@@ -32,5 +36,7 @@ export interface Runtime {
   recentErrors: RecentErrors;
   host: HostInfo;
   inference: Inference | null;
+  collections: CollectionService;
+  persons: PersonService;
   startedAt: Date;
 }

@@ -119,11 +119,11 @@ export const EmbeddingsResponse = z
 // ---- multipart request bodies: text fields are validated by these; file fields are documented. ----
 
 /** A file part, as FastAPI documents UploadFile. Validation of files happens in the multipart parser. */
-const filePart = (title: string) => z.string().meta({ contentMediaType: 'application/octet-stream', title });
+export const filePart = (title: string) => z.string().meta({ contentMediaType: 'application/octet-stream', title });
 /** Multipart text fields arrive as strings; an empty string means "not sent", as in HTML forms. */
 const emptyAsUndefined = (v: unknown) => (v === '' ? undefined : v);
-const formNumber = (s: z.ZodNumber) => z.preprocess(emptyAsUndefined, z.coerce.number().pipe(s).nullish());
-const formString = () => z.preprocess(emptyAsUndefined, z.string().nullish());
+export const formNumber = (s: z.ZodNumber) => z.preprocess(emptyAsUndefined, z.coerce.number().pipe(s).nullish());
+export const formString = () => z.preprocess(emptyAsUndefined, z.string().nullish());
 
 export const DetectBody = z
   .object({

@@ -4,10 +4,7 @@ import { cosineSimilarity, type AnalyzedFace, type AnalyzeRequest, type Detectio
 
 export interface ImageLimits { maxBytes: number; maxPixels: number }
 
-/**
- * Resolves the detection profile for an optional collection. Until collections exist (issue 3) only the
- * system profile is available and any collection id is unknown.
- */
+/** Resolves the detection profile for an optional collection (404 unknown, 409 model mismatch). */
 export interface DetectionProfiles {
   resolve(collectionId: string | undefined | null): DetectionProfile;
 }
@@ -60,13 +57,4 @@ export class FaceService {
 function withSide(e: unknown, side: 'source' | 'target'): unknown {
   if (e instanceof ApiError && e.status < 500) return new ApiError(e.status, e.code, e.message, { ...e.details, side }, e.headers);
   return e;
-}
-
-/** The system profile from [detection]; collection ids are resolved by the collection store once it exists. */
-export class SystemDetectionProfiles implements DetectionProfiles {
-  constructor(private readonly profile: DetectionProfile) {}
-  resolve(collectionId: string | undefined | null): DetectionProfile {
-    if (collectionId) throw new ApiError(404, 'collection_not_found', `Collection ${JSON.stringify(collectionId)} was not found.`, { collection_id: collectionId });
-    return this.profile;
-  }
 }

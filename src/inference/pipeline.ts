@@ -22,6 +22,8 @@ export interface AnalyzeRequest {
   maxFaces: number;
   /** none: detection only; selected: embed the single-face selection; all: embed every face. */
   embed: 'none' | 'selected' | 'all';
+  /** Also return a JPEG of the selected face's box (registration with save_face_crops). */
+  cropSelected?: { size: number; quality: number };
 }
 
 export interface AnalyzedFace extends Candidate {
@@ -36,6 +38,8 @@ export interface AnalyzeResult {
   faces: AnalyzedFace[];
   /** Index into `faces` of the single-face selection, or -1. */
   selected: number;
+  /** JPEG of the selected face's box resized to size x size, when asked for. */
+  selectedCrop?: Uint8Array;
   timings: { decode_ms: number; detect_ms: number; detect_model_ms: number; embed_ms: number; embed_model_ms: number };
 }
 
@@ -71,9 +75,10 @@ export class FacePipeline {
       f.embedding = r.embedding;
       embedModelMs += r.modelMs;
     }
+    const selectedCrop = req.cropSelected && selectedFace ? await boxCrop(img.data, img.width, img.height, selectedFace.box, req.cropSelected) : undefined;
     const t3 = performance.now();
     return {
-      width: img.width, height: img.height, faces, selected,
+      width: img.width, height: img.height, faces, selected, ...(selectedCrop ? { selectedCrop } : {}),
       timings: { decode_ms: t1 - t0, detect_ms: t2 - t1, detect_model_ms: detectModelMs, embed_ms: t3 - t2, embed_model_ms: embedModelMs },
     };
   }
@@ -147,6 +152,20 @@ export class FacePipeline {
     const raw = out[session.outputNames[0]!]!.data as Float32Array;
     return { embedding: l2Normalize(raw, spec.embedding_dimension), modelMs };
   }
+}
+
+/** The face box (not the aligned face) as a square JPEG, like the reference's stored crops. */
+async function boxCrop(rgb: Uint8Array, width: number, height: number, box: [number, number, number, number], o: { size: number; quality: number }): Promise<Uint8Array> {
+  const left = Math.max(0, Math.min(width - 1, Math.floor(box[0])));
+  const top = Math.max(0, Math.min(height - 1, Math.floor(box[1])));
+  const right = Math.max(left + 1, Math.min(width, Math.ceil(box[2])));
+  const bottom = Math.max(top + 1, Math.min(height, Math.ceil(box[3])));
+  const jpeg = await sharp(rgb, { raw: { width, height, channels: 3 } })
+    .extract({ left, top, width: right - left, height: bottom - top })
+    .resize(o.size, o.size, { fit: 'fill' })
+    .jpeg({ quality: o.quality })
+    .toBuffer();
+  return new Uint8Array(jpeg.buffer, jpeg.byteOffset, jpeg.byteLength);
 }
 
 const tables = new Map<string, Float32Array>();

@@ -4,7 +4,7 @@ import { ApiError } from '../../errors.js';
 import { parseMultipart } from '../multipart.js';
 import { requireInference } from '../ready.js';
 import { CompareBody, CompareResponse, DetectBody, DetectResponse, EmbeddingsBody, EmbeddingsResponse } from '../schemas.js';
-import { faceObservation, processingMs } from '../shape.js';
+import { faceObservation, processingMs } from '../../inference/observation.js';
 
 const overrideNotSupported = (field: string, instead: string) =>
   new ApiError(400, 'request_detection_override_not_supported', `${field} is no longer supported; ${instead}`, { field });

@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
+import { SEARCH_PROFILES } from '../../search/profiles.js';
 import { VERSION } from '../../version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
 import type { RouteSpec } from '../route.js';
@@ -74,8 +75,12 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           database: { path: rt.db.path, quick_check: rt.db.integrity, migration_count: rt.db.migrationCount, wal: true },
           data: pathState(s.data_dir),
           models: pathState(s.models_dir),
-          stats: { collection_count: 0, person_count: 0, face_count: 0 },
-          search: { backend: 'usearch', profiles: [], collections: [] },
+          stats: rt.collections.store.stats(),
+          search: {
+            backend: 'usearch_exact', profiles: [...SEARCH_PROFILES], device: 'cpu', compute_capability: null, exact: true,
+            grouped_person_topk: true, grouped_person_topk_mode: 'host', threads: config.collections.search_threads,
+            collections: rt.collections.indexes.summary(rt.collections.store.allCollections()),
+          },
           api_key: { authentication_enabled: config.auth.enabled, configured: rt.keys.hasActiveKey() },
           safe_config: {
             max_image_bytes: s.max_image_bytes, max_image_pixels: s.max_image_pixels, max_registration_images: s.max_registration_images,
@@ -83,7 +88,10 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             inference_max_concurrency: inc.max_concurrency, inference_intra_op_threads: inc.intra_op_threads, model_pack: inc.model_pack,
             addons: inc.addons, auto_download_addons: config.addons.auto_download, liveness_mode: inc.liveness_mode,
             liveness_threshold: inc.liveness_threshold, liveness_compare_scope: inc.liveness_compare_scope, liveness_on_registration: inc.liveness_on_registration,
-            default_similarity_threshold: inc.default_threshold, detector_input_sizes: det.input_sizes, detection: det,
+            default_similarity_threshold: inc.default_threshold, save_face_crops: config.collections.save_face_crops,
+            default_search_profile: config.collections.default_search_profile, default_search_capacity_rows: config.collections.default_capacity_rows,
+            max_search_capacity_rows: config.collections.max_capacity_rows, default_max_faces_per_person: config.collections.default_max_faces_per_person,
+            default_search_load_policy: config.collections.default_load_policy, search_backend: 'usearch_exact', registration: config.registration, detector_input_sizes: det.input_sizes, detection: det,
             max_detected_faces: det.max_detected_faces, cors_origins: s.cors_origins, web_ui_disabled: config.web.disabled, config_file: rt.loaded.file,
           },
           recent_errors: rt.recentErrors.list(),

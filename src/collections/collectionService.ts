@@ -1,0 +1,182 @@
+import { createHash } from 'node:crypto';
+import type { VigilConfig } from '../config/schema.js';
+import { ApiError } from '../errors.js';
+import type { DetectionProfiles } from '../inference/faceService.js';
+import type { ModelInfo } from '../inference/modelSummary.js';
+import type { DetectionProfile } from '../inference/pipeline.js';
+import type { SearchIndexes } from '../search/indexManager.js';
+import { CollectionStore, nowIso } from '../store/collectionStore.js';
+import { CursorCodec, toPage, type Page } from '../store/cursors.js';
+import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from './model.js';
+
+export const notFound = (resource: 'collection' | 'person' | 'face', id: string) =>
+  new ApiError(404, `${resource}_not_found`, `${resource[0]!.toUpperCase()}${resource.slice(1)} ${JSON.stringify(id)} was not found.`, { [`${resource}_id`]: id });
+
+/** v2 embedding contract id (§3.7): clients copy it, never construct it. */
+export function embeddingContractId(m: ModelBinding): string {
+  const json = JSON.stringify([m.model_id, m.model_digest.toLowerCase(), m.embedding_dimension, m.preprocessing_version]);
+  return `ifsemb-v2-sha256:${createHash('sha256').update(json).digest('hex')}`;
+}
+
+export const detectionProfileOf = (c: CollectionT): DetectionProfile => ({
+  input_sizes: c.detection.input_sizes as [number, number][], threshold: c.detection.threshold,
+  nms_threshold: c.detection.nms_threshold, single_face_selection: c.detection.single_face_selection,
+});
+
+export interface CollectionDefaults {
+  collections: VigilConfig['collections'];
+  defaultThreshold: number;
+  systemProfile: DetectionProfile;
+  /** Whether the detector can run sizes other than its export size (false for static-shape models). */
+  detectorSizes: (sizes: [number, number][]) => string | null;
+}
+
+/**
+ * Collection lifecycle: creation pins the active model (a collection never mixes embedding spaces),
+ * and every model-bound use checks that pin. Also the collection-aware detection profile resolver.
+ */
+export class CollectionService implements DetectionProfiles {
+  constructor(
+    readonly store: CollectionStore,
+    readonly indexes: SearchIndexes,
+    readonly cursors: CursorCodec,
+    private readonly defaults: CollectionDefaults,
+    /** The active model once inference is loaded. */
+    private readonly activeModel: () => ModelInfo | null,
+  ) {}
+
+  /** The collection or 404. */
+  get(id: string): CollectionT {
+    const c = this.store.getCollection(id);
+    if (!c) throw notFound('collection', id);
+    return c;
+  }
+
+  /** The collection, 404 if unknown, 409 collection_model_mismatch if its pinned model is not the active one. */
+  getBound(id: string): CollectionT {
+    const c = this.get(id);
+    const m = this.activeModel();
+    if (m && (c.model_id !== m.model_id || c.model_digest !== m.model_digest || c.embedding_dimension !== m.embedding_dimension || c.preprocessing_version !== m.preprocessing_version)) {
+      throw new ApiError(409, 'collection_model_mismatch', `Collection ${JSON.stringify(id)} was built with a different model than the active one; embeddings are never converted.`, {
+        collection_id: id,
+        collection_model: { model_id: c.model_id, model_digest: c.model_digest, embedding_dimension: c.embedding_dimension, preprocessing_version: c.preprocessing_version },
+        active_model: { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version },
+      });
+    }
+    return c;
+  }
+
+  resolve(collectionId: string | undefined | null): DetectionProfile {
+    return collectionId ? detectionProfileOf(this.getBound(collectionId)) : this.defaults.systemProfile;
+  }
+
+  list(cursor: string | null | undefined, limit: number): Page<CollectionT> {
+    const after = cursor ? this.cursors.decode(cursor, 'collections') : null;
+    return toPage(this.store.listCollections(after, limit + 1), limit, (c) => c.id, this.cursors, 'collections');
+  }
+
+  private detectionProblem(p: DetectionProfile): ApiError | null {
+    const problem = this.defaults.detectorSizes(p.input_sizes);
+    return problem ? new ApiError(400, 'invalid_detection_profile', problem, { input_sizes: p.input_sizes }) : null;
+  }
+
+  create(body: CollectionCreateT): CollectionT {
+    const model = this.activeModel();
+    if (!model) throw new ApiError(503, 'service_not_ready', 'The models are still loading; retry shortly.');
+    const d = this.defaults.collections;
+    const search = body.search ?? {};
+    const capacity = search.capacity_rows ?? d.default_capacity_rows;
+    if (capacity > d.max_capacity_rows) {
+      throw new ApiError(400, 'search_capacity_too_large', `capacity_rows may not exceed ${d.max_capacity_rows} on this deployment.`, { max_capacity_rows: d.max_capacity_rows, capacity_rows: capacity });
+    }
+    const sys = this.defaults.systemProfile;
+    const det = body.detection ?? {};
+    const detection: DetectionProfile = {
+      input_sizes: (det.input_sizes ?? sys.input_sizes) as [number, number][], threshold: det.threshold ?? sys.threshold,
+      nms_threshold: det.nms_threshold ?? sys.nms_threshold, single_face_selection: det.single_face_selection ?? sys.single_face_selection,
+    };
+    const problem = this.detectionProblem(detection);
+    if (problem) throw problem;
+    const binding: ModelBinding = { model_id: model.model_id, model_digest: model.model_digest, embedding_dimension: model.embedding_dimension, preprocessing_version: model.preprocessing_version };
+    const at = nowIso();
+    const inserted = this.store.insertCollection({
+      id: body.id, name: body.name, description: body.description, default_threshold: body.threshold ?? this.defaults.defaultThreshold,
+      ...binding, embedding_contract_id: embeddingContractId(binding),
+      search_profile: search.profile ?? d.default_search_profile, capacity_rows: capacity,
+      max_faces_per_person: search.max_faces_per_person ?? d.default_max_faces_per_person,
+      load_policy: search.load_policy ?? (body.id === '_default' ? 'eager' : d.default_load_policy),
+      save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
+    });
+    if (!inserted) throw new ApiError(409, 'collection_exists', `Collection ${JSON.stringify(body.id)} already exists.`, { collection_id: body.id });
+    const created = this.get(body.id);
+    if (created.load_policy === 'eager') {
+      try {
+        this.indexes.ready(created);
+      } catch (e) {
+        // An eager collection whose index cannot be allocated is not kept.
+        this.store.deleteCollection(created.id);
+        this.indexes.drop(created.id);
+        throw e;
+      }
+    }
+    return created;
+  }
+
+  patch(id: string, body: CollectionPatchT): CollectionT {
+    return this.store.transaction(() => {
+      const c = this.getBound(id);
+      const cols: Record<string, string | number> = {};
+      const set = (col: string, next: string | number, current: string | number) => {
+        if (next !== current) cols[col] = next;
+      };
+      if (body.name !== undefined) set('name', body.name, c.name);
+      if (body.description !== undefined) set('description', body.description, c.description);
+      if (body.threshold !== undefined) set('default_threshold', body.threshold, c.default_threshold);
+      if (body.save_face_crops !== undefined) set('save_face_crops', body.save_face_crops ? 1 : 0, c.save_face_crops ? 1 : 0);
+      if (body.metadata !== undefined) set('metadata_json', JSON.stringify(body.metadata), JSON.stringify(c.metadata));
+      if (body.detection) {
+        const next: DetectionProfile = { ...detectionProfileOf(c), ...body.detection } as DetectionProfile;
+        const problem = this.detectionProblem(next);
+        if (problem) throw problem;
+        const before = { ...cols };
+        set('detector_input_sizes_json', JSON.stringify(next.input_sizes), JSON.stringify(c.detection.input_sizes));
+        set('detector_threshold', next.threshold, c.detection.threshold);
+        set('detector_nms_threshold', next.nms_threshold, c.detection.nms_threshold);
+        set('single_face_selection', next.single_face_selection, c.detection.single_face_selection);
+        // An effective detection change bumps detection_revision; a no-op patch does not.
+        if (Object.keys(cols).length > Object.keys(before).length) cols.detection_revision = c.detection_revision + 1;
+      }
+      if (body.search) {
+        const s = body.search;
+        if (s.capacity_rows !== undefined) {
+          const max = this.defaults.collections.max_capacity_rows;
+          if (s.capacity_rows > max) throw new ApiError(400, 'search_capacity_too_large', `capacity_rows may not exceed ${max} on this deployment.`, { max_capacity_rows: max, capacity_rows: s.capacity_rows });
+          if (s.capacity_rows < c.face_count) {
+            throw new ApiError(409, 'collection_capacity_exceeded', `The collection holds ${c.face_count} faces, more than capacity_rows ${s.capacity_rows}.`, { capacity_rows: s.capacity_rows, requested_rows: c.face_count });
+          }
+          set('capacity_rows', s.capacity_rows, c.capacity_rows);
+        }
+        if (s.max_faces_per_person !== undefined) set('max_faces_per_person', s.max_faces_per_person, c.max_faces_per_person);
+        if (s.load_policy !== undefined) set('load_policy', s.load_policy, c.load_policy);
+      }
+      this.store.updateCollection(id, cols);
+      const updated = this.get(id);
+      if ('capacity_rows' in cols || 'load_policy' in cols) this.indexes.configure(updated);
+      return updated;
+    });
+  }
+
+  /** 409 collection_not_empty without force; allowed even on a model mismatch. Persons, faces and crops go with it. */
+  delete(id: string, force: boolean, inUse: (id: string) => boolean = () => false): void {
+    this.store.transaction(() => {
+      const c = this.get(id);
+      if (inUse(id)) throw new ApiError(409, 'collection_in_use', `Collection ${JSON.stringify(id)} is used by a monitor; delete or move the monitor first.`, { collection_id: id });
+      if (!force && (c.person_count > 0 || c.face_count > 0)) {
+        throw new ApiError(409, 'collection_not_empty', `Collection ${JSON.stringify(id)} is not empty; pass force=true to delete it with its persons and faces.`,
+          { collection_id: id, person_count: c.person_count, face_count: c.face_count });
+      }
+      this.store.deleteCollection(id);
+    });
+    this.indexes.drop(id);
+  }
+}

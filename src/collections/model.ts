@@ -1,0 +1,114 @@
+import { z } from 'zod';
+import { SEARCH_PROFILES } from '../search/profiles.js';
+// Wire shapes shared with detect/compare (schema definitions only, nothing from Koa).
+import { BoundingBox, FaceQuality, LivenessResult } from '../http/schemas.js';
+
+/**
+ * Collections, persons and face samples as the /v1 contract names them. The same zod objects validate
+ * requests, type the services and become /openapi.json components.
+ */
+const id = (name: string) => ({ id: name });
+
+/** `_default`, or 1-64 characters starting with a letter or digit. */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+export const isValidId = (v: string) => v === '_default' || ID_PATTERN.test(v);
+export const isValidPersonId = (v: string) => ID_PATTERN.test(v);
+
+const metadata = z.record(z.string(), z.unknown());
+// Shape only: the size rules are checked by the service so a bad profile is invalid_detection_profile.
+const inputSizes = z.array(z.tuple([z.int(), z.int()]));
+const selection = z.enum(['largest', 'center_largest']);
+const loadPolicy = z.enum(['eager', 'lazy']);
+const capacityRows = z.int().min(1).max(Number.MAX_SAFE_INTEGER);
+const maxFaces = z.int().min(1).max(1_000_000);
+const unit = z.number().min(0).max(1);
+
+export const DetectionProfileSchema = z
+  .looseObject({ input_sizes: z.array(z.array(z.int())), threshold: z.number(), nms_threshold: z.number(), single_face_selection: selection })
+  .meta(id('DetectionProfile'));
+
+export const CollectionDetectionCreate = z
+  .strictObject({ input_sizes: inputSizes.nullish(), threshold: unit.nullish(), nms_threshold: unit.nullish(), single_face_selection: selection.nullish() })
+  .meta(id('CollectionDetectionCreate'));
+export const CollectionSearchCreate = z
+  .strictObject({ profile: z.enum(SEARCH_PROFILES).nullish(), capacity_rows: capacityRows.nullish(), max_faces_per_person: maxFaces.nullish(), load_policy: loadPolicy.nullish() })
+  .meta(id('CollectionSearchCreate'));
+export const CollectionCreate = z
+  .strictObject({
+    id: z.string().refine(isValidId, 'id must be _default or match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$'),
+    name: z.string().min(1).max(200),
+    description: z.string().max(2000).default(''),
+    threshold: unit.nullish(),
+    save_face_crops: z.boolean().nullish(),
+    metadata: metadata.default({}),
+    detection: CollectionDetectionCreate.optional(),
+    search: CollectionSearchCreate.optional(),
+  })
+  .meta(id('CollectionCreate'));
+
+/** PATCH bodies reject explicit nulls: "absent" and "null" are different things for a patch. */
+const noNull = <T extends z.ZodType>(s: T) => s.optional();
+export const CollectionDetectionPatch = z
+  .strictObject({ input_sizes: noNull(inputSizes), threshold: noNull(unit), nms_threshold: noNull(unit), single_face_selection: noNull(selection) })
+  .meta(id('CollectionDetectionPatch'));
+export const CollectionSearchPatch = z
+  .strictObject({ capacity_rows: noNull(capacityRows), max_faces_per_person: noNull(maxFaces), load_policy: noNull(loadPolicy) })
+  .meta(id('CollectionSearchPatch'));
+export const CollectionPatch = z
+  .strictObject({
+    name: noNull(z.string().min(1).max(200)),
+    description: noNull(z.string().max(2000)),
+    threshold: noNull(unit),
+    save_face_crops: noNull(z.boolean()),
+    metadata: noNull(metadata),
+    detection: noNull(CollectionDetectionPatch),
+    search: noNull(CollectionSearchPatch),
+  })
+  .meta(id('CollectionPatch'));
+
+export const PersonPatch = z
+  .strictObject({ name: z.string().max(200).nullable().optional(), external_id: z.string().max(200).nullable().optional(), metadata: noNull(metadata) })
+  .meta(id('PersonPatch'));
+
+export const Collection = z
+  .looseObject({
+    id: z.string(), name: z.string(), description: z.string(), default_threshold: z.number(),
+    model_id: z.string(), model_digest: z.string(), embedding_dimension: z.int(), preprocessing_version: z.string(), embedding_contract_id: z.string(),
+    search_profile: z.string(), capacity_rows: z.int(), max_faces_per_person: z.int(), load_policy: loadPolicy, search_revision: z.int(),
+    save_face_crops: z.boolean(), metadata, person_count: z.int(), face_count: z.int(), created_at: z.string(), updated_at: z.string(),
+    detection: DetectionProfileSchema, detection_revision: z.int(),
+  })
+  .meta(id('Collection'));
+
+export const Person = z
+  .looseObject({ id: z.string(), name: z.string().nullable(), external_id: z.string().nullable(), metadata, face_count: z.int(), created_at: z.string(), updated_at: z.string() })
+  .meta(id('Person'));
+
+export type CollectionT = z.infer<typeof Collection>;
+export type PersonT = z.infer<typeof Person>;
+export type CollectionCreateT = z.infer<typeof CollectionCreate>;
+export type CollectionPatchT = z.infer<typeof CollectionPatch>;
+export type PersonPatchT = z.infer<typeof PersonPatch>;
+
+/** The model binding a collection is pinned to (§3.7). */
+export interface ModelBinding { model_id: string; model_digest: string; embedding_dimension: number; preprocessing_version: string }
+
+export const FaceSample = z
+  .looseObject({
+    id: z.string(),
+    person_id: z.string().nullable().optional(),
+    bounding_box: BoundingBox,
+    landmarks: z.array(z.array(z.number())).nullable(),
+    detection_score: z.number(),
+    quality: FaceQuality,
+    model_id: z.string(),
+    model_digest: z.string(),
+    preprocessing_version: z.string(),
+    embedding_source: z.enum(['server', 'external_trusted']),
+    embedding_contract_id: z.string().nullable(),
+    has_crop: z.boolean(),
+    created_at: z.string(),
+    liveness: LivenessResult.nullable().optional().describe('Saved evaluation from registration, omitted when no evaluation occurred.'),
+  })
+  .meta(id('FaceSample'));
+export type FaceSampleT = z.infer<typeof FaceSample>;

@@ -1,0 +1,301 @@
+import { randomUUID } from 'node:crypto';
+import { ApiError, isApiError } from '../errors.js';
+import type { InferenceEngine } from '../inference/engine.js';
+import { faceObservation } from '../inference/observation.js';
+import type { AnalyzeResult } from '../inference/pipeline.js';
+import type { IndexRow } from '../search/collectionIndex.js';
+import { nowIso, type NewFace } from '../store/collectionStore.js';
+import { toPage, type Page } from '../store/cursors.js';
+import { detectionProfileOf, notFound, type CollectionService } from './collectionService.js';
+import type { CollectionT, FaceSampleT, PersonPatchT, PersonT } from './model.js';
+import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
+
+export interface RegistrationImage { filename: string; bytes: Uint8Array }
+
+export interface RegistrationInput {
+  collectionId: string;
+  images: RegistrationImage[];
+  reviewMode: ReviewMode;
+  embeddingMode: 'server' | 'external_trusted';
+  externalEmbeddings?: string | null;
+  embeddingContractId?: string | null;
+}
+
+export interface NewPersonInput { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }
+
+export interface RejectedImage { index: number; filename: string; reason: RejectionReason; [extra: string]: unknown }
+
+export interface RegistrationLimits { maxImages: number; maxImageBytes: number; maxImagePixels: number; maxDetectedFaces: number; gates: ReviewGates }
+
+/** Stored crops: the face box resized to 112x112, JPEG quality 92 (as the reference). */
+const CROP = { size: 112, quality: 92 };
+
+interface Candidate { index: number; filename: string; analysis: AnalyzeResult; external: Float32Array | null }
+
+/**
+ * Persons and their face samples: registration (review, limits, write, index update), listing, patching
+ * and deletes. Inference runs first, outside any transaction; the review and the write then run
+ * synchronously in one transaction, so concurrent registrations cannot both take the last slot.
+ */
+export class PersonService {
+  constructor(
+    private readonly collections: CollectionService,
+    private readonly engine: () => InferenceEngine,
+    private readonly limits: RegistrationLimits,
+  ) {}
+
+  private get store() { return this.collections.store; }
+
+  private person(collectionId: string, personId: string) {
+    const p = this.store.getPerson(collectionId, personId);
+    if (!p) throw notFound('person', personId);
+    return p;
+  }
+
+  get(collectionId: string, personId: string): PersonT {
+    this.collections.get(collectionId);
+    return this.person(collectionId, personId).person;
+  }
+
+  list(collectionId: string, q: { cursor?: string | null; limit: number; search?: string | null }): Page<PersonT> {
+    this.collections.get(collectionId);
+    const search = q.search ? q.search : null;
+    const scope = `persons:${collectionId}:${search ?? ''}`;
+    const after = q.cursor ? this.collections.cursors.decode(q.cursor, scope) : null;
+    return toPage(this.store.listPersons(collectionId, after, q.limit + 1, search), q.limit, (p) => p.id, this.collections.cursors, scope);
+  }
+
+  patch(collectionId: string, personId: string, body: PersonPatchT): PersonT {
+    return this.store.transaction(() => {
+      this.collections.get(collectionId);
+      const { seq, person } = this.person(collectionId, personId);
+      const cols: Record<string, string | null> = {};
+      if (body.name !== undefined && body.name !== person.name) cols.name = body.name;
+      if (body.external_id !== undefined && body.external_id !== person.external_id) {
+        if (body.external_id !== null && this.store.externalIdTaken(collectionId, body.external_id, seq)) {
+          throw new ApiError(409, 'external_id_exists', `external_id ${JSON.stringify(body.external_id)} is already used in this collection.`, { external_id: body.external_id });
+        }
+        cols.external_id = body.external_id;
+      }
+      if (body.metadata !== undefined && JSON.stringify(body.metadata) !== JSON.stringify(person.metadata)) cols.metadata_json = JSON.stringify(body.metadata);
+      if (Object.keys(cols).length > 0) this.store.updatePerson(seq, cols);
+      return this.person(collectionId, personId).person;
+    });
+  }
+
+  delete(collectionId: string, personId: string): void {
+    const { after, before, removed } = this.store.transaction(() => {
+      const c = this.collections.get(collectionId);
+      const { seq } = this.person(collectionId, personId);
+      const removed = this.store.deletePerson(seq);
+      this.store.bumpSearchRevision(collectionId);
+      return { after: this.collections.get(collectionId), before: c.search_revision, removed };
+    });
+    this.collections.indexes.applyCommitted(after, before, { remove: removed });
+  }
+
+  listFaces(collectionId: string, personId: string, q: { cursor?: string | null; limit: number }): Page<FaceSampleT> {
+    this.collections.get(collectionId);
+    const { seq } = this.person(collectionId, personId);
+    const scope = `faces:${collectionId}:${personId}`;
+    const after = q.cursor ? this.collections.cursors.decode(q.cursor, scope) : null;
+    return toPage(this.store.listFaces(seq, after, q.limit + 1), q.limit, (f) => f.id, this.collections.cursors, scope);
+  }
+
+  deleteFace(collectionId: string, personId: string, faceId: string): void {
+    const { after, before, faceSeq } = this.store.transaction(() => {
+      const c = this.collections.get(collectionId);
+      const { seq } = this.person(collectionId, personId);
+      const face = this.store.getFace(seq, faceId);
+      if (!face) throw notFound('face', faceId);
+      this.store.deleteFace(face.seq);
+      this.store.touchPerson(seq, nowIso());
+      this.store.bumpSearchRevision(collectionId);
+      return { after: this.collections.get(collectionId), before: c.search_revision, faceSeq: face.seq };
+    });
+    this.collections.indexes.applyCommitted(after, before, { remove: [faceSeq] });
+  }
+
+  faceImage(collectionId: string, personId: string, faceId: string): Buffer {
+    this.collections.get(collectionId);
+    const { seq } = this.person(collectionId, personId);
+    const face = this.store.getFace(seq, faceId);
+    if (!face) throw notFound('face', faceId);
+    const crop = this.store.faceCrop(face.seq);
+    if (!crop) throw new ApiError(404, 'face_image_not_found', `Face ${JSON.stringify(faceId)} has no stored crop (the collection did not save crops when it was registered).`, { face_id: faceId });
+    return crop;
+  }
+
+  // ---- registration ----
+
+  /** POST …/persons: 201 with the person, or 422 registration_failed when no image is accepted. */
+  async createPerson(input: RegistrationInput & { person: NewPersonInput }, signal?: AbortSignal) {
+    const c = this.collections.getBound(input.collectionId);
+    this.assertPersonFree(c.id, input.person);
+    const { candidates, rejected: early, externals } = this.prepare(c, input);
+    const analysed = await this.analyse(c, candidates, input, early, signal);
+    return this.commit(input, analysed, early, externals, { create: input.person });
+  }
+
+  /** POST …/persons/{id}/faces: 201 even when every image is rejected. */
+  async addFaces(input: RegistrationInput & { personId: string }, signal?: AbortSignal) {
+    const c = this.collections.getBound(input.collectionId);
+    this.person(c.id, input.personId);
+    const { candidates, rejected: early, externals } = this.prepare(c, input);
+    const analysed = await this.analyse(c, candidates, input, early, signal);
+    return this.commit(input, analysed, early, externals, { personId: input.personId });
+  }
+
+  private assertPersonFree(collectionId: string, p: NewPersonInput): void {
+    if (this.store.getPerson(collectionId, p.id)) throw new ApiError(409, 'person_exists', `Person ${JSON.stringify(p.id)} already exists in this collection.`, { person_id: p.id });
+    if (p.external_id !== null && this.store.externalIdTaken(collectionId, p.external_id)) {
+      throw new ApiError(409, 'person_exists', `A person with external_id ${JSON.stringify(p.external_id)} already exists in this collection.`, { external_id: p.external_id });
+    }
+  }
+
+  /** Request-level checks that need no inference (the trusted contract is checked before any model runs). */
+  private prepare(c: CollectionT, input: RegistrationInput) {
+    const n = input.images.length;
+    if (n === 0) throw new ApiError(400, 'invalid_request', 'At least one image is required.', { field: 'images' });
+    if (n > this.limits.maxImages) throw new ApiError(400, 'too_many_images', `At most ${this.limits.maxImages} images per request.`, { max_images: this.limits.maxImages, image_count: n });
+    let externals: (Float32Array | { problem: string })[] | null = null;
+    if (input.embeddingMode === 'server') {
+      if (input.externalEmbeddings != null || input.embeddingContractId != null) {
+        throw new ApiError(400, 'unexpected_external_embedding', 'external_embeddings and embedding_contract_id are only accepted with embedding_mode=external_trusted.');
+      }
+    } else {
+      if (input.externalEmbeddings == null) throw new ApiError(400, 'missing_external_embeddings', 'embedding_mode=external_trusted needs external_embeddings (one vector per image).');
+      if (input.embeddingContractId == null) throw new ApiError(400, 'missing_embedding_contract_id', 'embedding_mode=external_trusted needs the collection\'s embedding_contract_id.');
+      if (input.embeddingContractId !== c.embedding_contract_id) {
+        throw new ApiError(409, 'embedding_contract_mismatch', 'The embedding contract does not match this collection; copy embedding_contract_id from the collection.', {
+          expected_embedding_contract_id: c.embedding_contract_id, provided_embedding_contract_id: input.embeddingContractId,
+        });
+      }
+      externals = parseExternalEmbeddings(input.externalEmbeddings, c.embedding_dimension);
+      if (!externals) throw new ApiError(400, 'invalid_external_embeddings', 'external_embeddings must be a JSON array of vectors.');
+      if (externals.length !== n) {
+        throw new ApiError(400, 'external_embedding_count_mismatch', `Got ${externals.length} vectors for ${n} images.`, { image_count: n, embedding_count: externals.length });
+      }
+    }
+    const rejected: RejectedImage[] = [];
+    const candidates: { index: number; image: RegistrationImage }[] = [];
+    input.images.forEach((image, index) => {
+      if (image.bytes.byteLength > this.limits.maxImageBytes) rejected.push({ index, filename: image.filename, reason: 'image_too_large' });
+      else candidates.push({ index, image });
+    });
+    return { candidates, rejected, externals };
+  }
+
+  /** Runs detection (and the recognizer, unless the caller supplies vectors) on every image. */
+  private async analyse(c: CollectionT, list: { index: number; image: RegistrationImage }[], input: RegistrationInput, rejected: RejectedImage[], signal?: AbortSignal): Promise<Candidate[]> {
+    const profile = detectionProfileOf(c);
+    const engine = this.engine();
+    const out: (Candidate | null)[] = await Promise.all(list.map(async ({ index, image }) => {
+      try {
+        const analysis = await engine.analyze({
+          image: { encoded: image.bytes }, limits: { maxBytes: this.limits.maxImageBytes, maxPixels: this.limits.maxImagePixels }, profile,
+          maxFaces: this.limits.maxDetectedFaces, embed: input.embeddingMode === 'server' ? 'selected' : 'none',
+          ...(c.save_face_crops ? { cropSelected: CROP } : {}),
+        }, signal);
+        return { index, filename: image.filename, analysis, external: null };
+      } catch (e) {
+        // Decode problems reject that image only; anything else (deadline, engine failure) fails the request.
+        if (isApiError(e) && (e.code === 'invalid_image' || e.code === 'image_too_large')) {
+          rejected.push({ index, filename: image.filename, reason: e.code });
+          return null;
+        }
+        if (isApiError(e) && e.code === 'face_not_found' && e.details.reason === 'degenerate_landmarks') {
+          rejected.push({ index, filename: image.filename, reason: 'invalid_embedding' });
+          return null;
+        }
+        throw e;
+      }
+    }));
+    return out.filter((x): x is Candidate => x !== null);
+  }
+
+  /** Review + limits + write, synchronously: nothing else runs between the checks and the commit. */
+  private commit(input: RegistrationInput, analysed: Candidate[], rejected: RejectedImage[], externals: (Float32Array | { problem: string })[] | null, target: { create: NewPersonInput } | { personId: string }) {
+    const store = this.store;
+    // The collection may have been deleted or re-pinned while inference ran.
+    const c = this.collections.getBound(input.collectionId);
+    const existing = 'personId' in target ? this.person(c.id, target.personId) : null;
+    if ('create' in target) this.assertPersonFree(c.id, target.create);
+    const model = { model_id: c.model_id, model_digest: c.model_digest, preprocessing_version: c.preprocessing_version };
+    const accepted: { index: number; filename: string; embedding: Float32Array; face: NewFace['face']; crop: Buffer | null }[] = [];
+
+    const strict = input.reviewMode === 'strict';
+    const index = strict ? this.collections.indexes.ready(c) : null;
+    const same: Float32Array[] = strict && existing ? store.personEmbeddings(existing.seq) : [];
+
+    for (const cand of analysed.sort((a, b) => a.index - b.index)) {
+      const ext = externals?.[cand.index];
+      if (ext && !(ext instanceof Float32Array)) {
+        rejected.push({ index: cand.index, filename: cand.filename, reason: 'invalid_external_embedding', detail: ext.problem });
+        continue;
+      }
+      const a = cand.analysis;
+      const r = reviewImage({ faces: a.faces, selected: a.selected, mode: input.reviewMode, gates: this.limits.gates, dimension: c.embedding_dimension, external: ext ?? null });
+      if ('reason' in r) {
+        rejected.push({ index: cand.index, filename: cand.filename, reason: r.reason });
+        continue;
+      }
+      if (strict && index) {
+        const maxSame = same.length ? Math.max(...same.map((v) => index.scorePair(r.embedding, v))) : null;
+        const other = index.searchPersons(r.embedding, 1, { excludePerson: existing?.seq ?? -1 })[0];
+        if (identityConflict(maxSame, other?.score ?? null)) {
+          const otherPerson = store.personsBySeq([other!.personKey]).get(other!.personKey);
+          rejected.push({
+            index: cand.index, filename: cand.filename, reason: 'identity_similarity_conflict', same_person_similarity: maxSame,
+            other_person_similarity: other!.score, other_person_id: otherPerson?.person.id ?? null, matched_face_id: store.faceIdsBySeq([other!.faceKey]).get(other!.faceKey) ?? null,
+          });
+          continue;
+        }
+        same.push(r.embedding);
+      }
+      const obs = faceObservation(r.face, a.width, a.height);
+      accepted.push({
+        index: cand.index, filename: cand.filename, embedding: r.embedding, crop: a.selectedCrop ? Buffer.from(a.selectedCrop) : null,
+        face: {
+          bounding_box: obs.bbox, landmarks: r.face.landmarks.map(([x, y]) => [x, y]), detection_score: obs.detection_score, quality: obs.quality, ...model,
+          embedding_source: input.embeddingMode, embedding_contract_id: input.embeddingMode === 'external_trusted' ? c.embedding_contract_id : null,
+        },
+      });
+    }
+    rejected.sort((a, b) => a.index - b.index);
+    if ('create' in target && accepted.length === 0) {
+      throw new ApiError(422, 'registration_failed', 'No image was accepted; see details.rejected_images.', { rejected_images: rejected });
+    }
+
+    const result = store.transaction(() => {
+      const now = nowIso();
+      const col = this.collections.get(c.id);
+      const personSeq = 'create' in target ? store.insertPerson(c.id, target.create, now) : existing!.seq;
+      const current = 'create' in target ? 0 : store.getPerson(c.id, existing!.person.id)!.person.face_count;
+      if (current + accepted.length > col.max_faces_per_person) {
+        throw new ApiError(409, 'person_face_limit_exceeded', `A person may hold at most ${col.max_faces_per_person} faces in this collection.`, { max_faces: col.max_faces_per_person, requested_faces: current + accepted.length });
+      }
+      if (col.face_count + accepted.length > col.capacity_rows) {
+        throw new ApiError(409, 'collection_capacity_exceeded', `The collection is limited to ${col.capacity_rows} faces.`, { capacity_rows: col.capacity_rows, requested_rows: col.face_count + accepted.length });
+      }
+      const rows: IndexRow[] = [];
+      const ids: string[] = [];
+      for (const a of accepted) {
+        const id = randomUUID();
+        const seq = store.insertFace(c.id, { id, personSeq, embedding: a.embedding, face: a.face, crop: col.save_face_crops ? a.crop : null, createdAt: now });
+        rows.push({ faceKey: seq, personKey: personSeq, vector: a.embedding });
+        ids.push(id);
+      }
+      if (accepted.length > 0) {
+        if (!('create' in target)) store.touchPerson(personSeq, now);
+        store.bumpSearchRevision(c.id);
+      }
+      const personId = 'create' in target ? target.create.id : existing!.person.id;
+      const person = store.getPerson(c.id, personId)!;
+      const faces = ids.map((id) => store.getFace(person.seq, id)!.face);
+      return { before: col.search_revision, after: this.collections.get(c.id), rows, person: person.person, faces };
+    });
+    if (result.rows.length > 0) this.collections.indexes.applyCommitted(result.after, result.before, { add: result.rows });
+    return { person: result.person, faces: result.faces, rejected_images: rejected };
+  }
+}

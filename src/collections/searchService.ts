@@ -1,0 +1,35 @@
+import type { FaceService } from '../inference/faceService.js';
+import { clipSimilarity } from '../search/profiles.js';
+import type { CollectionService } from './collectionService.js';
+import type { PersonT } from './model.js';
+
+export interface SearchMatch { person: PersonT; similarity: number; matched_face_id: string }
+
+/**
+ * 1:N identification: the collection's detection profile picks the query face, one exact grouped scan
+ * scores every person by its best face sample, and the inclusive threshold applies to the unrounded
+ * score. Results are sorted by similarity, then person id.
+ */
+export class SearchService {
+  constructor(private readonly collections: CollectionService, private readonly faces: FaceService) {}
+
+  async search(input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null }, signal?: AbortSignal) {
+    this.collections.getBound(input.collectionId);
+    const query = await this.faces.embedOne({ image: input.image, collectionId: input.collectionId }, signal);
+    // Re-read after inference: a collection deleted meanwhile is a clean 404, never a stale index.
+    const c = this.collections.getBound(input.collectionId);
+    const threshold = input.threshold ?? c.default_threshold;
+    const index = this.collections.indexes.ready(c);
+    const hits = index.searchPersons(query.face.embedding, input.limit, { minScore: threshold }).filter((h) => h.score >= threshold);
+    const store = this.collections.store;
+    const persons = store.personsBySeq(hits.map((h) => h.personKey));
+    const faceIds = store.faceIdsBySeq(hits.map((h) => h.faceKey));
+    const matches: (SearchMatch & { score: number })[] = [];
+    for (const h of hits) {
+      const p = persons.get(h.personKey), f = faceIds.get(h.faceKey);
+      if (p && f) matches.push({ person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f, score: h.score });
+    }
+    matches.sort((a, b) => b.score - a.score || (a.person.id < b.person.id ? -1 : a.person.id > b.person.id ? 1 : 0));
+    return { query, threshold, matches: matches.slice(0, input.limit).map(({ score: _score, ...m }) => m) };
+  }
+}

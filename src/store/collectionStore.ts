@@ -1,0 +1,255 @@
+import type { CollectionT, FaceSampleT, PersonT } from '../collections/model.js';
+import type { DetectionProfile } from '../inference/pipeline.js';
+import type { Db } from './database.js';
+
+/** ISO-8601 UTC with milliseconds and Z, as the contract's timestamps. */
+export const nowIso = () => new Date().toISOString();
+
+interface CollectionRow {
+  id: string; name: string; description: string; default_threshold: number; model_id: string; model_digest: string;
+  embedding_dimension: number; preprocessing_version: string; embedding_contract_id: string; search_profile: string;
+  capacity_rows: number; max_faces_per_person: number; load_policy: 'eager' | 'lazy'; search_revision: number;
+  save_face_crops: number; metadata_json: string; detector_input_sizes_json: string; detector_threshold: number;
+  detector_nms_threshold: number; single_face_selection: 'largest' | 'center_largest'; detection_revision: number;
+  person_count: number; face_count: number; created_at: string; updated_at: string;
+}
+interface PersonRow { seq: number; collection_id: string; id: string; name: string | null; external_id: string | null; metadata_json: string; face_count: number; created_at: string; updated_at: string }
+interface FaceRow {
+  seq: number; id: string; person_id: string; bounding_box_json: string; landmarks_json: string | null; detection_score: number; quality_json: string;
+  model_id: string; model_digest: string; preprocessing_version: string; embedding_source: 'server' | 'external_trusted';
+  embedding_contract_id: string | null; has_crop: number; liveness_json: string | null; created_at: string;
+}
+
+export interface StoredPerson { seq: number; person: PersonT }
+export interface StoredFace { seq: number; face: FaceSampleT }
+
+/** Everything a new face sample row holds. */
+export interface NewFace {
+  id: string;
+  personSeq: number;
+  embedding: Float32Array;
+  face: Omit<FaceSampleT, 'id' | 'person_id' | 'has_crop' | 'created_at'>;
+  crop: Buffer | null;
+  createdAt: string;
+}
+
+export interface NewCollection extends Omit<CollectionT, 'person_count' | 'face_count' | 'search_revision' | 'detection_revision' | 'detection'> {
+  detection: DetectionProfile;
+}
+
+function collectionFromRow(r: CollectionRow): CollectionT {
+  return {
+    id: r.id, name: r.name, description: r.description, default_threshold: r.default_threshold,
+    model_id: r.model_id, model_digest: r.model_digest, embedding_dimension: r.embedding_dimension, preprocessing_version: r.preprocessing_version,
+    embedding_contract_id: r.embedding_contract_id, search_profile: r.search_profile, capacity_rows: r.capacity_rows,
+    max_faces_per_person: r.max_faces_per_person, load_policy: r.load_policy, search_revision: r.search_revision,
+    save_face_crops: r.save_face_crops === 1, metadata: JSON.parse(r.metadata_json) as Record<string, unknown>,
+    person_count: r.person_count, face_count: r.face_count, created_at: r.created_at, updated_at: r.updated_at,
+    detection: {
+      input_sizes: JSON.parse(r.detector_input_sizes_json) as number[][], threshold: r.detector_threshold,
+      nms_threshold: r.detector_nms_threshold, single_face_selection: r.single_face_selection,
+    },
+    detection_revision: r.detection_revision,
+  };
+}
+
+const personFromRow = (r: PersonRow): PersonT => ({
+  id: r.id, name: r.name, external_id: r.external_id, metadata: JSON.parse(r.metadata_json) as Record<string, unknown>,
+  face_count: r.face_count, created_at: r.created_at, updated_at: r.updated_at,
+});
+
+function faceFromRow(r: FaceRow): FaceSampleT {
+  const face: FaceSampleT = {
+    id: r.id, person_id: r.person_id, bounding_box: JSON.parse(r.bounding_box_json) as FaceSampleT['bounding_box'],
+    landmarks: r.landmarks_json === null ? null : (JSON.parse(r.landmarks_json) as number[][]), detection_score: r.detection_score,
+    quality: JSON.parse(r.quality_json) as FaceSampleT['quality'], model_id: r.model_id, model_digest: r.model_digest,
+    preprocessing_version: r.preprocessing_version, embedding_source: r.embedding_source, embedding_contract_id: r.embedding_contract_id,
+    has_crop: r.has_crop === 1, created_at: r.created_at,
+  };
+  if (r.liveness_json !== null) face.liveness = JSON.parse(r.liveness_json) as FaceSampleT['liveness'];
+  return face;
+}
+
+const FACE_COLUMNS = `f.seq, f.id, p.id AS person_id, f.bounding_box_json, f.landmarks_json, f.detection_score, f.quality_json, f.model_id,
+  f.model_digest, f.preprocessing_version, f.embedding_source, f.embedding_contract_id, f.crop_image IS NOT NULL AS has_crop, f.liveness_json, f.created_at`;
+
+/** `LIKE` pattern for a case-insensitive substring, with the wildcard characters escaped. */
+const likeSubstring = (q: string) => `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+export const embeddingToBlob = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+export function blobToEmbedding(b: Buffer): Float32Array {
+  const out = new Float32Array(b.byteLength / 4);
+  Buffer.from(out.buffer).set(b);
+  return out;
+}
+
+/**
+ * SQL for collections, persons and face samples. Synchronous (better-sqlite3): callers group writes in
+ * `transaction()`, and nothing awaits inside one, so a check and the write it guards cannot interleave
+ * with another request.
+ */
+export class CollectionStore {
+  constructor(private readonly db: Db) {}
+
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  // ---- collections ----
+
+  getCollection(id: string): CollectionT | null {
+    const r = this.db.prepare('SELECT * FROM collections WHERE id = ?').get(id) as CollectionRow | undefined;
+    return r ? collectionFromRow(r) : null;
+  }
+
+  listCollections(after: string | null, limit: number): CollectionT[] {
+    return (this.db.prepare('SELECT * FROM collections WHERE id > ? ORDER BY id LIMIT ?').all(after ?? '', limit) as CollectionRow[]).map(collectionFromRow);
+  }
+
+  allCollections(): CollectionT[] {
+    return (this.db.prepare('SELECT * FROM collections ORDER BY id').all() as CollectionRow[]).map(collectionFromRow);
+  }
+
+  /** False when the id is taken. */
+  insertCollection(c: NewCollection): boolean {
+    const r = this.db.prepare(`INSERT INTO collections (id, name, description, default_threshold, model_id, model_digest, embedding_dimension,
+      preprocessing_version, embedding_contract_id, search_profile, capacity_rows, max_faces_per_person, load_policy, save_face_crops,
+      metadata_json, detector_input_sizes_json, detector_threshold, detector_nms_threshold, single_face_selection, created_at, updated_at)
+      VALUES (@id, @name, @description, @default_threshold, @model_id, @model_digest, @embedding_dimension, @preprocessing_version,
+      @embedding_contract_id, @search_profile, @capacity_rows, @max_faces_per_person, @load_policy, @save_face_crops, @metadata_json,
+      @detector_input_sizes_json, @detector_threshold, @detector_nms_threshold, @single_face_selection, @created_at, @updated_at)
+      ON CONFLICT (id) DO NOTHING`).run({
+      ...c, save_face_crops: c.save_face_crops ? 1 : 0, metadata_json: JSON.stringify(c.metadata),
+      detector_input_sizes_json: JSON.stringify(c.detection.input_sizes), detector_threshold: c.detection.threshold,
+      detector_nms_threshold: c.detection.nms_threshold, single_face_selection: c.detection.single_face_selection,
+    });
+    return r.changes === 1;
+  }
+
+  /** Writes changed columns (already validated) and bumps updated_at. */
+  updateCollection(id: string, columns: Record<string, string | number>): void {
+    const names = Object.keys(columns);
+    if (names.length === 0) return;
+    const set = [...names.map((n) => `${n} = @${n}`), 'updated_at = @updated_at'].join(', ');
+    this.db.prepare(`UPDATE collections SET ${set} WHERE id = @id`).run({ ...columns, updated_at: nowIso(), id });
+  }
+
+  /** search_revision + 1 (every index-affecting write), with updated_at. Returns the new revision. */
+  bumpSearchRevision(id: string): number {
+    const r = this.db.prepare('UPDATE collections SET search_revision = search_revision + 1, updated_at = ? WHERE id = ? RETURNING search_revision').get(nowIso(), id) as { search_revision: number };
+    return r.search_revision;
+  }
+
+  deleteCollection(id: string): boolean {
+    return this.db.prepare('DELETE FROM collections WHERE id = ?').run(id).changes === 1;
+  }
+
+  stats(): { collection_count: number; person_count: number; face_count: number } {
+    return this.db.prepare('SELECT count(*) AS collection_count, coalesce(sum(person_count), 0) AS person_count, coalesce(sum(face_count), 0) AS face_count FROM collections').get() as never;
+  }
+
+  // ---- persons ----
+
+  getPerson(collectionId: string, personId: string): StoredPerson | null {
+    const r = this.db.prepare('SELECT * FROM persons WHERE collection_id = ? AND id = ?').get(collectionId, personId) as PersonRow | undefined;
+    return r ? { seq: r.seq, person: personFromRow(r) } : null;
+  }
+
+  personsBySeq(seqs: number[]): Map<number, StoredPerson> {
+    const out = new Map<number, StoredPerson>();
+    const stmt = this.db.prepare('SELECT * FROM persons WHERE seq = ?');
+    for (const seq of seqs) {
+      const r = stmt.get(seq) as PersonRow | undefined;
+      if (r) out.set(seq, { seq, person: personFromRow(r) });
+    }
+    return out;
+  }
+
+  listPersons(collectionId: string, after: string | null, limit: number, search: string | null): PersonT[] {
+    const filter = search ? 'AND (lower(id) LIKE @q ESCAPE \'\\\' OR lower(coalesce(name, \'\')) LIKE @q ESCAPE \'\\\' OR lower(coalesce(external_id, \'\')) LIKE @q ESCAPE \'\\\')' : '';
+    const rows = this.db.prepare(`SELECT * FROM persons WHERE collection_id = @cid AND id > @after ${filter} ORDER BY id LIMIT @limit`)
+      .all({ cid: collectionId, after: after ?? '', limit, ...(search ? { q: likeSubstring(search) } : {}) }) as PersonRow[];
+    return rows.map(personFromRow);
+  }
+
+  externalIdTaken(collectionId: string, externalId: string, exceptSeq?: number): boolean {
+    return this.db.prepare('SELECT 1 FROM persons WHERE collection_id = ? AND external_id = ? AND seq IS NOT ?').get(collectionId, externalId, exceptSeq ?? null) !== undefined;
+  }
+
+  insertPerson(collectionId: string, p: { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }, at: string): number {
+    const r = this.db.prepare(`INSERT INTO persons (collection_id, id, name, external_id, metadata_json, created_at, updated_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?)`).run(collectionId, p.id, p.name, p.external_id, JSON.stringify(p.metadata), at, at);
+    return Number(r.lastInsertRowid);
+  }
+
+  updatePerson(seq: number, columns: Record<string, string | null>): void {
+    const names = Object.keys(columns);
+    const set = [...names.map((n) => `${n} = @${n}`), 'updated_at = @updated_at'].join(', ');
+    this.db.prepare(`UPDATE persons SET ${set} WHERE seq = @seq`).run({ ...columns, updated_at: nowIso(), seq });
+  }
+
+  touchPerson(seq: number, at: string): void {
+    this.db.prepare('UPDATE persons SET updated_at = ? WHERE seq = ?').run(at, seq);
+  }
+
+  /** Deletes the person (faces cascade); returns the sequence numbers of the faces that went with it. */
+  deletePerson(seq: number): number[] {
+    const faces = (this.db.prepare('SELECT seq FROM face_samples WHERE person_seq = ?').all(seq) as { seq: number }[]).map((r) => r.seq);
+    this.db.prepare('DELETE FROM persons WHERE seq = ?').run(seq);
+    return faces;
+  }
+
+  // ---- faces ----
+
+  insertFace(collectionId: string, f: NewFace): number {
+    const r = this.db.prepare(`INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json,
+      landmarks_json, detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id,
+      crop_image, crop_media_type, liveness_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+      f.id, collectionId, f.personSeq, embeddingToBlob(f.embedding), f.embedding.length, JSON.stringify(f.face.bounding_box),
+      f.face.landmarks === null ? null : JSON.stringify(f.face.landmarks), f.face.detection_score, JSON.stringify(f.face.quality),
+      f.face.model_id, f.face.model_digest, f.face.preprocessing_version, f.face.embedding_source, f.face.embedding_contract_id,
+      f.crop, f.crop ? 'image/jpeg' : null, f.face.liveness ? JSON.stringify(f.face.liveness) : null, f.createdAt);
+    return Number(r.lastInsertRowid);
+  }
+
+  getFace(personSeq: number, faceId: string): StoredFace | null {
+    const r = this.db.prepare(`SELECT ${FACE_COLUMNS} FROM face_samples f JOIN persons p ON p.seq = f.person_seq WHERE f.person_seq = ? AND f.id = ?`).get(personSeq, faceId) as FaceRow | undefined;
+    return r ? { seq: r.seq, face: faceFromRow(r) } : null;
+  }
+
+  listFaces(personSeq: number, after: string | null, limit: number): FaceSampleT[] {
+    return (this.db.prepare(`SELECT ${FACE_COLUMNS} FROM face_samples f JOIN persons p ON p.seq = f.person_seq WHERE f.person_seq = ? AND f.id > ? ORDER BY f.id LIMIT ?`)
+      .all(personSeq, after ?? '', limit) as FaceRow[]).map(faceFromRow);
+  }
+
+  faceIdsBySeq(seqs: number[]): Map<number, string> {
+    const stmt = this.db.prepare('SELECT id FROM face_samples WHERE seq = ?');
+    const out = new Map<number, string>();
+    for (const s of seqs) {
+      const r = stmt.get(s) as { id: string } | undefined;
+      if (r) out.set(s, r.id);
+    }
+    return out;
+  }
+
+  faceCrop(seq: number): Buffer | null {
+    const r = this.db.prepare('SELECT crop_image FROM face_samples WHERE seq = ?').get(seq) as { crop_image: Buffer | null } | undefined;
+    return r?.crop_image ?? null;
+  }
+
+  deleteFace(seq: number): boolean {
+    return this.db.prepare('DELETE FROM face_samples WHERE seq = ?').run(seq).changes === 1;
+  }
+
+  personEmbeddings(personSeq: number): Float32Array[] {
+    return (this.db.prepare('SELECT embedding FROM face_samples WHERE person_seq = ? ORDER BY seq').all(personSeq) as { embedding: Buffer }[]).map((r) => blobToEmbedding(r.embedding));
+  }
+
+  /** Streams every vector of a collection (for index rebuilds). */
+  *vectors(collectionId: string): Generator<{ faceKey: number; personKey: number; vector: Float32Array }> {
+    const stmt = this.db.prepare('SELECT seq, person_seq, embedding FROM face_samples WHERE collection_id = ? ORDER BY seq');
+    for (const r of stmt.iterate(collectionId) as Iterable<{ seq: number; person_seq: number; embedding: Buffer }>) {
+      yield { faceKey: r.seq, personKey: r.person_seq, vector: blobToEmbedding(r.embedding) };
+    }
+  }
+}
