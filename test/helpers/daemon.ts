@@ -32,8 +32,8 @@ export const TEST_KEY = 'vigil-test-key-0123456789';
 export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }
 
 /** A real daemon on 127.0.0.1:<random> with its own data dir; `toml` is appended to the generated config. */
-export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string } = {}): Promise<TestDaemon> {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-test-'));
+export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string; dir?: string } = {}): Promise<TestDaemon> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vigil-test-'));
   const modelsDir = opts.modelsDir ?? (await modelsDirWith(opts.pack ?? 'edge_s'));
   const file = join(dir, 'server.toml');
   writeFileSync(file, [
@@ -60,4 +60,13 @@ export function form(parts: Record<string, Buffer | string | (Buffer | string)[]
 export async function post(d: TestDaemon, path: string, body: FormData | string, headers: Record<string, string> = d.auth) {
   const res = await fetch(d.url + path, { method: 'POST', body, headers });
   return { res, json: (await res.json()) as Record<string, any> };
+}
+
+/** JSON request with the daemon's auth; returns the status and the parsed body (null for 204). */
+export async function call(d: TestDaemon, method: string, path: string, body?: unknown, headers: Record<string, string> = d.auth) {
+  const res = await fetch(d.url + path, {
+    method, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { res, status: res.status, json: (text ? JSON.parse(text) : null) as Record<string, any> };
 }
