@@ -10,7 +10,7 @@ export { FACES, MODELS_MIRROR, REPO, SHARED, encodeBmp24 } from './shared.js';
 export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
 export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8')) as {
   identities: Record<string, string[]>;
-  groups: Record<string, { faces: number }>;
+  groups: Record<string, { faces: number; left_to_right?: string[] }>;
   singletons_for_negatives: string[];
 };
 
