@@ -53,6 +53,12 @@ export function buildOpenApi(routes: RouteSpec[]): Json {
   }
   // Components: every schema registered with an id (request bodies, responses and what they reference).
   const all = z.toJSONSchema(z.globalRegistry, { uri: REF, unrepresentable: 'any', io: 'output' }) as { schemas: Json };
+  // Request bodies are documented as clients send them: a field with a default is optional.
+  const inputs = z.toJSONSchema(z.globalRegistry, { uri: REF, unrepresentable: 'any', io: 'input' }) as { schemas: Json };
+  for (const r of routes) {
+    const bodyId = r.body ? (z.globalRegistry.get(r.body.schema) as { id?: string } | undefined)?.id : undefined;
+    if (bodyId && inputs.schemas[bodyId]) all.schemas[bodyId] = inputs.schemas[bodyId];
+  }
   return {
     openapi: '3.1.0',
     info: { title: 'Vigil', version: VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
