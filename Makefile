@@ -32,7 +32,9 @@ test: node_modules typecheck lint
 	npm test
 
 bench: build
+	VIGIL_BENCH_DEPS=1 scripts/install-system-deps.sh
 	npx tsx bench/inference.ts
+	node --expose-gc --import tsx bench/search.ts
 
 clean:
 	rm -rf dist var .tmp

@@ -6,6 +6,10 @@ need=(ca-certificates)
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   need+=(nodejs npm)
 fi
+# Benchmarks compare our search with FAISS (Debian's python3-faiss); only `make bench` asks for it.
+if [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
+  need+=(python3 python3-numpy python3-faiss)
+fi
 missing=()
 for p in "${need[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -44,9 +44,11 @@ export class CollectionIndex {
   /** Adds rows atomically: capacity and duplicates are checked before anything changes. */
   add(rows: IndexRow[]): void {
     if (this.rows + rows.length > this.capacityRows) throw new Error(`index capacity ${this.capacityRows} exceeded`);
+    const batch = new Set<number>();
     for (const r of rows) {
       if (r.vector.length !== this.dimension) throw new Error(`vector has ${r.vector.length} values, the index ${this.dimension}`);
-      if (this.rowOf.has(r.faceKey)) throw new Error(`face ${r.faceKey} is already indexed`);
+      if (this.rowOf.has(r.faceKey) || batch.has(r.faceKey)) throw new Error(`face ${r.faceKey} is already indexed`);
+      batch.add(r.faceKey);
     }
     this.reserve(this.rows + rows.length);
     for (const r of rows) {

@@ -73,8 +73,6 @@ function faceFromRow(r: FaceRow): FaceSampleT {
 const FACE_COLUMNS = `f.seq, f.id, p.id AS person_id, f.bounding_box_json, f.landmarks_json, f.detection_score, f.quality_json, f.model_id,
   f.model_digest, f.preprocessing_version, f.embedding_source, f.embedding_contract_id, f.crop_image IS NOT NULL AS has_crop, f.liveness_json, f.created_at`;
 
-/** `LIKE` pattern for a case-insensitive substring, with the wildcard characters escaped. */
-const likeSubstring = (q: string) => `%${q.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export const embeddingToBlob = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 export function blobToEmbedding(b: Buffer): Float32Array {
@@ -89,7 +87,10 @@ export function blobToEmbedding(b: Buffer): Float32Array {
  * with another request.
  */
 export class CollectionStore {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    // SQLite's lower() folds ASCII only; person search must be case-insensitive for "Émile" too.
+    db.function('unicode_lower', { deterministic: true }, (v: unknown) => (typeof v === 'string' ? v.toLowerCase() : null));
+  }
 
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
@@ -166,9 +167,10 @@ export class CollectionStore {
   }
 
   listPersons(collectionId: string, after: string | null, limit: number, search: string | null): PersonT[] {
-    const filter = search ? 'AND (lower(id) LIKE @q ESCAPE \'\\\' OR lower(coalesce(name, \'\')) LIKE @q ESCAPE \'\\\' OR lower(coalesce(external_id, \'\')) LIKE @q ESCAPE \'\\\')' : '';
+    // instr() on lowered text: a plain substring, so % and _ in the query are literal.
+    const filter = search ? 'AND (instr(unicode_lower(id), @q) > 0 OR instr(unicode_lower(name), @q) > 0 OR instr(unicode_lower(external_id), @q) > 0)' : '';
     const rows = this.db.prepare(`SELECT * FROM persons WHERE collection_id = @cid AND id > @after ${filter} ORDER BY id LIMIT @limit`)
-      .all({ cid: collectionId, after: after ?? '', limit, ...(search ? { q: likeSubstring(search) } : {}) }) as PersonRow[];
+      .all({ cid: collectionId, after: after ?? '', limit, ...(search ? { q: search.toLowerCase() } : {}) }) as PersonRow[];
     return rows.map(personFromRow);
   }
 

@@ -64,6 +64,7 @@ export class CursorCodec {
     } catch {
       throw bad('malformed');
     }
+    if (typeof parsed !== 'object' || parsed === null) throw bad('malformed');
     const obj = parsed as { after?: unknown; scope?: unknown; v?: unknown };
     if (obj.v !== 1 || typeof obj.after !== 'string') throw bad('malformed');
     if (obj.scope !== scope) throw bad('scope');
