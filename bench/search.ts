@@ -1,0 +1,423 @@
+/**
+ * Exact vector search benchmark: CollectionIndex (usearch exactSearch over the profile's encoded matrix)
+ * for every search profile, against FAISS IndexFlatIP in the same run, on seeded random unit vectors.
+ * For each dataset size and profile: build seconds, single-query p50/p99 of topRows(encodeQuery(q), 10) and
+ * of searchPersons(q, 5) (5 faces per person), recall@10 against the fp32 profile, index bytes and RSS per
+ * 100k faces. FAISS gets the same dataset and queries through bench/faiss_flat.py (/usr/bin/python3).
+ *
+ * Usage: npx tsx bench/search.ts [--sizes 100000,1000000] [--queries 200] [--profiles fp32_v1,int8_x736_v1]
+ *          [--threads 0,1] [--slow-queries 20] [--no-faiss]
+ *   --threads       thread settings to run, 0 = all cores (usearch threads=0, OpenMP default); default 0
+ *   --slow-queries  fp16/bf16 are decoded in JS on every query: above 200k rows they run only this many queries
+ * Prints a table, writes bench/results/search.json. global.gc is used when present (node --expose-gc),
+ * otherwise it is enabled at runtime through v8.setFlagsFromString.
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { cpus, endianness, freemem, loadavg, tmpdir, totalmem } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
+import { encode, encodeInto, profileCodec, SEARCH_PROFILES, type SearchProfile } from '../src/search/profiles.js';
+
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '100000,1000000' },
+    queries: { type: 'string', default: '200' },
+    profiles: { type: 'string', default: SEARCH_PROFILES.join(',') },
+    threads: { type: 'string', default: '0' },
+    'slow-queries': { type: 'string', default: '20' },
+    'no-faiss': { type: 'boolean', default: false },
+  },
+});
+
+const DIM = 512;
+const K = 10;
+const PERSON_LIMIT = 5;
+const FACES_PER_PERSON = 5;
+const ADD_BATCH = 10_000;
+const WARMUP = 5;
+const SLOW_PROFILE_ROWS = 200_000;
+const SLOW_PROFILES = new Set<SearchProfile>(['fp16_v1', 'bf16_v1']);
+/** Every RANDOM_EVERY-th query is a random unit vector; the others are a dataset row plus noise. */
+const RANDOM_EVERY = 4;
+/** Per-dimension noise of the perturbed queries: |noise| ~ 0.03*sqrt(512) ~ 0.68, cos(query, source) ~ 0.83. */
+const NOISE_SIGMA = 0.03;
+const PYTHON = '/usr/bin/python3';
+
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const SIZES = values.sizes!.split(',').map((s) => Number(s.trim()));
+const NQ = Number(values.queries);
+const THREADS = values.threads!.split(',').map((s) => Number(s.trim()));
+const SLOW_QUERIES = Number(values['slow-queries']);
+const requested = values.profiles!.split(',').map((s) => s.trim()) as SearchProfile[];
+for (const p of requested) if (!SEARCH_PROFILES.includes(p)) throw new Error(`unknown profile ${p} (known: ${SEARCH_PROFILES.join(', ')})`);
+if (SIZES.some((n) => !Number.isInteger(n) || n < K) || !(NQ > 0) || THREADS.some((t) => !Number.isInteger(t) || t < 0)) throw new Error('bad --sizes, --queries or --threads');
+// fp32 is the ground truth for recall, so it always runs first.
+const PROFILES: SearchProfile[] = ['fp32_v1', ...requested.filter((p) => p !== 'fp32_v1')];
+if (endianness() !== 'LE') throw new Error('the FAISS exchange files are written in native order, which must be little-endian');
+
+// ---- gc / memory ----
+
+const gc: () => void = (() => {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (g) return g;
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+})();
+const MiB = 2 ** 20;
+/** RSS after full collections; ArrayBuffer backing stores are released off the main thread, hence the pauses. */
+const rssMiB = async () => {
+  for (let i = 0; i < 3; i++) {
+    gc();
+    await sleep(100);
+  }
+  return process.memoryUsage().rss / MiB;
+};
+
+// ---- stats ----
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const r3 = (v: number) => Math.round(v * 1000) / 1000;
+const r1 = (v: number) => Math.round(v * 10) / 10;
+const summary = (xs: number[]) => ({ p50_ms: r3(pct(xs, 50)), p99_ms: r3(pct(xs, 99)), mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length) });
+const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
+const overlap = (a: number[], b: number[]) => {
+  const set = new Set(b);
+  return a.filter((x) => set.has(x)).length / b.length;
+};
+
+// ---- data ----
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussians(seed: number): () => number {
+  const rand = mulberry32(seed);
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const s = spare;
+      spare = null;
+      return s;
+    }
+    const u = 1 - rand(); // (0, 1]
+    const v = rand();
+    const r = Math.sqrt(-2 * Math.log(u));
+    spare = r * Math.sin(2 * Math.PI * v);
+    return r * Math.cos(2 * Math.PI * v);
+  };
+}
+
+function normalise(m: Float32Array, row: number): void {
+  const o = row * DIM;
+  let s = 0;
+  for (let j = 0; j < DIM; j++) s += m[o + j]! * m[o + j]!;
+  const inv = 1 / Math.sqrt(s);
+  for (let j = 0; j < DIM; j++) m[o + j]! *= inv;
+}
+
+function randomUnitRows(n: number, seed: number): Float32Array {
+  const g = gaussians(seed);
+  const m = new Float32Array(n * DIM);
+  for (let i = 0; i < m.length; i++) m[i] = g();
+  for (let r = 0; r < n; r++) normalise(m, r);
+  return m;
+}
+
+interface QuerySet { vectors: Float32Array; kind: ('perturbed' | 'random')[]; source: number[] }
+
+function makeQueries(data: Float32Array, n: number, nq: number, seed: number): QuerySet {
+  const rand = mulberry32(seed);
+  const g = gaussians(seed + 1);
+  const vectors = new Float32Array(nq * DIM);
+  const kind: QuerySet['kind'] = [];
+  const source: number[] = [];
+  for (let q = 0; q < nq; q++) {
+    const o = q * DIM;
+    if (q % RANDOM_EVERY === RANDOM_EVERY - 1) {
+      for (let j = 0; j < DIM; j++) vectors[o + j] = g();
+      kind.push('random');
+      source.push(-1);
+    } else {
+      const row = Math.floor(rand() * n);
+      for (let j = 0; j < DIM; j++) vectors[o + j] = data[row * DIM + j]! + NOISE_SIGMA * g();
+      kind.push('perturbed');
+      source.push(row);
+    }
+    normalise(vectors, q);
+  }
+  return { vectors, kind, source };
+}
+
+const queryVec = (qs: QuerySet, i: number) => qs.vectors.subarray(i * DIM, (i + 1) * DIM);
+
+function writeF32(path: string, m: Float32Array): void {
+  const fd = openSync(path, 'w');
+  const bytes = new Uint8Array(m.buffer, m.byteOffset, m.byteLength);
+  const chunk = 64 * MiB;
+  for (let off = 0; off < bytes.length;) off += writeSync(fd, bytes, off, Math.min(chunk, bytes.length - off));
+  closeSync(fd);
+}
+
+// ---- FAISS ----
+
+interface FaissRun { threads: number; omp_threads: number; p50_ms: number; p99_ms: number; mean_ms: number }
+interface FaissResult { faiss_version: string; faiss_compile_options: string | null; omp_default_threads: number; load_s: number; build_s: number; runs: FaissRun[]; ids: number[][]; loadavg_1m?: number[] }
+
+function runFaiss(data: Float32Array, qs: QuerySet): FaissResult {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-search-'));
+  try {
+    writeF32(join(dir, 'dataset.f32'), data);
+    writeF32(join(dir, 'queries.f32'), qs.vectors);
+    const res = spawnSync(PYTHON, [join(REPO, 'bench/faiss_flat.py'), join(dir, 'dataset.f32'), join(dir, 'queries.f32'), String(DIM), String(K), '--threads', THREADS.join(','), '--warmup', String(WARMUP)], { encoding: 'utf8', maxBuffer: 256 * MiB, stdio: ['ignore', 'pipe', 'inherit'] });
+    if (res.status !== 0) throw new Error(`faiss_flat.py failed (status ${res.status}, ${res.error?.message ?? ''})`);
+    return JSON.parse(res.stdout) as FaissResult;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- our index ----
+
+function build(profile: SearchProfile, data: Float32Array, n: number, threads: number): { idx: CollectionIndex; seconds: number } {
+  const t = performance.now();
+  const idx = new CollectionIndex(profileCodec(profile), DIM, n, threads);
+  for (let from = 0; from < n; from += ADD_BATCH) {
+    const to = Math.min(n, from + ADD_BATCH);
+    const rows: IndexRow[] = [];
+    for (let i = from; i < to; i++) rows.push({ faceKey: i, personKey: Math.floor(i / FACES_PER_PERSON), vector: data.subarray(i * DIM, (i + 1) * DIM) });
+    idx.add(rows);
+  }
+  return { idx, seconds: (performance.now() - t) / 1000 };
+}
+
+function timeQueries<T>(nq: number, qs: QuerySet, fn: (q: Float32Array) => T): { ms: number[]; results: T[] } {
+  for (let i = 0; i < Math.min(WARMUP, nq); i++) fn(queryVec(qs, i));
+  const ms: number[] = [];
+  const results: T[] = [];
+  for (let i = 0; i < nq; i++) {
+    const q = queryVec(qs, i);
+    const t = performance.now();
+    const r = fn(q);
+    ms.push(performance.now() - t);
+    results.push(r);
+  }
+  return { ms, results };
+}
+
+/**
+ * Reference top-k of the int8 profiles by brute force in JS (integer dot products of the encoded rows, ties to
+ * the lower face key), for the first `count` queries: tells quantisation loss apart from search loss.
+ */
+function exactInt8Top(profile: SearchProfile, data: Float32Array, n: number, qs: QuerySet, count: number): number[][] {
+  const codec = profileCodec(profile);
+  const rows = new Int8Array(n * DIM);
+  for (let i = 0; i < n; i++) encodeInto(codec, data.subarray(i * DIM, (i + 1) * DIM), rows, i * DIM);
+  const out: number[][] = [];
+  for (let qi = 0; qi < count; qi++) {
+    const q = encode(codec, queryVec(qs, qi)) as Int8Array;
+    const best: { key: number; dot: number }[] = [];
+    for (let r = 0; r < n; r++) {
+      const o = r * DIM;
+      let dot = 0;
+      for (let j = 0; j < DIM; j++) dot += q[j]! * rows[o + j]!;
+      if (best.length === K && dot <= best[K - 1]!.dot) continue;
+      let at = best.length;
+      while (at > 0 && best[at - 1]!.dot < dot) at--;
+      best.splice(at, 0, { key: r, dot });
+      if (best.length > K) best.pop();
+    }
+    out.push(best.map((b) => b.key));
+  }
+  return out;
+}
+
+const exactCache = new Map<string, number[][]>();
+
+interface ProfileRun {
+  n: number;
+  profile: SearchProfile;
+  threads: number;
+  queries: number;
+  build_s: number;
+  top_rows: ReturnType<typeof summary>;
+  search_persons: ReturnType<typeof summary>;
+  recall_at_10: number;
+  recall_at_10_perturbed: number;
+  recall_at_10_random: number;
+  /** Share of perturbed queries whose best row is the row the query was made from. */
+  self_hit_at_1: number;
+  /** int8 profiles: top-10 overlap with a brute-force integer-dot reference over the first queries (1.0 = no search loss). */
+  int8_exact_agreement: number | null;
+  int8_exact_queries: number | null;
+  /** Overlap of searchPersons(q, 5) person keys with the fp32 profile's. */
+  persons_agreement_at_5: number;
+  index_bytes: number;
+  index_mib_per_100k: number;
+  rss_before_mib: number;
+  rss_after_build_mib: number;
+  rss_delta_mib_per_100k: number;
+  reallocations: number;
+  /** 1-minute load average before the build and after the queries: well above `cpus` means other work shared the cores. */
+  loadavg_1m: [number, number];
+}
+
+interface Truth { rows: number[][]; persons: number[][] }
+
+async function runProfile(profile: SearchProfile, data: Float32Array, n: number, qs: QuerySet, threads: number, truth: Truth | null): Promise<{ run: ProfileRun; truth: Truth }> {
+  const nq = SLOW_PROFILES.has(profile) && n > SLOW_PROFILE_ROWS ? Math.min(SLOW_QUERIES, NQ) : NQ;
+  const rssBefore = await rssMiB();
+  const loadBefore = loadavg()[0]!;
+  const { idx, seconds } = build(profile, data, n, threads);
+  const rssAfter = await rssMiB();
+  const top = timeQueries(nq, qs, (q) => idx.topRows(idx.encodeQuery(q), K));
+  const persons = timeQueries(nq, qs, (q) => idx.searchPersons(q, PERSON_LIMIT));
+  const loadAfter = loadavg()[0]!;
+  const rows = top.results.map((hits: RowHit[]) => hits.map((h) => h.faceKey));
+  const personKeys = persons.results.map((hits: RowHit[]) => hits.map((h) => h.personKey));
+  const t = truth ?? { rows, persons: personKeys };
+  const recall = (kind?: 'perturbed' | 'random') => r3(mean(rows.map((r, i) => (kind && qs.kind[i] !== kind ? NaN : overlap(r, t.rows[i]!))).filter((x) => !Number.isNaN(x))));
+  const exactCount = Math.min(nq, SLOW_QUERIES);
+  let exact = exactCache.get(`${n}:${profile}`) ?? null;
+  if (!exact && profileCodec(profile).storage === 'i8') exactCache.set(`${n}:${profile}`, (exact = exactInt8Top(profile, data, n, qs, exactCount)));
+  const perturbed = rows.map((r, i) => [r, i] as const).filter(([, i]) => qs.kind[i] === 'perturbed');
+  const run: ProfileRun = {
+    n,
+    profile,
+    threads,
+    queries: nq,
+    build_s: r3(seconds),
+    top_rows: summary(top.ms),
+    search_persons: summary(persons.ms),
+    recall_at_10: recall(),
+    recall_at_10_perturbed: recall('perturbed'),
+    recall_at_10_random: recall('random'),
+    self_hit_at_1: r3(mean(perturbed.map(([r, i]) => (r[0] === qs.source[i] ? 1 : 0)))),
+    int8_exact_agreement: exact ? r3(mean(exact.map((e, i) => overlap(rows[i]!, e)))) : null,
+    int8_exact_queries: exact ? exactCount : null,
+    persons_agreement_at_5: r3(mean(personKeys.map((p, i) => overlap(p, t.persons[i]!)))),
+    index_bytes: idx.bytes,
+    index_mib_per_100k: r1((idx.bytes / n) * 100_000 / MiB),
+    rss_before_mib: r1(rssBefore),
+    rss_after_build_mib: r1(rssAfter),
+    rss_delta_mib_per_100k: r1(((rssAfter - rssBefore) / n) * 100_000),
+    reallocations: idx.reallocations,
+    loadavg_1m: [r3(loadBefore), r3(loadAfter)],
+  };
+  return { run, truth: t };
+}
+
+// ---- main ----
+
+const pad = (s: string | number, w: number) => String(s).padStart(w);
+const padEnd = (s: string | number, w: number) => String(s).padEnd(w);
+const log = (s = '') => process.stdout.write(s + '\n');
+const HEADER = `${padEnd('profile', 14)}${pad('thr', 4)}${pad('nq', 5)}${pad('build s', 9)}${pad('top p50', 10)}${pad('top p99', 10)}${pad('pers p50', 10)}${pad('pers p99', 10)}${pad('R@10', 7)}${pad('R@10 pert', 10)}${pad('R@10 rand', 10)}${pad('self@1', 8)}${pad('pers@5', 8)}${pad('i8 exact', 9)}${pad('MiB/100k', 10)}${pad('RSS/100k', 10)}${pad('load', 11)}`;
+const line = (r: ProfileRun) => `${padEnd(r.profile, 14)}${pad(r.threads, 4)}${pad(r.queries, 5)}${pad(r.build_s.toFixed(2), 9)}${pad(r.top_rows.p50_ms.toFixed(2), 10)}${pad(r.top_rows.p99_ms.toFixed(2), 10)}${pad(r.search_persons.p50_ms.toFixed(2), 10)}${pad(r.search_persons.p99_ms.toFixed(2), 10)}${pad(r.recall_at_10.toFixed(3), 7)}${pad(r.recall_at_10_perturbed.toFixed(3), 10)}${pad(r.recall_at_10_random.toFixed(3), 10)}${pad(r.self_hit_at_1.toFixed(3), 8)}${pad(r.persons_agreement_at_5.toFixed(3), 8)}${pad(r.int8_exact_agreement === null ? '-' : r.int8_exact_agreement.toFixed(3), 9)}${pad(r.index_mib_per_100k.toFixed(1), 10)}${pad(r.rss_delta_mib_per_100k.toFixed(1), 10)}${pad(r.loadavg_1m.map((x) => x.toFixed(1)).join('/'), 11)}`;
+
+const usearchVersion = (JSON.parse(readFileSync(join(REPO, 'node_modules/usearch/package.json'), 'utf8')) as { version: string }).version;
+const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, usearch: usearchVersion, total_mem_gib: r1(totalmem() / 2 ** 30), free_mem_gib_at_start: r1(freemem() / 2 ** 30), expose_gc: typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'flag' : 'v8.setFlagsFromString' };
+const started = performance.now();
+log(`search bench: sizes ${SIZES.join(', ')}, ${NQ} queries (every ${RANDOM_EVERY}th random, others a dataset row + N(0, ${NOISE_SIGMA}^2) noise), dim ${DIM}, k ${K}`);
+log(`machine: ${machine.cpus} cpus (${machine.cpu}), node ${machine.node}, usearch ${machine.usearch}; threads settings ${THREADS.join(', ')} (0 = all cores)`);
+if (PROFILES.some((p) => SLOW_PROFILES.has(p)) && SIZES.some((n) => n > SLOW_PROFILE_ROWS)) log(`note: fp16_v1/bf16_v1 are decoded in JS per query; above ${SLOW_PROFILE_ROWS} rows they run only ${Math.min(SLOW_QUERIES, NQ)} queries (--slow-queries)`);
+
+const sizes: unknown[] = [];
+for (const n of SIZES) {
+  log();
+  log(`== N = ${n} ==`);
+  let t = performance.now();
+  const data = randomUnitRows(n, 0x5eed + n);
+  const qs = makeQueries(data, n, NQ, 0xc0ffee + n);
+  const genSeconds = (performance.now() - t) / 1000;
+  log(`generated ${n} x ${DIM} unit vectors + ${NQ} queries in ${genSeconds.toFixed(1)} s`);
+
+  let faiss: FaissResult | null = null;
+  if (!values['no-faiss']) {
+    t = performance.now();
+    const loadBefore = loadavg()[0]!;
+    faiss = { ...runFaiss(data, qs), loadavg_1m: [0, 0] };
+    faiss.loadavg_1m = [r3(loadBefore), r3(loadavg()[0]!)];
+    log(`faiss ${faiss.faiss_version} (${faiss.faiss_compile_options ?? '?'}, omp default ${faiss.omp_default_threads} threads) ran in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${faiss.loadavg_1m.join('/')}`);
+  }
+
+  const runs: ProfileRun[] = [];
+  let truth: Truth | null = null;
+  log(HEADER);
+  for (const threads of THREADS) {
+    for (const profile of PROFILES) {
+      const r = await runProfile(profile, data, n, qs, threads, truth);
+      truth ??= r.truth;
+      runs.push(r.run);
+      log(line(r.run));
+    }
+  }
+
+  const faissRecall = faiss && truth ? r3(mean(faiss.ids.map((ids, i) => overlap(ids, truth!.rows[i]!)))) : null;
+  const comparisons = THREADS.map((threads) => {
+    const fp32 = runs.find((r) => r.threads === threads && r.profile === 'fp32_v1')!;
+    const fr = faiss?.runs.find((r) => r.threads === threads) ?? null;
+    const int8 = runs.filter((r) => r.threads === threads && r.profile.startsWith('int8_')).map((r) => ({
+      profile: r.profile,
+      speedup_vs_fp32_p50: r3(fp32.top_rows.p50_ms / r.top_rows.p50_ms),
+      speedup_target: 2,
+      recall_at_10: r.recall_at_10,
+      recall_target: 0.99,
+    }));
+    return {
+      threads,
+      faiss: fr,
+      ours_fp32_p50_ms: fp32.top_rows.p50_ms,
+      ratio_ours_fp32_p50_to_faiss_p50: fr ? r3(fp32.top_rows.p50_ms / fr.p50_ms) : null,
+      ratio_target: 1.5,
+      int8,
+    };
+  });
+  if (faiss) {
+    log();
+    log(`FAISS IndexFlatIP: build ${faiss.build_s.toFixed(2)} s (load ${faiss.load_s.toFixed(2)} s), top-10 agreement with our fp32: ${faissRecall?.toFixed(3)}`);
+  }
+  for (const c of comparisons) {
+    const parts = [`threads ${c.threads}:`];
+    if (c.faiss) parts.push(`faiss p50 ${c.faiss.p50_ms.toFixed(2)} ms p99 ${c.faiss.p99_ms.toFixed(2)} ms (omp ${c.faiss.omp_threads}); ours fp32 p50 ${c.ours_fp32_p50_ms.toFixed(2)} ms -> ratio ${c.ratio_ours_fp32_p50_to_faiss_p50!.toFixed(2)} (target <= 1.5: ${c.ratio_ours_fp32_p50_to_faiss_p50! <= 1.5 ? 'PASS' : 'FAIL'})`);
+    for (const i of c.int8) parts.push(`${i.profile} speed-up ${i.speedup_vs_fp32_p50.toFixed(2)}x (target >= 2: ${i.speedup_vs_fp32_p50 >= 2 ? 'PASS' : 'FAIL'}), recall@10 ${i.recall_at_10.toFixed(3)} (target >= 0.99: ${i.recall_at_10 >= 0.99 ? 'PASS' : 'FAIL'})`);
+    log(parts.join('\n  '));
+  }
+  sizes.push({
+    n,
+    generate_s: r3(genSeconds),
+    faiss: faiss ? { version: faiss.faiss_version, compile_options: faiss.faiss_compile_options, omp_default_threads: faiss.omp_default_threads, load_s: faiss.load_s, build_s: faiss.build_s, runs: faiss.runs, loadavg_1m: faiss.loadavg_1m, top10_agreement_with_ours_fp32: faissRecall } : null,
+    profiles: runs,
+    comparisons,
+  });
+}
+
+const totalSeconds = (performance.now() - started) / 1000;
+const out = {
+  bench: 'search',
+  at: new Date().toISOString(),
+  machine,
+  settings: { dim: DIM, k: K, queries: NQ, random_query_every: RANDOM_EVERY, noise_sigma: NOISE_SIGMA, person_limit: PERSON_LIMIT, faces_per_person: FACES_PER_PERSON, warmup: WARMUP, threads: THREADS, slow_profiles_query_cap: { above_rows: SLOW_PROFILE_ROWS, queries: Math.min(SLOW_QUERIES, NQ) } },
+  sizes,
+  peak_rss_mib: r1(process.resourceUsage().maxRSS / 1024),
+  total_s: r1(totalSeconds),
+};
+mkdirSync(join(REPO, 'bench/results'), { recursive: true });
+writeFileSync(join(REPO, 'bench/results/search.json'), JSON.stringify(out, null, 2));
+log();
+log(`total ${totalSeconds.toFixed(1)} s, peak RSS ${out.peak_rss_mib} MiB -> bench/results/search.json`);
