@@ -10,7 +10,6 @@ import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
 import { PersonService } from '../collections/personService.js';
 import { SearchService } from '../collections/searchService.js';
-import { inputSizesProblem } from '../config/schema.js';
 import { FaceService } from '../inference/faceService.js';
 import { describePack } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
@@ -64,7 +63,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const indexes = new SearchIndexes(store, config.collections.search_threads);
     let active: Runtime['inference'] = null;
     const collections = new CollectionService(store, indexes, CursorCodec.open(config.server.data_dir), {
-      collections: config.collections, defaultThreshold: config.inference.default_threshold, systemProfile, detectorSizes: inputSizesProblem,
+      collections: config.collections, defaultThreshold: config.inference.default_threshold, systemProfile,
     }, () => active?.model ?? null);
     const persons = new PersonService(collections, () => {
       if (!active) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { VigilConfig } from '../config/schema.js';
+import { inputSizesProblem, type VigilConfig } from '../config/schema.js';
 import { ApiError } from '../errors.js';
 import type { DetectionProfiles } from '../inference/faceService.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
@@ -27,8 +27,6 @@ export interface CollectionDefaults {
   collections: VigilConfig['collections'];
   defaultThreshold: number;
   systemProfile: DetectionProfile;
-  /** Whether the detector can run sizes other than its export size (false for static-shape models). */
-  detectorSizes: (sizes: [number, number][]) => string | null;
 }
 
 /**
@@ -76,7 +74,7 @@ export class CollectionService implements DetectionProfiles {
   }
 
   private detectionProblem(p: DetectionProfile): ApiError | null {
-    const problem = this.defaults.detectorSizes(p.input_sizes);
+    const problem = p.input_sizes.length < 1 || p.input_sizes.length > 4 ? 'input_sizes needs 1 to 4 sizes' : inputSizesProblem(p.input_sizes);
     return problem ? new ApiError(400, 'invalid_detection_profile', problem, { input_sizes: p.input_sizes }) : null;
   }
 

@@ -112,3 +112,13 @@ export const FaceSample = z
   })
   .meta(id('FaceSample'));
 export type FaceSampleT = z.infer<typeof FaceSample>;
+
+export const RejectedImage = z
+  .looseObject({
+    index: z.int(),
+    filename: z.string(),
+    reason: z.string().describe('Actual rejection reason, such as low_quality or identity_similarity_conflict.'),
+    liveness: LivenessResult.nullable().optional(),
+  })
+  .meta(id('RejectedImage'));
+export type RejectedImageT = z.infer<typeof RejectedImage>;

@@ -7,7 +7,7 @@ import type { IndexRow } from '../search/collectionIndex.js';
 import { nowIso, type NewFace } from '../store/collectionStore.js';
 import { toPage, type Page } from '../store/cursors.js';
 import { detectionProfileOf, notFound, type CollectionService } from './collectionService.js';
-import type { CollectionT, FaceSampleT, PersonPatchT, PersonT } from './model.js';
+import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from './model.js';
 import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
 
 export interface RegistrationImage { filename: string; bytes: Uint8Array }
@@ -23,7 +23,7 @@ export interface RegistrationInput {
 
 export interface NewPersonInput { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }
 
-export interface RejectedImage { index: number; filename: string; reason: RejectionReason; [extra: string]: unknown }
+type RejectedImage = RejectedImageT & { reason: RejectionReason };
 
 export interface RegistrationLimits { maxImages: number; maxImageBytes: number; maxImagePixels: number; maxDetectedFaces: number; gates: ReviewGates }
 
@@ -129,21 +129,23 @@ export class PersonService {
   // ---- registration ----
 
   /** POST …/persons: 201 with the person, or 422 registration_failed when no image is accepted. */
-  async createPerson(input: RegistrationInput & { person: NewPersonInput }, signal?: AbortSignal) {
-    const c = this.collections.getBound(input.collectionId);
-    this.assertPersonFree(c.id, input.person);
-    const { candidates, rejected: early, externals } = this.prepare(c, input);
-    const analysed = await this.analyse(c, candidates, input, early, signal);
-    return this.commit(input, analysed, early, externals, { create: input.person });
+  createPerson(input: RegistrationInput & { person: NewPersonInput }, signal?: AbortSignal) {
+    return this.register(input, { create: input.person }, signal);
   }
 
   /** POST …/persons/{id}/faces: 201 even when every image is rejected. */
-  async addFaces(input: RegistrationInput & { personId: string }, signal?: AbortSignal) {
+  addFaces(input: RegistrationInput & { personId: string }, signal?: AbortSignal) {
+    return this.register(input, { personId: input.personId }, signal);
+  }
+
+  private async register(input: RegistrationInput, target: { create: NewPersonInput } | { personId: string }, signal?: AbortSignal) {
     const c = this.collections.getBound(input.collectionId);
-    this.person(c.id, input.personId);
-    const { candidates, rejected: early, externals } = this.prepare(c, input);
-    const analysed = await this.analyse(c, candidates, input, early, signal);
-    return this.commit(input, analysed, early, externals, { personId: input.personId });
+    // Cheap checks before any inference; they are repeated inside the write.
+    if ('create' in target) this.assertPersonFree(c.id, target.create);
+    else this.person(c.id, target.personId);
+    const { candidates, rejected, externals } = this.prepare(c, input);
+    const analysed = await this.analyse(c, candidates, input, rejected, signal);
+    return this.commit(input, analysed, rejected, externals, target);
   }
 
   private assertPersonFree(collectionId: string, p: NewPersonInput): void {

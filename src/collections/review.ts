@@ -1,4 +1,4 @@
-import type { AnalyzedFace } from '../inference/pipeline.js';
+import { l2Normalize, type AnalyzedFace } from '../inference/pipeline.js';
 
 export type ReviewMode = 'off' | 'standard' | 'strict';
 
@@ -85,12 +85,7 @@ export function parseExternalEmbeddings(text: string, dim: number): (Float32Arra
     if (!Array.isArray(v) || !v.every((x) => typeof x === 'number')) return { problem: 'each vector must be an array of numbers' };
     const problem = embeddingProblem(v as number[], dim);
     if (problem) return { problem };
-    // Renormalised once, in float32, so the stored vector is exactly unit length for our arithmetic.
-    const out = Float32Array.from(v as number[]);
-    let sq = 0;
-    for (const x of out) sq += x * x;
-    const n = Math.sqrt(sq);
-    for (let i = 0; i < out.length; i++) out[i]! /= n;
-    return out;
+    // Renormalised once (the same normalisation as server embeddings).
+    return l2Normalize(Float32Array.from(v as number[]), dim);
   });
 }

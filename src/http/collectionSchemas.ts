@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { Collection, FaceSample, Person } from '../collections/model.js';
-import { FaceObservation, filePart, formNumber, formString, LivenessResult } from './schemas.js';
+import { Collection, FaceSample, Person, RejectedImage } from '../collections/model.js';
+import { FaceObservation, filePart, formField, formInt, formNumber, formString } from './schemas.js';
 
 /** Wire schemas of the collections / persons / search routes (InsightFace Server 0.3.x names). */
 const id = (name: string) => ({ id: name });
@@ -12,14 +12,6 @@ export const CollectionPageResponse = z.looseObject({ request_id: requestId, col
 export const PersonResponse = z.looseObject({ request_id: requestId, person: Person }).meta(id('PersonResponse'));
 export const PersonPageResponse = z.looseObject({ request_id: requestId, persons: z.array(Person), next_cursor: nextCursor }).meta(id('PersonPageResponse'));
 export const FacePageResponse = z.looseObject({ request_id: requestId, faces: z.array(FaceSample), next_cursor: nextCursor }).meta(id('FacePageResponse'));
-export const RejectedImage = z
-  .looseObject({
-    index: z.int(),
-    filename: z.string(),
-    reason: z.string().describe('Actual rejection reason, such as low_quality or identity_similarity_conflict.'),
-    liveness: LivenessResult.nullable().optional(),
-  })
-  .meta(id('RejectedImage'));
 export const PersonRegistrationResponse = z
   .looseObject({ request_id: requestId, person: Person, faces: z.array(FaceSample), rejected_images: z.array(RejectedImage) })
   .meta(id('PersonRegistrationResponse'));
@@ -33,17 +25,17 @@ export const SearchResponse = z
 
 const registrationFields = {
   images: z.array(filePart('Images')),
-  review_mode: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['off', 'standard', 'strict']).default('off')),
-  embedding_mode: z.preprocess((v) => (v === '' ? undefined : v), z.enum(['server', 'external_trusted']).default('server')),
+  review_mode: formField(z.enum(['off', 'standard', 'strict']).default('off')),
+  embedding_mode: formField(z.enum(['server', 'external_trusted']).default('server')),
   external_embeddings: formString(),
-  embedding_contract_id: z.preprocess((v) => (v === '' ? undefined : v), z.string().max(256).nullish()),
+  embedding_contract_id: formString(z.string().max(256)),
 };
 export const CreatePersonBody = z
   .object({
     ...registrationFields,
     id: formString(),
-    name: z.preprocess((v) => (v === '' ? undefined : v), z.string().max(200).nullish()),
-    external_id: z.preprocess((v) => (v === '' ? undefined : v), z.string().max(200).nullish()),
+    name: formString(z.string().max(200)),
+    external_id: formString(z.string().max(200)),
     metadata: z.string().default('{}'),
   })
   .meta(id('Body_create_person_v1_collections__collection_id__persons_post'));
@@ -51,15 +43,14 @@ export const AddFacesBody = z.object(registrationFields).meta(id('Body_add_faces
 export const SearchBody = z
   .object({
     image: filePart('Image'),
-    limit: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().pipe(z.int().min(1).max(100)).default(5)),
+    limit: formInt(1, 100, 5),
     threshold: formNumber(z.number().min(0).max(1)),
     face_selection: formString().meta({ deprecated: true }),
   })
   .meta(id('Body_search_v1_collections__collection_id__search_post'));
 
-const limit = (max: number, def: number) => z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().pipe(z.int().min(1).max(max)).default(def));
-export const ListQuery = z.object({ limit: limit(100, 50), cursor: z.string().nullish() });
-export const PersonListQuery = z.object({ limit: limit(100, 50), cursor: z.string().nullish(), search: z.string().max(200).nullish() });
+export const ListQuery = z.object({ limit: formInt(1, 100, 50), cursor: z.string().nullish() });
+export const PersonListQuery = z.object({ limit: formInt(1, 100, 50), cursor: z.string().nullish(), search: z.string().max(200).nullish() });
 const BOOLEAN_WORDS: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
 export const DeleteCollectionQuery = z.object({
   force: z.preprocess((v) => (typeof v === 'string' ? (BOOLEAN_WORDS[v.toLowerCase()] ?? v) : v), z.boolean().default(false)),

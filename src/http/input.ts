@@ -2,9 +2,9 @@ import type { z } from 'zod';
 import { ApiError } from '../errors.js';
 import type { AppContext } from './route.js';
 
-const invalid = (message: string, details: Record<string, unknown> = {}) => new ApiError(400, 'invalid_request', `Request validation failed: ${message}`, details);
+export const invalid = (message: string, details: Record<string, unknown> = {}) => new ApiError(400, 'invalid_request', `Request validation failed: ${message}`, details);
 
-function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;

@@ -1,6 +1,7 @@
 import multer from '@koa/multer';
 import type { z } from 'zod';
 import { ApiError } from '../errors.js';
+import { invalid, validate } from './input.js';
 import type { AppContext } from './route.js';
 
 export interface UploadedFile { field: string; filename: string; bytes: Buffer }
@@ -40,15 +41,8 @@ export async function parseMultipart<S extends z.ZodType>(ctx: AppContext, spec:
   }
   const body = { ...((ctx.request as { body?: Record<string, unknown> }).body ?? {}) };
   for (const [k, v] of Object.entries(body)) if (Array.isArray(v)) body[k] = v[v.length - 1];
-  const parsed = spec.fields.safeParse(body);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw invalid(`${issue.path.join('.') || 'body'}: ${issue.message}`, { field: issue.path.join('.') });
-  }
-  return { fields: parsed.data, files };
+  return { fields: validate(spec.fields, body), files };
 }
-
-const invalid = (message: string, details: Record<string, unknown> = {}) => new ApiError(400, 'invalid_request', `Request validation failed: ${message}`, details);
 
 function multerError(e: { code?: string; message?: string }, spec: MultipartSpec<z.ZodType>): ApiError {
   switch (e.code) {

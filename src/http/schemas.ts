@@ -122,8 +122,12 @@ export const EmbeddingsResponse = z
 export const filePart = (title: string) => z.string().meta({ contentMediaType: 'application/octet-stream', title });
 /** Multipart text fields arrive as strings; an empty string means "not sent", as in HTML forms. */
 const emptyAsUndefined = (v: unknown) => (v === '' ? undefined : v);
-export const formNumber = (s: z.ZodNumber) => z.preprocess(emptyAsUndefined, z.coerce.number().pipe(s).nullish());
-export const formString = () => z.preprocess(emptyAsUndefined, z.string().nullish());
+/** A form/query text field: empty means absent, then `s` validates. */
+export const formField = <S extends z.ZodType>(s: S) => z.preprocess(emptyAsUndefined, s);
+export const formNumber = (s: z.ZodNumber) => formField(z.coerce.number().pipe(s).nullish());
+export const formString = (s: z.ZodString = z.string()) => formField(s.nullish());
+/** An integer form/query field with bounds and a default. */
+export const formInt = (min: number, max: number, def: number) => formField(z.coerce.number().pipe(z.int().min(min).max(max)).default(def));
 
 export const DetectBody = z
   .object({

@@ -35,7 +35,9 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR): O
     if (fresh) chmodSync(path, 0o600);
     db.pragma('journal_mode = WAL');
     db.pragma('foreign_keys = ON');
-    db.pragma('synchronous = NORMAL');
+    // FULL: an acknowledged write survives a power cut too (WAL + NORMAL only survives a process crash).
+    // Measured 0.47 ms vs 0.07 ms per registration commit, against ~100 ms of inference per image.
+    db.pragma('synchronous = FULL');
     db.pragma('busy_timeout = 15000');
     migrate(db, migrationsDir);
   } catch (e) {

@@ -29,7 +29,7 @@ test('openDatabase creates the file with WAL, foreign keys and the initial migra
     t.is(statSync(opened.path).mode & 0o777, 0o600);
     t.is(opened.db.pragma('journal_mode', { simple: true }), 'wal');
     t.is(opened.db.pragma('foreign_keys', { simple: true }), 1);
-    t.is(opened.db.pragma('synchronous', { simple: true }), 1); // NORMAL
+    t.is(opened.db.pragma('synchronous', { simple: true }), 2); // FULL
     t.true(opened.migrationCount >= 1);
     const rows = opened.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as { version: number; name: string }[];
     t.is(rows.length, opened.migrationCount);
