@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load.js';
 import { isApiError } from '../errors.js';
@@ -9,6 +10,7 @@ const USAGE = `vigil ${VERSION}
 Usage:
   vigil serve [--config FILE]              run the daemon (config path also from VIGIL_CONFIG)
   vigil models list|info|install|verify    manage model packs (vigil models --help)
+  vigil addons install|verify liveness     manage the liveness addon's models (vigil addons --help)
   vigil --version
 `;
 
@@ -20,14 +22,16 @@ async function main(argv: string[]): Promise<number> {
       const { runServeCommand } = await import('./serve.js');
       return runServeCommand({ config: values.config });
     }
-    case 'models': {
-      const { runModelsCommand } = await import('./models.js');
-      // The models dir defaults to the one in server.toml, so `vigil models install` fills what `serve` reads.
+    case 'models':
+    case 'addons': {
+      // The models dir, catalog and auto_download come from server.toml, so installs fill what `serve` reads.
       const configIndex = rest.findIndex((a) => a === '--config' || a === '-c');
       const configPath = configIndex >= 0 ? rest[configIndex + 1] : undefined;
       const args = configIndex >= 0 ? rest.filter((_, i) => i !== configIndex && i !== configIndex + 1) : rest;
-      const defaultModelsDir = loadConfig(configPath).config.server.models_dir;
-      return runModelsCommand(args, undefined, { defaultModelsDir });
+      const { config, file } = loadConfig(configPath);
+      const options = { defaultModelsDir: config.server.models_dir, configFile: file ? resolve(file) : null, autoDownload: config.addons.auto_download, catalog: config.server.model_catalog };
+      if (command === 'addons') return (await import('./addons.js')).runAddonsCommand(args, undefined, options);
+      return (await import('./models.js')).runModelsCommand(args, undefined, options);
     }
     case '--version':
     case 'version':

@@ -2,7 +2,8 @@
  * `vigil models list|info|install|verify`. Results go to stdout, progress and licence notices to
  * stderr; every failure is one `vigil models: error: <code>: <message>` line and exit code 2.
  */
-import { resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ApiError } from '../errors.js';
 import type { Catalog } from '../models/catalog.js';
@@ -14,11 +15,15 @@ import {
   listPacks,
   packInfo,
   verifyPack,
+  type FileOutcome,
   type InstallResult,
   type PackInfo,
   type PackListing,
 } from '../models/installer.js';
 import type { InStream, OutStream } from '../models/license.js';
+import { configFileProblem, replaceConfig, withAddonEnabled } from '../addons/configEnablement.js';
+import { installLiveness, LIVENESS } from '../addons/livenessFiles.js';
+import { tryLockFile } from '../system/lockFile.js';
 
 export interface ModelsCommandIo {
   stdout: OutStream;
@@ -29,6 +34,10 @@ export interface ModelsCommandIo {
 export interface ModelsCommandOptions {
   /** The models dir from the config file; used when neither --models-dir nor VIGIL_MODELS_DIR is set. */
   defaultModelsDir?: string;
+  /** The config file in use (where --enable-liveness saves the setting), or null. */
+  configFile?: string | null;
+  /** [addons].auto_download: installed with every pack, even when the pack is already cached. */
+  autoDownload?: string[];
   env?: NodeJS.ProcessEnv;
   /** A catalog (or path) other than the bundled manifest; for tests and packaging. */
   catalog?: Catalog | string;
@@ -51,6 +60,8 @@ Options:
   --models-dir DIR         where packs are installed (default: env VIGIL_MODELS_DIR, the config file,
                            then ${FALLBACK_MODELS_DIR})
   --force                  fetch every file again even if the installed copy verifies
+  --enable-liveness        also install the liveness addon and enable it in the config file (install only;
+                           a running daemon needs a restart)
   -h, --help               show this help
 `;
 
@@ -59,6 +70,7 @@ const OPTIONS = {
   from: { type: 'string' },
   'models-dir': { type: 'string' },
   force: { type: 'boolean' },
+  'enable-liveness': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -67,6 +79,7 @@ type ParsedOptions = {
   from?: string;
   'models-dir'?: string;
   force?: boolean;
+  'enable-liveness'?: boolean;
   help?: boolean;
 };
 
@@ -74,7 +87,7 @@ type ParsedOptions = {
 const ALLOWED: Record<string, (keyof ParsedOptions)[]> = {
   list: ['models-dir'],
   info: ['models-dir'],
-  install: ['accept-license', 'from', 'models-dir', 'force'],
+  install: ['accept-license', 'from', 'models-dir', 'force', 'enable-liveness'],
   verify: ['models-dir'],
 };
 
@@ -107,6 +120,8 @@ export async function runModelsCommand(
       env: options.env ?? process.env,
       catalog: options.catalog,
       modelsDir: resolveModelsDir(values['models-dir'], options),
+      configFile: options.configFile ?? null,
+      autoDownload: options.autoDownload ?? [],
     };
     return await dispatch(command, rest, ctx);
   } catch (err) {
@@ -121,6 +136,8 @@ interface CommandContext {
   env: NodeJS.ProcessEnv;
   catalog: Catalog | string | undefined;
   modelsDir: string;
+  configFile: string | null;
+  autoDownload: string[];
 }
 
 function parseCommandLine(argv: string[]): { values: ParsedOptions; positionals: string[] } {
@@ -210,6 +227,25 @@ function formatInfo(info: PackInfo, modelsDir: string): string {
 }
 
 async function runInstall(packId: string, ctx: CommandContext): Promise<number> {
+  const enable = ctx.values['enable-liveness'] === true;
+  // --enable-liveness: the config must be editable before anything is downloaded, and stays locked.
+  let enabling: { file: string; text: string; release: () => void } | null = null;
+  if (enable) {
+    const problem = await configFileProblem(ctx.configFile);
+    if (problem) throw new ApiError(409, problem.code, `cannot enable liveness: ${problem.reason}`);
+    const file = ctx.configFile!;
+    const lock = tryLockFile(join(dirname(file), '.liveness-management.lock'));
+    if (!('release' in lock)) throw new ApiError(409, 'addon_job_in_progress', `another process (pid ${lock.heldBy}) is changing the liveness setting`);
+    enabling = { file, text: await readFile(file, 'utf8'), release: lock.release };
+  }
+  try {
+    return await installWithAddons(packId, ctx, enabling);
+  } finally {
+    enabling?.release();
+  }
+}
+
+async function installWithAddons(packId: string, ctx: CommandContext, enabling: { file: string; text: string } | null): Promise<number> {
   const result = await installPack({
     packId,
     modelsDir: ctx.modelsDir,
@@ -221,7 +257,25 @@ async function runInstall(packId: string, ctx: CommandContext): Promise<number> 
     io: ctx.io,
   });
   ctx.io.stdout.write(formatInstall(result));
+  if (enabling || ctx.autoDownload.includes(LIVENESS)) {
+    const addon = await installLiveness({ catalog: ctx.catalog, modelsDir: ctx.modelsDir, mirror: ctx.values.from, env: ctx.env, stderr: ctx.io.stderr });
+    ctx.io.stdout.write(formatAddon(addon));
+  }
+  if (enabling) {
+    try {
+      await replaceConfig(enabling.file, enabling.text, withAddonEnabled(enabling.text, LIVENESS), () => false);
+    } catch (e) {
+      throw new ApiError(500, 'addon_config_save_failed', `Configuration enablement has not been confirmed (${(e as Error).message})`);
+    }
+    ctx.io.stdout.write(`liveness enabled in ${enabling.file}; restart a running daemon to use it\n`);
+  }
   return 0;
+}
+
+export function formatAddon(r: { dir: string; files: FileOutcome[] }): string {
+  const lines = r.files.map((f) => (f.status === 'cached' ? `${f.name}: cached` : `${f.name}: ${f.status} from ${f.source}`));
+  lines.push(`liveness addon verified in ${r.dir}`);
+  return `${lines.join('\n')}\n`;
 }
 
 function formatInstall(result: InstallResult): string {
@@ -248,7 +302,7 @@ async function runVerify(packId: string | undefined, ctx: CommandContext): Promi
   return failed > 0 ? 2 : 0;
 }
 
-function printError(stderr: OutStream, err: unknown): void {
+export function printError(stderr: OutStream, err: unknown): void {
   if (err instanceof ApiError) {
     stderr.write(`vigil models: error: ${err.code}: ${err.message}\n`);
   } else {

@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
@@ -16,6 +17,10 @@ import type { DetectionProfile } from '../inference/pipeline.js';
 import { availableProviders } from '../inference/sessions.js';
 import { createLogger } from '../log/logger.js';
 import { loadInstalledPack } from '../models/installed.js';
+import { resolveCatalog } from '../models/catalog.js';
+import { LivenessManager } from '../addons/livenessManager.js';
+import { requireLiveness } from '../addons/livenessFiles.js';
+import type { LivenessPolicy } from '../inference/faceService.js';
 import { ApiKeyStore } from '../store/apiKeys.js';
 import { CollectionStore } from '../store/collectionStore.js';
 import { CursorCodec } from '../store/cursors.js';
@@ -59,6 +64,15 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
       nms_threshold: config.detection.nms_threshold, single_face_selection: config.detection.single_face_selection,
     };
+    const catalog = await resolveCatalog(config.server.model_catalog);
+    const inc = config.inference;
+    // Absent keys (legacy files) mean disabled; nothing in a request can change these.
+    const liveness: LivenessPolicy | null = inc.addons.includes('liveness')
+      ? { mode: inc.liveness_mode, threshold: inc.liveness_threshold, compareScope: inc.liveness_compare_scope, onRegistration: inc.liveness_on_registration }
+      : null;
+    const livenessManager = new LivenessManager({
+      catalog, modelsDir: config.server.models_dir, configFile: loaded.file ? resolvePath(loaded.file) : null, enabled: liveness !== null, mirror: config.addons.mirror, log,
+    });
     const store = new CollectionStore(db.db);
     const indexes = new SearchIndexes(store, config.collections.search_threads);
     let active: Runtime['inference'] = null;
@@ -72,8 +86,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       maxImages: config.server.max_registration_images, maxImageBytes: config.server.max_image_bytes, maxImagePixels: config.server.max_image_pixels,
       maxDetectedFaces: config.detection.max_detected_faces,
       gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
+      liveness: liveness?.onRegistration ? liveness : null,
     });
-    const runtime: Runtime = { loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons };
+    const runtime: Runtime = { loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, liveness: livenessManager };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
     await new Promise<void>((resolve, reject) => {
@@ -87,16 +102,19 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     log.info({ url, config_file: loaded.file }, 'listening');
 
     const ready = (async () => {
-      const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack);
+      const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack, catalog);
+      // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
+      const livenessModels = liveness ? await requireLiveness(catalog, config.server.models_dir) : undefined;
       const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads);
       engine = await InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
+        ...(livenessModels ? { liveness: livenessModels } : {}),
       });
-      const model = describePack(pack, config.inference.execution_providers[0]!);
+      const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, collections,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
-        config.detection.max_detected_faces, config.inference.default_threshold);
+        config.detection.max_detected_faces, config.inference.default_threshold, liveness);
       // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
       const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
@@ -109,6 +127,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const close = async () => {
       if (closed) return;
       closed = true;
+      await livenessManager.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
       await ready.catch(() => undefined);

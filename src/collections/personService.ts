@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError, isApiError } from '../errors.js';
 import type { InferenceEngine } from '../inference/engine.js';
+import type { LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzeResult } from '../inference/pipeline.js';
 import type { IndexRow } from '../search/collectionIndex.js';
@@ -25,7 +26,11 @@ export interface NewPersonInput { id: string; name: string | null; external_id: 
 
 type RejectedImage = RejectedImageT & { reason: RejectionReason };
 
-export interface RegistrationLimits { maxImages: number; maxImageBytes: number; maxImagePixels: number; maxDetectedFaces: number; gates: ReviewGates }
+export interface RegistrationLimits {
+  maxImages: number; maxImageBytes: number; maxImagePixels: number; maxDetectedFaces: number; gates: ReviewGates;
+  /** Set when registration evaluates liveness (liveness enabled and liveness_on_registration). */
+  liveness?: LivenessPolicy | null;
+}
 
 /** Stored crops: the face box resized to 112x112, JPEG quality 92 (as the reference). */
 const CROP = { size: 112, quality: 92 };
@@ -198,6 +203,7 @@ export class PersonService {
           image: { encoded: image.bytes }, limits: { maxBytes: this.limits.maxImageBytes, maxPixels: this.limits.maxImagePixels }, profile,
           maxFaces: this.limits.maxDetectedFaces, embed: input.embeddingMode === 'server' ? 'selected' : 'none',
           ...(c.save_face_crops ? { cropSelected: CROP } : {}),
+          ...(this.limits.liveness ? { liveness: { faces: 'selected' as const, mode: this.limits.liveness.mode, threshold: this.limits.liveness.threshold } } : {}),
         }, signal);
         return { index, filename: image.filename, analysis, external: null };
       } catch (e) {
@@ -237,9 +243,12 @@ export class PersonService {
         continue;
       }
       const a = cand.analysis;
-      const r = reviewImage({ faces: a.faces, selected: a.selected, mode: input.reviewMode, gates: this.limits.gates, dimension: c.embedding_dimension, external: ext ?? null });
+      // Every rejection of an evaluated image carries its liveness result, whatever the reason.
+      const selectedLiveness = a.faces[a.selected]?.liveness;
+      const live = selectedLiveness ? { liveness: selectedLiveness } : {};
+      const r = reviewImage({ faces: a.faces, selected: a.selected, mode: input.reviewMode, gates: this.limits.gates, dimension: c.embedding_dimension, external: ext ?? null, liveness: this.limits.liveness });
       if ('reason' in r) {
-        rejected.push({ index: cand.index, filename: cand.filename, reason: r.reason });
+        rejected.push({ index: cand.index, filename: cand.filename, reason: r.reason, ...live });
         continue;
       }
       if (strict && index) {
@@ -249,7 +258,7 @@ export class PersonService {
           const otherPerson = store.personsBySeq([other!.personKey]).get(other!.personKey);
           rejected.push({
             index: cand.index, filename: cand.filename, reason: 'identity_similarity_conflict', same_person_similarity: maxSame,
-            other_person_similarity: other!.score, other_person_id: otherPerson?.person.id ?? null, matched_face_id: store.faceIdsBySeq([other!.faceKey]).get(other!.faceKey) ?? null,
+            other_person_similarity: other!.score, other_person_id: otherPerson?.person.id ?? null, matched_face_id: store.faceIdsBySeq([other!.faceKey]).get(other!.faceKey) ?? null, ...live,
           });
           continue;
         }
@@ -261,6 +270,7 @@ export class PersonService {
         face: {
           bounding_box: obs.bbox, landmarks: r.face.landmarks.map(([x, y]) => [x, y]), detection_score: obs.detection_score, quality: obs.quality, ...model,
           embedding_source: input.embeddingMode, embedding_contract_id: input.embeddingMode === 'external_trusted' ? c.embedding_contract_id : null,
+          ...(r.face.liveness ? { liveness: r.face.liveness } : {}),
         },
       });
     }

@@ -1,3 +1,4 @@
+import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js';
 import { l2Normalize, type AnalyzedFace } from '../inference/pipeline.js';
 
 export type ReviewMode = 'off' | 'standard' | 'strict';
@@ -6,7 +7,8 @@ export interface ReviewGates { minScore: number; minQuality: number; minFaceSize
 
 export type RejectionReason =
   | 'invalid_image' | 'image_too_large' | 'face_not_found' | 'multiple_faces' | 'face_too_small' | 'low_detection_score'
-  | 'low_quality' | 'extreme_pose' | 'invalid_embedding' | 'invalid_external_embedding' | 'invalid_landmarks' | 'identity_similarity_conflict';
+  | 'low_quality' | 'extreme_pose' | 'invalid_embedding' | 'invalid_external_embedding' | 'invalid_landmarks' | 'identity_similarity_conflict'
+  | 'liveness_fake' | 'liveness_input_rejected';
 
 /** |norm - 1| above this means the vector was not L2-normalised (the reference's tolerance). */
 export const NORM_TOLERANCE = 2e-4;
@@ -28,7 +30,8 @@ export function embeddingProblem(v: ArrayLike<number>, dim: number): string | nu
 
 /**
  * The registration review of one image (§3.5), in the reference's order: face presence, face count
- * (not in `off`), landmarks of trusted input, the embedding, then the quality gates (standard/strict).
+ * (not in `off`), liveness (normal mode, when registration checks it; no review or embedding mode
+ * bypasses it), landmarks of trusted input, the embedding, then the quality gates (standard/strict).
  * The strict identity check needs the index and runs later. Returns the face to store or the reason.
  */
 export function reviewImage(input: {
@@ -39,12 +42,16 @@ export function reviewImage(input: {
   dimension: number;
   /** A caller-supplied vector (external_trusted), or null to use the face's server embedding. */
   external: Float32Array | null;
+  /** The liveness policy when registration evaluates liveness, else null. */
+  liveness?: LivenessPolicy | null;
 }): { face: AnalyzedFace; embedding: Float32Array } | { reason: RejectionReason } {
   const { faces, mode, gates } = input;
   if (faces.length === 0) return { reason: 'face_not_found' };
   if (mode !== 'off' && faces.length !== 1) return { reason: 'multiple_faces' };
   const face = mode === 'off' ? faces[input.selected] : faces[0];
   if (!face) return { reason: 'face_not_found' };
+  const blocked = livenessBlock(input.liveness ?? null, face);
+  if (blocked) return { reason: blocked };
   if (input.external) {
     const ok = face.landmarks.length === 5 && face.landmarks.every((p) => p.length === 2 && Number.isFinite(p[0]) && Number.isFinite(p[1]));
     if (!ok) return { reason: 'invalid_landmarks' };

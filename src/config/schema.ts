@@ -50,6 +50,8 @@ export const ConfigSchema = z.strictObject({
       port: z.number().int().min(0).max(65535).default(8080),
       data_dir: z.string().default('/var/lib/vigil'),
       models_dir: z.string().default('/var/lib/vigil/models'),
+      /** The model catalog (packs, addons, pinned sources); the bundled models/manifest.json when absent. */
+      model_catalog: z.string().min(1).optional(),
       max_request_bytes: z.number().int().min(1024).default(64 * 1024 * 1024),
       max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
       max_image_pixels: z.number().int().min(1).default(40_000_000),
@@ -77,7 +79,7 @@ export const ConfigSchema = z.strictObject({
       /** ONNX Runtime graph optimisation; 'auto' times 'extended' and 'all' per model at startup. */
       graph_optimization: z.enum(['auto', 'basic', 'extended', 'all']).default('auto'),
       default_threshold: z.number().min(0).max(1).default(0.4),
-      // Reserved for the liveness addon (issue 4): accepted and validated now so files stay forward-compatible.
+      /** Runtime addons; ["liveness"] turns on the liveness check (absent = disabled, as legacy files). */
       addons: z.array(z.enum(['liveness'])).default([]),
       liveness_mode: z.enum(['normal', 'observe']).default('normal'),
       liveness_threshold: z.number().min(0).max(1).default(0.8),
@@ -85,7 +87,14 @@ export const ConfigSchema = z.strictObject({
       liveness_on_registration: z.boolean().default(false),
     })
     .prefault({}),
-  addons: z.strictObject({ auto_download: z.array(z.enum(['liveness'])).default([]) }).prefault({}),
+  addons: z
+    .strictObject({
+      /** `vigil models install` also fetches these addons, even when the pack is already installed. */
+      auto_download: z.array(z.enum(['liveness'])).default([]),
+      /** Folder or http(s) base URL tried before the pinned upstream URLs when the service downloads an addon. */
+      mirror: z.string().min(1).optional(),
+    })
+    .prefault({}),
   detection: DetectionConfigSchema.prefault({}),
   /** Defaults for new collections and the deployment limits (upstream's INSIGHTFACE_COLLECTION_* settings). */
   collections: z

@@ -5,6 +5,7 @@ import { errorEnvelope } from './errors.js';
 import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
+import { addonRoutes } from './routes/addons.js';
 import { collectionRoutes } from './routes/collections.js';
 import { faceRoutes } from './routes/faces.js';
 import { systemRoutes } from './routes/system.js';
@@ -12,7 +13,7 @@ import type { Runtime } from './runtime.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {

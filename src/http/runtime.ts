@@ -4,6 +4,7 @@ import type { InferenceEngine } from '../inference/engine.js';
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
 import type { SearchService } from '../collections/searchService.js';
+import type { LivenessManager } from '../addons/livenessManager.js';
 import type { FaceService } from '../inference/faceService.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
@@ -38,5 +39,6 @@ export interface Runtime {
   inference: Inference | null;
   collections: CollectionService;
   persons: PersonService;
+  liveness: LivenessManager;
   startedAt: Date;
 }

@@ -156,3 +156,23 @@ export const EmbeddingsBody = z
 export type FaceObservationT = z.infer<typeof FaceObservation>;
 export type ModelSummaryT = z.infer<typeof ModelSummary>;
 export type ModelComponentT = z.infer<typeof ModelComponent>;
+
+export const AddonPreparationError = z.object({ code: z.string(), message: z.string() }).meta(id('AddonPreparationError'));
+export const LivenessManagementResponse = z
+  .looseObject({
+    request_id: requestId,
+    enabled: z.boolean().describe('Whether liveness is active in the running Server.'),
+    installed: z.boolean().describe('Whether the local model files pass the pinned SHA-256 check.'),
+    configured_enabled: z.boolean().describe('Whether the current on-disk config enables liveness for the next startup.'),
+    restart_required: z.boolean(),
+    can_enable: z.boolean(),
+    unavailable_code: z.string().nullable(),
+    unavailable_reason: z.string().nullable(),
+    state: z.enum(['idle', 'downloading', 'ready', 'error']).describe('ready means the files are verified; it does not mean enabled or restarted.'),
+    error: AddonPreparationError.nullable(),
+    model_path: z.string(),
+    config_file: z.string().nullable(),
+  })
+  .meta(id('LivenessManagementResponse'));
+/** The enable action takes exactly `{}`. */
+export const EmptyBody = z.strictObject({});

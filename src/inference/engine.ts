@@ -1,6 +1,7 @@
 import { cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { ApiError } from '../errors.js';
+import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
@@ -16,6 +17,8 @@ export interface EngineOptions {
   intraOpThreads: number;
   graphOptimization: OptimizationLevel | 'auto';
   warmupSizes: [number, number][];
+  /** Verified liveness model files; absent when the addon is disabled. */
+  liveness?: (LivenessModelSpec & { path: string })[];
 }
 
 interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
@@ -75,6 +78,7 @@ export class InferenceEngine {
     return {
       detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
       deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
+      ...(this.options.liveness ? { liveness: this.options.liveness } : {}),
     };
   }
 
@@ -92,7 +96,9 @@ export class InferenceEngine {
           this.slots.push(slot);
           resolve();
         } else if (msg.type === 'failed') {
-          reject(new ApiError(500, 'model_load_failed', `Could not load the model pack: ${msg.message}`));
+          reject(msg.code === 'addon_model_invalid'
+            ? new ApiError(500, msg.code, `The liveness addon's models could not be loaded: ${msg.message}`)
+            : new ApiError(500, 'model_load_failed', `Could not load the model pack: ${msg.message}`));
         } else {
           const pending = slot.pending;
           slot.pending = undefined;

@@ -1,8 +1,31 @@
 import { ApiError, Messages } from '../errors.js';
 import type { InferenceEngine } from './engine.js';
+import { passed, type LivenessResult } from './liveness.js';
 import { cosineSimilarity, type AnalyzedFace, type AnalyzeRequest, type DetectionProfile } from './pipeline.js';
 
 export interface ImageLimits { maxBytes: number; maxPixels: number }
+
+/** The server's liveness settings ([inference] liveness_*); requests can never change them. */
+export interface LivenessPolicy {
+  mode: 'normal' | 'observe';
+  threshold: number;
+  compareScope: 'both' | 'source' | 'target';
+  onRegistration: boolean;
+}
+
+const DEFAULT_INPUT_REJECTED = 'Input does not meet liveness requirements. Adjust face position and retry.';
+
+/** The 422 for a selected face that failed liveness in normal mode. */
+export function livenessRejection(result: LivenessResult): ApiError {
+  if (result.status === 'input_rejected') return new ApiError(422, 'liveness_input_rejected', result.reason ?? DEFAULT_INPUT_REJECTED, { liveness: result });
+  return new ApiError(422, 'liveness_fake', 'The face did not pass the liveness check.', { liveness: result });
+}
+
+/** Why normal-mode liveness blocks this face, as the registration rejection reason; null when it does not. */
+export function livenessBlock(policy: LivenessPolicy | null, face: AnalyzedFace): 'liveness_fake' | 'liveness_input_rejected' | null {
+  if (!policy || policy.mode !== 'normal' || !face.liveness || passed(face.liveness)) return null;
+  return face.liveness.status === 'input_rejected' ? 'liveness_input_rejected' : 'liveness_fake';
+}
 
 /** Resolves the detection profile for an optional collection (404 unknown, 409 model mismatch). */
 export interface DetectionProfiles {
@@ -19,34 +42,46 @@ export class FaceService {
     private readonly limits: ImageLimits,
     private readonly maxDetectedFaces: number,
     readonly defaultThreshold: number,
+    readonly liveness: LivenessPolicy | null = null,
   ) {}
 
-  private request(image: Uint8Array, profile: DetectionProfile, maxFaces: number, embed: AnalyzeRequest['embed']): AnalyzeRequest {
-    return { image: { encoded: image }, limits: this.limits, profile, maxFaces, embed };
+  private request(image: Uint8Array, profile: DetectionProfile, maxFaces: number, embed: AnalyzeRequest['embed'], liveness: 'all' | 'selected' | null): AnalyzeRequest {
+    const p = this.liveness;
+    return { image: { encoded: image }, limits: this.limits, profile, maxFaces, embed, ...(p && liveness ? { liveness: { faces: liveness, mode: p.mode, threshold: p.threshold } } : {}) };
   }
 
   async detect(input: { image: Uint8Array; maxFaces?: number | null; collectionId?: string | null }, signal?: AbortSignal): Promise<AnalyzedImage> {
     const profile = this.profiles.resolve(input.collectionId);
     const cap = Math.min(input.maxFaces ?? this.maxDetectedFaces, this.maxDetectedFaces);
-    const r = await this.engine.analyze(this.request(input.image, profile, cap, 'none'), signal);
+    const r = await this.engine.analyze(this.request(input.image, profile, cap, 'none', 'all'), signal);
     return { width: r.width, height: r.height, faces: r.faces };
   }
 
-  /** The single selected face of an image with its embedding; 422 face_not_found when there is none. */
-  async embedOne(input: { image: Uint8Array; collectionId?: string | null }, signal?: AbortSignal): Promise<AnalyzedImage & { face: AnalyzedFace & { embedding: Float32Array } }> {
+  /**
+   * The single selected face of an image with its embedding; 422 face_not_found when there is none. With
+   * liveness on (and `checkLiveness`), a selected face that fails in normal mode is a 422 and is never
+   * replaced by another face; observe mode returns the result on the face and carries on.
+   */
+  async embedOne(input: { image: Uint8Array; collectionId?: string | null; checkLiveness?: boolean }, signal?: AbortSignal): Promise<AnalyzedImage & { face: AnalyzedFace & { embedding: Float32Array } }> {
     const profile = this.profiles.resolve(input.collectionId);
-    const r = await this.engine.analyze(this.request(input.image, profile, this.maxDetectedFaces, 'selected'), signal);
+    const r = await this.engine.analyze(this.request(input.image, profile, this.maxDetectedFaces, 'selected', input.checkLiveness === false ? null : 'selected'), signal);
     const face = r.faces[r.selected];
-    if (!face?.embedding) throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+    if (!face) throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+    if (livenessBlock(this.liveness, face)) throw livenessRejection(face.liveness!);
+    if (!face.embedding) {
+      if (face.liveness) throw new ApiError(422, 'embedding_unavailable', 'The face has no usable embedding.', { liveness: face.liveness });
+      throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+    }
     return { width: r.width, height: r.height, faces: r.faces, face: face as AnalyzedFace & { embedding: Float32Array } };
   }
 
   async compare(input: { source: Uint8Array; target: Uint8Array; threshold?: number | null; collectionId?: string | null }, signal?: AbortSignal) {
     const threshold = input.threshold ?? this.defaultThreshold;
+    const scope = this.liveness?.compareScope ?? 'both';
     // Both sides run concurrently; with more than one inference worker they really run in parallel.
     const [source, target] = await Promise.all([
-      this.embedOne({ image: input.source, collectionId: input.collectionId }, signal).catch((e: unknown) => { throw withSide(e, 'source'); }),
-      this.embedOne({ image: input.target, collectionId: input.collectionId }, signal).catch((e: unknown) => { throw withSide(e, 'target'); }),
+      this.embedOne({ image: input.source, collectionId: input.collectionId, checkLiveness: scope !== 'target' }, signal).catch((e: unknown) => { throw withSide(e, 'source'); }),
+      this.embedOne({ image: input.target, collectionId: input.collectionId, checkLiveness: scope !== 'source' }, signal).catch((e: unknown) => { throw withSide(e, 'target'); }),
     ]);
     const similarity = cosineSimilarity(source.face.embedding, target.face.embedding);
     return { matched: similarity >= threshold, similarity, threshold, source, target };

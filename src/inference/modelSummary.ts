@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import type { InstalledPack } from '../models/installed.js';
+import type { LivenessModelFile } from '../addons/livenessFiles.js';
 
 /** Compact JSON with sorted keys (Python's json.dumps(sort_keys=True, separators=(",", ":"))). */
 function canonicalJson(value: unknown): string {
@@ -41,11 +42,13 @@ export interface ModelInfo {
   provider: string;
   models: ModelComponentInfo[];
   license: Record<string, unknown> | null;
+  /** Active addons, listed apart from the base files (they never change model_digest). */
+  addons?: ModelComponentInfo[];
 }
 
 const stem = (file: string) => basename(file).replace(/\.onnx$/, '');
 
-export function describePack(pack: InstalledPack, provider: string): ModelInfo {
+export function describePack(pack: InstalledPack, provider: string, liveness?: LivenessModelFile[]): ModelInfo {
   return {
     model_id: pack.id,
     model_digest: modelDigest(pack),
@@ -57,5 +60,8 @@ export function describePack(pack: InstalledPack, provider: string): ModelInfo {
       { model_id: stem(pack.recognizer.file), task: 'face_recognition', sha256: pack.recognizer.sha256, file: pack.recognizer.file, input_size: [...pack.recognizer.input_size], embedding_dimension: pack.recognizer.embedding_dimension, preprocessing_version: pack.recognizer.preprocessing_version },
     ],
     license: { ...pack.license, components: pack.licenses },
+    ...(liveness ? {
+      addons: liveness.map((m) => ({ model_id: 'liveness', task: 'liveness', sha256: m.sha256, file: `addons/liveness/${m.file}`, input_size: [...m.input_size], embedding_dimension: null, preprocessing_version: `silent-face-${m.context_scale}x-${m.channel_order}` })),
+    } : {}),
   };
 }

@@ -25,6 +25,7 @@ export function faceObservation(face: AnalyzedFace, width: number, height: numbe
     detection_score: round(face.score, 6),
     quality: { ...face.quality },
   };
+  if (face.liveness) obs.liveness = { ...face.liveness };
   if (opts.embedding && face.embedding) obs.embedding = Array.from(face.embedding, (v) => round(v, 8));
   return obs;
 }

@@ -1,10 +1,11 @@
 import sharp from 'sharp';
 import { ApiError, Messages } from '../errors.js';
-import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
+import type { DetectorSpec, LivenessModelSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';
 import { byAreaDesc, clipCandidate, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
 import { decodeImage } from './image.js';
+import { classProbability, contextCrop, cropToTensor, livenessInputProblem, livenessVerdict, passed, rejected, type LivenessResult } from './liveness.js';
 import { boxStatistics, estimatePose, faceQuality, type FaceQuality, type Pose } from './quality.js';
 import { ort } from './sessions.js';
 
@@ -24,12 +25,19 @@ export interface AnalyzeRequest {
   embed: 'none' | 'selected' | 'all';
   /** Also return a JPEG of the selected face's box (registration with save_face_crops). */
   cropSelected?: { size: number; quality: number };
+  /**
+   * Liveness before recognition, on every face or only the selected one. In `normal` mode a face that is
+   * not live gets no embedding (and the selection is never moved to another face); `observe` embeds anyway.
+   */
+  liveness?: { faces: 'all' | 'selected'; mode: 'normal' | 'observe'; threshold: number };
 }
 
 export interface AnalyzedFace extends Candidate {
   quality: FaceQuality;
   pose: Pose;
   embedding?: Float32Array;
+  /** Present when liveness was evaluated for this face. */
+  liveness?: LivenessResult;
 }
 
 export interface AnalyzeResult {
@@ -40,13 +48,14 @@ export interface AnalyzeResult {
   selected: number;
   /** JPEG of the selected face's box resized to size x size, when asked for. */
   selectedCrop?: Uint8Array;
-  timings: { decode_ms: number; detect_ms: number; detect_model_ms: number; embed_ms: number; embed_model_ms: number };
+  timings: { decode_ms: number; detect_ms: number; detect_model_ms: number; liveness_ms: number; embed_ms: number; embed_model_ms: number };
 }
 
 /** Loaded sessions of one model pack. Lives inside an inference worker thread. */
 export interface PackSessions {
   detector: { spec: DetectorSpec; session: ort.InferenceSession };
   recognizer: { spec: RecognizerSpec; session: ort.InferenceSession };
+  liveness?: { spec: LivenessModelSpec; session: ort.InferenceSession }[];
 }
 
 /** Fraction of a small detector canvas left as black context; see `placeInCanvas`. */
@@ -56,6 +65,10 @@ export const CLOSE_UP_MAX_SIDE = 160;
 
 export class FacePipeline {
   constructor(private readonly models: PackSessions) {}
+
+  useLiveness(models: NonNullable<PackSessions['liveness']>): void {
+    this.models.liveness = models;
+  }
 
   async analyze(req: AnalyzeRequest): Promise<AnalyzeResult> {
     const t0 = performance.now();
@@ -68,19 +81,60 @@ export class FacePipeline {
     const t2 = performance.now();
     const selectedFace = selectSingleFace(faces, req.profile.single_face_selection, img.width, img.height);
     const selected = selectedFace ? faces.indexOf(selectedFace) : -1;
+    const live = req.liveness;
+    if (live) {
+      for (const f of live.faces === 'all' ? faces : selectedFace ? [selectedFace] : []) {
+        f.liveness = await this.liveness(img.data, img.width, img.height, f, live.threshold);
+      }
+    }
+    const t3 = performance.now();
     let embedModelMs = 0;
-    const toEmbed = req.embed === 'all' ? faces : req.embed === 'selected' && selectedFace ? [selectedFace] : [];
+    let toEmbed = req.embed === 'all' ? faces : req.embed === 'selected' && selectedFace ? [selectedFace] : [];
+    if (live?.mode === 'normal') toEmbed = toEmbed.filter((f) => !f.liveness || passed(f.liveness));
     for (const f of toEmbed) {
-      const r = await this.embed(img.data, img.width, img.height, f.landmarks);
-      f.embedding = r.embedding;
-      embedModelMs += r.modelMs;
+      try {
+        const r = await this.embed(img.data, img.width, img.height, f.landmarks);
+        f.embedding = r.embedding;
+        embedModelMs += r.modelMs;
+      } catch (e) {
+        // After a liveness evaluation the caller reports embedding_unavailable with the liveness result.
+        if (!f.liveness) throw e;
+      }
     }
     const selectedCrop = req.cropSelected && selectedFace ? await boxCrop(img.data, img.width, img.height, selectedFace.box, req.cropSelected) : undefined;
-    const t3 = performance.now();
+    const t4 = performance.now();
     return {
       width: img.width, height: img.height, faces, selected, ...(selectedCrop ? { selectedCrop } : {}),
-      timings: { decode_ms: t1 - t0, detect_ms: t2 - t1, detect_model_ms: detectModelMs, embed_ms: t3 - t2, embed_model_ms: embedModelMs },
+      timings: { decode_ms: t1 - t0, detect_ms: t2 - t1, detect_model_ms: detectModelMs, liveness_ms: t3 - t2, embed_ms: t4 - t3, embed_model_ms: embedModelMs },
     };
+  }
+
+  /**
+   * One face's liveness: the input gate first (no model runs for a rejected input), then every model of
+   * the ensemble on its own context crop. Any model failure or unusable output is 503
+   * liveness_unavailable: a broken model must never produce a verdict.
+   */
+  async liveness(rgb: Uint8Array, width: number, height: number, face: Candidate, threshold: number): Promise<LivenessResult> {
+    const models = this.models.liveness;
+    if (!models) throw livenessUnavailable('the liveness models are not loaded');
+    const problem = livenessInputProblem(face.box, face.landmarks, width, height);
+    if (problem) return rejected(problem);
+    const probabilities: number[] = [];
+    for (const { spec, session } of models) {
+      const [w, h] = spec.input_size;
+      const tensor = cropToTensor(rgb, width, contextCrop(face.box, width, height, spec.context_scale), w, h, spec.channel_order);
+      let logits: Float32Array;
+      try {
+        const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', tensor, [1, 3, h, w]) });
+        logits = out[session.outputNames[0]!]!.data as Float32Array;
+      } catch (e) {
+        throw livenessUnavailable(`${spec.file} failed to run: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+      }
+      const p = logits.length > spec.live_class ? classProbability(logits, spec.live_class) : NaN;
+      if (!(p >= 0 && p <= 1)) throw livenessUnavailable(`${spec.file} returned an unusable output`);
+      probabilities.push(p);
+    }
+    return livenessVerdict(probabilities, threshold);
   }
 
   /** Runs the detector at every profile size, then ONE global NMS over all candidates. */
@@ -152,6 +206,10 @@ export class FacePipeline {
     const raw = out[session.outputNames[0]!]!.data as Float32Array;
     return { embedding: l2Normalize(raw, spec.embedding_dimension), modelMs };
   }
+}
+
+function livenessUnavailable(cause: string): ApiError {
+  return new ApiError(503, 'liveness_unavailable', 'The liveness check could not run, so no verdict was given. Retry later; if it persists, check the liveness addon (vigil addons verify liveness).', { cause });
 }
 
 /** The face box (not the aligned face) as a square JPEG, like the reference's stored crops. */

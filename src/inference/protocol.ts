@@ -1,4 +1,4 @@
-import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
+import type { DetectorSpec, LivenessModelSpec, RecognizerSpec } from '../models/catalog.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { OptimizationLevel, ProviderName } from './sessions.js';
 
@@ -11,13 +11,15 @@ export interface WorkerInit {
   intraOpThreads: number;
   graphOptimization: OptimizationLevel | 'auto';
   warmupSizes: [number, number][];
+  /** The liveness ensemble, when the addon is enabled. */
+  liveness?: (LivenessModelSpec & { path: string })[];
 }
 
 export interface WorkerJob { id: number; request: AnalyzeRequest }
 
 export type WorkerReply =
   | { type: 'ready'; loadMs: number; warmupMs: number; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
-  | { type: 'failed'; message: string }
+  | { type: 'failed'; message: string; code?: string }
   | {
       type: 'result';
       id: number;

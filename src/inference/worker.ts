@@ -4,8 +4,8 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../errors.js';
-import { FacePipeline, type AnalyzeRequest } from './pipeline.js';
-import { ort, tunedSession, type SessionSettings } from './sessions.js';
+import { FacePipeline, type AnalyzeRequest, type PackSessions } from './pipeline.js';
+import { createSession, ort, tunedSession, type SessionSettings } from './sessions.js';
 import type { WorkerInit, WorkerReply, WorkerJob } from './protocol.js';
 
 const init = workerData as WorkerInit;
@@ -31,9 +31,36 @@ async function start(): Promise<FacePipeline> {
   if (dim !== init.recognizer.embedding_dimension) {
     throw new Error(`recognizer output has ${dim} values but the pack declares ${init.recognizer.embedding_dimension}`);
   }
+  const liveness = await loadLiveness(settings);
+  if (liveness) pipeline.useLiveness(liveness);
   const optimization = { detector: det.level, recognizer: rec.level };
   port.postMessage({ type: 'ready', loadMs, warmupMs: performance.now() - t1, optimization } satisfies WorkerReply);
   return pipeline;
+}
+
+class AddonInvalid extends Error {}
+
+/**
+ * The liveness ensemble, checked once on a blank crop: it must load, run at its input size and give at
+ * least live_class + 1 outputs. Values are not judged here (a blank crop is no face); real inputs are
+ * checked on every run and a bad output is a 503, never a verdict.
+ */
+async function loadLiveness(settings: SessionSettings): Promise<PackSessions['liveness']> {
+  if (!init.liveness) return undefined;
+  const models: NonNullable<PackSessions['liveness']> = [];
+  for (const spec of init.liveness) {
+    try {
+      const session = await createSession(spec.path, settings);
+      const [w, h] = spec.input_size;
+      const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
+      const n = (out[session.outputNames[0]!]!.data as Float32Array).length;
+      if (n <= spec.live_class) throw new Error(`output has ${n} values, class ${spec.live_class} expected`);
+      models.push({ spec, session });
+    } catch (e) {
+      throw new AddonInvalid(`${spec.file}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  return models;
 }
 
 function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['error'] {
@@ -53,5 +80,7 @@ start().then(
       );
     });
   },
-  (e: unknown) => port.postMessage({ type: 'failed', message: e instanceof Error ? e.message : String(e) } satisfies WorkerReply),
+  (e: unknown) => port.postMessage({
+    type: 'failed', message: e instanceof Error ? e.message : String(e), ...(e instanceof AddonInvalid ? { code: 'addon_model_invalid' } : {}),
+  } satisfies WorkerReply),
 );

@@ -74,6 +74,26 @@ export const PackSpecSchema = z.strictObject({
   recognizer: RecognizerSpecSchema,
 });
 
+/** One model of a liveness addon: a box-context crop (Silent-Face style) classified into live/spoof classes. */
+export const LivenessModelSpecSchema = z.strictObject({
+  file: FileName,
+  /** The crop is this many times the face box, centred on it. */
+  context_scale: z.number().positive(),
+  input_size: z.tuple([z.int().positive(), z.int().positive()]),
+  channel_order: ChannelOrder,
+  /** Index of the "real" class in the softmax output. */
+  live_class: z.int().min(0),
+});
+
+export const AddonSpecSchema = z.strictObject({
+  description: z.string(),
+  /** Ensemble: the live score is the mean of the models' live-class probabilities. */
+  models: z.array(LivenessModelSpecSchema).min(1),
+});
+
+export const ADDON_NAMES = ['liveness'] as const;
+export type AddonName = (typeof ADDON_NAMES)[number];
+
 export const CatalogSchema = z
   .strictObject({
     manifest_version: z.literal(1),
@@ -81,6 +101,7 @@ export const CatalogSchema = z
     licenses: z.record(z.string().min(1), LicenseSchema),
     files: z.record(FileName, FileSpecSchema),
     packs: z.record(PackId, PackSpecSchema),
+    addons: z.partialRecord(z.enum(ADDON_NAMES), AddonSpecSchema).default({}),
   })
   .superRefine(checkReferences);
 
@@ -93,6 +114,8 @@ export type FileSpec = z.infer<typeof FileSpecSchema>;
 export type DetectorSpec = z.infer<typeof DetectorSpecSchema>;
 export type RecognizerSpec = z.infer<typeof RecognizerSpecSchema>;
 export type PackSpec = z.infer<typeof PackSpecSchema>;
+export type LivenessModelSpec = z.infer<typeof LivenessModelSpecSchema>;
+export type AddonSpec = z.infer<typeof AddonSpecSchema>;
 export type Catalog = z.infer<typeof CatalogSchema>;
 
 /** A licence with its catalog id, as shown to users and stored in pack.json. */
@@ -100,7 +123,7 @@ export type LicenseEntry = License & { id: string };
 
 /** Names that must resolve inside the manifest (a dangling one would only fail mid-install). */
 function checkReferences(
-  catalog: { default_pack: string; licenses: Record<string, unknown>; files: Record<string, FileSpec>; packs: Record<string, PackSpec> },
+  catalog: { default_pack: string; licenses: Record<string, unknown>; files: Record<string, FileSpec>; packs: Record<string, PackSpec>; addons: Partial<Record<AddonName, AddonSpec>> },
   ctx: z.RefinementCtx,
 ): void {
   if (!(catalog.default_pack in catalog.packs)) {
@@ -117,6 +140,11 @@ function checkReferences(
         ctx.addIssue({ code: 'custom', path: ['packs', id, role, 'file'], message: `unknown file ${pack[role].file}` });
       }
     }
+  }
+  for (const [name, addon] of Object.entries(catalog.addons)) {
+    addon.models.forEach((m, i) => {
+      if (!(m.file in catalog.files)) ctx.addIssue({ code: 'custom', path: ['addons', name, 'models', i, 'file'], message: `unknown file ${m.file}` });
+    });
   }
 }
 
@@ -169,6 +197,12 @@ export function getPack(catalog: Catalog, packId: string): PackSpec {
 /** The pack's distinct files, detector first (edge packs may share one file in both roles). */
 export function packFileNames(pack: PackSpec): string[] {
   return [...new Set([pack.detector.file, pack.recognizer.file])];
+}
+
+export function getAddon(catalog: Catalog, name: AddonName): AddonSpec {
+  const addon = catalog.addons[name];
+  if (!addon) throw new ApiError(500, 'model_catalog_invalid', `the model catalog defines no ${name} addon`);
+  return addon;
 }
 
 export function getFile(catalog: Catalog, name: string): FileSpec {

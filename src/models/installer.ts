@@ -115,7 +115,7 @@ export async function installPack(opts: InstallOptions): Promise<InstallResult> 
   return { pack_id: opts.packId, dir, files, pack: packJson };
 }
 
-interface FileJob {
+export interface FileJob {
   packId: string;
   dir: string;
   name: string;
@@ -138,7 +138,7 @@ async function installFile(job: FileJob): Promise<FileOutcome> {
 }
 
 /** Tries each origin in order; the first whose bytes verify is published over `finalPath`. */
-async function fetchVerified(job: FileJob, finalPath: string): Promise<FileOrigin> {
+export async function fetchVerified(job: FileJob, finalPath: string): Promise<FileOrigin> {
   if (job.origins.length === 0) {
     throw new ApiError(
       503,
@@ -164,7 +164,7 @@ async function fetchVerified(job: FileJob, finalPath: string): Promise<FileOrigi
   throw allSourcesFailed(job, failures);
 }
 
-function matchesSpec(digest: Digest, spec: FileSpec): boolean {
+export function matchesSpec(digest: Digest, spec: FileSpec): boolean {
   return digest.sha256 === spec.sha256 && digest.size === spec.size;
 }
 

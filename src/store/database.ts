@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync, chmodSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiError } from '../errors.js';
-import { isProcessAlive } from '../system/processes.js';
+import { tryLockFile } from '../system/lockFile.js';
 
 export type Db = Database.Database;
 
@@ -80,44 +80,10 @@ export function quickCheck(db: Db): string {
   return rows.map((r) => r.quick_check).join('; ');
 }
 
-/**
- * An O_EXCL lock file holding our pid. A stale file (its pid no longer runs) is taken over, so a crash
- * never leaves the appliance unable to start.
- */
 function acquireProcessLock(lockPath: string): () => void {
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(lockPath, 'wx', 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => {
-        try {
-          if (readFileSync(lockPath, 'utf8') === String(process.pid)) unlinkSync(lockPath);
-        } catch { /* already gone */ }
-      };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-      const holder = readPid(lockPath);
-      if (holder !== null && holder !== process.pid && isProcessAlive(holder)) {
-        throw new ApiError(500, 'data_dir_locked', `Another Vigil process (pid ${holder}) is using this data directory (${lockPath}).`, { pid: holder });
-      }
-      if (holder === process.pid) throw new ApiError(500, 'data_dir_locked', `This process already holds ${lockPath}.`);
-      unlinkSync(lockPath);
-    }
-  }
-  throw new ApiError(500, 'data_dir_locked', `Could not lock ${lockPath}.`);
-}
-
-function readPid(path: string): number | null {
-  try {
-    const fd = openSync(path, 'r');
-    const buf = Buffer.alloc(32);
-    const n = readSync(fd, buf, 0, 32, 0);
-    closeSync(fd);
-    const pid = Number(buf.subarray(0, n).toString().trim());
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch {
-    return null;
-  }
+  const lock = tryLockFile(lockPath);
+  if ('release' in lock) return lock.release;
+  const who = lock.heldBy === process.pid ? 'This process already holds' : `Another Vigil process (pid ${lock.heldBy}) is using this data directory:`;
+  throw new ApiError(500, 'data_dir_locked', `${who} ${lockPath}.`, { pid: lock.heldBy });
 }
 

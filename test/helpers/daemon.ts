@@ -31,17 +31,24 @@ export const TEST_KEY = 'vigil-test-key-0123456789';
 
 export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }
 
-/** A real daemon on 127.0.0.1:<random> with its own data dir; `toml` is appended to the generated config. */
-export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string; dir?: string } = {}): Promise<TestDaemon> {
+/** A real daemon on 127.0.0.1:<random> with its own data dir; `server` lines go into [server], `toml` is appended. */
+export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string; dir?: string; server?: string[] } = {}): Promise<TestDaemon> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vigil-test-'));
   const modelsDir = opts.modelsDir ?? (await modelsDirWith(opts.pack ?? 'edge_s'));
   const file = join(dir, 'server.toml');
   writeFileSync(file, [
-    '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"',
+    '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"', ...(opts.server ?? []),
     opts.toml ?? '',
   ].join('\n'));
   const daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
-  if (opts.waitReady !== false) await daemon.ready;
+  if (opts.waitReady !== false) {
+    try {
+      await daemon.ready;
+    } catch (e) {
+      await daemon.close();
+      throw e;
+    }
+  }
   return Object.assign(daemon, { key: TEST_KEY, auth: { Authorization: `Bearer ${TEST_KEY}` } });
 }
 

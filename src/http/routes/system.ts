@@ -31,7 +31,10 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 200, schema: ModelsResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
-        ctx.body = { request_id: ctx.state.requestId, models: inf.model.models, execution_provider: inf.model.provider, license: inf.model.license, model_id: inf.model.model_id, model_digest: inf.model.model_digest };
+        ctx.body = {
+          request_id: ctx.state.requestId, models: inf.model.models, execution_provider: inf.model.provider, license: inf.model.license, model_id: inf.model.model_id, model_digest: inf.model.model_digest,
+          ...(inf.model.addons ? { addons: inf.model.addons } : {}),
+        };
       },
     },
     {

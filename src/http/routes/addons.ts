@@ -1,0 +1,71 @@
+import { ApiError } from '../../errors.js';
+import type { AppContext, RouteSpec } from '../route.js';
+import type { Runtime } from '../runtime.js';
+import { EmptyBody, LivenessManagementResponse } from '../schemas.js';
+
+/**
+ * A state-changing action a browser could be tricked into: a cross-site Origin, "null" (sandboxed frames,
+ * file://) or a malformed one is refused; same-origin pages and configured CORS origins are fine. Clients
+ * that send no Origin (curl, SDKs) are not browsers and pass.
+ */
+function assertOriginAllowed(ctx: AppContext, corsOrigins: string[]): void {
+  const origin = ctx.get('Origin');
+  if (!origin) return;
+  let parsed: URL | null = null;
+  try {
+    parsed = origin === 'null' ? null : new URL(origin);
+  } catch {
+    parsed = null;
+  }
+  const same = parsed !== null && parsed.origin === origin && parsed.host === ctx.host && parsed.protocol === `${ctx.protocol}:`;
+  if (same || (parsed !== null && corsOrigins.includes(origin))) return;
+  throw new ApiError(403, 'origin_not_allowed', 'This action is only accepted from the same origin or a configured CORS origin.', { origin });
+}
+
+/** The raw body, bounded; the enable action needs to know it is exactly {}. */
+async function readBody(ctx: AppContext, maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) throw new ApiError(413, 'request_too_large', `The request body exceeds ${maxBytes} bytes.`, { max_request_bytes: maxBytes });
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export function addonRoutes(rt: Runtime): RouteSpec[] {
+  const { config } = rt.loaded;
+  return [
+    {
+      method: 'get', path: '/v1/addons/liveness', operationId: 'liveness_status_v1_addons_liveness_get', summary: 'Liveness Status', tags: ['system'],
+      description: 'Liveness addon state. Never downloads anything.',
+      success: { status: 200, schema: LivenessManagementResponse },
+      handler: async (ctx) => {
+        ctx.body = { request_id: ctx.state.requestId, ...(await rt.liveness.status()) };
+      },
+    },
+    {
+      method: 'post', path: '/v1/addons/liveness/enable', operationId: 'enable_liveness_v1_addons_liveness_enable_post', summary: 'Enable Liveness', tags: ['system'],
+      description: 'Starts (or joins) the background job that downloads and verifies the liveness models, then enables liveness in server.toml ' +
+        'for the next start, keeping comments and other values. The running service is unchanged until it restarts.',
+      body: { contentType: 'application/json', schema: EmptyBody },
+      success: { status: 202, schema: LivenessManagementResponse },
+      handler: async (ctx) => {
+        if (!ctx.is('application/json')) throw new ApiError(415, 'json_required', 'Send Content-Type: application/json with the body {}.');
+        const text = await readBody(ctx, 1024);
+        let body: unknown;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        if (!EmptyBody.safeParse(body).success || Array.isArray(body)) throw new ApiError(400, 'invalid_addon_request', 'The body must be exactly {}.');
+        assertOriginAllowed(ctx, config.server.cors_origins);
+        const status = await rt.liveness.enable();
+        ctx.status = 202;
+        ctx.body = { request_id: ctx.state.requestId, ...status };
+      },
+    },
+  ];
+}
