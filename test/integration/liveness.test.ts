@@ -206,7 +206,7 @@ test('startup refuses an enabled addon that is missing or corrupt, naming the pa
   const corrupt = await modelsDir(true);
   const file = join(corrupt, 'addons/liveness/2.7_80x80_MiniFASNetV2.onnx');
   const bytes = readFileSync(file);
-  bytes[1000] ^= 0xff;
+  bytes[1000] = bytes[1000]! ^ 0xff;
   writeFileSync(file, bytes);
   const e2 = await t.throwsAsync(startTestDaemon({ modelsDir: corrupt, toml: livenessToml('normal', 'both', false) }));
   t.is((e2 as any).code, 'addon_model_invalid');
