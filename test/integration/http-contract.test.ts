@@ -202,8 +202,8 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
       const myBody = deref(ours, mine.requestBody.content[ct].schema)!;
       t.is(media.schema.$ref, mine.requestBody.content[ct].schema.$ref, `${r.path} body component name`);
       t.deepEqual([...(myBody.required ?? [])].sort(), [...(theirBody.required ?? [])].sort(), `${r.path} required fields`);
-      t.deepEqual(Object.keys(myBody.properties).sort(), Object.keys(theirBody.properties).sort(), `${r.path} body fields`);
-      for (const [name, p] of Object.entries(theirBody.properties) as [string, Json][]) {
+      t.deepEqual(Object.keys(myBody.properties ?? {}).sort(), Object.keys(theirBody.properties ?? {}).sort(), `${r.path} body fields`);
+      for (const [name, p] of Object.entries(theirBody.properties ?? {}) as [string, Json][]) {
         if (p.deprecated) t.true(myBody.properties[name].deprecated, `${r.path} ${name} deprecated`);
         if (p.contentMediaType) t.is(myBody.properties[name].contentMediaType, p.contentMediaType, `${r.path} ${name} is a file`);
       }
