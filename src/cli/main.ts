@@ -9,6 +9,9 @@ const USAGE = `vigil ${VERSION}
 Usage:
   vigil serve [--config FILE]              run the daemon (config path also from VIGIL_CONFIG)
   vigil models list|info|install|verify    manage model packs (vigil models --help)
+  vigil workspaces create|list|set-quota   scraper workspaces (vigil workspaces --help)
+  vigil keys create|list|revoke            workspace API keys
+  vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
 `;
 
@@ -28,6 +31,23 @@ async function main(argv: string[]): Promise<number> {
       const args = configIndex >= 0 ? rest.filter((_, i) => i !== configIndex && i !== configIndex + 1) : rest;
       const defaultModelsDir = loadConfig(configPath).config.server.models_dir;
       return runModelsCommand(args, undefined, { defaultModelsDir });
+    }
+    case 'workspaces':
+    case 'keys': {
+      const { runWorkspacesCommand } = await import('./workspaces.js');
+      return runWorkspacesCommand(command, rest);
+    }
+    case 'mcp': {
+      const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
+      const key = process.env.VIGIL_WORKSPACE_KEY;
+      if (!values.workspace || !key) {
+        process.stderr.write('usage: VIGIL_WORKSPACE_KEY=vgl_… vigil mcp --workspace ID [--url http://127.0.0.1:8080] [--config FILE]\n');
+        return 2;
+      }
+      const { config } = loadConfig(values.config);
+      const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+      const { runMcpStdio } = await import('../mcp/stdio.js');
+      return runMcpStdio({ url: values.url ?? `http://${host}:${config.server.port}`, workspaceId: values.workspace, key, style: config.scrapers.mcp_tool_names });
     }
     case '--version':
     case 'version':
