@@ -46,8 +46,16 @@ const advertised = (canonical: string, style: ToolNameStyle) => (style === 'unde
 
 /** JSON Schema for a tool: as clients send it (defaults optional), without the $schema noise. */
 function jsonSchema(schema: z.ZodType): { type: 'object'; [k: string]: unknown } {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
-  return { ...rest, type: 'object' };
+  const { $schema: _drop, ...doc } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  // A schema with a registered id comes back as {$ref, $defs}; tools need the object itself at the root.
+  const ref = typeof doc.$ref === 'string' ? /^#\/\$defs\/(.+)$/.exec(doc.$ref)?.[1] : undefined;
+  if (ref) {
+    const defs = { ...(doc.$defs as Record<string, Record<string, unknown>>) };
+    const root = defs[ref]!;
+    delete defs[ref];
+    return { ...root, ...(Object.keys(defs).length ? { $defs: defs } : {}), type: 'object' };
+  }
+  return { ...doc, type: 'object' };
 }
 
 /**
