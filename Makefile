@@ -35,6 +35,7 @@ bench: build
 	VIGIL_BENCH_DEPS=1 scripts/install-system-deps.sh
 	npx tsx bench/inference.ts
 	node --expose-gc --import tsx bench/search.ts
+	npx tsx bench/scrape.ts
 
 clean:
 	rm -rf dist var .tmp
