@@ -117,7 +117,13 @@ export class RedditClient {
         if (signal?.aborted) throw signal.reason;
         throw e;
       });
-      if (status === 200 && type.includes('json')) return JSON.parse(body) as unknown;
+      if (status === 200 && type.includes('json')) {
+        try {
+          return JSON.parse(body) as unknown;
+        } catch {
+          throw new ApiError(502, 'upstream_error', 'Reddit answered with invalid JSON.', { path });
+        }
+      }
       if (status === 401 && this.o.authMode === 'oauth' && !refreshed) {
         // An expired or revoked token: fetch a new one once, then retry without spending an attempt.
         refreshed = true;
