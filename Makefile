@@ -36,6 +36,7 @@ bench: build
 	npx tsx bench/inference.ts
 	node --expose-gc --import tsx bench/search.ts
 	npx tsx bench/liveness.ts
+	npx tsx bench/scrape.ts
 
 clean:
 	rm -rf dist var .tmp

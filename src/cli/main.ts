@@ -11,6 +11,9 @@ Usage:
   vigil serve [--config FILE]              run the daemon (config path also from VIGIL_CONFIG)
   vigil models list|info|install|verify    manage model packs (vigil models --help)
   vigil addons install|verify liveness     manage the liveness addon's models (vigil addons --help)
+  vigil workspaces create|list|set-quota   scraper workspaces (vigil workspaces --help)
+  vigil keys create|list|revoke            workspace API keys
+  vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
 `;
 
@@ -32,6 +35,23 @@ async function main(argv: string[]): Promise<number> {
       const options = { defaultModelsDir: config.server.models_dir, configFile: file ? resolve(file) : null, autoDownload: config.addons.auto_download, catalog: config.server.model_catalog };
       if (command === 'addons') return (await import('./addons.js')).runAddonsCommand(args, undefined, options);
       return (await import('./models.js')).runModelsCommand(args, undefined, options);
+    }
+    case 'workspaces':
+    case 'keys': {
+      const { runWorkspacesCommand } = await import('./workspaces.js');
+      return runWorkspacesCommand(command, rest);
+    }
+    case 'mcp': {
+      const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
+      const key = process.env.VIGIL_WORKSPACE_KEY;
+      if (!values.workspace || !key) {
+        process.stderr.write('usage: VIGIL_WORKSPACE_KEY=vgl_… vigil mcp --workspace ID [--url http://127.0.0.1:8080] [--config FILE]\n');
+        return 2;
+      }
+      const { config } = loadConfig(values.config);
+      const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+      const { runMcpStdio } = await import('../mcp/stdio.js');
+      return runMcpStdio({ url: values.url ?? `http://${host}:${config.server.port}`, workspaceId: values.workspace, key, style: config.scrapers.mcp_tool_names });
     }
     case '--version':
     case 'version':

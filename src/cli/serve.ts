@@ -26,6 +26,11 @@ import { CollectionStore } from '../store/collectionStore.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
+import { RunStore } from '../scrapers/runStore.js';
+import { ScrapeRunService } from '../scrapers/runService.js';
+import { ScrapeWorker } from '../scrapers/scrapeWorker.js';
+import { UsageMeter } from '../workspaces/usageMeter.js';
+import { WorkspaceStore } from '../workspaces/workspaceStore.js';
 
 export interface Daemon {
   runtime: Runtime;
@@ -51,6 +56,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const db = openDatabase(config.server.data_dir);
   if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
   let engine: InferenceEngine | null = null;
+  let scrapes: ScrapeRunService | null = null;
   try {
     const keys = new ApiKeyStore(db.db);
     if (config.auth.api_key) {
@@ -88,7 +94,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
       liveness: liveness?.onRegistration ? liveness : null,
     });
-    const runtime: Runtime = { loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, liveness: livenessManager };
+    // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
+    scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month)), new ScrapeWorker(config, log), config, log);
+    const runtime: Runtime = {
+      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons,
+      liveness: livenessManager, workspaces: new WorkspaceStore(db.db), scrapes,
+    };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
     await new Promise<void>((resolve, reject) => {
@@ -100,6 +111,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const address = server.address();
     const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
     log.info({ url, config_file: loaded.file }, 'listening');
+    scrapes.start();
 
     const ready = (async () => {
       const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack, catalog);
@@ -130,12 +142,14 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await livenessManager.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      await scrapes?.close();
       await ready.catch(() => undefined);
       await engine?.close();
       db.close();
     };
     return { runtime, server, ready, url, close };
   } catch (e) {
+    await (scrapes as ScrapeRunService | null)?.close();
     await (engine as InferenceEngine | null)?.close();
     db.close();
     throw e;

@@ -67,6 +67,8 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
     if (!key.success) throw new ApiError(500, 'config_invalid', `VIGIL_API_KEY: ${key.error.issues[0]!.message}`, { key: 'VIGIL_API_KEY' });
     c.auth.api_key = key.data;
   }
+  if (env.VIGIL_REDDIT_CLIENT_ID) c.scrapers.forum.client_id = env.VIGIL_REDDIT_CLIENT_ID;
+  if (env.VIGIL_REDDIT_CLIENT_SECRET) c.scrapers.forum.client_secret = env.VIGIL_REDDIT_CLIENT_SECRET;
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }

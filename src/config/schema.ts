@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SEARCH_PROFILES } from '../search/profiles.js';
+import { VERSION } from '../version.js';
 
 /**
  * server.toml. Every section is a strict object, so an unknown key is a startup error that names it.
@@ -39,6 +40,49 @@ export function inputSizesProblem(sizes: [number, number][]): string | null {
 
 /** Shared by the file and VIGIL_API_KEY so both get the same rule. */
 export const ApiKeySchema = z.string().min(16, 'the API key must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'the API key must be printable ASCII without spaces');
+
+/** Scrapers (workspaces, metering, the background worker) and the forum (Reddit) client. */
+export const ScrapersConfigSchema = z.strictObject({
+  /** Monthly items per workspace unless the workspace has its own quota (vigil workspaces create --quota). */
+  free_items_per_month: z.int().min(0).default(1000),
+  /** Runs queued or running at once across workspaces; more is 503 scrape_queue_full. */
+  max_queued_runs: z.int().min(1).max(10_000).default(32),
+  max_concurrent_runs: z.int().min(1).max(16).default(2),
+  /** Nice value of the scrape worker process (19 = lowest priority), so face inference keeps the CPU. */
+  worker_nice: z.int().min(0).max(19).default(19),
+  /** A synchronous scrape waits this long (capped below the request deadline), then answers 202 with the run. */
+  sync_wait_seconds: z.number().positive().max(3600).default(50),
+  /** Scraped items of finished runs are deleted after this (Reddit asks for deletions to propagate within 48 h); counts and billing stay. */
+  result_retention_hours: z.number().positive().default(48),
+  /** MCP tool names: "underscore" (forum_scrape, what Claude/OpenAI clients accept) or "dotted" (forum.scrape). Both are callable. */
+  mcp_tool_names: z.enum(['underscore', 'dotted']).default('underscore'),
+  forum: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** oauth = app-only client credentials (the supported path); anonymous = www.reddit.com/*.json, blocked from most networks since 2026. */
+      auth_mode: z.enum(['oauth', 'anonymous']).default('oauth'),
+      /** Prefer VIGIL_REDDIT_CLIENT_ID / VIGIL_REDDIT_CLIENT_SECRET in the environment. */
+      client_id: z.string().min(1).optional(),
+      client_secret: z.string().min(1).optional(),
+      api_base_url: z.url().default('https://oauth.reddit.com'),
+      token_url: z.url().default('https://www.reddit.com/api/v1/access_token'),
+      anonymous_base_url: z.url().default('https://www.reddit.com'),
+      user_agent: z.string().min(1).default(`server:vigil:v${VERSION} (self-hosted)`),
+      /** Reddit allows 100 per minute per OAuth client id (10 anonymous), averaged over 10 minutes. */
+      requests_per_minute: z.number().positive().max(60_000).default(100),
+      burst: z.int().min(1).max(1000).default(10),
+      request_timeout_seconds: z.number().positive().max(300).default(20),
+      max_retries: z.int().min(0).max(5).default(2),
+      retry_backoff_ms: z.int().min(0).max(60_000).default(1000),
+      /** A 429 asking to wait longer than this fails the source instead of holding the run. */
+      max_retry_wait_seconds: z.number().min(0).max(3600).default(60),
+      /** After an HTML "blocked" page, requests with this credential stop for this long. */
+      blocked_cooldown_seconds: z.number().min(0).max(86_400).default(3600),
+      /** "load more comments" / "continue this thread" expansions per post (PRAW's replace_more default is 32). */
+      max_more_requests_per_post: z.int().min(0).max(1000).default(32),
+    })
+    .prefault({}),
+});
 
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
 const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
@@ -120,6 +164,7 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
   web: z.strictObject({ disabled: z.boolean().default(false) }).prefault({}),
+  scrapers: ScrapersConfigSchema.prefault({}),
 });
 
 export type VigilConfig = z.infer<typeof ConfigSchema>;

@@ -1,6 +1,9 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { requireApiKey } from './auth.js';
+import { mountMcp } from '../mcp/httpTransport.js';
+import { scraperRoutes } from './routes/scrapers.js';
+import { requireWorkspaceKey } from './workspaceAuth.js';
 import { errorEnvelope } from './errors.js';
 import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
@@ -13,7 +16,7 @@ import type { Runtime } from './runtime.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...scraperRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -25,10 +28,13 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const openapi = buildOpenApi(routes);
   const router = new Router<AppState>();
   const auth = requireApiKey(rt.keys);
+  const workspaceAuth = requireWorkspaceKey(rt.workspaces);
   for (const r of routes) {
-    const guard = r.public || !config.auth.enabled ? [] : [auth];
+    // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
+    const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : [auth];
     router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
   }
+  mountMcp(router, rt);
   router.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
   });

@@ -7,6 +7,8 @@ export interface AppState {
   requestId: string;
   /** Aborts at the request deadline or when the client goes away. */
   signal: AbortSignal;
+  /** Set by the workspace-key guard on /workspaces/{workspace_id}/… routes. */
+  workspaceId?: string;
 }
 export type AppContext = Koa.ParameterizedContext<AppState> & { params: Record<string, string> };
 
@@ -24,6 +26,8 @@ export interface RouteSpec {
   description?: string;
   /** No Bearer auth (only GET /v1/health). */
   public?: boolean;
+  /** 'workspace': a workspace key (vgl_…) for the {workspace_id} in the path instead of the admin key. */
+  auth?: 'admin' | 'workspace';
   body?: { contentType: 'multipart/form-data' | 'application/json'; schema: z.ZodType };
   query?: z.ZodObject;
   /** Success status -> schema (null for an empty body or a non-JSON media type given in `media`). */

@@ -11,6 +11,8 @@ import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../store/apiKeys.js';
 import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
+import type { ScrapeRunService } from '../scrapers/runService.js';
+import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
 
 export interface HostInfo { os: string; architecture: string; cpu: { model: string; logical_cores: number } }
 
@@ -41,4 +43,6 @@ export interface Runtime {
   persons: PersonService;
   liveness: LivenessManager;
   startedAt: Date;
+  workspaces: WorkspaceStore;
+  scrapes: ScrapeRunService;
 }

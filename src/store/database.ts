@@ -24,10 +24,12 @@ export interface OpenedDatabase {
  * every pending numbered migration, each in its own transaction and recorded. A lock file next to it
  * makes a second daemon on the same data directory refuse to start instead of corrupting state.
  */
-export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR): OpenedDatabase {
+export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: { lock?: boolean } = {}): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, 'vigil.db');
-  const releaseLock = acquireProcessLock(`${path}.lock`);
+  // Admin CLI commands (workspaces, keys) share the file with a running daemon: SQLite's own locking
+  // keeps their small transactions safe; only a second daemon is refused.
+  const releaseLock = opts.lock === false ? () => undefined : acquireProcessLock(`${path}.lock`);
   let db: Db | undefined;
   try {
     const fresh = !existsSync(path);

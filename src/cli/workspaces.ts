@@ -1,0 +1,92 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../config/load.js';
+import { ApiError } from '../errors.js';
+import { openDatabase } from '../store/database.js';
+import { billingPeriod, UsageMeter } from '../workspaces/usageMeter.js';
+import { WorkspaceStore } from '../workspaces/workspaceStore.js';
+
+export interface CliIo { stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown } }
+
+const USAGE = `Usage:
+  vigil workspaces create --name NAME [--id ID] [--quota ITEMS]   create a workspace (quota: items/month; default from [scrapers])
+  vigil workspaces list                                            workspaces with this month's usage
+  vigil workspaces set-quota ID (ITEMS|default)
+  vigil keys create --workspace ID [--label TEXT]                  prints the key once; only its hash is stored
+  vigil keys list [--workspace ID]
+  vigil keys revoke KEY_ID
+Common: --config FILE (the daemon's server.toml, for data_dir), --json
+`;
+
+const quotaArg = (v: string): number | null => {
+  if (v === 'default') return null;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw new ApiError(400, 'invalid_request', `The quota must be a non-negative integer or "default" (got "${v}").`);
+  return n;
+};
+
+/** `vigil workspaces …` and `vigil keys …`: administration straight on the SQLite file (works while the daemon runs). */
+export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: string[], io: CliIo = process): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv, allowPositionals: true,
+    options: { config: { type: 'string', short: 'c' }, name: { type: 'string' }, id: { type: 'string' }, quota: { type: 'string' }, workspace: { type: 'string', short: 'w' }, label: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [action, ...rest] = positionals;
+  if (values.help || !action) {
+    io.stdout.write(USAGE);
+    return values.help ? 0 : 2;
+  }
+  const { config } = loadConfig(values.config);
+  const db = openDatabase(config.server.data_dir, undefined, { lock: false });
+  try {
+    const store = new WorkspaceStore(db.db);
+    const meter = new UsageMeter(db.db, config.scrapers.free_items_per_month);
+    const out = (json: unknown, text: string) => io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
+    const key = `${group} ${action}`;
+    switch (key) {
+      case 'workspaces create': {
+        if (!values.name) throw new ApiError(400, 'invalid_request', '--name is required.');
+        const ws = store.create({ id: values.id, name: values.name, monthlyItemQuota: values.quota === undefined ? null : quotaArg(values.quota) });
+        out(ws, `created workspace ${ws.id} (${ws.name}), quota ${ws.monthly_item_quota ?? `${config.scrapers.free_items_per_month} (default)`} items/month\nnext: vigil keys create --workspace ${ws.id}\n`);
+        return 0;
+      }
+      case 'workspaces list': {
+        const period = billingPeriod(new Date());
+        const rows = store.list().map((w) => ({ ...w, usage: meter.snapshot(w.id, period) }));
+        out(rows, rows.length ? rows.map((w) => `${w.id}\t${w.name}\tused ${w.usage.used}/${w.usage.quota} in ${period}\n`).join('') : 'no workspaces\n');
+        return 0;
+      }
+      case 'workspaces set-quota': {
+        const [id, quota] = rest;
+        if (!id || quota === undefined) throw new ApiError(400, 'invalid_request', 'usage: vigil workspaces set-quota ID (ITEMS|default)');
+        const ws = store.setQuota(id, quotaArg(quota));
+        out(ws, `workspace ${ws.id}: quota ${ws.monthly_item_quota ?? 'default'}\n`);
+        return 0;
+      }
+      case 'keys create': {
+        if (!values.workspace) throw new ApiError(400, 'invalid_request', '--workspace is required.');
+        const { key: k, token } = store.createKey(values.workspace, values.label ?? '');
+        out({ ...k, token }, `${token}\n`);
+        io.stderr.write(`key ${k.id} for workspace ${k.workspace_id}: shown once, store it now (only its hash is kept).\n`);
+        return 0;
+      }
+      case 'keys list': {
+        if (values.workspace) store.require(values.workspace);
+        const keys = store.listKeys(values.workspace);
+        out(keys, keys.length ? keys.map((k) => `${k.id}\t${k.workspace_id}\t${k.prefix}…\t${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\t${k.label}\n`).join('') : 'no keys\n');
+        return 0;
+      }
+      case 'keys revoke': {
+        const [id] = rest;
+        if (!id) throw new ApiError(400, 'invalid_request', 'usage: vigil keys revoke KEY_ID');
+        const k = store.revokeKey(id);
+        out(k, `revoked ${k.id} (workspace ${k.workspace_id})\n`);
+        return 0;
+      }
+      default:
+        io.stderr.write(`vigil: unknown command "${key}"\n${USAGE}`);
+        return 2;
+    }
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import { scraperKinds } from '../../scrapers/kinds.js';
+import { runResource } from '../../scrapers/runView.js';
+import { runResourceSchema } from '../../scrapers/scrapeResult.js';
+import { billingPeriod } from '../../workspaces/usageMeter.js';
+import { readJson, readQuery } from '../input.js';
+import type { AppContext, RouteSpec } from '../route.js';
+import type { Runtime } from '../runtime.js';
+
+const W = '/workspaces/{workspace_id}';
+
+export const UsageResponse = z
+  .object({
+    request_id: z.string(),
+    workspace_id: z.string(),
+    period: z.string().describe('UTC calendar month, YYYY-MM.'),
+    quota: z.int().describe('Items per month (the workspace override or [scrapers] free_items_per_month).'),
+    used: z.int(),
+    reserved: z.int().describe('Held by queued/running runs until they finish.'),
+    remaining: z.int(),
+    resets_at: z.string(),
+    by_kind: z.record(z.string(), z.object({ units: z.int(), runs: z.int() })),
+  })
+  .meta({ id: 'WorkspaceUsageResponse' });
+const UsageQuery = z.strictObject({ period: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected YYYY-MM').optional() });
+const RunListQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20), before: z.string().max(64).optional() });
+const AnyRun = runResourceSchema(z.unknown(), 'ScrapeRun');
+const RunPage = z.object({ request_id: z.string(), runs: z.array(AnyRun), next_before: z.string().nullable() }).meta({ id: 'ScrapeRunPage' });
+
+/** The longest a synchronous scrape holds the request: below the request deadline, so it can answer 202 instead. */
+export function syncWaitMs(rt: Runtime): number {
+  const { server, scrapers } = rt.loaded.config;
+  return Math.max(500, Math.min(scrapers.sync_wait_seconds, server.request_timeout_seconds - 2) * 1000);
+}
+
+export function scraperRoutes(rt: Runtime): RouteSpec[] {
+  const maxBytes = rt.loaded.config.server.max_request_bytes;
+  const ws = (ctx: AppContext) => ctx.state.workspaceId!;
+  const accepted = (ctx: AppContext, body: Record<string, unknown>) => {
+    ctx.status = 202;
+    ctx.set('Location', `/workspaces/${body.workspace_id as string}/runs/${body.run_id as string}`);
+    ctx.body = { request_id: ctx.state.requestId, ...body };
+  };
+  const perKind = scraperKinds().flatMap((k): RouteSpec[] => {
+    const Run = runResourceSchema(k.item, `${k.kind[0]!.toUpperCase()}${k.kind.slice(1)}ScrapeRun`);
+    return [
+      {
+        method: 'post', path: `${W}/scrapers/${k.kind}/scrape`, operationId: `${k.kind}_scrape`, summary: k.title, tags: ['scrapers'], auth: 'workspace',
+        description: `${k.description} Waits for the result (200); a run still going near the request deadline answers 202 with the run to poll. Quota is reserved up front (max_items) and settled to the returned items.`,
+        body: { contentType: 'application/json', schema: k.request }, success: { status: 200, schema: Run },
+        extraResponses: { 202: { schema: Run, description: 'Still running: poll Location.' } },
+        handler: async (ctx) => {
+          const request = await readJson(ctx, k.request, maxBytes);
+          const run = rt.scrapes.submit(ws(ctx), k.kind, request);
+          const done = await rt.scrapes.wait(run.id, syncWaitMs(rt), ctx.state.signal);
+          if (!done) return accepted(ctx, runResource(rt.scrapes.store, rt.scrapes.store.byId(run.id)!));
+          ctx.body = { request_id: ctx.state.requestId, ...runResource(rt.scrapes.store, done) };
+        },
+      },
+      {
+        method: 'post', path: `${W}/scrapers/${k.kind}/runs`, operationId: `${k.kind}_scrape_async`, summary: `${k.title} (async run)`, tags: ['scrapers'], auth: 'workspace',
+        description: 'Queues the run and answers 202 at once with the run resource (Location); poll it until its status is succeeded, partial or failed.',
+        body: { contentType: 'application/json', schema: k.request }, success: { status: 202, schema: Run },
+        handler: async (ctx) => {
+          const request = await readJson(ctx, k.request, maxBytes);
+          accepted(ctx, runResource(rt.scrapes.store, rt.scrapes.submit(ws(ctx), k.kind, request)));
+        },
+      },
+    ];
+  });
+  return [
+    ...perKind,
+    {
+      method: 'get', path: `${W}/runs/{run_id}`, operationId: 'get_scrape_run', summary: 'Get a scrape run', tags: ['scrapers'], auth: 'workspace',
+      success: { status: 200, schema: AnyRun },
+      handler: async (ctx) => {
+        ctx.body = { request_id: ctx.state.requestId, ...runResource(rt.scrapes.store, rt.scrapes.store.get(ws(ctx), ctx.params.run_id!)) };
+      },
+    },
+    {
+      method: 'get', path: `${W}/runs`, operationId: 'list_scrape_runs', summary: 'List scrape runs (newest first, without items)', tags: ['scrapers'], auth: 'workspace',
+      query: RunListQuery, success: { status: 200, schema: RunPage },
+      handler: async (ctx) => {
+        const q = readQuery(ctx, RunListQuery);
+        const rows = rt.scrapes.store.list(ws(ctx), q.limit + 1, q.before);
+        const page = rows.slice(0, q.limit);
+        ctx.body = { request_id: ctx.state.requestId, runs: page.map((r) => runResource(rt.scrapes.store, r, false)), next_before: rows.length > q.limit ? page.at(-1)!.id : null };
+      },
+    },
+    {
+      method: 'get', path: `${W}/usage`, operationId: 'get_workspace_usage', summary: 'Workspace usage and quota', tags: ['scrapers'], auth: 'workspace',
+      query: UsageQuery, success: { status: 200, schema: UsageResponse },
+      handler: async (ctx) => {
+        const q = readQuery(ctx, UsageQuery);
+        ctx.body = { request_id: ctx.state.requestId, workspace_id: ws(ctx), ...rt.scrapes.store.meter.snapshot(ws(ctx), q.period ?? billingPeriod(new Date())) };
+      },
+    },
+  ];
+}

@@ -1,0 +1,31 @@
+import type Koa from 'koa';
+import { ApiError } from '../errors.js';
+import { workspaceNotFound, type WorkspaceStore } from '../workspaces/workspaceStore.js';
+import { parseBearer } from './auth.js';
+import type { AppState } from './route.js';
+
+const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message, {}, { 'WWW-Authenticate': 'Bearer' });
+
+/** The workspace a Bearer workspace key (vgl_…) belongs to; 401 when missing, unknown or revoked. */
+export function workspaceOf(store: WorkspaceStore, authorization: string | undefined): string {
+  const presented = parseBearer(authorization);
+  if (!presented) throw unauthorized('A valid Bearer workspace key is required.');
+  const hit = store.authenticate(presented);
+  if (!hit) throw unauthorized('The workspace key is not valid.');
+  return hit.workspaceId;
+}
+
+/**
+ * Guard of the /workspaces/{workspace_id}/… routes: a key only opens its own workspace. Another
+ * workspace's path answers 404 workspace_not_found, the same as a workspace that does not exist, so
+ * a key cannot even learn which workspaces exist.
+ */
+export function requireWorkspaceKey(store: WorkspaceStore): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    const workspaceId = workspaceOf(store, ctx.get('Authorization') || undefined);
+    const wanted = (ctx as unknown as { params: Record<string, string> }).params.workspace_id;
+    if (wanted !== workspaceId) throw workspaceNotFound(wanted ?? '');
+    ctx.state.workspaceId = workspaceId;
+    await next();
+  };
+}

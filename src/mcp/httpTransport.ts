@@ -1,0 +1,51 @@
+import type Router from '@koa/router';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { z } from 'zod';
+import { readJson } from '../http/input.js';
+import type { AppContext, AppState } from '../http/route.js';
+import { syncWaitMs } from '../http/routes/scrapers.js';
+import type { Runtime } from '../http/runtime.js';
+import { workspaceOf } from '../http/workspaceAuth.js';
+import { runResource } from '../scrapers/runView.js';
+import { createMcpServer, type ScrapeBackend } from './mcpServer.js';
+
+/** Tool calls of one workspace, straight into the daemon's run queue. */
+export function inProcessBackend(rt: Runtime, workspaceId: string): ScrapeBackend {
+  const store = rt.scrapes.store;
+  return {
+    async scrape(kind, request, signal) {
+      const run = rt.scrapes.submit(workspaceId, kind, request);
+      const done = await rt.scrapes.wait(run.id, syncWaitMs(rt), signal);
+      return runResource(store, done ?? store.byId(run.id)!);
+    },
+    async getRun(runId) {
+      return runResource(store, store.get(workspaceId, runId));
+    },
+  };
+}
+
+/**
+ * MCP over Streamable HTTP at /mcp, stateless (a server and transport per POST), JSON responses. The
+ * Bearer workspace key chooses the workspace; GET/DELETE (sessions, server-sent streams) are 405.
+ */
+export function mountMcp(router: Router<AppState>, rt: Runtime): void {
+  const maxBytes = rt.loaded.config.server.max_request_bytes;
+  router.post('/mcp', async (koaCtx) => {
+    const ctx = koaCtx as unknown as AppContext;
+    const workspaceId = workspaceOf(rt.workspaces, ctx.get('Authorization') || undefined);
+    const body = await readJson(ctx, z.unknown(), maxBytes);
+    const server = createMcpServer(inProcessBackend(rt, workspaceId), rt.loaded.config.scrapers.mcp_tool_names);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    ctx.res.on('close', () => { void transport.close(); void server.close(); });
+    await server.connect(transport);
+    ctx.respond = false;
+    await transport.handleRequest(ctx.req, ctx.res, body);
+  });
+  const notAllowed = (koaCtx: { status: number; body: unknown; set(k: string, v: string): void }) => {
+    koaCtx.status = 405;
+    koaCtx.set('Allow', 'POST');
+    koaCtx.body = { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless (POST only).' }, id: null };
+  };
+  router.get('/mcp', notAllowed);
+  router.delete('/mcp', notAllowed);
+}

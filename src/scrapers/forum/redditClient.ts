@@ -1,0 +1,222 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, request, type Dispatcher } from 'undici';
+import { ApiError } from '../../errors.js';
+import { parseRateLimitHeaders, RedditRateLimiter } from './rateLimiter.js';
+
+export interface RedditClientOptions {
+  authMode: 'oauth' | 'anonymous';
+  clientId?: string | undefined;
+  clientSecret?: string | undefined;
+  apiBaseUrl: string;
+  tokenUrl: string;
+  anonymousBaseUrl: string;
+  userAgent: string;
+  requestsPerMinute: number;
+  burst: number;
+  requestTimeoutMs: number;
+  maxRetries: number;
+  retryBackoffMs: number;
+  maxRetryWaitMs: number;
+  blockedCooldownMs: number;
+}
+
+export interface RedditClientStats { requests: number; retries: number; tokenFetches: number; rateLimitWaits: number }
+
+/** Statuses worth another try (prawcore's set); 429 is handled on its own, honouring retry-after. */
+const RETRY_STATUSES = new Set([408, 500, 502, 503, 504, 520, 522]);
+const RETRY_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN']);
+const TIMEOUT_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+
+const blocked = (message: string, details: Record<string, unknown> = {}) =>
+  new ApiError(502, 'upstream_blocked', message, details);
+
+/** Seconds from Retry-After (delta seconds or an HTTP date). */
+export function retryAfterSeconds(value: string | undefined, now = Date.now()): number | null {
+  if (!value) return null;
+  if (/^\d+(\.\d+)?$/.test(value.trim())) return Number(value);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? null : Math.max(0, (at - now) / 1000);
+}
+
+/**
+ * Reddit's read API for one credential: app-only OAuth (client credentials; the token is cached and
+ * fetched again on a 401), rate limited per credential, bounded retries, typed errors. Anonymous mode
+ * (www.reddit.com + .json) exists for operators without an app; Reddit blocks it from most networks.
+ */
+export class RedditClient {
+  readonly stats: RedditClientStats = { requests: 0, retries: 0, tokenFetches: 0, rateLimitWaits: 0 };
+  private readonly limiter: RedditRateLimiter;
+  private readonly dispatcher: Dispatcher;
+  private token: { value: string; expiresAt: number } | null = null;
+  private tokenFetch: Promise<string> | null = null;
+  private blockedUntil = 0;
+  private blockedError: ApiError | null = null;
+  /** /api/morechildren must not run concurrently per credential (Reddit's rule). */
+  private moreChain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly o: RedditClientOptions) {
+    if (o.authMode === 'oauth' && (!o.clientId || !o.clientSecret)) {
+      throw new ApiError(503, 'scraper_not_configured', 'The forum scraper has no Reddit credentials: set [scrapers.forum] client_id/client_secret or VIGIL_REDDIT_CLIENT_ID/VIGIL_REDDIT_CLIENT_SECRET.');
+    }
+    this.limiter = new RedditRateLimiter(o.requestsPerMinute, o.burst);
+    this.dispatcher = new Agent({ connections: 4, headersTimeout: o.requestTimeoutMs, bodyTimeout: o.requestTimeoutMs, connectTimeout: o.requestTimeoutMs });
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+
+  /** GET a JSON document. `path` starts with "/"; raw_json=1 is always added (no HTML-escaped text). */
+  get(path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<unknown> {
+    return this.call('GET', path, params, signal);
+  }
+
+  /** /api/morechildren, one call at a time per credential. */
+  moreChildren(linkId: string, children: string[], sort: string, signal?: AbortSignal): Promise<unknown> {
+    const run = this.moreChain.then(() => this.call('GET', '/api/morechildren', { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' }, signal));
+    this.moreChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private url(path: string, params: Record<string, string | number | undefined>): string {
+    const anonymous = this.o.authMode === 'anonymous';
+    const base = (anonymous ? this.o.anonymousBaseUrl : this.o.apiBaseUrl).replace(/\/+$/, '');
+    const u = new URL(base + (anonymous ? `${path.replace(/\/+$/, '')}.json` : path));
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) u.searchParams.set(k, String(v));
+    u.searchParams.set('raw_json', '1');
+    return u.toString();
+  }
+
+  private async call(method: 'GET', path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<unknown> {
+    const url = this.url(path, params);
+    let refreshed = false;
+    for (let attempt = 0; ; attempt++) {
+      if (Date.now() < this.blockedUntil) throw this.blockedError!;
+      const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: 'application/json' };
+      if (this.o.authMode === 'oauth') headers.authorization = `bearer ${await this.accessToken(signal)}`;
+      await this.limiter.acquire(signal);
+      this.stats.requests++;
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(url, { method, headers, dispatcher: this.dispatcher, signal });
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        const code = (e as { code?: string }).code ?? '';
+        if (RETRY_ERRORS.has(code) && attempt < this.o.maxRetries) {
+          await this.backoff(attempt, signal);
+          continue;
+        }
+        if (TIMEOUT_ERRORS.has(code)) throw new ApiError(504, 'upstream_timeout', `Reddit did not answer within ${this.o.requestTimeoutMs / 1000} s (${attempt + 1} attempts).`, { path });
+        throw new ApiError(502, 'upstream_unreachable', `Reddit could not be reached: ${code || (e as Error).message}.`, { path });
+      }
+      const h = (name: string) => { const v = res.headers[name]; return Array.isArray(v) ? v[0] : v; };
+      this.limiter.update(parseRateLimitHeaders(h));
+      const type = h('content-type') ?? '';
+      const status = res.statusCode;
+      const body = await res.body.text().catch((e: unknown) => {
+        if (signal?.aborted) throw signal.reason;
+        throw e;
+      });
+      if (status === 200 && type.includes('json')) {
+        try {
+          return JSON.parse(body) as unknown;
+        } catch {
+          throw new ApiError(502, 'upstream_error', 'Reddit answered with invalid JSON.', { path });
+        }
+      }
+      if (status === 401 && this.o.authMode === 'oauth' && !refreshed) {
+        // An expired or revoked token: fetch a new one once, then retry without spending an attempt.
+        refreshed = true;
+        this.token = null;
+        attempt--;
+        continue;
+      }
+      if (status === 429) {
+        const rl = parseRateLimitHeaders(h);
+        const waitS = Math.max(retryAfterSeconds(h('retry-after')) ?? 0, rl?.reset ?? 0, 1);
+        this.limiter.pause(waitS * 1000);
+        if (attempt < this.o.maxRetries && waitS * 1000 <= this.o.maxRetryWaitMs) {
+          this.stats.rateLimitWaits++;
+          this.stats.retries++;
+          await sleep(waitS * 1000, undefined, { signal });
+          continue;
+        }
+        throw new ApiError(429, 'upstream_rate_limited', `Reddit rate-limited this credential (retry after ${Math.ceil(waitS)} s).`, { retry_after_seconds: Math.ceil(waitS), path });
+      }
+      if (RETRY_STATUSES.has(status) && attempt < this.o.maxRetries) {
+        await this.backoff(attempt, signal);
+        continue;
+      }
+      throw this.classify(status, type, body, h('location'), path);
+    }
+  }
+
+  private async backoff(attempt: number, signal?: AbortSignal): Promise<void> {
+    this.stats.retries++;
+    // Full jitter within [2^n - 1, 2^(n+1) - 1) * base: 0-2 s then 2-4 s for the 1 s default, as prawcore.
+    const base = this.o.retryBackoffMs;
+    await sleep(Math.round(base * 2 * attempt + Math.random() * base * 2), undefined, { signal });
+  }
+
+  private classify(status: number, type: string, body: string, location: string | undefined, path: string): ApiError {
+    const json = type.includes('json') ? safeJson(body) : null;
+    const reason = typeof json?.reason === 'string' ? json.reason : null;
+    if ((status === 403 && !json) || (status === 200 && !type.includes('json')) || (status >= 300 && status < 400 && /login/.test(location ?? ''))) {
+      // HTML where JSON was asked for: Reddit's network-policy block page or a login wall. Stop using
+      // this credential for a while instead of hammering (and never report it as an empty success).
+      const e = blocked(`Reddit blocked the request (HTTP ${status}${/whoa there|blocked/i.test(body) ? ', "blocked due to a network policy"' : ''}).`, { status, path, cooldown_seconds: this.o.blockedCooldownMs / 1000 });
+      this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
+      this.blockedError = e;
+      return e;
+    }
+    if (status === 403 && reason === 'private') return new ApiError(403, 'community_private', 'The community is private.', { path });
+    if (status === 403 && reason === 'quarantined') return new ApiError(403, 'community_quarantined', 'The community is quarantined (app-only access cannot opt in).', { path });
+    if (status === 403) return new ApiError(403, 'upstream_forbidden', `Reddit refused access (${reason ?? 'forbidden'}).`, { path, reason });
+    if (status === 404 && reason === 'banned') return new ApiError(404, 'community_banned', 'The community is banned.', { path });
+    if (status === 404 || (status >= 300 && status < 400)) return new ApiError(404, 'not_found', 'Reddit has nothing at this address.', { path });
+    if (status >= 500 || RETRY_STATUSES.has(status)) return new ApiError(502, 'upstream_unavailable', `Reddit answered HTTP ${status} after ${this.o.maxRetries + 1} attempts.`, { status, path });
+    if (status === 401) return new ApiError(502, 'upstream_auth_failed', 'Reddit rejected the access token twice.', { path });
+    return new ApiError(502, 'upstream_error', `Reddit answered HTTP ${status}${typeof json?.message === 'string' ? ` (${json.message})` : ''}.`, { status, path });
+  }
+
+  private accessToken(signal?: AbortSignal): Promise<string> {
+    if (this.token && Date.now() < this.token.expiresAt) return Promise.resolve(this.token.value);
+    this.tokenFetch ??= this.fetchToken(signal).finally(() => { this.tokenFetch = null; });
+    return this.tokenFetch;
+  }
+
+  private async fetchToken(signal?: AbortSignal): Promise<string> {
+    this.stats.tokenFetches++;
+    const basic = Buffer.from(`${this.o.clientId}:${this.o.clientSecret}`).toString('base64');
+    let res: Dispatcher.ResponseData;
+    try {
+      res = await request(this.o.tokenUrl, {
+        method: 'POST', dispatcher: this.dispatcher, signal,
+        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', 'user-agent': this.o.userAgent },
+        body: 'grant_type=client_credentials',
+      });
+    } catch (e) {
+      if (signal?.aborted) throw signal.reason;
+      throw new ApiError(502, 'upstream_unreachable', `The Reddit token endpoint could not be reached: ${(e as { code?: string }).code ?? (e as Error).message}.`);
+    }
+    const text = await res.body.text();
+    const json = safeJson(text);
+    if (res.statusCode !== 200 || typeof json?.access_token !== 'string') {
+      if (res.statusCode === 403 && !json) throw blocked('Reddit blocked the token request (HTML 403).', { status: 403 });
+      throw new ApiError(502, 'upstream_auth_failed', `Reddit refused the app credentials (HTTP ${res.statusCode}${typeof json?.error === 'string' ? `: ${json.error}` : ''}).`, { status: res.statusCode });
+    }
+    const ttl = typeof json.expires_in === 'number' ? json.expires_in : 3600;
+    // Renew a minute early so a request never leaves with a token about to expire.
+    this.token = { value: json.access_token, expiresAt: Date.now() + Math.max(10, ttl - 60) * 1000 };
+    return json.access_token;
+  }
+}
+
+function safeJson(text: string): Record<string, unknown> | null {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}

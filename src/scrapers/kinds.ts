@@ -1,0 +1,4 @@
+// Every scraper kind the daemon serves registers itself on import (the parent and the worker load this).
+import './forum/forumKind.js';
+
+export { scraperKind, scraperKinds } from './registry.js';

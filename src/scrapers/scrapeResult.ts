@@ -1,0 +1,68 @@
+import { z } from 'zod';
+
+/**
+ * What every scraper kind reports, whatever its items: one row per source (a URL, a query, a community)
+ * so a partial result says which sources failed and why, never a silent empty success.
+ */
+export const SourceProblem = z
+  .object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() })
+  .meta({ id: 'ScrapeSourceProblem' });
+
+export const SourceReport = z
+  .object({
+    source: z.string().describe('The input this row is about: a URL, "search:<query>" or "community:<name>".'),
+    status: z.enum(['ok', 'failed', 'not_started']).describe('not_started: the run reached its item limit before this source.'),
+    items: z.int().describe('Items this source contributed after de-duplication.'),
+    filtered: z.record(z.string(), z.int()).describe('Items dropped by request filters, by reason (nsfw, post_date_limit, ...).'),
+    problem: SourceProblem.optional(),
+  })
+  .meta({ id: 'ScrapeSourceReport' });
+export type SourceReportT = z.infer<typeof SourceReport>;
+
+/** What a runner (in the worker process) hands back for one run. */
+export interface ScrapeOutcome {
+  items: unknown[];
+  sources: SourceReportT[];
+  warnings: string[];
+  /** The runner stopped because it reached `limit` (max_items or the quota cap, whichever is lower). */
+  hitLimit: boolean;
+}
+
+export const RunStatus = z.enum(['queued', 'running', 'succeeded', 'partial', 'failed']);
+export type RunStatusT = z.infer<typeof RunStatus>;
+
+export const Billing = z
+  .object({
+    billed_units: z.int().describe('Units charged for this run: one per returned (de-duplicated) item; 0 for a failed run.'),
+    period: z.string(),
+    quota: z.int(),
+    used: z.int().describe('Units billed in the period, this run included.'),
+    remaining: z.int(),
+  })
+  .meta({ id: 'ScrapeBilling' });
+
+export const ScrapeError = z.object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()) }).meta({ id: 'ScrapeRunError' });
+
+/** A run as the API shows it; `items`/`sources` are present once it finished. */
+export function runResourceSchema(item: z.ZodType, name: string) {
+  return z
+    .object({
+      run_id: z.string(),
+      workspace_id: z.string(),
+      kind: z.string(),
+      status: RunStatus,
+      created_at: z.string(),
+      started_at: z.string().nullable(),
+      finished_at: z.string().nullable(),
+      item_count: z.int(),
+      items: z.array(item).optional().describe('Present when the run finished and its result was not purged yet.'),
+      sources: z.array(SourceReport).optional(),
+      warnings: z.array(z.string()).optional(),
+      truncated_by_max_items: z.boolean().optional(),
+      truncated_by_quota: z.boolean().optional().describe('True when the monthly quota cut the result short.'),
+      billing: Billing.optional(),
+      error: ScrapeError.nullable().optional(),
+      result_purged: z.boolean().optional().describe('The items were deleted after the retention period; counts and billing remain.'),
+    })
+    .meta({ id: name });
+}

@@ -1,0 +1,52 @@
+import type { Db } from '../store/database.js';
+
+/** The billing period of an instant: the UTC calendar month, "YYYY-MM". */
+export const billingPeriod = (at: Date): string => at.toISOString().slice(0, 7);
+/** First instant of the next period (when the quota resets). */
+export const periodEnd = (period: string): string => {
+  const [y, m] = period.split('-').map(Number) as [number, number];
+  return new Date(Date.UTC(y, m, 1)).toISOString();
+};
+
+export interface UsageSnapshot {
+  period: string;
+  quota: number;
+  /** Billed units of finished runs in the period. */
+  used: number;
+  /** Units held by queued/running runs (released when they finish). */
+  reserved: number;
+  remaining: number;
+  resets_at: string;
+  by_kind: Record<string, { units: number; runs: number }>;
+}
+
+/**
+ * Monthly usage per workspace: one returned item is one unit. Reading and reserving happen inside the
+ * caller's write transaction (RunStore), so two concurrent runs can never both take the last units.
+ */
+export class UsageMeter {
+  constructor(private readonly db: Db, private readonly defaultQuota: number) {}
+
+  quotaOf(workspaceId: string): number {
+    const row = this.db.prepare('SELECT monthly_item_quota AS q FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null } | undefined;
+    return row?.q ?? this.defaultQuota;
+  }
+
+  snapshot(workspaceId: string, period: string): UsageSnapshot {
+    const quota = this.quotaOf(workspaceId);
+    const rows = this.db.prepare('SELECT kind, units, runs FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind').all(workspaceId, period) as { kind: string; units: number; runs: number }[];
+    const used = rows.reduce((s, r) => s + r.units, 0);
+    const reserved = (this.db.prepare("SELECT COALESCE(SUM(reserved_units), 0) AS n FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running')")
+      .get(workspaceId, period) as { n: number }).n;
+    return {
+      period, quota, used, reserved, remaining: Math.max(0, quota - used - reserved), resets_at: periodEnd(period),
+      by_kind: Object.fromEntries(rows.map((r) => [r.kind, { units: r.units, runs: r.runs }])),
+    };
+  }
+
+  /** Adds a finished run's billed units (call inside the transaction that finalises the run). */
+  record(workspaceId: string, period: string, kind: string, units: number): void {
+    this.db.prepare(`INSERT INTO usage_monthly (workspace_id, period, kind, units, runs) VALUES (?, ?, ?, ?, 1)
+      ON CONFLICT (workspace_id, period, kind) DO UPDATE SET units = units + excluded.units, runs = runs + 1`).run(workspaceId, period, kind, units);
+  }
+}

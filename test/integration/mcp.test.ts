@@ -1,0 +1,83 @@
+import test from 'ava';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { REPO, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { FakeReddit } from '../helpers/fakeReddit.js';
+
+let fake: FakeReddit;
+let d: TestDaemon;
+let token = '';
+test.before(async () => {
+  fake = await FakeReddit.start();
+  d = await startTestDaemon({ toml: fake.toml() });
+  d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
+  d.runtime.workspaces.create({ id: 'other', name: 'Other' });
+  token = d.runtime.workspaces.createKey('acme').token;
+});
+test.after.always(async () => {
+  await d?.close();
+  await fake?.close();
+});
+
+const CLIENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+async function exercise(t: any, client: Client) {
+  const { tools } = await client.listTools();
+  t.deepEqual(tools.map((x) => x.name).sort(), ['forum_scrape', 'runs_get']);
+  t.true(tools.every((x) => CLIENT_NAME.test(x.name)), 'names Claude/OpenAI clients accept');
+  const forum = tools.find((x) => x.name === 'forum_scrape')!;
+  t.is(forum.inputSchema.type, 'object');
+  t.truthy((forum.inputSchema.properties as any).max_items);
+  t.true(forum.annotations?.readOnlyHint);
+  t.truthy(forum.outputSchema);
+
+  const res = await client.callTool({ name: 'forum_scrape', arguments: { urls: ['https://redd.it/1q2w3e4'], max_comments: 1 } });
+  t.falsy(res.isError);
+  const out = res.structuredContent as any;
+  t.is(out.status, 'succeeded');
+  t.deepEqual(out.items.map((i: any) => i.id), ['t3_1q2w3e4', 't1_kq1a']);
+  t.is(out.billing.billed_units, 2);
+  t.deepEqual(JSON.parse((res.content as any)[0].text), out, 'the same JSON as a text block for older clients');
+
+  const dotted = await client.callTool({ name: 'forum.scrape', arguments: { search_queries: ['x'], search_types: ['user'] } });
+  t.deepEqual((dotted.structuredContent as any).items.map((i: any) => i.dataType), ['user'], 'the dotted name is accepted too');
+
+  const run = await client.callTool({ name: 'runs_get', arguments: { run_id: out.run_id } });
+  t.is((run.structuredContent as any).run_id, out.run_id);
+
+  const bad = await client.callTool({ name: 'forum_scrape', arguments: { community: 'typescript', max_items: 1000 } });
+  t.true(bad.isError);
+  t.regex((bad.content as any)[0].text, /invalid_request.*max_items/);
+}
+
+test.serial('Streamable HTTP at /mcp: tools/list and tools/call with a workspace key', async (t) => {
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }));
+  try {
+    await exercise(t, client);
+  } finally {
+    await client.close();
+  }
+  const runs = d.runtime.scrapes.store.list('acme', 100);
+  t.true(runs.length >= 2);
+  t.deepEqual(d.runtime.scrapes.store.list('other', 100), [], 'calls are billed to the key\'s workspace');
+  const anonymous = new Client({ name: 'test', version: '1.0.0' });
+  await t.throwsAsync(anonymous.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${d.key}` } } })));
+  const get = await fetch(`${d.url}/mcp`, { headers: { Authorization: `Bearer ${token}` } });
+  t.is(get.status, 405);
+});
+
+test.serial('stdio (vigil mcp --workspace): tools/list and tools/call forwarded to the daemon', async (t) => {
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  const transport = new StdioClientTransport({
+    command: process.execPath, args: ['--import', 'tsx', 'src/cli/main.ts', 'mcp', '--workspace', 'acme', '--url', d.url], cwd: REPO,
+    env: { ...process.env, VIGIL_WORKSPACE_KEY: token } as Record<string, string>, stderr: 'pipe',
+  });
+  await client.connect(transport);
+  try {
+    await exercise(t, client);
+  } finally {
+    await client.close();
+  }
+});

@@ -1,0 +1,101 @@
+import test from 'ava';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runWorkspacesCommand } from '../../src/cli/workspaces.js';
+import { RunStore } from '../../src/scrapers/runStore.js';
+import { openDatabase } from '../../src/store/database.js';
+import { billingPeriod, periodEnd, UsageMeter } from '../../src/workspaces/usageMeter.js';
+import { WorkspaceStore } from '../../src/workspaces/workspaceStore.js';
+import { Sink } from '../helpers/shared.js';
+
+const fresh = () => mkdtempSync(join(tmpdir(), 'vigil-ws-'));
+
+test('keys are stored as sha256 only, shown once, scoped, revocable', (t) => {
+  const db = openDatabase(fresh());
+  try {
+    const store = new WorkspaceStore(db.db);
+    store.create({ id: 'acme', name: 'Acme' });
+    t.throws(() => store.create({ id: 'acme', name: 'again' }), { message: /already exists/ });
+    t.throws(() => store.create({ id: 'Bad Id', name: 'x' }), { message: /workspace id/ });
+    const { key, token } = store.createKey('acme', 'ci');
+    t.regex(token, /^vgl_[A-Za-z0-9_-]{43}$/);
+    t.true(token.startsWith(key.prefix));
+    const raw = db.db.prepare('SELECT * FROM workspace_keys').all() as Record<string, unknown>[];
+    t.false(JSON.stringify(raw.map((r) => ({ ...r, digest: (r.digest as Buffer).toString('hex') }))).includes(token.slice(4)), 'the token itself is not stored');
+    t.like(store.authenticate(token), { workspaceId: 'acme', keyId: key.id });
+    t.is(store.authenticate(`${token}x`), null);
+    t.is(store.authenticate('not-a-key'), null);
+    t.truthy(store.listKeys('acme')[0]!.last_used_at);
+    store.revokeKey(key.id);
+    t.is(store.authenticate(token), null);
+    t.throws(() => store.revokeKey(key.id), { message: /already revoked/ });
+    t.throws(() => store.createKey('nope'), { message: /does not exist/ });
+  } finally {
+    db.close();
+  }
+});
+
+test('quota reservations hold across connections: two writers never reserve past the quota; finishing bills once', (t) => {
+  const dir = fresh();
+  const a = openDatabase(dir, undefined, { lock: false });
+  const b = openDatabase(dir, undefined, { lock: false });
+  try {
+    new WorkspaceStore(a.db).create({ id: 'acme', name: 'Acme', monthlyItemQuota: 30 });
+    const ra = new RunStore(a.db, new UsageMeter(a.db, 1000));
+    const rb = new RunStore(b.db, new UsageMeter(b.db, 1000));
+    const runs = [ra, rb, ra, rb].map((s) => { try { return s.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 10, maxActive: 100 }); } catch (e) { return e as Error; } });
+    t.deepEqual(runs.map((r) => ('reserved_units' in r ? r.reserved_units : (r as { code?: string }).code)), [10, 10, 10, 'quota_exceeded']);
+    const [r1, r2, r3] = runs as { id: string }[];
+    rb.finish(r1!.id, { status: 'succeeded', itemCount: 7, result: { items: [] }, error: null });
+    ra.finish(r1!.id, { status: 'succeeded', itemCount: 7, result: { items: [] }, error: null }); // a second finish is a no-op
+    ra.finish(r2!.id, { status: 'failed', itemCount: 5, result: null, error: { code: 'x', message: 'x', details: {} } });
+    const period = billingPeriod(new Date());
+    t.like(ra.meter.snapshot('acme', period), { quota: 30, used: 7, reserved: 10, remaining: 13 });
+    ra.finish(r3!.id, { status: 'partial', itemCount: 99, result: null, error: null });
+    t.like(rb.meter.snapshot('acme', period), { used: 17, reserved: 0, remaining: 13, by_kind: { forum: { units: 17, runs: 2 } } });
+    t.is(ra.byId(r3!.id)!.billed_units, 10, 'never more than the reservation');
+    t.is(ra.byId(r2!.id)!.billed_units, 0, 'failed runs bill nothing');
+    t.is(ra.purgeResults(new Date(Date.now() + 1000)), 1);
+    t.truthy(ra.byId(r1!.id)!.result_purged_at);
+    t.is(periodEnd('2026-12'), '2027-01-01T00:00:00.000Z');
+  } finally {
+    a.close();
+    b.close();
+  }
+});
+
+test('the queue bound refuses runs with 503 scrape_queue_full', (t) => {
+  const db = openDatabase(fresh());
+  try {
+    new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
+    const runs = new RunStore(db.db, new UsageMeter(db.db, 1000));
+    runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 1, maxActive: 1 });
+    t.throws(() => runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 1, maxActive: 1 }), { message: /queue is full/ });
+  } finally {
+    db.close();
+  }
+});
+
+test('CLI: workspaces create/list/set-quota, keys create/list/revoke', async (t) => {
+  const dir = fresh();
+  const config = join(dir, 'server.toml');
+  writeFileSync(config, `[server]\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n[scrapers]\nfree_items_per_month = 77\n`);
+  const run = async (group: 'workspaces' | 'keys', ...args: string[]) => {
+    const io = { stdout: new Sink(), stderr: new Sink() };
+    const code = await runWorkspacesCommand(group, [...args, '--config', config], io);
+    return { code, out: io.stdout.text, err: io.stderr.text };
+  };
+  t.regex((await run('workspaces', 'create', '--name', 'Acme', '--id', 'acme')).out, /created workspace acme .*quota 77 \(default\)/);
+  await t.throwsAsync(run('workspaces', 'create', '--id', 'x'), { message: /--name is required/ });
+  t.regex((await run('workspaces', 'list')).out, /^acme\tAcme\tused 0\/77 in \d{4}-\d{2}\n$/);
+  t.regex((await run('workspaces', 'set-quota', 'acme', '500')).out, /quota 500/);
+  const created = await run('keys', 'create', '--workspace', 'acme', '--label', 'ci', '--json');
+  const key = JSON.parse(created.out);
+  t.regex(key.token, /^vgl_/);
+  const list = await run('keys', 'list', '--workspace', 'acme');
+  t.false(list.out.includes(key.token), 'lists never show the token');
+  t.regex(list.out, new RegExp(`${key.id}\\tacme\\t${key.prefix}…\\tactive\\tci`));
+  t.regex((await run('keys', 'revoke', key.id)).out, /revoked/);
+  t.regex((await run('keys', 'list')).out, /revoked /);
+});
