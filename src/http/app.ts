@@ -7,12 +7,13 @@ import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
 import { collectionRoutes } from './routes/collections.js';
 import { faceRoutes } from './routes/faces.js';
+import { monitorRoutes } from './routes/monitors.js';
 import { systemRoutes } from './routes/system.js';
 import type { Runtime } from './runtime.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt)];
+  return [...systemRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...monitorRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {

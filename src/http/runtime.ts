@@ -6,6 +6,7 @@ import type { PersonService } from '../collections/personService.js';
 import type { SearchService } from '../collections/searchService.js';
 import type { FaceService } from '../inference/faceService.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
+import type { MonitorManager } from '../monitors/monitorManager.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../store/apiKeys.js';
 import type { OpenedDatabase } from '../store/database.js';
@@ -38,5 +39,6 @@ export interface Runtime {
   inference: Inference | null;
   collections: CollectionService;
   persons: PersonService;
+  monitors: MonitorManager;
   startedAt: Date;
 }
