@@ -89,8 +89,9 @@ export class GstFrameSource {
       if (data) this.handlers.frame(data, width, height);
       sink.pull!(onSample);
     };
-    sink.pull(onSample);
+    // Playing first: a pull that reaches an appsink which has not started yet returns "end of stream".
     pipeline.play();
+    sink.pull(onSample);
     this.watchdog = setInterval(() => {
       const now = Date.now();
       if (this.lastFrameAt === 0 && now - this.startedAt > this.options.openTimeoutMs) this.fail(`no frame within ${this.options.openTimeoutMs / 1000} s of connecting`);

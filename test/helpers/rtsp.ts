@@ -26,7 +26,7 @@ export async function renderScenario(segments: Segment[], o: { width: number; he
   return dir;
 }
 
-export interface RtspServer { port: number; url: (mount?: string) => string; child: ChildProcess; stop(): Promise<void> }
+export interface RtspServer { port: number; frames: string; url: (mount?: string) => string; child: ChildProcess; stop(): Promise<void> }
 
 /**
  * Starts test/rtsp/server.py (GstRtspServer, Debian's python3-gi: /usr/bin/python3, not a pyenv one)
@@ -57,7 +57,7 @@ export async function startRtspServer(o: { frames: string; fps: number; port?: n
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
-    port, child,
+    port, child, frames: o.frames,
     url: (mount = '/stream') => `rtsp://127.0.0.1:${port}${mount}`,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
