@@ -22,7 +22,8 @@ export function rtspUrlProblem(raw: string): string | null {
 export function redactRtspUrl(raw: string): string {
   const url = new URL(raw);
   // WHATWG URL keeps IPv6 hosts bracketed in `hostname` for non-special schemes such as rtsp.
-  const host = url.hostname.includes(':') && !url.hostname.startsWith('[') ? `[${url.hostname}]` : url.hostname;
+  const name = url.hostname.toLowerCase();
+  const host = name.includes(':') && !name.startsWith('[') ? `[${name}]` : name;
   return `${url.protocol}//${host}${url.port ? `:${url.port}` : ''}${url.pathname}`;
 }
 

@@ -49,7 +49,8 @@ export class Tracker<P> {
 
   /** Associates one frame's faces (at time `now`, ms) and returns the events, plus each face's track id. */
   update(detections: Detection<P>[], now: number): { events: TrackEvent<P>[]; trackIds: string[] } {
-    const events: TrackEvent<P>[] = [];
+    // Tracks unseen for the absence timeout end first, so a face after a long gap starts a new track.
+    const events: TrackEvent<P>[] = this.expire(now);
     const pairs: { d: number; t: number; iou: number }[] = [];
     detections.forEach((det, d) => this.tracks.forEach((track, t) => {
       if (det.personId && track.personId && det.personId !== track.personId) return;
@@ -85,7 +86,6 @@ export class Tracker<P> {
         track.announced = this.emit(det.kind === 'matched' ? 'person_enter' : 'unknown_enter', track, now, events);
       }
     });
-    events.push(...this.expire(now));
     return { events, trackIds: trackOf.map((t) => t!.id) };
   }
 

@@ -32,10 +32,11 @@ export interface RtspServer { port: number; frames: string; url: (mount?: string
  * Starts test/rtsp/server.py (GstRtspServer, Debian's python3-gi: /usr/bin/python3, not a pyenv one)
  * and resolves once it listens. `port` 0 picks a free one; pass the old port to restart in place.
  */
-export async function startRtspServer(o: { frames: string; fps: number; port?: number; mounts?: string[]; bitrate?: number }): Promise<RtspServer> {
+export async function startRtspServer(o: { frames: string; fps: number; port?: number; mounts?: string[]; bitrate?: number; markFrame?: number; onMark?: (ms: number) => void }): Promise<RtspServer> {
   const args = [join(REPO, 'test/rtsp/server.py'), '--frames', o.frames, '--fps', String(o.fps), '--port', String(o.port ?? 0)];
   for (const m of o.mounts ?? []) args.push('--mount', m);
   if (o.bitrate) args.push('--bitrate', String(o.bitrate));
+  if (o.markFrame !== undefined) args.push('--mark-frame', String(o.markFrame));
   const child = spawn('/usr/bin/python3', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
@@ -44,6 +45,7 @@ export async function startRtspServer(o: { frames: string; fps: number; port?: n
     const timer = setTimeout(() => reject(new Error(`RTSP server did not start: ${stderr}`)), 20_000);
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
+      for (const mark of c.toString().matchAll(/MARK (\d+)/g)) o.onMark?.(Number(mark[1]));
       const m = /READY (\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
