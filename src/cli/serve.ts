@@ -130,10 +130,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (closed) return;
       closed = true;
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      monitors.close();
+      const monitorsStopped = monitors.close();
       server.closeAllConnections();
       await ready.catch(() => undefined);
-      monitors.close();
+      await Promise.all([monitorsStopped, monitors.close()]);
       await engine?.close();
       db.close();
     };

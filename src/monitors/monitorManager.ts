@@ -147,10 +147,10 @@ export class MonitorManager {
     if (next.enabled && (!running || restart)) started = this.startSession(next); // throws before anything is written
     this.store.update(next);
     if (started) {
-      running?.stop();
+      this.retire(running);
       this.sessions.set(id, started);
     } else if (!next.enabled && running) {
-      running.stop();
+      this.retire(running);
       this.sessions.delete(id);
     } else running?.applyLive(next);
     if (started || !next.enabled) this.restoreErrors.delete(id);
@@ -159,7 +159,7 @@ export class MonitorManager {
 
   delete(id: string): void {
     this.record(id);
-    this.sessions.get(id)?.stop();
+    this.retire(this.sessions.get(id));
     this.sessions.delete(id);
     this.restoreErrors.delete(id);
     this.store.delete(id);
@@ -243,8 +243,20 @@ export class MonitorManager {
     return this.sessions.size;
   }
 
-  close(): void {
-    for (const s of this.sessions.values()) s.stop();
+  /** Stops every session and waits until none has an inference in flight. */
+  async close(): Promise<void> {
+    const all = [...this.sessions.values(), ...this.stopping];
+    for (const s of all) s.stop();
     this.sessions.clear();
+    await Promise.all(all.map((s) => s.finished));
+  }
+
+  /** Sessions stopped by patch/delete whose last inference may still be running. */
+  private readonly stopping = new Set<MonitorSession>();
+  private retire(s: MonitorSession | undefined): void {
+    if (!s) return;
+    s.stop();
+    this.stopping.add(s);
+    void s.finished.then(() => this.stopping.delete(s));
   }
 }

@@ -73,6 +73,7 @@ export class MonitorSession {
   private lastInferenceAt: number | null = null;
   private processingMs: number | null = null;
   private readonly inferenceStarts: number[] = [];
+  private loop: Promise<void> = Promise.resolve();
 
   constructor(record: MonitorRecord, private readonly deps: SessionDeps) {
     this.record = record;
@@ -89,7 +90,15 @@ export class MonitorSession {
   /** Starts reading and inferring. Throws only when the pipeline cannot be built at all (configuration). */
   start(): void {
     this.connect(true);
-    void this.inferenceLoop();
+    this.loop = this.inferenceLoop();
+  }
+
+  /**
+   * Resolves when the inference loop has exited, i.e. no inference of this session is still running in a
+   * worker (the engine must not be closed under one: terminating a worker mid-run aborts the process).
+   */
+  get finished(): Promise<void> {
+    return this.loop;
   }
 
   stop(): void {
