@@ -10,9 +10,10 @@ run: deps build models
 	./scripts/run-dev.sh
 
 deps: node_modules
-	./scripts/install-system-deps.sh
 
+# System packages first: npm ci compiles gstreamer-superficial against the GStreamer headers.
 node_modules: package-lock.json
+	./scripts/install-system-deps.sh
 	npm ci --no-audit --no-fund
 	@touch node_modules
 

@@ -3,6 +3,11 @@
 # (Debian 13 ships 20.x; on Debian 12 install Node 20 from your usual source first).
 set -euo pipefail
 need=(ca-certificates)
+# RTSP monitors: GStreamer with RTSP and H.264 decoding, the headers gstreamer-superficial (a native addon
+# built by npm ci) compiles against, and the GStreamer RTSP server the tests stream from (Debian's python3-gi).
+need+=(pkg-config build-essential libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
+  gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
+  gir1.2-gst-rtsp-server-1.0 python3-gi)
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   need+=(nodejs npm)
 fi

@@ -31,6 +31,10 @@ import { ScrapeRunService } from '../scrapers/runService.js';
 import { ScrapeWorker } from '../scrapers/scrapeWorker.js';
 import { UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';
+import { CredentialCipher } from '../monitors/credentialCipher.js';
+import { MonitorManager } from '../monitors/monitorManager.js';
+import type { SessionDeps } from '../monitors/monitorSession.js';
+import { MonitorStore } from '../monitors/monitorStore.js';
 
 export interface Daemon {
   runtime: Runtime;
@@ -82,7 +86,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const store = new CollectionStore(db.db);
     const indexes = new SearchIndexes(store, config.collections.search_threads);
     let active: Runtime['inference'] = null;
-    const collections = new CollectionService(store, indexes, CursorCodec.open(config.server.data_dir), {
+    const cursors = CursorCodec.open(config.server.data_dir);
+    const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: config.inference.default_threshold, systemProfile,
     }, () => active?.model ?? null);
     const persons = new PersonService(collections, () => {
@@ -94,11 +99,15 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
       liveness: liveness?.onRegistration ? liveness : null,
     });
+    let monitorDeps: SessionDeps | null = null;
+    const mc = config.monitors;
+    const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
+    warnSmallThreadpool(mc.max_streams, log);
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month)), new ScrapeWorker(config, log), config, log);
     const runtime: Runtime = {
       loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons,
-      liveness: livenessManager, workspaces: new WorkspaceStore(db.db), scrapes,
+      liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes,
     };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
@@ -113,6 +122,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     log.info({ url, config_file: loaded.file }, 'listening');
     scrapes.start();
 
+    let closed = false;
     const ready = (async () => {
       const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack, catalog);
       // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
@@ -132,18 +142,30 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
       active = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, faces) };
       runtime.inference = active;
+      const search = active.search, inferenceEngine = engine;
+      monitorDeps = {
+        analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
+        identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
+        source: {
+          pipeline: mc.pipeline, latencyMs: mc.latency_ms, openTimeoutMs: mc.open_timeout_seconds * 1000,
+          readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
+        },
+        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log,
+      };
+      if (!closed) monitors.restore();
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
     })();
 
-    let closed = false;
     const close = async () => {
       if (closed) return;
       closed = true;
       await livenessManager.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      const monitorsStopped = monitors.close();
       server.closeAllConnections();
       await scrapes?.close();
       await ready.catch(() => undefined);
+      await Promise.all([monitorsStopped, monitors.close()]);
       await engine?.close();
       db.close();
     };
@@ -153,6 +175,19 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     await (engine as InferenceEngine | null)?.close();
     db.close();
     throw e;
+  }
+}
+
+/**
+ * Each monitor keeps one GStreamer pull waiting in libuv's thread pool (gstreamer-superficial blocks a
+ * pool thread per pull), and onnxruntime and sharp queue on the same pool. With the default 4 threads,
+ * 4 monitors would starve inference. UV_THREADPOOL_SIZE must be set before Node starts (run-dev.sh and
+ * the systemd unit do), so here we can only warn.
+ */
+function warnSmallThreadpool(maxStreams: number, log: ReturnType<typeof createLogger>): void {
+  const size = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+  if (maxStreams > 0 && size < maxStreams + 4) {
+    log.warn({ uv_threadpool_size: size, max_streams: maxStreams, recommended: maxStreams + 8 }, 'UV_THREADPOOL_SIZE is small for [monitors].max_streams: set it in the environment before starting Vigil');
   }
 }
 

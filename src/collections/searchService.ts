@@ -1,7 +1,7 @@
 import type { FaceService } from '../inference/faceService.js';
 import { clipSimilarity } from '../search/profiles.js';
 import type { CollectionService } from './collectionService.js';
-import type { PersonT } from './model.js';
+import type { CollectionT, PersonT } from './model.js';
 
 export interface SearchMatch { person: PersonT; similarity: number; matched_face_id: string }
 
@@ -31,5 +31,23 @@ export class SearchService {
     }
     matches.sort((a, b) => b.score - a.score || (a.person.id < b.person.id ? -1 : a.person.id > b.person.id ? 1 : 0));
     return { query, threshold, matches: matches.slice(0, input.limit).map(({ score: _score, ...m }) => m) };
+  }
+
+  /**
+   * Best person (at or above `threshold`, unrounded) for each embedding, or null: the identification
+   * step of RTSP monitors, one grouped top-1 scan per face on the collection's index.
+   */
+  identify(collection: CollectionT, embeddings: Float32Array[], threshold: number): (SearchMatch | null)[] {
+    if (embeddings.length === 0) return [];
+    const index = this.collections.indexes.ready(collection);
+    const hits = embeddings.map((e) => index.searchPersons(e, 1, { minScore: threshold }).find((h) => h.score >= threshold) ?? null);
+    const found = hits.filter((h) => h !== null);
+    const store = this.collections.store;
+    const persons = store.personsBySeq(found.map((h) => h.personKey));
+    const faceIds = store.faceIdsBySeq(found.map((h) => h.faceKey));
+    return hits.map((h) => {
+      const p = h && persons.get(h.personKey), f = h && faceIds.get(h.faceKey);
+      return h && p && f ? { person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f } : null;
+    });
   }
 }

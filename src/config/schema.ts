@@ -84,6 +84,21 @@ export const ScrapersConfigSchema = z.strictObject({
     .prefault({}),
 });
 
+/**
+ * rtspsrc -> decode -> RGB -> appsink keeping only the newest frame. The URL is never spliced into this
+ * string: it is set as the `location` property of the element named `src`, so it cannot inject elements.
+ */
+export const DEFAULT_MONITOR_PIPELINE =
+  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false';
+
+/** What the monitor pipeline template must contain for FrameSource to drive it. */
+export function pipelineProblem(p: string): string | null {
+  if (!/\bname=src\b/.test(p)) return 'the monitor pipeline needs the RTSP source element named src (its location is set from the monitor URL)';
+  if (!/appsink\b[^!]*\bname=sink\b/.test(p)) return 'the monitor pipeline must end in "appsink name=sink"';
+  if (!/format=RGB\b/.test(p)) return 'the monitor pipeline must deliver video/x-raw,format=RGB to the appsink';
+  return null;
+}
+
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
 const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
 
@@ -165,6 +180,23 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   web: z.strictObject({ disabled: z.boolean().default(false) }).prefault({}),
   scrapers: ScrapersConfigSchema.prefault({}),
+
+  /** RTSP monitors (upstream's INSIGHTFACE_RTSP_* settings) and the GStreamer pipeline that decodes them. */
+  monitors: z
+    .strictObject({
+      max_streams: z.number().int().min(0).max(64).default(4),
+      preview_fps: z.number().min(1).max(30).default(5),
+      jpeg_quality: z.number().int().min(1).max(100).default(82),
+      open_timeout_seconds: z.number().min(0.5).max(60).default(5),
+      read_timeout_seconds: z.number().min(0.5).max(60).default(5),
+      reconnect_delay_seconds: z.number().min(0.1).max(30).default(1),
+      latency_ms: z.number().int().min(0).max(10_000).default(200),
+      pipeline: z.string().default(DEFAULT_MONITOR_PIPELINE).superRefine((p, ctx) => {
+        const problem = pipelineProblem(p);
+        if (problem) ctx.addIssue({ code: 'custom', message: problem });
+      }),
+    })
+    .prefault({}),
 });
 
 export type VigilConfig = z.infer<typeof ConfigSchema>;

@@ -11,12 +11,13 @@ import { koaPath, type AppState, type RouteSpec } from './route.js';
 import { addonRoutes } from './routes/addons.js';
 import { collectionRoutes } from './routes/collections.js';
 import { faceRoutes } from './routes/faces.js';
+import { monitorRoutes } from './routes/monitors.js';
 import { systemRoutes } from './routes/system.js';
 import type { Runtime } from './runtime.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...scraperRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...monitorRoutes(rt), ...scraperRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {

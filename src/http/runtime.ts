@@ -7,6 +7,7 @@ import type { SearchService } from '../collections/searchService.js';
 import type { LivenessManager } from '../addons/livenessManager.js';
 import type { FaceService } from '../inference/faceService.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
+import type { MonitorManager } from '../monitors/monitorManager.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../store/apiKeys.js';
 import type { OpenedDatabase } from '../store/database.js';
@@ -42,6 +43,7 @@ export interface Runtime {
   collections: CollectionService;
   persons: PersonService;
   liveness: LivenessManager;
+  monitors: MonitorManager;
   startedAt: Date;
   workspaces: WorkspaceStore;
   scrapes: ScrapeRunService;

@@ -74,7 +74,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       query: DeleteCollectionQuery, success: { status: 204, schema: null },
       handler: async (ctx) => {
         const q = readQuery(ctx, DeleteCollectionQuery);
-        col.delete(ctx.params.collection_id!, q.force);
+        col.delete(ctx.params.collection_id!, q.force, (id) => rt.monitors.inUse(id));
         ctx.status = 204;
       },
     },

@@ -1,0 +1,155 @@
+/**
+ * RTSP monitor benchmark: N monitors (1 and 4) on a 1280x720 H.264 stream at 25 fps (GStreamer's RTSP
+ * server, test/rtsp/server.py; the N monitors are N independent RTSP clients and decoders of one
+ * shared mount) with inference at 5 fps, on this machine. Per N:
+ *   - decode-only CPU: the same streams with inference at 0.1 fps (process CPU time / wall, 100% = one core)
+ *   - CPU, actual inference fps and decoded fps at 5 fps inference
+ *   - end-to-end delay from frame to event: the server prints when the first frame with the face enters
+ *     its payloader; the delay is the person_enter event's occurred_at minus that (confirm_frames = 1,
+ *     so it is transport + jitter buffer + decode + waiting for the next inference slot + inference)
+ *   - RSS sampled every 5 s over the run (it must stay flat)
+ * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
+ *   -> prints JSON, writes bench/results/monitor.json
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
+import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
+import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
+
+// Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start.
+if (!process.env.UV_THREADPOOL_SIZE) {
+  const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, UV_THREADPOOL_SIZE: '16' } });
+  process.exit(r.status ?? 1);
+}
+
+const { values } = parseArgs({ options: { duration: { type: 'string', default: '600' }, streams: { type: 'string', default: '1,4' }, 'decode-seconds': { type: 'string', default: '30' } } });
+const DURATION_S = Number(values.duration);
+const DECODE_S = Number(values['decode-seconds']);
+const STREAMS = values.streams.split(',').map(Number);
+const FPS = 25, W = 1280, H = 720, INFER_FPS = 5;
+const EMPTY_S = 4, FACE_S = 4;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
+const r1 = (v: number) => Math.round(v * 10) / 10;
+const mb = (b: number) => r1(b / 2 ** 20);
+
+/** CPU % of this process (100 = one core) over a window. */
+async function cpuOver(ms: number): Promise<number> {
+  const c0 = process.cpuUsage(), t0 = performance.now();
+  await sleep(ms);
+  const c = process.cpuUsage(c0);
+  return r1(((c.user + c.system) / 1000 / (performance.now() - t0)) * 100);
+}
+
+function childCpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime in clock ticks (100 Hz)
+}
+
+async function createMonitors(d: TestDaemon, n: number, url: string, inferenceFps: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, (_, i) => `bench${i + 1}`);
+  for (const id of ids) {
+    const r = await call(d, 'POST', '/v1/monitors', {
+      id, name: id, source: { url }, collection_id: 'bench', inference_fps: inferenceFps, event_buffer_size: 10000,
+      event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0 },
+    });
+    if (r.status !== 201) throw new Error(JSON.stringify(r.json));
+  }
+  await waitFor('all monitors running', async () => {
+    const states = await Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
+    return states.every((s) => s.status === 'running' && s.inference.decoded_frames > FPS) ? true : undefined;
+  }, 60_000, 500);
+  return ids;
+}
+
+async function states(d: TestDaemon, ids: string[]) {
+  return Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
+}
+
+async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
+  // Phase 1: decode-dominated (inference at 0.1 fps).
+  let ids = await createMonitors(d, n, url, 0.1);
+  await sleep(3000);
+  const decodeCpu = await cpuOver(DECODE_S * 1000);
+  for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
+  // Phase 2: inference at 5 fps for the run duration.
+  ids = await createMonitors(d, n, url, INFER_FPS);
+  await sleep(5000);
+  const s0 = await states(d, ids);
+  const srv0 = childCpuSeconds(serverPid);
+  const c0 = process.cpuUsage(), t0 = performance.now(), wall0 = Date.now();
+  const rss: number[] = [];
+  const sampler = setInterval(() => rss.push(process.memoryUsage().rss), 5000);
+  rss.push(process.memoryUsage().rss);
+  await sleep(DURATION_S * 1000);
+  clearInterval(sampler);
+  rss.push(process.memoryUsage().rss);
+  const c = process.cpuUsage(c0), wallMs = performance.now() - t0;
+  const srvCpu = r1(((childCpuSeconds(serverPid) - srv0) / (wallMs / 1000)) * 100);
+  const s1 = await states(d, ids);
+  const delays: number[] = [];
+  let enters = 0;
+  for (const id of ids) {
+    const ev = (await call(d, 'GET', `/v1/monitors/${id}/events?limit=1000`)).json.events as { type: string; occurred_at: string }[];
+    const entersAt = ev.filter((e) => e.type === 'person_enter').map((e) => Date.parse(e.occurred_at)).filter((t) => t >= wall0);
+    enters += entersAt.length;
+    for (const m of marks.filter((m) => m >= wall0)) {
+      const e = entersAt.find((t) => t >= m && t < m + FACE_S * 1000);
+      if (e !== undefined) delays.push(e - m);
+    }
+  }
+  for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
+  const secs = wallMs / 1000;
+  const half = Math.floor(rss.length / 2);
+  const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return {
+    streams: n,
+    decode_only_cpu_percent: decodeCpu,
+    cpu_percent: r1(((c.user + c.system) / 1000 / wallMs) * 100),
+    rtsp_server_cpu_percent: srvCpu,
+    decoded_fps_per_stream: s1.map((s, i) => r1((s.inference.decoded_frames - s0[i].inference.decoded_frames) / secs)),
+    inference_fps_per_stream: s1.map((s, i) => r1((s.inference.processed_frames - s0[i].inference.processed_frames) / secs)),
+    actual_fps_reported: s1.map((s) => s.inference.actual_fps),
+    processing_ms_last: s1.map((s) => s.inference.processing_ms),
+    capacity_limited: s1.map((s) => s.inference.capacity_limited),
+    reconnects: s1.map((s) => s.reconnects),
+    person_enter_events: enters,
+    delay_ms: { n: delays.length, p50: pct(delays, 50), p90: pct(delays, 90), max: delays.length ? Math.max(...delays) : null },
+    rss_mb: { start: mb(rss[0]!), end: mb(rss[rss.length - 1]!), min: mb(Math.min(...rss)), max: mb(Math.max(...rss)), first_half_avg: mb(avg(rss.slice(0, half))), second_half_avg: mb(avg(rss.slice(half))), samples: rss.length },
+    duration_s: r1(secs),
+  };
+}
+
+const frames = await renderScenario([{ image: null, seconds: EMPTY_S }, { image: face('identities/obama/1.jpg'), seconds: FACE_S }], { width: W, height: H, fps: FPS });
+const marks: number[] = [];
+const server = await startRtspServer({ frames, fps: FPS, bitrate: 4000, markFrame: EMPTY_S * FPS, onMark: (ms) => marks.push(ms) });
+const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 4` });
+await enrollObamaBiden(d, 'bench');
+const results = [];
+try {
+  for (const n of STREAMS) {
+    const r = await runFor(n, d, server.url(), marks, server.child.pid!);
+    console.error(JSON.stringify(r));
+    results.push(r);
+  }
+} finally {
+  await d.close();
+  await server.stop();
+}
+const out = {
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE },
+  stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
+  inference_fps: INFER_FPS, duration_s: DURATION_S, decode_seconds: DECODE_S, results,
+};
+console.log(JSON.stringify(out, null, 2));
+mkdirSync(join(REPO, 'bench/results'), { recursive: true });
+writeFileSync(join(REPO, 'bench/results/monitor.json'), JSON.stringify(out, null, 2));

@@ -1,0 +1,127 @@
+import { createRequire } from 'node:module';
+
+/** One decoded RGB frame (tightly packed, 3 bytes per pixel). */
+export interface Frame {
+  data: Uint8Array;
+  width: number;
+  height: number;
+  /** 1, 2, ... per session: gaps seen by inference are the dropped frames. */
+  sequence: number;
+  /** Wall clock (ms) when it reached us. */
+  at: number;
+}
+
+export interface FrameSourceOptions {
+  /** The [monitors].pipeline template; `{latency_ms}` is substituted, the URL is set as src.location. */
+  pipeline: string;
+  latencyMs: number;
+  openTimeoutMs: number;
+  readTimeoutMs: number;
+}
+
+export interface FrameSourceHandlers {
+  /** Caps of the first frame (and on a change): size and the source frame rate when known. */
+  caps(info: { width: number; height: number; fps: number | null }): void;
+  frame(data: Uint8Array, width: number, height: number): void;
+  /** The source stopped by itself (timeout, end of stream, error). Called once; the source is stopped. */
+  failed(reason: string): void;
+}
+
+// The gstreamer-superficial surface we use (a native addon without type declarations).
+interface GstElement { [property: string]: unknown }
+interface GstAppSink { pull(cb: (buf: Buffer | null, caps: Record<string, unknown>) => void): void }
+interface GstPipeline { play(): void; stop(): void; findChild(name: string): (GstElement & Partial<GstAppSink>) | undefined }
+interface GstModule { Pipeline: new (launch: string) => GstPipeline }
+
+let gst: GstModule | null = null;
+/** Loaded on first use so the daemon starts (and answers 503 stream errors) even without GStreamer. */
+function gstreamer(): GstModule {
+  gst ??= createRequire(import.meta.url)('gstreamer-superficial') as GstModule;
+  return gst;
+}
+
+/** "25/1" -> 25; "0/1" (unknown) -> null. */
+export function parseFramerate(v: unknown): number | null {
+  const m = typeof v === 'string' ? /^(\d+)\/(\d+)$/.exec(v) : null;
+  if (!m || Number(m[1]) === 0 || Number(m[2]) === 0) return null;
+  return Math.round((Number(m[1]) / Number(m[2])) * 1000) / 1000;
+}
+
+/**
+ * One connection attempt: a GStreamer pipeline (rtspsrc -> decode -> RGB -> appsink with max-buffers=1
+ * drop=true, so GStreamer itself keeps only the newest frame) pulled one buffer at a time. GStreamer's
+ * bus is not polled (gstreamer-superficial's pollBus parks a libuv thread forever); instead open and
+ * read timeouts, and the appsink's end of stream, tell that the source is gone.
+ */
+export class GstFrameSource {
+  private pipeline: GstPipeline | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
+  private stopped = false;
+  private lastFrameAt = 0;
+  private readonly startedAt = Date.now();
+  private lastCaps = '';
+
+  constructor(private readonly url: string, private readonly options: FrameSourceOptions, private readonly handlers: FrameSourceHandlers) {}
+
+  /** Throws when the pipeline template cannot be built (a configuration error, not a source error). */
+  start(): void {
+    const launch = this.options.pipeline.replaceAll('{latency_ms}', String(this.options.latencyMs));
+    const pipeline = new (gstreamer().Pipeline)(launch);
+    const src = pipeline.findChild('src');
+    const sink = pipeline.findChild('sink');
+    if (!src || !sink?.pull) throw new Error('the monitor pipeline needs elements named src and sink (an appsink)');
+    src.location = this.url;
+    this.pipeline = pipeline;
+    const onSample = (buf: Buffer | null, caps: Record<string, unknown>) => {
+      if (this.stopped) return;
+      if (!buf) {
+        this.fail('the stream ended');
+        return;
+      }
+      this.lastFrameAt = Date.now();
+      const width = Number(caps.width), height = Number(caps.height);
+      const key = `${width}x${height}@${String(caps.framerate)}`;
+      if (key !== this.lastCaps) {
+        this.lastCaps = key;
+        this.handlers.caps({ width, height, fps: parseFramerate(caps.framerate) });
+      }
+      const data = packRgb(buf, width, height);
+      if (data) this.handlers.frame(data, width, height);
+      sink.pull!(onSample);
+    };
+    // Playing first: a pull that reaches an appsink which has not started yet returns "end of stream".
+    pipeline.play();
+    sink.pull(onSample);
+    this.watchdog = setInterval(() => {
+      const now = Date.now();
+      if (this.lastFrameAt === 0 && now - this.startedAt > this.options.openTimeoutMs) this.fail(`no frame within ${this.options.openTimeoutMs / 1000} s of connecting`);
+      else if (this.lastFrameAt > 0 && now - this.lastFrameAt > this.options.readTimeoutMs) this.fail(`no frame for ${this.options.readTimeoutMs / 1000} s`);
+    }, 100);
+  }
+
+  /** Idempotent. Stopping the pipeline also releases a pull that is waiting for a frame. */
+  stop(): void {
+    this.stopped = true;
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
+    this.pipeline?.stop();
+    this.pipeline = null;
+  }
+
+  private fail(reason: string): void {
+    if (this.stopped) return;
+    this.stop();
+    this.handlers.failed(reason);
+  }
+}
+
+/** GStreamer pads RGB rows to 4 bytes; inference wants them packed. Null when the buffer is short. */
+export function packRgb(buf: Buffer, width: number, height: number): Uint8Array | null {
+  const row = width * 3;
+  if (!(width > 0 && height > 0) || buf.length < row * height) return null;
+  if (buf.length === row * height) return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
+  const stride = Math.floor(buf.length / height);
+  const out = new Uint8Array(row * height);
+  for (let y = 0; y < height; y++) out.set(buf.subarray(y * stride, y * stride + row), y * row);
+  return out;
+}

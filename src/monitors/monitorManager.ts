@@ -1,0 +1,262 @@
+import type { Logger } from 'pino';
+import type { CollectionService } from '../collections/collectionService.js';
+import { ApiError } from '../errors.js';
+import type { CursorCodec, Page } from '../store/cursors.js';
+import { toPage } from '../store/cursors.js';
+import { nowIso } from '../store/collectionStore.js';
+import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
+import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRecord, MonitorRuntimeT, MonitorStateT, MonitorT } from './model.js';
+import { MonitorSession, type SessionDeps } from './monitorSession.js';
+import type { MonitorStore } from './monitorStore.js';
+import { redactRtspUrl } from './rtspUrl.js';
+
+export const monitorNotFound = (id: string) => new ApiError(404, 'monitor_not_found', `Monitor ${JSON.stringify(id)} was not found.`, { monitor_id: id });
+
+export interface MonitorEventPage {
+  monitor_id: string; stream_epoch: string | null; events: MonitorEventT[]; oldest_sequence: number | null; latest_sequence: number;
+  has_more: boolean; truncated: boolean; stream_reset: boolean; next_cursor: string;
+}
+
+const RESTART_FIELDS = ['url', 'collection_id', 'inference_fps', 'match_threshold'] as const;
+const RESTORE_FAILED = 'The Monitor could not be restored at startup.';
+
+/**
+ * Monitor lifecycle: persistence, one session per enabled monitor, and the stream capacity. Every
+ * lifecycle change (create, patch, delete, restore) runs its capacity check, its write and the session
+ * start with no `await` in between, so on Node's single thread two requests cannot both take the last
+ * slot: they are serialised by construction.
+ */
+export class MonitorManager {
+  private readonly sessions = new Map<string, MonitorSession>();
+  /** Enabled monitors that could not be restored at startup (status "error"). */
+  private readonly restoreErrors = new Map<string, { code: string; message: string; occurred_at: string }>();
+
+  constructor(
+    private readonly store: MonitorStore,
+    private readonly collections: CollectionService,
+    private readonly cursors: CursorCodec,
+    private readonly maxStreams: number,
+    /** Null until the models are loaded: sessions need the engine. */
+    private readonly sessionDeps: () => SessionDeps | null,
+    private readonly log: Logger,
+  ) {}
+
+  private record(id: string): MonitorRecord {
+    const r = this.store.get(id);
+    if (!r) throw monitorNotFound(id);
+    return r;
+  }
+
+  private deps(): SessionDeps {
+    const d = this.sessionDeps();
+    if (!d) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
+    return d;
+  }
+
+  private claimSlot(): void {
+    if (this.sessions.size >= this.maxStreams) {
+      throw new ApiError(429, 'monitor_limit_exceeded', `At most ${this.maxStreams} monitors can be enabled at once; disable or delete one first.`, { max_monitors: this.maxStreams });
+    }
+  }
+
+  /** Builds and starts a session; a pipeline that cannot even be built is a configuration error. */
+  private startSession(record: MonitorRecord): MonitorSession {
+    const session = new MonitorSession(record, this.deps());
+    try {
+      session.start();
+    } catch (e) {
+      session.stop();
+      this.log.error({ monitor_id: record.id, err: (e as Error).message }, 'monitor pipeline could not be built');
+      throw new ApiError(500, 'monitor_start_failed', `The monitor could not start: ${(e as Error).message}. Check [monitors].pipeline and the GStreamer installation.`, { monitor_id: record.id });
+    }
+    return session;
+  }
+
+  runtime(record: MonitorRecord): MonitorRuntimeT {
+    const s = this.sessions.get(record.id);
+    if (s) return s.runtime();
+    const err = this.restoreErrors.get(record.id) ?? null;
+    return { status: err ? 'error' : 'stopped', connected: false, stream_epoch: null, last_frame_at: null, last_error: err, preview_active: false, preview_viewers: 0 };
+  }
+
+  toMonitor(r: MonitorRecord): MonitorT {
+    return {
+      id: r.id, name: r.name, description: r.description, enabled: r.enabled, source: { type: 'rtsp', url: redactRtspUrl(r.url) },
+      collection_id: r.collection_id, inference_fps: r.inference_fps, match_threshold: r.match_threshold, event_buffer_size: r.event_buffer_size,
+      event_policy: { ...r.event_policy }, preview_enabled: r.preview_enabled, runtime: this.runtime(r), created_at: r.created_at, updated_at: r.updated_at,
+    };
+  }
+
+  get(id: string): MonitorT {
+    return this.toMonitor(this.record(id));
+  }
+
+  list(cursor: string | null | undefined, limit: number): Page<MonitorT> {
+    const after = cursor ? this.cursors.decode(cursor, 'monitors') : null;
+    const page = toPage(this.store.list(after, limit + 1), limit, (m) => m.id, this.cursors, 'monitors');
+    return { items: page.items.map((m) => this.toMonitor(m)), next_cursor: page.next_cursor };
+  }
+
+  create(body: MonitorCreateT): MonitorT {
+    this.deps(); // 503 while the models load: a session could not start
+    this.collections.getBound(body.collection_id);
+    if (body.enabled) this.claimSlot();
+    const at = nowIso();
+    const record: MonitorRecord = {
+      id: body.id, name: body.name, description: body.description, enabled: body.enabled, url: body.source.url, collection_id: body.collection_id,
+      inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
+      event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at,
+    };
+    if (!this.store.insert(record)) throw new ApiError(409, 'monitor_exists', `Monitor ${JSON.stringify(body.id)} already exists.`, { monitor_id: body.id });
+    if (record.enabled) {
+      let session: MonitorSession;
+      try {
+        session = this.startSession(record);
+      } catch (e) {
+        // A monitor whose session cannot start is not kept.
+        this.store.delete(record.id);
+        throw e;
+      }
+      this.sessions.set(record.id, session);
+    }
+    this.log.info({ monitor_id: record.id, enabled: record.enabled, source: redactRtspUrl(record.url) }, 'monitor created');
+    return this.toMonitor(record);
+  }
+
+  patch(id: string, body: MonitorPatchT): MonitorT {
+    const current = this.record(id);
+    const next: MonitorRecord = {
+      ...current,
+      ...(body.name !== undefined && { name: body.name }),
+      ...(body.description !== undefined && { description: body.description }),
+      ...(body.enabled !== undefined && { enabled: body.enabled }),
+      ...(body.source !== undefined && { url: body.source.url }),
+      ...(body.collection_id !== undefined && { collection_id: body.collection_id }),
+      ...(body.inference_fps !== undefined && { inference_fps: body.inference_fps }),
+      ...(body.match_threshold !== undefined && { match_threshold: body.match_threshold }),
+      ...(body.event_buffer_size !== undefined && { event_buffer_size: body.event_buffer_size }),
+      ...(body.preview_enabled !== undefined && { preview_enabled: body.preview_enabled }),
+      event_policy: { ...current.event_policy, ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)) },
+      updated_at: nowIso(),
+    };
+    if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
+    const restart = RESTART_FIELDS.some((f) => next[f] !== current[f]) || JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy);
+    const running = this.sessions.get(id);
+    if (next.enabled && !running) this.claimSlot();
+    let started: MonitorSession | null = null;
+    if (next.enabled && (!running || restart)) started = this.startSession(next); // throws before anything is written
+    this.store.update(next);
+    if (started) {
+      this.retire(running);
+      this.sessions.set(id, started);
+    } else if (!next.enabled && running) {
+      this.retire(running);
+      this.sessions.delete(id);
+    } else running?.applyLive(next);
+    if (started || !next.enabled) this.restoreErrors.delete(id);
+    return this.toMonitor(next);
+  }
+
+  delete(id: string): void {
+    this.record(id);
+    this.retire(this.sessions.get(id));
+    this.sessions.delete(id);
+    this.restoreErrors.delete(id);
+    this.store.delete(id);
+  }
+
+  private threshold(r: MonitorRecord): number | null {
+    return r.match_threshold ?? this.collections.store.getCollection(r.collection_id)?.default_threshold ?? null;
+  }
+
+  state(id: string): MonitorStateT {
+    const r = this.record(id);
+    const s = this.sessions.get(id);
+    if (s) return s.state(this.threshold(r));
+    const rt = this.runtime(r);
+    return {
+      monitor_id: id, stream_epoch: null, status: rt.status, connected: false, source: { width: null, height: null, source_fps: null },
+      inference: {
+        configured_fps: r.inference_fps, actual_fps: 0, processing_ms: null, last_frame_at: null, last_inference_at: null,
+        frame_sequence: 0, decoded_frames: 0, processed_frames: 0, dropped_frames: 0, capacity_limited: false,
+      },
+      threshold: this.threshold(r), faces: [], matched_faces: 0, unknown_faces: 0, liveness_blocked_faces: 0,
+      preview: { enabled: r.preview_enabled, active: false, viewers: 0, frames: 0 }, reconnects: 0, inference_errors: 0, last_error: rt.last_error, started_at: null,
+    };
+  }
+
+  /** Events after a signed `{epoch}:{sequence}` cursor; `next_cursor` is always a string. */
+  events(id: string, cursor: string | null | undefined, limit: number): MonitorEventPage {
+    this.record(id);
+    const scope = `monitor-events:${id}`;
+    let after: EventPosition | null = null;
+    if (cursor) {
+      after = parseEventPosition(this.cursors.decode(cursor, scope));
+      if (!after) throw new ApiError(400, 'invalid_cursor', 'The cursor is invalid or belongs to another list.', { reason: 'malformed' });
+    }
+    const s = this.sessions.get(id);
+    if (!s) {
+      return {
+        monitor_id: id, stream_epoch: null, events: [], oldest_sequence: null, latest_sequence: 0, has_more: false, truncated: false,
+        stream_reset: after !== null && after.epoch !== 'stopped',
+        next_cursor: this.cursors.encode(scope, formatEventPosition({ epoch: 'stopped', sequence: after?.epoch === 'stopped' ? after.sequence : 0 })),
+      };
+    }
+    const p = s.events(after, limit);
+    return {
+      monitor_id: id, stream_epoch: s.epoch, events: p.events, oldest_sequence: p.oldest_sequence, latest_sequence: p.latest_sequence,
+      has_more: p.has_more, truncated: p.truncated, stream_reset: p.stream_reset, next_cursor: this.cursors.encode(scope, formatEventPosition(p.next)),
+    };
+  }
+
+  /** The session whose MJPEG preview may be watched: 409 preview_disabled, 503 stream_unavailable. */
+  previewSession(id: string): MonitorSession {
+    const r = this.record(id);
+    if (!r.preview_enabled) throw new ApiError(409, 'preview_disabled', `Preview is disabled for monitor ${JSON.stringify(id)}; PATCH preview_enabled=true first.`, { monitor_id: id });
+    const s = this.sessions.get(id);
+    if (!s || !s.streaming) throw new ApiError(503, 'stream_unavailable', `Monitor ${JSON.stringify(id)} has no connected stream right now.`, { monitor_id: id, status: this.runtime(r).status });
+    return s;
+  }
+
+  /** Whether a collection is referenced by a monitor (its delete answers 409 collection_in_use). */
+  inUse(collectionId: string): boolean {
+    return this.store.referencesCollection(collectionId);
+  }
+
+  /** Starts every enabled monitor (in id order, up to the capacity); failures show as status "error". */
+  restore(): void {
+    for (const id of this.store.enabledIds()) {
+      try {
+        const r = this.record(id);
+        this.collections.getBound(r.collection_id);
+        this.claimSlot();
+        this.sessions.set(id, this.startSession(r));
+      } catch (e) {
+        this.restoreErrors.set(id, { code: 'monitor_restore_failed', message: RESTORE_FAILED, occurred_at: nowIso() });
+        this.log.error({ monitor_id: id, err: (e as Error).message }, 'monitor could not be restored at startup');
+      }
+    }
+    if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
+  }
+
+  get runningCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Stops every session and waits until none has an inference in flight. */
+  async close(): Promise<void> {
+    const all = [...this.sessions.values(), ...this.stopping];
+    for (const s of all) s.stop();
+    this.sessions.clear();
+    await Promise.all(all.map((s) => s.finished));
+  }
+
+  /** Sessions stopped by patch/delete whose last inference may still be running. */
+  private readonly stopping = new Set<MonitorSession>();
+  private retire(s: MonitorSession | undefined): void {
+    if (!s) return;
+    s.stop();
+    this.stopping.add(s);
+    void s.finished.then(() => this.stopping.delete(s));
+  }
+}
