@@ -47,7 +47,7 @@ const pipeline = new FacePipeline({
   detector: { spec: pack.detector, session: (await tunedSession(pack.detector.path, settings, [1, 3, 512, 512])).session },
   recognizer: { spec: pack.recognizer, session: (await tunedSession(pack.recognizer.path, settings, [1, 3, 112, 112])).session },
 });
-pipeline.useLiveness(await Promise.all(liveness.map(async (spec) => ({ spec, session: await createSession(spec.path, settings) }))));
+pipeline.useLiveness(await Promise.all(liveness.map(async (spec) => ({ spec, session: await createSession(spec.path, { ...settings, intraOpThreads: 1 }) }))));
 const profile = { input_sizes: [[96, 96], [512, 512]] as [number, number][], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
 const perFace: number[] = [];
 let faces = 0;

@@ -50,7 +50,9 @@ async function loadLiveness(settings: SessionSettings): Promise<PackSessions['li
   const models: NonNullable<PackSessions['liveness']> = [];
   for (const spec of init.liveness) {
     try {
-      const session = await createSession(spec.path, settings);
+      // One thread: on these 80x80 models extra intra-op threads cost more in hand-offs than they save
+      // (pair p50 6.4 ms with 1 thread vs 7.4 ms with 2 on the 2-core dev box).
+      const session = await createSession(spec.path, { ...settings, intraOpThreads: 1 });
       const [w, h] = spec.input_size;
       const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
       const n = (out[session.outputNames[0]!]!.data as Float32Array).length;
