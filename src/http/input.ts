@@ -13,9 +13,8 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infe
   throw invalid(path ? `${path}: ${what}` : what, { field: path });
 }
 
-/** Reads a JSON request body (bounded by the app's body-size limit) and validates it strictly. */
-export async function readJson<S extends z.ZodType>(ctx: AppContext, schema: S, maxBytes: number): Promise<z.infer<S>> {
-  if (!ctx.is('application/json')) throw invalid('expected an application/json body');
+/** The raw request body as UTF-8, 413 request_too_large past `maxBytes` (checked while streaming). */
+export async function readBodyText(ctx: AppContext, maxBytes: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
@@ -23,9 +22,15 @@ export async function readJson<S extends z.ZodType>(ctx: AppContext, schema: S, 
     if (size > maxBytes) throw new ApiError(413, 'request_too_large', `The request body exceeds ${maxBytes} bytes.`, { max_request_bytes: maxBytes });
     chunks.push(chunk);
   }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Reads a JSON request body (bounded by the app's body-size limit) and validates it strictly. */
+export async function readJson<S extends z.ZodType>(ctx: AppContext, schema: S, maxBytes: number): Promise<z.infer<S>> {
+  if (!ctx.is('application/json')) throw invalid('expected an application/json body');
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    body = JSON.parse(await readBodyText(ctx, maxBytes));
   } catch {
     throw invalid('the body is not valid JSON');
   }

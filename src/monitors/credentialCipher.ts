@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { readOrCreateSecretKey } from '../store/secretKeyFile.js';
 import { ApiError } from '../errors.js';
 
 const PREFIX = 'v1.';
@@ -17,14 +17,7 @@ export class CredentialCipher {
   /** Reads <dataDir>/monitor-credentials.key, creating it (0600, O_EXCL) with 32 random bytes on first start. */
   static open(dataDir: string): CredentialCipher {
     const path = join(dataDir, 'monitor-credentials.key');
-    try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, randomBytes(32));
-      closeSync(fd);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    const key = readFileSync(path);
+    const key = readOrCreateSecretKey(path);
     if (key.length !== 32) {
       throw new ApiError(500, 'monitor_key_invalid', `${path} must hold exactly 32 bytes; restore it from backup (monitor URLs cannot be decrypted without it).`);
     }

@@ -1,6 +1,6 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
+import { readOrCreateSecretKey } from './secretKeyFile.js';
 import { ApiError } from '../errors.js';
 
 const MAX_TOKEN = 2048;
@@ -27,14 +27,7 @@ export class CursorCodec {
   /** Reads <dataDir>/cursor.key, creating it (0600, O_EXCL) with 32 random bytes on first start. */
   static open(dataDir: string): CursorCodec {
     const path = join(dataDir, 'cursor.key');
-    try {
-      const fd = openSync(path, 'wx', 0o600);
-      writeSync(fd, randomBytes(32));
-      closeSync(fd);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    }
-    const secret = readFileSync(path);
+    const secret = readOrCreateSecretKey(path);
     if (secret.length < 32) throw new ApiError(500, 'cursor_key_invalid', `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).`);
     return new CursorCodec(secret);
   }

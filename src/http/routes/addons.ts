@@ -1,4 +1,5 @@
 import { ApiError } from '../../errors.js';
+import { readBodyText } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
 import { EmptyBody, LivenessManagementResponse } from '../schemas.js';
@@ -22,18 +23,6 @@ function assertOriginAllowed(ctx: AppContext, corsOrigins: string[]): void {
   throw new ApiError(403, 'origin_not_allowed', 'This action is only accepted from the same origin or a configured CORS origin.', { origin });
 }
 
-/** The raw body, bounded; the enable action needs to know it is exactly {}. */
-async function readBody(ctx: AppContext, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw new ApiError(413, 'request_too_large', `The request body exceeds ${maxBytes} bytes.`, { max_request_bytes: maxBytes });
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 export function addonRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
@@ -53,7 +42,7 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 202, schema: LivenessManagementResponse },
       handler: async (ctx) => {
         if (!ctx.is('application/json')) throw new ApiError(415, 'json_required', 'Send Content-Type: application/json with the body {}.');
-        const text = await readBody(ctx, 1024);
+        const text = await readBodyText(ctx, 1024);
         let body: unknown;
         try {
           body = JSON.parse(text);
