@@ -2,11 +2,11 @@
  * The liveness addon's model files under `<models_dir>/addons/liveness/`: inspection (never downloads),
  * installation from the mirror or the catalog's pinned upstream URLs, and the startup check.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApiError } from '../errors.js';
 import { getAddon, getFile, resolveCatalog, type Catalog, type LivenessModelSpec } from '../models/catalog.js';
-import { hashFile, removeStaleTemps } from '../models/fsutil.js';
+import { hashFile, removeStaleTemps, type Digest } from '../models/fsutil.js';
 import type { HttpOptions } from '../models/http.js';
 import { fetchVerified, matchesSpec, type FileOutcome } from '../models/installer.js';
 import type { OutStream } from '../models/license.js';
@@ -33,6 +33,21 @@ export interface LivenessFilesState {
   models: LivenessModelFile[];
 }
 
+/**
+ * GET /v1/addons/liveness reads the state on every call; re-hashing 3.5 MB each time is wasted while the
+ * file is the same one (same inode, size and mtime), so the digest is kept for that identity.
+ */
+const digests = new Map<string, { key: string; digest: Digest }>();
+async function hashUnchanged(path: string): Promise<Digest> {
+  const s = await stat(path);
+  const key = `${s.ino}:${s.size}:${s.mtimeMs}`;
+  const hit = digests.get(path);
+  if (hit?.key === key) return hit.digest;
+  const digest = await hashFile(path);
+  digests.set(path, { key, digest });
+  return digest;
+}
+
 export async function inspectLiveness(catalog: Catalog, modelsDir: string): Promise<LivenessFilesState> {
   const addon = getAddon(catalog, LIVENESS);
   const dir = livenessDir(modelsDir);
@@ -41,7 +56,7 @@ export async function inspectLiveness(catalog: Catalog, modelsDir: string): Prom
   for (const m of addon.models) {
     const spec = getFile(catalog, m.file);
     try {
-      const digest = await hashFile(join(dir, m.file));
+      const digest = await hashUnchanged(join(dir, m.file));
       if (!matchesSpec(digest, spec)) invalid.push({ file: m.file, problem: `sha256 ${digest.sha256} (${digest.size} bytes) does not match the pinned ${spec.sha256}` });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
