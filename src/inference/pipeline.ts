@@ -97,8 +97,9 @@ export class FacePipeline {
         f.embedding = r.embedding;
         embedModelMs += r.modelMs;
       } catch (e) {
-        // After a liveness evaluation the caller reports embedding_unavailable with the liveness result.
-        if (!f.liveness) throw e;
+        // Unusable landmarks after a liveness evaluation: the caller reports embedding_unavailable with the
+        // liveness result. Anything else (a recognizer failure) still fails the request.
+        if (!f.liveness || !(e instanceof ApiError && e.code === 'face_not_found')) throw e;
       }
     }
     const selectedCrop = req.cropSelected && selectedFace ? await boxCrop(img.data, img.width, img.height, selectedFace.box, req.cropSelected) : undefined;
