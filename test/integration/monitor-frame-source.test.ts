@@ -1,0 +1,64 @@
+import { createRequire } from 'node:module';
+import test from 'ava';
+import { DEFAULT_MONITOR_PIPELINE } from '../../src/config/schema.js';
+import { GstFrameSource, liveNativePipelines, type FrameSourceOptions } from '../../src/monitors/frameSource.js';
+import { waitFor } from '../helpers/monitors.js';
+import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
+
+// Each source parks a GStreamer pull in libuv's pool; these run one after another.
+const OPTIONS: FrameSourceOptions = { pipeline: DEFAULT_MONITOR_PIPELINE, latencyMs: 100, openTimeoutMs: 8000, readTimeoutMs: 1500 };
+let server: RtspServer;
+
+test.before(async () => {
+  const frames = await renderScenario([{ image: null, seconds: 2 }], { width: 320, height: 240, fps: 25 });
+  server = await startRtspServer({ frames, fps: 25 });
+});
+test.after.always(async () => server?.stop());
+
+/** Starts a source and resolves with it once `n` frames have arrived. */
+async function receiving(url: string, n: number, failed: (reason: string) => void = () => {}) {
+  let frames = 0;
+  const source = new GstFrameSource(url, OPTIONS, { caps: () => {}, frame: () => { frames++; }, failed });
+  source.start();
+  await waitFor(`${n} frames`, async () => (frames >= n ? true : undefined), 15_000, 20);
+  return source;
+}
+
+test.serial('stopped sources free their native pipelines, so reconnects do not pile them up', async (t) => {
+  t.is(liveNativePipelines(), 0);
+  for (let i = 0; i < 5; i++) {
+    const source = await receiving(server.url(), 3);
+    t.is(liveNativePipelines(), 1);
+    source.stop();
+    source.stop(); // idempotent
+    // The pull parked in libuv's pool comes back once the pipeline is stopped; only then is it freed.
+    await waitFor('the pipeline disposed', async () => (liveNativePipelines() === 0 ? true : undefined), 5000, 10);
+  }
+  t.is(liveNativePipelines(), 0);
+});
+
+test.serial('a source that fails by itself (camera gone) frees its pipeline too', async (t) => {
+  const frames = await renderScenario([{ image: null, seconds: 1 }], { width: 320, height: 240, fps: 25 });
+  const doomed = await startRtspServer({ frames, fps: 25 });
+  let reason = '';
+  await receiving(doomed.url(), 3, (r) => { reason = r; });
+  await doomed.stop();
+  await waitFor('the source failed', async () => (reason ? true : undefined), 10_000, 20);
+  t.regex(reason, /no frame for|ended/);
+  await waitFor('the pipeline disposed', async () => (liveNativePipelines() === 0 ? true : undefined), 5000, 10);
+  t.pass();
+});
+
+test.serial('a template without src/sink is refused and leaves nothing behind', (t) => {
+  const source = new GstFrameSource(server.url(), { ...OPTIONS, pipeline: 'videotestsrc name=src ! fakesink name=out' }, { caps: () => {}, frame: () => {}, failed: () => {} });
+  t.throws(() => source.start(), { message: /src and sink/ });
+  t.is(liveNativePipelines(), 0);
+});
+
+test.serial('the installed addon is our build: a disposed pipeline refuses further use', (t) => {
+  const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as { Pipeline: new (launch: string) => { play(): void; dispose(): void } };
+  const p = new Pipeline('fakesrc num-buffers=1 ! fakesink');
+  p.dispose();
+  p.dispose();
+  t.throws(() => p.play(), { message: /disposed/ });
+});
