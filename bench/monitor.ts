@@ -124,7 +124,12 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
     reconnects: s1.map((s) => s.reconnects),
     person_enter_events: enters,
     delay_ms: { n: delays.length, p50: pct(delays, 50), p90: pct(delays, 90), max: delays.length ? Math.max(...delays) : null },
-    rss_mb: { start: mb(rss[0]!), end: mb(rss[rss.length - 1]!), min: mb(Math.min(...rss)), max: mb(Math.max(...rss)), first_half_avg: mb(avg(rss.slice(0, half))), second_half_avg: mb(avg(rss.slice(half))), samples: rss.length },
+    rss_mb: {
+      start: mb(rss[0]!), end: mb(rss[rss.length - 1]!), min: mb(Math.min(...rss)), max: mb(Math.max(...rss)),
+      first_half_avg: mb(avg(rss.slice(0, half))), second_half_avg: mb(avg(rss.slice(half))), samples: rss.length,
+      // One average per minute (12 samples): tells a warm-up that levels off from a steady climb.
+      per_minute_avg: Array.from({ length: Math.ceil(rss.length / 12) }, (_, i) => mb(avg(rss.slice(i * 12, i * 12 + 12)))),
+    },
     duration_s: r1(secs),
   };
 }
