@@ -39,7 +39,7 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
   const db = openDatabase(config.server.data_dir, undefined, { lock: false });
   try {
     const store = new WorkspaceStore(db.db);
-    const meter = new UsageMeter(db.db, config.scrapers.free_items_per_month);
+    const meter = new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month);
     const out = (json: unknown, text: string) => io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
     const key = `${group} ${action}`;
     switch (key) {

@@ -69,6 +69,8 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   }
   if (env.VIGIL_REDDIT_CLIENT_ID) c.scrapers.forum.client_id = env.VIGIL_REDDIT_CLIENT_ID;
   if (env.VIGIL_REDDIT_CLIENT_SECRET) c.scrapers.forum.client_secret = env.VIGIL_REDDIT_CLIENT_SECRET;
+  if (env.VIGIL_PLACES_COOKIE) c.scrapers.places.cookie = env.VIGIL_PLACES_COOKIE;
+  if (env.VIGIL_PLACES_PROXY_URL) c.scrapers.places.proxy_url = env.VIGIL_PLACES_PROXY_URL;
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }
