@@ -27,15 +27,20 @@ export interface UsageSnapshot {
  * caller's write transaction (RunStore), so two concurrent runs can never both take the last units.
  */
 export class UsageMeter {
-  constructor(private readonly db: Db, private readonly defaultQuota: number, private readonly reviewQuota = 0) {}
+  constructor(private readonly db: Db, private readonly defaultQuota: number, private readonly defaultReviewQuota = 0) {}
 
   quotaOf(workspaceId: string): number {
-    const row = this.db.prepare('SELECT monthly_item_quota AS q FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null } | undefined;
-    return row?.q ?? this.defaultQuota;
+    return this.quotas(workspaceId).items;
+  }
+
+  /** Items and reviews per month: the workspace's overrides, else the deployment defaults. */
+  quotas(workspaceId: string): { items: number; reviews: number } {
+    const row = this.db.prepare('SELECT monthly_item_quota AS q, monthly_review_quota AS r FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null; r: number | null } | undefined;
+    return { items: row?.q ?? this.defaultQuota, reviews: row?.r ?? this.defaultReviewQuota };
   }
 
   snapshot(workspaceId: string, period: string): UsageSnapshot {
-    const quota = this.quotaOf(workspaceId);
+    const { items: quota, reviews: reviewQuota } = this.quotas(workspaceId);
     const rows = this.db.prepare('SELECT kind, units, runs, review_units FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind').all(workspaceId, period) as
       { kind: string; units: number; runs: number; review_units: number }[];
     const used = rows.reduce((s, r) => s + r.units, 0);
@@ -45,7 +50,7 @@ export class UsageMeter {
     return {
       period, quota, used, reserved: held.n, remaining: Math.max(0, quota - used - held.n), resets_at: periodEnd(period),
       by_kind: Object.fromEntries(rows.map((r) => [r.kind, { units: r.units, runs: r.runs, reviews: r.review_units }])),
-      reviews: { quota: this.reviewQuota, used: usedReviews, reserved: held.r, remaining: Math.max(0, this.reviewQuota - usedReviews - held.r) },
+      reviews: { quota: reviewQuota, used: usedReviews, reserved: held.r, remaining: Math.max(0, reviewQuota - usedReviews - held.r) },
     };
   }
 

@@ -113,6 +113,12 @@ test('CLI: workspaces create/list/set-quota, keys create/list/revoke', async (t)
   await t.throwsAsync(run('workspaces', 'create', '--id', 'x'), { message: /--name is required/ });
   t.regex((await run('workspaces', 'list')).out, /^acme\tAcme\tused 0\/77 in \d{4}-\d{2}\n$/);
   t.regex((await run('workspaces', 'set-quota', 'acme', '500')).out, /quota 500/);
+  t.regex((await run('workspaces', 'set-review-quota', 'acme', '25')).out, /review quota 25/);
+  const listed = JSON.parse((await run('workspaces', 'list', '--json')).out);
+  t.like(listed[0], { monthly_item_quota: 500, monthly_review_quota: 25, usage: { quota: 500, reviews: { quota: 25 } } });
+  t.regex((await run('workspaces', 'set-review-quota', 'acme', 'default')).out, /review quota default/);
+  t.like(JSON.parse((await run('workspaces', 'create', '--name', 'B', '--id', 'b', '--review-quota', '3', '--json')).out), { monthly_review_quota: 3 });
+  await t.throwsAsync(run('workspaces', 'set-review-quota', 'acme', '2.5'), { message: /non-negative/ });
   const created = await run('keys', 'create', '--workspace', 'acme', '--label', 'ci', '--json');
   const key = JSON.parse(created.out);
   t.regex(key.token, /^vgl_/);
