@@ -10,7 +10,7 @@ export const SourceProblem = z
 
 export const SourceReport = z
   .object({
-    source: z.string().describe('The input this row is about: a URL, "search:<query>" or "community:<name>".'),
+    source: z.string().describe('The input this row is about: a URL, "search:<query>", "community:<name>" or "place_id:<id>".'),
     status: z.enum(['ok', 'failed', 'not_started']).describe('not_started: the run reached its item limit before this source.'),
     items: z.int().describe('Items this source contributed after de-duplication.'),
     filtered: z.record(z.string(), z.int()).describe('Items dropped by request filters, by reason (nsfw, post_date_limit, ...).'),

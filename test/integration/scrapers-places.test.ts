@@ -201,6 +201,14 @@ test('silent truncation: a page repeating the previous one ends the search with 
   t.is(r.json.billing.billed_units, 20);
 });
 
+test('a search that ends past 100 places warns about Google\'s per-search cap', async (t) => {
+  const r = await scrape('trunc', { search_queries: ['museum 130 places'], max_places: 200 });
+  t.is(r.json.status, 'succeeded');
+  t.is(r.json.items.length, 130);
+  t.is(r.json.items.at(-1).rank, 130);
+  t.true(r.json.warnings.some((w: string) => /stops near 120 per search/.test(w)));
+});
+
 test('retries: a 503 is retried; the item quota cuts a run and then refuses the next one', async (t) => {
   fake.fault(/^\/search.*retry/, { kind: 'status', status: 503 }, 1);
   const r = await scrape('retry', { search_queries: ['retry 3 places'] });

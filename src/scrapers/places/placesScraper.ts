@@ -12,6 +12,9 @@ import { isRepeatedPage } from './upstreamProblems.js';
 /** Problems of the egress (IP/proxy/session), not of a source: every later source would fail the same way. */
 const RUN_WIDE = new Set(['consent_wall', 'unusual_traffic']);
 
+/** A search that ends past this many places probably hit Google's per-search cap rather than running out. */
+const SEARCH_CAP_HINT = 100;
+
 const unexpected = (what: string) => new ApiError(502, 'unexpected_document', `Google answered with ${what}; the format may have changed.`);
 
 export interface PlacesLimits {
@@ -140,8 +143,12 @@ export class PlacesScraper {
         await this.emit(item, array, report);
       }
       // The end is a short (or empty) page; Google caps a search near ~120 places.
-      if (arrays.length < SEARCH_PAGE_SIZE) return;
+      if (arrays.length < SEARCH_PAGE_SIZE) {
+        if (offset + arrays.length >= SEARCH_CAP_HINT) this.warnings.push(`${source.label}: Google ended the search after ${offset + arrays.length} places (it stops near 120 per search); split it by location for more.`);
+        return;
+      }
     }
+    if (!this.full) this.warnings.push(`${source.label}: stopped after ${this.maxSearchPages} pages ([scrapers.places] max_search_pages).`);
   }
 
   /** The search result re-read from its preview JSON (hours, popular times, contact); null keeps the search data. */
