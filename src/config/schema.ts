@@ -41,7 +41,7 @@ export function inputSizesProblem(sizes: [number, number][]): string | null {
 /** Shared by the file and VIGIL_API_KEY so both get the same rule. */
 export const ApiKeySchema = z.string().min(16, 'the API key must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'the API key must be printable ASCII without spaces');
 
-/** Scrapers (workspaces, metering, the background worker) and the forum (Reddit) client. */
+/** Scrapers (workspaces, metering, the background worker), the forum (Reddit) client and the places (Google Maps) client. */
 export const ScrapersConfigSchema = z.strictObject({
   /** Monthly items per workspace unless the workspace has its own quota (vigil workspaces create --quota). */
   free_items_per_month: z.int().min(0).default(1000),
