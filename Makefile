@@ -38,6 +38,7 @@ bench: build
 	node --expose-gc --import tsx bench/search.ts
 	npx tsx bench/liveness.ts
 	npx tsx bench/scrape.ts
+	npx tsx bench/places.ts
 	node --expose-gc --import tsx bench/monitor-reconnect.ts
 
 clean:

@@ -104,7 +104,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
     warnSmallThreadpool(mc.max_streams, log);
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
-    scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month)), new ScrapeWorker(config, log), config, log);
+    scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month)), new ScrapeWorker(config, log), config, log);
     const runtime: Runtime = {
       loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons,
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes,

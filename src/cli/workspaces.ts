@@ -8,9 +8,11 @@ import { WorkspaceStore } from '../workspaces/workspaceStore.js';
 export interface CliIo { stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown } }
 
 const USAGE = `Usage:
-  vigil workspaces create --name NAME [--id ID] [--quota ITEMS]   create a workspace (quota: items/month; default from [scrapers])
+  vigil workspaces create --name NAME [--id ID] [--quota ITEMS] [--review-quota REVIEWS]
+                                                                   create a workspace (quotas per month; defaults from [scrapers])
   vigil workspaces list                                            workspaces with this month's usage
   vigil workspaces set-quota ID (ITEMS|default)
+  vigil workspaces set-review-quota ID (REVIEWS|default)           places reviews, metered apart from items
   vigil keys create --workspace ID [--label TEXT]                  prints the key once; only its hash is stored
   vigil keys list [--workspace ID]
   vigil keys revoke KEY_ID
@@ -28,7 +30,7 @@ const quotaArg = (v: string): number | null => {
 export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: string[], io: CliIo = process): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv, allowPositionals: true,
-    options: { config: { type: 'string', short: 'c' }, name: { type: 'string' }, id: { type: 'string' }, quota: { type: 'string' }, workspace: { type: 'string', short: 'w' }, label: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { config: { type: 'string', short: 'c' }, name: { type: 'string' }, id: { type: 'string' }, quota: { type: 'string' }, 'review-quota': { type: 'string' }, workspace: { type: 'string', short: 'w' }, label: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
   });
   const [action, ...rest] = positionals;
   if (values.help || !action) {
@@ -39,13 +41,16 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
   const db = openDatabase(config.server.data_dir, undefined, { lock: false });
   try {
     const store = new WorkspaceStore(db.db);
-    const meter = new UsageMeter(db.db, config.scrapers.free_items_per_month);
+    const meter = new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month);
     const out = (json: unknown, text: string) => io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
     const key = `${group} ${action}`;
     switch (key) {
       case 'workspaces create': {
         if (!values.name) throw new ApiError(400, 'invalid_request', '--name is required.');
-        const ws = store.create({ id: values.id, name: values.name, monthlyItemQuota: values.quota === undefined ? null : quotaArg(values.quota) });
+        const ws = store.create({
+          id: values.id, name: values.name, monthlyItemQuota: values.quota === undefined ? null : quotaArg(values.quota),
+          monthlyReviewQuota: values['review-quota'] === undefined ? null : quotaArg(values['review-quota']),
+        });
         out(ws, `created workspace ${ws.id} (${ws.name}), quota ${ws.monthly_item_quota ?? `${config.scrapers.free_items_per_month} (default)`} items/month\nnext: vigil keys create --workspace ${ws.id}\n`);
         return 0;
       }
@@ -60,6 +65,13 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
         if (!id || quota === undefined) throw new ApiError(400, 'invalid_request', 'usage: vigil workspaces set-quota ID (ITEMS|default)');
         const ws = store.setQuota(id, quotaArg(quota));
         out(ws, `workspace ${ws.id}: quota ${ws.monthly_item_quota ?? 'default'}\n`);
+        return 0;
+      }
+      case 'workspaces set-review-quota': {
+        const [id, quota] = rest;
+        if (!id || quota === undefined) throw new ApiError(400, 'invalid_request', 'usage: vigil workspaces set-review-quota ID (REVIEWS|default)');
+        const ws = store.setReviewQuota(id, quotaArg(quota));
+        out(ws, `workspace ${ws.id}: review quota ${ws.monthly_review_quota ?? 'default'}\n`);
         return 0;
       }
       case 'keys create': {

@@ -69,6 +69,12 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   }
   if (env.VIGIL_REDDIT_CLIENT_ID) c.scrapers.forum.client_id = env.VIGIL_REDDIT_CLIENT_ID;
   if (env.VIGIL_REDDIT_CLIENT_SECRET) c.scrapers.forum.client_secret = env.VIGIL_REDDIT_CLIENT_SECRET;
+  if (env.VIGIL_PLACES_COOKIE) c.scrapers.places.cookie = env.VIGIL_PLACES_COOKIE;
+  if (env.VIGIL_PLACES_PROXY_URL) {
+    const proxy = ConfigSchema.shape.scrapers.unwrap().shape.places.unwrap().shape.proxy_url.unwrap().safeParse(env.VIGIL_PLACES_PROXY_URL);
+    if (!proxy.success) throw new ApiError(500, 'config_invalid', 'VIGIL_PLACES_PROXY_URL must be an http(s):// proxy URL.', { key: 'VIGIL_PLACES_PROXY_URL' });
+    c.scrapers.places.proxy_url = proxy.data;
+  }
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }

@@ -41,10 +41,12 @@ export function inputSizesProblem(sizes: [number, number][]): string | null {
 /** Shared by the file and VIGIL_API_KEY so both get the same rule. */
 export const ApiKeySchema = z.string().min(16, 'the API key must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'the API key must be printable ASCII without spaces');
 
-/** Scrapers (workspaces, metering, the background worker) and the forum (Reddit) client. */
+/** Scrapers (workspaces, metering, the background worker), the forum (Reddit) client and the places (Google Maps) client. */
 export const ScrapersConfigSchema = z.strictObject({
   /** Monthly items per workspace unless the workspace has its own quota (vigil workspaces create --quota). */
   free_items_per_month: z.int().min(0).default(1000),
+  /** Monthly reviews per workspace (places scraper); reviews are metered apart from items. */
+  free_reviews_per_month: z.int().min(0).default(10_000),
   /** Runs queued or running at once across workspaces; more is 503 scrape_queue_full. */
   max_queued_runs: z.int().min(1).max(10_000).default(32),
   max_concurrent_runs: z.int().min(1).max(16).default(2),
@@ -80,6 +82,31 @@ export const ScrapersConfigSchema = z.strictObject({
       blocked_cooldown_seconds: z.number().min(0).max(86_400).default(3600),
       /** "load more comments" / "continue this thread" expansions per post (PRAW's replace_more default is 32). */
       max_more_requests_per_post: z.int().min(0).max(1000).default(32),
+    })
+    .prefault({}),
+  /** The places (Google Maps) scraper: HTTP only, no browser. */
+  places: z
+    .strictObject({
+      /** Per-deployment kill switch (Google's terms prohibit automated access to Maps; the operator decides). */
+      enabled: z.boolean().default(true),
+      /** Search (/search?tbm=map), place pages (/maps/place, /maps?cid=), preview JSON and reviews (/maps/rpc) are all under this base. */
+      base_url: z.url().default('https://www.google.com'),
+      user_agent: z.string().min(1).default('Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36'),
+      /** Cookie header for every request: a SOCS consent cookie (EU), or a signed-in session for reviews. Prefer VIGIL_PLACES_COOKIE. */
+      cookie: z.string().min(1).optional(),
+      /** HTTP(S) proxy, http://user:pass@host:port (tunnelled with CONNECT). Prefer VIGIL_PLACES_PROXY_URL. */
+      proxy_url: z.url({ protocol: /^https?$/ }).optional(),
+      /** Google tolerates little from one IP: a slow token bucket plus 0..jitter_ms per request. */
+      requests_per_minute: z.number().positive().max(60_000).default(30),
+      burst: z.int().min(1).max(1000).default(3),
+      jitter_ms: z.int().min(0).max(60_000).default(1000),
+      request_timeout_seconds: z.number().positive().max(300).default(20),
+      max_retries: z.int().min(0).max(5).default(2),
+      retry_backoff_ms: z.int().min(0).max(60_000).default(1000),
+      /** After a consent wall or an "unusual traffic" page, requests stop for this long (they fail fast with that problem). */
+      blocked_cooldown_seconds: z.number().min(0).max(86_400).default(900),
+      /** Result pages per search (20 places each); Google stops near 120 places per search anyway. */
+      max_search_pages: z.int().min(1).max(50).default(10),
     })
     .prefault({}),
 });

@@ -2,8 +2,11 @@ import type { z } from 'zod';
 import type { VigilConfig } from '../config/schema.js';
 import type { ScrapeOutcome } from './scrapeResult.js';
 
-/** Runs one request of a kind inside the worker process; `limit` is the quota-capped item limit. */
-export type ScrapeRunner = (request: unknown, ctx: { limit: number; signal: AbortSignal }) => Promise<ScrapeOutcome>;
+/**
+ * Runs one request of a kind inside the worker process; `limit` is the quota-capped item limit and
+ * `reviewLimit` the quota-capped review units (0 for kinds without reviews).
+ */
+export type ScrapeRunner = (request: unknown, ctx: { limit: number; reviewLimit: number; signal: AbortSignal }) => Promise<ScrapeOutcome>;
 
 /**
  * A scraper kind: everything the REST routes, the MCP tools, metering and the worker need to know.
@@ -21,6 +24,12 @@ export interface ScraperKind {
   maxItems(request: unknown): number;
   /** Identity of an item for de-duplication and billing. */
   itemKey(item: unknown): string;
+  /**
+   * Kinds that also deliver reviews (places): the most review units a request may use (reserved up
+   * front, like maxItems) and the reviews an item carries (what is billed). Absent: no review units.
+   */
+  maxReviews?(request: unknown): number;
+  reviewCount?(item: unknown): number;
   /** Request checks beyond the schema that must fail before a run is accepted (400s). */
   preflight(request: unknown): void;
   /** Deployment readiness (credentials...) checked before a run is accepted (503 when missing). */

@@ -55,7 +55,7 @@ export class ScrapeRunService {
     const k = scraperKind(kind);
     k.checkConfigured(this.config);
     k.preflight(request);
-    const run = this.store.create({ workspaceId, kind, request, wanted: k.maxItems(request), maxActive: this.config.scrapers.max_queued_runs });
+    const run = this.store.create({ workspaceId, kind, request, wanted: k.maxItems(request), wantedReviews: k.maxReviews?.(request) ?? 0, maxActive: this.config.scrapers.max_queued_runs });
     this.queue.push(run.id);
     this.pump();
     return run;
@@ -110,7 +110,7 @@ export class ScrapeRunService {
     const run = this.store.markRunning(id);
     let finish: RunFinish;
     try {
-      const outcome = await this.worker.run(id, run.kind, JSON.parse(run.request_json), run.reserved_units);
+      const outcome = await this.worker.run(id, run.kind, JSON.parse(run.request_json), run.reserved_units, run.reserved_reviews);
       finish = this.settle(run, outcome);
     } catch (e) {
       if (this.closed) return; // stays "running": re-queued at the next start
@@ -137,8 +137,10 @@ export class ScrapeRunService {
     };
     if (result.truncated_by_quota) result.warnings = [...result.warnings, `The monthly quota allowed ${run.reserved_units} of the ${wanted} requested items; the result was cut there.`];
     const anyOk = outcome.sources.some((s) => s.status === 'ok');
-    if (failed.length === 0) return { status: 'succeeded', itemCount: items.length, result, error: null };
-    if (items.length > 0 || anyOk) return { status: 'partial', itemCount: items.length, result, error: null };
+    // Only reviews inside returned items were delivered, so only those are billed.
+    const reviewCount = k.reviewCount ? items.reduce((s: number, it) => s + k.reviewCount!(it), 0) : 0;
+    if (failed.length === 0) return { status: 'succeeded', itemCount: items.length, reviewCount, result, error: null };
+    if (items.length > 0 || anyOk) return { status: 'partial', itemCount: items.length, reviewCount, result, error: null };
     const first = failed[0]!.problem!;
     return { status: 'failed', itemCount: 0, result, error: { code: first.code, message: `Every source failed; the first: ${first.message}`, details: { sources: failed.length } } };
   }

@@ -13,6 +13,9 @@ export interface RunRow {
   period: string;
   reserved_units: number;
   billed_units: number;
+  /** Review units (places) held while active, and billed when finished. */
+  reserved_reviews: number;
+  billed_reviews: number;
   item_count: number;
   attempts: number;
   result_json: string | null;
@@ -26,6 +29,8 @@ export interface RunRow {
 export interface RunFinish {
   status: Exclude<RunStatusT, 'queued' | 'running'>;
   itemCount: number;
+  /** Reviews delivered inside the returned items. */
+  reviewCount?: number;
   result: unknown | null;
   error: { code: string; message: string; details: Record<string, unknown> } | null;
 }
@@ -38,7 +43,8 @@ export interface RunFinish {
 export class RunStore {
   constructor(private readonly db: Db, readonly meter: UsageMeter) {}
 
-  create(input: { workspaceId: string; kind: string; request: unknown; wanted: number; maxActive: number; now?: Date }): RunRow {
+  /** `wantedReviews` reserves review units too, capped at what is left (a run is not refused for lack of them). */
+  create(input: { workspaceId: string; kind: string; request: unknown; wanted: number; wantedReviews?: number; maxActive: number; now?: Date }): RunRow {
     const now = input.now ?? new Date();
     const period = billingPeriod(now);
     return this.db.transaction(() => {
@@ -54,11 +60,12 @@ export class RunStore {
       }
       const row: RunRow = {
         id: `run_${randomUUID().replaceAll('-', '')}`, workspace_id: input.workspaceId, kind: input.kind, status: 'queued', request_json: JSON.stringify(input.request), period,
-        reserved_units: Math.min(input.wanted, usage.remaining), billed_units: 0, item_count: 0, attempts: 0, result_json: null, result_purged_at: null, error_json: null,
+        reserved_units: Math.min(input.wanted, usage.remaining), billed_units: 0,
+        reserved_reviews: Math.min(input.wantedReviews ?? 0, usage.reviews.remaining), billed_reviews: 0, item_count: 0, attempts: 0, result_json: null, result_purged_at: null, error_json: null,
         created_at: now.toISOString(), started_at: null, finished_at: null,
       };
-      this.db.prepare(`INSERT INTO scrape_runs (id, workspace_id, kind, status, request_json, period, reserved_units, created_at)
-        VALUES (@id, @workspace_id, @kind, @status, @request_json, @period, @reserved_units, @created_at)`).run(row);
+      this.db.prepare(`INSERT INTO scrape_runs (id, workspace_id, kind, status, request_json, period, reserved_units, reserved_reviews, created_at)
+        VALUES (@id, @workspace_id, @kind, @status, @request_json, @period, @reserved_units, @reserved_reviews, @created_at)`).run(row);
       return row;
     }).immediate();
   }
@@ -74,8 +81,8 @@ export class RunStore {
   }
 
   /**
-   * Finalises a run and bills it in one transaction. Billed units = returned items, never more than the
-   * reservation (the runner was capped at it); a failed run bills nothing. A run already final is left alone.
+   * Finalises a run and bills it in one transaction. Billed units = returned items and billed reviews =
+   * delivered reviews, never more than their reservations (the runner was capped at them); a failed run bills nothing. A run already final is left alone.
    */
   finish(id: string, f: RunFinish): RunRow {
     return this.db.transaction(() => {
@@ -83,9 +90,11 @@ export class RunStore {
       if (!run) throw new ApiError(404, 'run_not_found', `No run "${id}".`);
       if (run.status !== 'queued' && run.status !== 'running') return run;
       const billed = f.status === 'failed' ? 0 : Math.min(f.itemCount, run.reserved_units);
-      this.db.prepare(`UPDATE scrape_runs SET status = ?, item_count = ?, billed_units = ?, reserved_units = 0, result_json = ?, error_json = ?, finished_at = ? WHERE id = ?`)
-        .run(f.status, f.status === 'failed' ? 0 : f.itemCount, billed, f.result === null ? null : JSON.stringify(f.result), f.error ? JSON.stringify(f.error) : null, new Date().toISOString(), id);
-      if (f.status !== 'failed') this.meter.record(run.workspace_id, run.period, run.kind, billed);
+      const reviews = f.status === 'failed' ? 0 : Math.min(f.reviewCount ?? 0, run.reserved_reviews);
+      this.db.prepare(`UPDATE scrape_runs SET status = ?, item_count = ?, billed_units = ?, reserved_units = 0, billed_reviews = ?, reserved_reviews = 0,
+        result_json = ?, error_json = ?, finished_at = ? WHERE id = ?`)
+        .run(f.status, f.status === 'failed' ? 0 : f.itemCount, billed, reviews, f.result === null ? null : JSON.stringify(f.result), f.error ? JSON.stringify(f.error) : null, new Date().toISOString(), id);
+      if (f.status !== 'failed') this.meter.record(run.workspace_id, run.period, run.kind, billed, reviews);
       return this.byId(id)!;
     }).immediate();
   }

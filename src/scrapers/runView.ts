@@ -16,7 +16,10 @@ export function runResource(store: RunStore, row: RunRow, withItems = true): Rec
   }
   if (row.result_purged_at) out.result_purged = true;
   const usage = store.meter.snapshot(row.workspace_id, row.period);
-  out.billing = { billed_units: row.billed_units, period: row.period, quota: usage.quota, used: usage.used, remaining: usage.remaining };
+  out.billing = {
+    billed_units: row.billed_units, billed_reviews: row.billed_reviews, period: row.period, quota: usage.quota, used: usage.used, remaining: usage.remaining,
+    reviews: { quota: usage.reviews.quota, used: usage.reviews.used, remaining: usage.reviews.remaining },
+  };
   out.error = row.error_json ? JSON.parse(row.error_json) : null;
   return out;
 }

@@ -10,7 +10,7 @@ export const SourceProblem = z
 
 export const SourceReport = z
   .object({
-    source: z.string().describe('The input this row is about: a URL, "search:<query>" or "community:<name>".'),
+    source: z.string().describe('The input this row is about: a URL, "search:<query>", "community:<name>" or "place_id:<id>".'),
     status: z.enum(['ok', 'failed', 'not_started']).describe('not_started: the run reached its item limit before this source.'),
     items: z.int().describe('Items this source contributed after de-duplication.'),
     filtered: z.record(z.string(), z.int()).describe('Items dropped by request filters, by reason (nsfw, post_date_limit, ...).'),
@@ -34,10 +34,12 @@ export type RunStatusT = z.infer<typeof RunStatus>;
 export const Billing = z
   .object({
     billed_units: z.int().describe('Units charged for this run: one per returned (de-duplicated) item; 0 for a failed run.'),
+    billed_reviews: z.int().describe('Review units charged for this run: one per delivered review (places); 0 for a failed run.'),
     period: z.string(),
     quota: z.int(),
     used: z.int().describe('Units billed in the period, this run included.'),
     remaining: z.int(),
+    reviews: z.object({ quota: z.int(), used: z.int(), remaining: z.int() }).describe('The review quota of the period (metered apart from items).'),
   })
   .meta({ id: 'ScrapeBilling' });
 

@@ -25,12 +25,12 @@ export class ScrapeWorker {
     return this.child?.pid ?? null;
   }
 
-  run(id: string, kind: string, request: unknown, limit: number): Promise<ScrapeOutcome> {
+  run(id: string, kind: string, request: unknown, limit: number, reviewLimit = 0): Promise<ScrapeOutcome> {
     if (this.closed) return Promise.reject(new ApiError(503, 'shutting_down', 'The service is stopping.'));
     const child = this.ensure();
     return new Promise<ScrapeOutcome>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.post(child, { type: 'run', id, kind, request, limit });
+      this.post(child, { type: 'run', id, kind, request, limit, reviewLimit });
     });
   }
 

@@ -23,7 +23,7 @@ async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
       runner = kind.createRunner(config!);
       runners.set(m.kind, runner);
     }
-    const outcome = await (await runner).run(m.request, { limit: m.limit, signal: controller.signal });
+    const outcome = await (await runner).run(m.request, { limit: m.limit, reviewLimit: m.reviewLimit, signal: controller.signal });
     send({ type: 'done', id: m.id, outcome });
   } catch (e) {
     const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: 'scrape_failed', message: `The scraper failed: ${(e as Error).message}`, details: {} };

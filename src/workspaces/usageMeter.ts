@@ -17,36 +17,47 @@ export interface UsageSnapshot {
   reserved: number;
   remaining: number;
   resets_at: string;
-  by_kind: Record<string, { units: number; runs: number }>;
+  by_kind: Record<string, { units: number; runs: number; reviews: number }>;
+  /** Reviews (places scraper) are metered apart from items, against their own monthly quota. */
+  reviews: { quota: number; used: number; reserved: number; remaining: number };
 }
 
 /**
- * Monthly usage per workspace: one returned item is one unit. Reading and reserving happen inside the
+ * Monthly usage per workspace: one returned item is one unit; one delivered review is one review unit. Reading and reserving happen inside the
  * caller's write transaction (RunStore), so two concurrent runs can never both take the last units.
  */
 export class UsageMeter {
-  constructor(private readonly db: Db, private readonly defaultQuota: number) {}
+  constructor(private readonly db: Db, private readonly defaultQuota: number, private readonly defaultReviewQuota = 0) {}
 
   quotaOf(workspaceId: string): number {
-    const row = this.db.prepare('SELECT monthly_item_quota AS q FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null } | undefined;
-    return row?.q ?? this.defaultQuota;
+    return this.quotas(workspaceId).items;
+  }
+
+  /** Items and reviews per month: the workspace's overrides, else the deployment defaults. */
+  quotas(workspaceId: string): { items: number; reviews: number } {
+    const row = this.db.prepare('SELECT monthly_item_quota AS q, monthly_review_quota AS r FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null; r: number | null } | undefined;
+    return { items: row?.q ?? this.defaultQuota, reviews: row?.r ?? this.defaultReviewQuota };
   }
 
   snapshot(workspaceId: string, period: string): UsageSnapshot {
-    const quota = this.quotaOf(workspaceId);
-    const rows = this.db.prepare('SELECT kind, units, runs FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind').all(workspaceId, period) as { kind: string; units: number; runs: number }[];
+    const { items: quota, reviews: reviewQuota } = this.quotas(workspaceId);
+    const rows = this.db.prepare('SELECT kind, units, runs, review_units FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind').all(workspaceId, period) as
+      { kind: string; units: number; runs: number; review_units: number }[];
     const used = rows.reduce((s, r) => s + r.units, 0);
-    const reserved = (this.db.prepare("SELECT COALESCE(SUM(reserved_units), 0) AS n FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running')")
-      .get(workspaceId, period) as { n: number }).n;
+    const usedReviews = rows.reduce((s, r) => s + r.review_units, 0);
+    const held = this.db.prepare("SELECT COALESCE(SUM(reserved_units), 0) AS n, COALESCE(SUM(reserved_reviews), 0) AS r FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running')")
+      .get(workspaceId, period) as { n: number; r: number };
     return {
-      period, quota, used, reserved, remaining: Math.max(0, quota - used - reserved), resets_at: periodEnd(period),
-      by_kind: Object.fromEntries(rows.map((r) => [r.kind, { units: r.units, runs: r.runs }])),
+      period, quota, used, reserved: held.n, remaining: Math.max(0, quota - used - held.n), resets_at: periodEnd(period),
+      by_kind: Object.fromEntries(rows.map((r) => [r.kind, { units: r.units, runs: r.runs, reviews: r.review_units }])),
+      reviews: { quota: reviewQuota, used: usedReviews, reserved: held.r, remaining: Math.max(0, reviewQuota - usedReviews - held.r) },
     };
   }
 
-  /** Adds a finished run's billed units (call inside the transaction that finalises the run). */
-  record(workspaceId: string, period: string, kind: string, units: number): void {
-    this.db.prepare(`INSERT INTO usage_monthly (workspace_id, period, kind, units, runs) VALUES (?, ?, ?, ?, 1)
-      ON CONFLICT (workspace_id, period, kind) DO UPDATE SET units = units + excluded.units, runs = runs + 1`).run(workspaceId, period, kind, units);
+  /** Adds a finished run's billed units and reviews (call inside the transaction that finalises the run). */
+  record(workspaceId: string, period: string, kind: string, units: number, reviews = 0): void {
+    this.db.prepare(`INSERT INTO usage_monthly (workspace_id, period, kind, units, runs, review_units) VALUES (?, ?, ?, ?, 1, ?)
+      ON CONFLICT (workspace_id, period, kind) DO UPDATE SET units = units + excluded.units, runs = runs + 1, review_units = review_units + excluded.review_units`)
+      .run(workspaceId, period, kind, units, reviews);
   }
 }

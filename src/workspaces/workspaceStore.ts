@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { ApiError } from '../errors.js';
 import type { Db } from '../store/database.js';
 
-export interface Workspace { id: string; name: string; monthly_item_quota: number | null; created_at: string }
+export interface Workspace { id: string; name: string; monthly_item_quota: number | null; monthly_review_quota: number | null; created_at: string }
 export interface WorkspaceKey { id: string; workspace_id: string; label: string; prefix: string; created_at: string; last_used_at: string | null; revoked_at: string | null }
 
 /** Visible prefix of every workspace key, so a leaked one is recognisable (secret scanners, logs). */
@@ -17,15 +17,15 @@ const digest = (token: string) => createHash('sha256').update(token).digest();
 export class WorkspaceStore {
   constructor(private readonly db: Db) {}
 
-  create(input: { id?: string; name: string; monthlyItemQuota?: number | null }): Workspace {
+  create(input: { id?: string; name: string; monthlyItemQuota?: number | null; monthlyReviewQuota?: number | null }): Workspace {
     const id = input.id ?? `ws_${randomBytes(6).toString('hex')}`;
     if (!WORKSPACE_ID.test(id)) throw new ApiError(400, 'invalid_request', 'A workspace id is 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit.');
-    if (input.monthlyItemQuota != null && (!Number.isInteger(input.monthlyItemQuota) || input.monthlyItemQuota < 0)) {
-      throw new ApiError(400, 'invalid_request', 'The monthly item quota must be a non-negative integer.');
+    for (const [what, q] of [['item', input.monthlyItemQuota], ['review', input.monthlyReviewQuota]] as const) {
+      if (q != null && (!Number.isInteger(q) || q < 0)) throw new ApiError(400, 'invalid_request', `The monthly ${what} quota must be a non-negative integer.`);
     }
-    const ws: Workspace = { id, name: input.name, monthly_item_quota: input.monthlyItemQuota ?? null, created_at: new Date().toISOString() };
+    const ws: Workspace = { id, name: input.name, monthly_item_quota: input.monthlyItemQuota ?? null, monthly_review_quota: input.monthlyReviewQuota ?? null, created_at: new Date().toISOString() };
     try {
-      this.db.prepare('INSERT INTO workspaces (id, name, monthly_item_quota, created_at) VALUES (@id, @name, @monthly_item_quota, @created_at)').run(ws);
+      this.db.prepare('INSERT INTO workspaces (id, name, monthly_item_quota, monthly_review_quota, created_at) VALUES (@id, @name, @monthly_item_quota, @monthly_review_quota, @created_at)').run(ws);
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new ApiError(409, 'workspace_exists', `Workspace "${id}" already exists.`);
       throw e;
@@ -34,7 +34,7 @@ export class WorkspaceStore {
   }
 
   get(id: string): Workspace | null {
-    return (this.db.prepare('SELECT id, name, monthly_item_quota, created_at FROM workspaces WHERE id = ?').get(id) as Workspace | undefined) ?? null;
+    return (this.db.prepare('SELECT id, name, monthly_item_quota, monthly_review_quota, created_at FROM workspaces WHERE id = ?').get(id) as Workspace | undefined) ?? null;
   }
 
   require(id: string): Workspace {
@@ -44,12 +44,19 @@ export class WorkspaceStore {
   }
 
   list(): Workspace[] {
-    return this.db.prepare('SELECT id, name, monthly_item_quota, created_at FROM workspaces ORDER BY created_at, id').all() as Workspace[];
+    return this.db.prepare('SELECT id, name, monthly_item_quota, monthly_review_quota, created_at FROM workspaces ORDER BY created_at, id').all() as Workspace[];
   }
 
   setQuota(id: string, quota: number | null): Workspace {
     this.require(id);
     this.db.prepare('UPDATE workspaces SET monthly_item_quota = ? WHERE id = ?').run(quota, id);
+    return this.require(id);
+  }
+
+  /** The workspace's monthly review units (places); null = the deployment default. */
+  setReviewQuota(id: string, quota: number | null): Workspace {
+    this.require(id);
+    this.db.prepare('UPDATE workspaces SET monthly_review_quota = ? WHERE id = ?').run(quota, id);
     return this.require(id);
   }
 

@@ -3,14 +3,17 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { REPO, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { FakeMaps, REAL_QUERY } from '../helpers/fakeMaps.js';
 import { FakeReddit } from '../helpers/fakeReddit.js';
 
 let fake: FakeReddit;
+let maps: FakeMaps;
 let d: TestDaemon;
 let token = '';
 test.before(async () => {
   fake = await FakeReddit.start();
-  d = await startTestDaemon({ toml: fake.toml() });
+  maps = await FakeMaps.start();
+  d = await startTestDaemon({ toml: `${fake.toml()}\n${maps.toml()}` });
   d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
   d.runtime.workspaces.create({ id: 'other', name: 'Other' });
   token = d.runtime.workspaces.createKey('acme').token;
@@ -18,13 +21,14 @@ test.before(async () => {
 test.after.always(async () => {
   await d?.close();
   await fake?.close();
+  await maps?.close();
 });
 
 const CLIENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 async function exercise(t: any, client: Client) {
   const { tools } = await client.listTools();
-  t.deepEqual(tools.map((x) => x.name).sort(), ['forum_scrape', 'runs_get']);
+  t.deepEqual(tools.map((x) => x.name).sort(), ['forum_scrape', 'places_scrape', 'runs_get']);
   t.true(tools.every((x) => CLIENT_NAME.test(x.name)), 'names Claude/OpenAI clients accept');
   const forum = tools.find((x) => x.name === 'forum_scrape')!;
   t.is(forum.inputSchema.type, 'object');
@@ -42,6 +46,18 @@ async function exercise(t: any, client: Client) {
 
   const dotted = await client.callTool({ name: 'forum.scrape', arguments: { search_queries: ['x'], search_types: ['user'] } });
   t.deepEqual((dotted.structuredContent as any).items.map((i: any) => i.dataType), ['user'], 'the dotted name is accepted too');
+
+  const places = tools.find((x) => x.name === 'places_scrape')!;
+  t.like((places.inputSchema.properties as any).max_places, { minimum: 1, maximum: 1000 });
+  t.like((places.inputSchema.properties as any).max_reviews, { maximum: 100000 });
+  const p = await client.callTool({ name: 'places.scrape', arguments: { search_queries: [REAL_QUERY], max_reviews: 1 } });
+  t.falsy(p.isError);
+  const pout = p.structuredContent as any;
+  t.deepEqual(pout.items.map((i: any) => [i.title, i.website, i.reviews.length]), [['Blue Fern Coffee', 'https://bluefern.example/', 1], ['Sourdough Lab', null, 1]]);
+  t.like(pout.billing, { billed_units: 2, billed_reviews: 2 });
+  const badPlaces = await client.callTool({ name: 'places_scrape', arguments: { search_queries: ['x'], max_places: 5000 } });
+  t.true(badPlaces.isError);
+  t.regex((badPlaces.content as any)[0].text, /invalid_request.*max_places/);
 
   const run = await client.callTool({ name: 'runs_get', arguments: { run_id: out.run_id } });
   t.is((run.structuredContent as any).run_id, out.run_id);

@@ -145,6 +145,21 @@ test('other env overrides: data dir, host, CORS origins', (t) => {
   t.deepEqual(config.server.cors_origins, ['https://a.example', 'https://b.example']);
 });
 
+test('[scrapers.places]: defaults, strict keys, secrets from the environment', (t) => {
+  const { config } = loadConfig(null, {});
+  t.like(config.scrapers.places, { enabled: true, base_url: 'https://www.google.com', requests_per_minute: 30, jitter_ms: 1000, max_search_pages: 10 });
+  t.is(config.scrapers.places.proxy_url, undefined);
+  t.is(config.scrapers.free_reviews_per_month, 10_000);
+  const env = loadConfig(null, { VIGIL_PLACES_COOKIE: 'SOCS=abc', VIGIL_PLACES_PROXY_URL: 'http://u:p@proxy.example:3128' }).config.scrapers.places;
+  t.is(env.cookie, 'SOCS=abc');
+  t.is(env.proxy_url, 'http://u:p@proxy.example:3128');
+  t.is(configError(t, () => loadConfig(null, { VIGIL_PLACES_PROXY_URL: 'socks9://x' })).code, 'config_invalid');
+  const unknown = configError(t, () => loadConfig(tomlFile('[scrapers.places]\nproxy = "http://x"\n'), {}));
+  t.is(unknown.code, 'config_invalid');
+  t.regex(unknown.message, /proxy/);
+  t.is(configError(t, () => loadConfig(tomlFile('[scrapers.places]\nproxy_url = "ftp://x"\n'), {})).code, 'config_invalid');
+});
+
 test('invalid TOML reports the line', (t) => {
   const p = tomlFile('[server]\nport = 8080\nhost = \n');
   const err = configError(t, () => loadConfig(p, {}));

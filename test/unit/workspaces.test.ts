@@ -65,6 +65,29 @@ test('quota reservations hold across connections: two writers never reserve past
   }
 });
 
+test('reviews are metered apart: reserved beside items, capped at their own quota, billed to what was delivered', (t) => {
+  const db = openDatabase(fresh());
+  try {
+    new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
+    const runs = new RunStore(db.db, new UsageMeter(db.db, 1000, 50));
+    const period = billingPeriod(new Date());
+    const a = runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
+    const b = runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
+    t.deepEqual([a.reserved_reviews, b.reserved_reviews], [40, 10], 'the second run gets what is left, and is not refused for it');
+    t.like(runs.meter.snapshot('acme', period).reviews, { quota: 50, used: 0, reserved: 50, remaining: 0 });
+    runs.finish(a.id, { status: 'succeeded', itemCount: 5, reviewCount: 12, result: null, error: null });
+    runs.finish(b.id, { status: 'partial', itemCount: 2, reviewCount: 99, result: null, error: null });
+    t.deepEqual([runs.byId(a.id)!.billed_reviews, runs.byId(b.id)!.billed_reviews], [12, 10], 'delivered reviews, never past the reservation');
+    const forum = runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 3, maxActive: 100 });
+    runs.finish(forum.id, { status: 'succeeded', itemCount: 3, result: null, error: null });
+    const u = runs.meter.snapshot('acme', period);
+    t.like(u, { used: 10, reserved: 0, reviews: { quota: 50, used: 22, reserved: 0, remaining: 28 } });
+    t.deepEqual(u.by_kind, { forum: { units: 3, runs: 1, reviews: 0 }, places: { units: 7, runs: 2, reviews: 22 } });
+  } finally {
+    db.close();
+  }
+});
+
 test('the queue bound refuses runs with 503 scrape_queue_full', (t) => {
   const db = openDatabase(fresh());
   try {
@@ -90,6 +113,12 @@ test('CLI: workspaces create/list/set-quota, keys create/list/revoke', async (t)
   await t.throwsAsync(run('workspaces', 'create', '--id', 'x'), { message: /--name is required/ });
   t.regex((await run('workspaces', 'list')).out, /^acme\tAcme\tused 0\/77 in \d{4}-\d{2}\n$/);
   t.regex((await run('workspaces', 'set-quota', 'acme', '500')).out, /quota 500/);
+  t.regex((await run('workspaces', 'set-review-quota', 'acme', '25')).out, /review quota 25/);
+  const listed = JSON.parse((await run('workspaces', 'list', '--json')).out);
+  t.like(listed[0], { monthly_item_quota: 500, monthly_review_quota: 25, usage: { quota: 500, reviews: { quota: 25 } } });
+  t.regex((await run('workspaces', 'set-review-quota', 'acme', 'default')).out, /review quota default/);
+  t.like(JSON.parse((await run('workspaces', 'create', '--name', 'B', '--id', 'b', '--review-quota', '3', '--json')).out), { monthly_review_quota: 3 });
+  await t.throwsAsync(run('workspaces', 'set-review-quota', 'acme', '2.5'), { message: /non-negative/ });
   const created = await run('keys', 'create', '--workspace', 'acme', '--label', 'ci', '--json');
   const key = JSON.parse(created.out);
   t.regex(key.token, /^vgl_/);

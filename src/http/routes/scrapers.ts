@@ -19,7 +19,9 @@ export const UsageResponse = z
     reserved: z.int().describe('Held by queued/running runs until they finish.'),
     remaining: z.int(),
     resets_at: z.string(),
-    by_kind: z.record(z.string(), z.object({ units: z.int(), runs: z.int() })),
+    by_kind: z.record(z.string(), z.object({ units: z.int(), runs: z.int(), reviews: z.int().describe('Review units billed (places).') })),
+    reviews: z.object({ quota: z.int(), used: z.int(), reserved: z.int(), remaining: z.int() })
+      .describe('Reviews are metered apart from items: [scrapers] free_reviews_per_month per workspace.'),
   })
   .meta({ id: 'WorkspaceUsageResponse' });
 const UsageQuery = z.strictObject({ period: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected YYYY-MM').optional() });
@@ -46,7 +48,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
     return [
       {
         method: 'post', path: `${W}/scrapers/${k.kind}/scrape`, operationId: `${k.kind}_scrape`, summary: k.title, tags: ['scrapers'], auth: 'workspace',
-        description: `${k.description} Waits for the result (200); a run still going near the request deadline answers 202 with the run to poll. Quota is reserved up front (max_items) and settled to the returned items.`,
+        description: `${k.description} Waits for the result (200); a run still going near the request deadline answers 202 with the run to poll. Quota is reserved up front (max_items, or max_places and the reviews they may carry) and settled to what was returned.`,
         body: { contentType: 'application/json', schema: k.request }, success: { status: 200, schema: Run },
         extraResponses: { 202: { schema: Run, description: 'Still running: poll Location.' } },
         handler: async (ctx) => {

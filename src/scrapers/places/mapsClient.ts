@@ -1,0 +1,111 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
+import { ApiError } from '../../errors.js';
+import { RedditRateLimiter as TokenBucket } from '../forum/rateLimiter.js';
+import { detectBlock } from './upstreamProblems.js';
+
+export interface MapsClientOptions {
+  baseUrl: string;
+  userAgent: string;
+  /** Sent as Cookie on every request (a SOCS consent cookie, or an operator's signed-in session for reviews). */
+  cookie?: string | undefined;
+  /** HTTP(S) proxy (user:pass@host:port allowed); requests tunnel through it with CONNECT. */
+  proxyUrl?: string | undefined;
+  requestsPerMinute: number;
+  burst: number;
+  /** Random extra pause before each request, 0..jitterMs (Google-facing politeness). */
+  jitterMs: number;
+  requestTimeoutMs: number;
+  maxRetries: number;
+  retryBackoffMs: number;
+  blockedCooldownMs: number;
+}
+
+export interface MapsClientStats { requests: number; retries: number; blocked: number }
+export interface MapsResponse { status: number; body: string; contentType: string }
+
+const RETRY_STATUSES = new Set([408, 500, 502, 503, 504]);
+const RETRY_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN']);
+const TIMEOUT_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+
+/**
+ * Google Maps over plain HTTP for one egress (the direct connection or the configured proxy): one token
+ * bucket with jitter, bounded retries of transient failures, and a circuit breaker: after a consent wall
+ * or an "unusual traffic" page every request fails fast with that problem for the cool-down, instead of
+ * hammering (and instead of an empty success).
+ */
+export class MapsClient {
+  readonly stats: MapsClientStats = { requests: 0, retries: 0, blocked: 0 };
+  private readonly limiter: TokenBucket;
+  private readonly dispatcher: Dispatcher;
+  private blockedUntil = 0;
+  private blockedError: ApiError | null = null;
+
+  constructor(private readonly o: MapsClientOptions) {
+    this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
+    const timeouts = { headersTimeout: o.requestTimeoutMs, bodyTimeout: o.requestTimeoutMs, connectTimeout: o.requestTimeoutMs };
+    this.dispatcher = o.proxyUrl ? new ProxyAgent({ uri: o.proxyUrl, connections: 4, ...timeouts }) : new Agent({ connections: 4, ...timeouts });
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+
+  /**
+   * GET `path` (relative to the base URL). Resolves with 2xx/3xx/4xx answers that are not blocks (the
+   * caller decides what a 403 or 404 means for it); rejects with a typed ApiError otherwise.
+   */
+  async get(path: string, signal?: AbortSignal): Promise<MapsResponse> {
+    const url = this.o.baseUrl.replace(/\/+$/, '') + path;
+    const label = path.split('?')[0]!;
+    for (let attempt = 0; ; attempt++) {
+      if (Date.now() < this.blockedUntil) throw this.blockedError!;
+      await this.limiter.acquire(signal);
+      if (this.o.jitterMs > 0) await sleep(Math.round(Math.random() * this.o.jitterMs), undefined, { signal });
+      this.stats.requests++;
+      const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: '*/*', 'accept-language': 'en' };
+      if (this.o.cookie) headers.cookie = this.o.cookie;
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await request(url, { method: 'GET', headers, dispatcher: this.dispatcher, signal });
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        const code = (e as { code?: string }).code ?? '';
+        if (RETRY_ERRORS.has(code) && attempt < this.o.maxRetries) {
+          await this.backoff(attempt, signal);
+          continue;
+        }
+        if (TIMEOUT_ERRORS.has(code)) throw new ApiError(504, 'upstream_timeout', `Google did not answer within ${this.o.requestTimeoutMs / 1000} s (${attempt + 1} attempts).`, { path: label });
+        throw new ApiError(502, 'upstream_unreachable', `Google could not be reached${this.o.proxyUrl ? ' through the proxy' : ''}: ${code || (e as Error).message}.`, { path: label });
+      }
+      const h = (name: string) => { const v = res.headers[name]; return Array.isArray(v) ? v[0] : v; };
+      const body = await res.body.text().catch((e: unknown) => {
+        if (signal?.aborted) throw signal.reason;
+        throw e;
+      });
+      const status = res.statusCode;
+      const contentType = h('content-type') ?? '';
+      const block = detectBlock({ status, location: h('location'), contentType, body });
+      if (block) {
+        this.stats.blocked++;
+        const err = new ApiError(502, block.code, block.message, { status, path: label, cooldown_seconds: this.o.blockedCooldownMs / 1000 });
+        this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
+        this.blockedError = err;
+        throw err;
+      }
+      if (RETRY_STATUSES.has(status) && attempt < this.o.maxRetries) {
+        await this.backoff(attempt, signal);
+        continue;
+      }
+      if (status >= 500 || RETRY_STATUSES.has(status)) throw new ApiError(502, 'upstream_unavailable', `Google answered HTTP ${status} after ${attempt + 1} attempts.`, { status, path: label });
+      return { status, body, contentType };
+    }
+  }
+
+  private async backoff(attempt: number, signal?: AbortSignal): Promise<void> {
+    this.stats.retries++;
+    // Full jitter, doubling: [0, 2) × base, then [2, 4) × base …
+    const base = this.o.retryBackoffMs;
+    await sleep(Math.round(base * 2 * attempt + Math.random() * base * 2), undefined, { signal });
+  }
+}
