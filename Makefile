@@ -39,7 +39,7 @@ bench: build
 	npx tsx bench/liveness.ts
 	npx tsx bench/scrape.ts
 	npx tsx bench/places.ts
-	node --expose-gc --import tsx bench/monitor-reconnect.ts
+	node --expose-gc --import tsx bench/monitor-memory.ts
 
 clean:
 	rm -rf dist var .tmp
