@@ -91,7 +91,7 @@ test.serial('create a collection, enrol a person from photos with a per-image re
   await page.getByRole('button', { name: 'Search', exact: true }).click();
   await page.getByTestId('best-match').waitFor();
   t.is(await page.getByTestId('best-match').textContent(), 'Barack Obama');
-  t.regex((await page.locator('.result').textContent())!, /Threshold 0\.40/);
+  t.regex((await page.locator('section.result').textContent())!, /Threshold 0\.40/);
   await screenshot(page, '04-search');
 
   // A photo without a face: the distinct refusal, not a generic error.
@@ -116,7 +116,7 @@ test.serial('compare and detect draw the faces and show the verdict', async (t) 
   await page.getByRole('button', { name: 'Detect faces' }).click();
   const count = Number(/^(\d+) faces$/.exec((await page.getByTestId('face-count').textContent())!)![1]);
   t.true(count >= labels.groups[group]!.faces, String(count));
-  t.is(await page.locator('.result ol li').count(), count);
+  t.is(await page.locator('section.result ol li').count(), count);
   await screenshot(page, '06-detect');
 });
 
