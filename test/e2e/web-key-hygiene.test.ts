@@ -1,5 +1,5 @@
 import test from 'ava';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { face, form } from '../helpers/daemon.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemonProcess.js';
 import { waitFor } from '../helpers/monitors.js';
@@ -43,13 +43,14 @@ test.after.always(async () => {
   await rtsp?.stop();
 });
 
-function record(page: Page): void {
-  page.on('request', (r) => {
+/** Every request of every page in the context (popups included), and every URL a frame navigated to (pushState too). */
+function record(context: BrowserContext): void {
+  context.on('request', (r) => {
     seenUrls.push(r.url());
     const body = r.postDataBuffer();
     if (body) postBodies.push(body);
   });
-  page.on('framenavigated', (f) => seenUrls.push(f.url()));
+  context.on('page', (p) => p.on('framenavigated', (f) => seenUrls.push(f.url())));
 }
 
 /** In-app navigation (history.pushState, as the UI's own links do): a reload would forget the key. */
@@ -73,10 +74,9 @@ let page: Page;
 test.serial('every page used, a kiosk opened: the key is nowhere but in memory', async (t) => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   await context.addInitScript(COUNT_OBJECT_URLS);
+  record(context);
   page = await context.newPage();
   page.setDefaultTimeout(20_000);
-  record(page);
-  context.on('page', (p) => record(p));
   await signIn(page, d.url, d.key);
   await page.getByTestId('readiness').filter({ hasText: 'Ready' }).waitFor();
   await go(page, '/collections', 'Collections');
@@ -86,7 +86,7 @@ test.serial('every page used, a kiosk opened: the key is nowhere but in memory',
   await go(page, '/search', 'Search');
   await page.getByLabel('Collection').selectOption('lobby');
   await page.locator('input[type=file]').setInputFiles({ name: 'q.jpg', mimeType: 'image/jpeg', buffer: face('identities/biden/1.jpg') });
-  await page.getByRole('button', { name: 'Search' }).click();
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
   t.is(await page.getByTestId('best-match').textContent(), 'Joe Biden');
   await go(page, '/compare', 'Compare');
   await go(page, '/detect', 'Detect');
