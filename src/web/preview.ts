@@ -88,10 +88,17 @@ export class LivePreview {
     this.opts.onStatus?.(text, level);
   }
 
+  /** Sleeps unless stopped. The abort listener is removed when the timer fires: a kiosk sleeps ~2x a second for months. */
   private sleep(ms: number): Promise<void> {
+    const signal = this.stopped.signal;
     return new Promise((resolve) => {
-      const t = window.setTimeout(resolve, ms);
-      this.stopped.signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+      const wake = () => {
+        clearTimeout(t);
+        signal.removeEventListener('abort', wake);
+        resolve();
+      };
+      const t = window.setTimeout(wake, ms);
+      signal.addEventListener('abort', wake, { once: true });
     });
   }
 
