@@ -1,10 +1,12 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import type { Browser, Page } from 'playwright-core';
-import { call, FACES, face, labels, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { loadCatalog } from '../../src/models/catalog.js';
+import { call, FACES, face, labels, MODELS_MIRROR, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { ensureWebUi, framesShown, launchChromium, screenshot, signIn } from '../helpers/browser.js';
@@ -18,6 +20,8 @@ let d: TestDaemon;
 let rtsp: RtspServer;
 let browser: Browser;
 let page: Page;
+let upstream: Server;
+let liveness: { mirror: string; files: string[] };
 const blank = join(mkdtempSync(join(tmpdir(), 'vigil-web-')), 'empty-wall.jpg');
 
 test.before(async () => {
@@ -26,9 +30,23 @@ test.before(async () => {
     ensureWebUi(),
     sharp({ create: { width: 320, height: 240, channels: 3, background: { r: 90, g: 110, b: 130 } } }).jpeg().toFile(blank),
   ]);
+  // The liveness addon's sources: an empty mirror and an upstream that answers 404, so the first enable
+  // fails; the test then fills the mirror and retries.
+  upstream = createServer((_req, res) => { res.statusCode = 404; res.end('nope'); });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+  const catalog = await loadCatalog();
+  const files = catalog.addons.liveness!.models.map((m) => m.file);
+  for (const f of files) catalog.files[f]!.sources = [{ type: 'url', url: `http://127.0.0.1:${(upstream.address() as { port: number }).port}/${f}` }];
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-web-daemon-'));
+  writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));
+  liveness = { mirror: mkdtempSync(join(tmpdir(), 'vigil-web-mirror-')), files };
   // One stream at most, so the second monitor runs into the capacity error.
   [d, rtsp, browser] = await Promise.all([
-    startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 1` }), startRtspServer({ frames, fps: 10 }), launchChromium(),
+    startTestDaemon({
+      dir, server: [`model_catalog = ${JSON.stringify(join(dir, 'catalog.json'))}`],
+      toml: `${FAST_MONITORS_TOML}\nmax_streams = 1\n[addons]\nmirror = ${JSON.stringify(liveness.mirror)}`,
+    }),
+    startRtspServer({ frames, fps: 10 }), launchChromium(),
   ]);
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.setDefaultTimeout(20_000);
@@ -37,6 +55,7 @@ test.after.always(async () => {
   await browser?.close();
   await d?.close();
   await rtsp?.stop();
+  upstream?.close();
 });
 
 const file = (rel: string) => FACES + rel;
@@ -169,11 +188,32 @@ test.serial('the kiosk opened from the monitor page gets the key in memory and s
   await kiosk.close();
 });
 
-test.serial('System → Liveness shows the status fields', async (t) => {
+test.serial('a kiosk opened directly asks for the key once, then shows the preview', async (t) => {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
+  const kiosk = await context.newPage();
+  await kiosk.goto(`${d.url}/kiosk/door`);
+  await kiosk.getByLabel('API key').fill(d.key);
+  await kiosk.getByRole('button', { name: 'Sign in' }).click();
+  await waitFor('kiosk frames', async () => ((await framesShown(kiosk)) >= 3 ? true : undefined), 30_000);
+  t.is(new URL(kiosk.url()).pathname, '/kiosk/door');
+  await context.close();
+});
+
+test.serial('System → Liveness: the download fails with its error, the retry succeeds and asks for a restart', async (t) => {
   await nav('System');
-  await page.getByTestId('liveness-state').waitFor();
   t.regex((await page.getByTestId('liveness-status').textContent())!, /Running with liveness\s*no/);
-  await screenshot(page, '10-system');
+  t.is(await page.getByTestId('liveness-state').textContent(), 'Not downloaded');
+  await page.getByRole('button', { name: 'Download and enable after restart' }).click();
+  await page.getByTestId('liveness-error').waitFor({ timeout: 60_000 });
+  t.is(await page.getByTestId('liveness-state').textContent(), 'Failed');
+  t.regex((await page.getByTestId('liveness-error').textContent())!, /addon_download_failed/);
+  await screenshot(page, '10-liveness-error');
+  for (const f of liveness.files) copyFileSync(join(MODELS_MIRROR, f), join(liveness.mirror, f));
+  await page.getByRole('button', { name: 'Retry download and enable' }).click();
+  await page.getByTestId('liveness-state').filter({ hasText: 'Downloaded and verified' }).waitFor({ timeout: 60_000 });
+  await page.getByText('Restart the daemon to apply').waitFor();
+  t.is(await page.getByTestId('liveness-error').count(), 0);
+  await screenshot(page, '11-liveness-ready');
 });
 
 test.serial('collection delete asks for the force confirmation when persons would go with it', async (t) => {

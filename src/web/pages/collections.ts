@@ -1,5 +1,5 @@
 import { ApiFailure, api, enc } from '../api.js';
-import { facts, field, fmt, h } from '../dom.js';
+import { facts, field, fmt, h, replace } from '../dom.js';
 import { navigate, type PageContext } from '../router.js';
 import { ImagePicker } from '../images.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
@@ -113,7 +113,7 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       if (num(f.threshold.value) !== undefined) patch.threshold = num(f.threshold.value);
       const d = detection();
       if (Object.keys(d).length) patch.detection = d;
-      await api('PATCH', path, patch);
+      renderSummary((await api('PATCH', path, patch)).collection);
       editMessages.show(notice('Saved.'));
     });
   });
@@ -139,6 +139,15 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       navigate('/collections');
     });
   });
+
+  const summary = h('section', { class: 'card' });
+  const renderSummary = (c: any) => replace(summary, facts([
+    ['ID', h('code', null, c.id)], ['Persons', c.person_count], ['Faces', c.face_count], ['Threshold', fmt.num(c.default_threshold, 2)],
+    ['Search profile', c.search_profile], ['Capacity', c.capacity_rows], ['Model', `${c.model_id} (${String(c.model_digest).slice(0, 12)})`],
+    ['Detection', `${c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ')}; threshold ${c.detection.threshold}; ${c.detection.single_face_selection}`],
+  ]), del);
+  const refreshSummary = async () => renderSummary((await api('GET', path, undefined, ctx.signal)).collection);
+  renderSummary(c);
 
   // Persons: search and pages.
   const pager = new Pager();
@@ -198,7 +207,7 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
         enrolMessages.show(notice(h('span', null, `Enrolled ${r.person.name ?? r.person.id} with ${r.faces.length} of ${files.length} images. `,
           h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(r.person.id)}` }, 'Open person'))));
         pager.reset();
-        await loadPersons();
+        await Promise.all([loadPersons(), refreshSummary()]);
       } catch (err) {
         if (err instanceof ApiFailure && err.code === 'registration_failed') enrolmentResults(picker, files.length, [], (err.details.rejected_images as any[]) ?? []);
         throw err;
@@ -209,11 +218,7 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   return h('div', null,
     h('p', null, h('a', { href: '/collections' }, '← Collections')),
     h('h1', null, `Collection ${c.name}`), top,
-    h('section', { class: 'card' }, facts([
-      ['ID', h('code', null, c.id)], ['Persons', c.person_count], ['Faces', c.face_count], ['Threshold', fmt.num(c.default_threshold, 2)],
-      ['Search profile', c.search_profile], ['Capacity', c.capacity_rows], ['Model', `${c.model_id} (${String(c.model_digest).slice(0, 12)})`],
-      ['Detection', `${c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ')}; threshold ${c.detection.threshold}; ${c.detection.single_face_selection}`],
-    ]), del),
+    summary,
     h('section', { class: 'card', 'aria-labelledby': 'persons' }, h('h2', { id: 'persons' }, 'Persons'), field('Search persons', search), persons),
     enrolForm, edit);
 }
