@@ -36,7 +36,10 @@ function loadBundle(dir: string): { index: Buffer; assets: Map<string, Asset> } 
   if (existsSync(assetDir)) {
     for (const name of readdirSync(assetDir)) {
       const type = TYPES[extname(name)];
-      if (type) assets.set(name, { body: readFileSync(join(assetDir, name)), type });
+      // A stale asset removed by a concurrent rebuild between the listing and the read is simply skipped.
+      try {
+        if (type) assets.set(name, { body: readFileSync(join(assetDir, name)), type });
+      } catch {}
     }
   }
   return { index: readFileSync(join(dir, 'index.html')), assets };
