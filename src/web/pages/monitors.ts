@@ -164,7 +164,12 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   const events = h('ol', { class: 'events', 'aria-label': 'Events, newest first', reversed: true });
   const eventNote = h('p', { class: 'muted' });
   let cursor: string | null = null;
-  const pollEvents = async () => {
+  let inFlight = false;
+  const pollEvents = async (): Promise<void> => {
+    // One reader at a time: the interval and a has_more follow-up must not read the same cursor twice.
+    if (inFlight) return;
+    inFlight = true;
+    let more = false;
     try {
       const q = new URLSearchParams({ limit: '100' });
       if (cursor) q.set('cursor', cursor);
@@ -178,8 +183,12 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
       }
       while (events.children.length > 200) events.lastElementChild!.remove();
       cursor = r.next_cursor;
-      if (r.has_more) void pollEvents();
-    } catch {}
+      more = r.has_more;
+    } catch {
+    } finally {
+      inFlight = false;
+    }
+    if (more && !ctx.signal.aborted) await pollEvents();
   };
   const pollState = async () => {
     try {
