@@ -27,7 +27,7 @@ export function signInForm(onDone: () => void, intro?: string): HTMLElement {
       .catch((err: unknown) => messages.show(errorBox(err)))
       .finally(() => { button.disabled = false; });
   });
-  queueMicrotask(() => input.focus());
+  requestAnimationFrame(() => input.focus());
   return form;
 }
 
