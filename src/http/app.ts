@@ -14,6 +14,7 @@ import { faceRoutes } from './routes/faces.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { systemRoutes } from './routes/system.js';
 import type { Runtime } from './runtime.js';
+import { webUi } from './webUi.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
@@ -46,6 +47,8 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(errorEnvelope(rt.log, rt.recentErrors));
   app.use(deadline(config.server.request_timeout_seconds));
   app.use(bodySizeLimit(config.server.max_request_bytes));
+  // The browser UI answers only its own paths; API paths and their 404 envelopes pass through.
+  if (!config.web.disabled) app.use(webUi());
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return { app, routes };

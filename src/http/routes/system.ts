@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync } from 'node:fs';
+import { freemem, loadavg, totalmem } from 'node:os';
 import { SEARCH_PROFILES } from '../../search/profiles.js';
 import { VERSION } from '../../version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
@@ -72,6 +73,9 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             startup: inf.engine.startup,
             uptime_seconds: Math.round((Date.now() - rt.startedAt.getTime()) / 1000),
             rss_bytes: process.memoryUsage().rss,
+            // Host load for the dashboard: 1/5/15-minute load averages and memory.
+            load_average: loadavg(),
+            memory: { total_bytes: totalmem(), free_bytes: freemem() },
           },
           execution_provider: inf.model.provider,
           model: inf.model,

@@ -1,0 +1,229 @@
+import { ApiFailure, api, enc } from '../api.js';
+import { facts, field, fmt, h } from '../dom.js';
+import { openKiosk } from '../kioskHandoff.js';
+import { LivePreview, type Recognised } from '../preview.js';
+import { navigate, type PageContext } from '../router.js';
+import { Pager, busy, errorBox, every, messageArea, notice } from '../ui.js';
+
+/** 429 monitor_limit_exceeded gets its own wording: it is the one error installers hit in normal use. */
+export function monitorError(e: unknown): HTMLElement {
+  if (e instanceof ApiFailure && e.code === 'monitor_limit_exceeded') {
+    return h('div', { class: 'alert error capacity', role: 'alert', 'data-code': e.code },
+      h('strong', null, 'No stream capacity left. '),
+      `${e.message} Disable another monitor, or raise [monitors] max_streams if the hardware can take it.`, ' ', h('code', null, e.code));
+  }
+  return errorBox(e);
+}
+
+function statusBadge(status: string, connected: boolean): HTMLElement {
+  const level = status === 'running' && connected ? 'ok' : status === 'stopped' ? 'muted' : status === 'error' ? 'error' : 'warn';
+  return h('span', { class: `badge ${level}` }, status);
+}
+
+async function monitorForm(signal: AbortSignal, m?: any): Promise<{ form: HTMLFormElement; body: () => Record<string, unknown> }> {
+  const cols = await api('GET', '/v1/collections?limit=100', undefined, signal);
+  const id = h('input', { type: 'text', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}', autocomplete: 'off', value: m?.id ?? '', disabled: !!m });
+  const name = h('input', { type: 'text', required: true, maxlength: '200', value: m?.name ?? '' });
+  // The stored URL is never shown with its credentials: edit shows the redacted form and sends a URL only when retyped.
+  const url = h('input', { type: 'text', required: !m, autocomplete: 'off', spellcheck: 'false', placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://user:password@camera/stream' });
+  const collection = h('select', { required: true }, cols.collections.map((c: any) => h('option', { value: c.id, selected: m?.collection_id === c.id }, `${c.name} (${c.id})`)));
+  const fps = h('input', { type: 'number', min: '0.1', max: '30', step: '0.1', value: m?.inference_fps ?? 2 });
+  const threshold = h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: m?.match_threshold ?? '', placeholder: 'collection default' });
+  const preview = h('input', { type: 'checkbox', checked: m ? m.preview_enabled : true, id: `pv${m ? 'e' : 'n'}` });
+  const enabled = h('input', { type: 'checkbox', checked: m ? m.enabled : true, id: `en${m ? 'e' : 'n'}` });
+  const form = h('form', { class: 'card', 'aria-labelledby': m ? 'edit-mon' : 'new-mon' }, h('h2', { id: m ? 'edit-mon' : 'new-mon' }, m ? 'Settings' : 'New monitor'),
+    m ? null : field('ID', id), field('Name', name), field('RTSP URL', url, m ? 'Leave empty to keep the current URL (stored encrypted, shown without credentials).' : 'Stored encrypted; shown without credentials afterwards.'),
+    field('Collection', collection), field('Inference rate (frames/s)', fps), field('Match threshold', threshold),
+    h('div', { class: 'field inline' }, preview, h('label', { for: preview.id }, 'Live preview allowed')),
+    m ? null : h('div', { class: 'field inline' }, enabled, h('label', { for: enabled.id }, 'Start now')));
+  const body = () => {
+    const b: Record<string, unknown> = { name: name.value.trim(), collection_id: collection.value, inference_fps: Number(fps.value), preview_enabled: preview.checked };
+    if (!m) Object.assign(b, { id: id.value.trim(), enabled: enabled.checked });
+    if (url.value.trim()) b.source = { url: url.value.trim() };
+    if (threshold.value !== '') b.match_threshold = Number(threshold.value);
+    else if (m && m.match_threshold !== null) b.match_threshold = null;
+    return b;
+  };
+  return { form, body };
+}
+
+function enableToggle(m: any, messages: ReturnType<typeof messageArea>, after: () => void): HTMLButtonElement {
+  const b = h('button', { type: 'button', class: 'small' }, m.enabled ? 'Disable' : 'Enable');
+  b.addEventListener('click', () => void busy(b, messages, async () => {
+    try {
+      await api('PATCH', `/v1/monitors/${enc(m.id)}`, { enabled: !m.enabled });
+      messages.clear();
+      after();
+    } catch (e) {
+      messages.show(monitorError(e));
+    }
+  }));
+  return b;
+}
+
+export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
+  const pager = new Pager();
+  const list = h('div');
+  const messages = messageArea();
+  const load = async () => {
+    try {
+      const q = new URLSearchParams({ limit: '20' });
+      if (pager.cursor) q.set('cursor', pager.cursor);
+      const r = await api('GET', `/v1/monitors?${q}`, undefined, ctx.signal);
+      pager.next = r.next_cursor;
+      list.replaceChildren(r.monitors.length
+        ? h('table', { 'aria-label': 'Monitors' }, h('thead', null, h('tr', null, ['ID', 'Name', 'Status', 'Source', 'Collection', 'Preview', ''].map((t) => h('th', { scope: 'col' }, t)))),
+          h('tbody', null, r.monitors.map((m: any) => h('tr', null,
+            h('td', null, h('a', { href: `/monitors/${enc(m.id)}` }, m.id)), h('td', null, m.name), h('td', null, statusBadge(m.runtime.status, m.runtime.connected)),
+            h('td', null, h('code', null, m.source.url)), h('td', null, m.collection_id), h('td', null, m.preview_enabled ? 'allowed' : 'off'),
+            h('td', null, enableToggle(m, messages, () => void load()), ' ', h('button', { type: 'button', class: 'small', onclick: () => openKiosk(m.id) }, 'Kiosk'))))))
+        : h('p', { class: 'muted' }, 'No monitors yet.'), pager.controls(() => void load()));
+    } catch (e) {
+      list.replaceChildren(errorBox(e));
+    }
+  };
+  await load();
+  every(5000, ctx.signal, load);
+
+  const { form, body } = await monitorForm(ctx.signal);
+  const formMessages = messageArea();
+  const submit = h('button', { type: 'submit' }, 'Create monitor');
+  form.append(submit, formMessages);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void busy(submit, formMessages, async () => {
+      try {
+        const r = await api('POST', '/v1/monitors', body());
+        navigate(`/monitors/${enc(r.monitor.id)}`);
+      } catch (err) {
+        formMessages.show(monitorError(err));
+      }
+    });
+  });
+  return h('div', null, h('h1', null, 'Monitors'), messages, list, form);
+}
+
+export function recognisedList(): HTMLElement & { set(faces: Recognised[]): void } {
+  const ul = Object.assign(h('ul', { class: 'recognised', 'aria-label': 'Recognised now', 'aria-live': 'polite' }), { set(_faces: Recognised[]): void {} });
+  let last = '';
+  ul.set = (faces) => {
+    const key = faces.map((f) => `${f.kind}:${f.name}`).join('|');
+    if (key === last) return;
+    last = key;
+    ul.replaceChildren(...faces.map((f) => h('li', { class: f.kind }, f.name)));
+  };
+  return ul;
+}
+
+export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
+  const mid = ctx.params.mid!;
+  const path = `/v1/monitors/${enc(mid)}`;
+  let m = (await api('GET', path, undefined, ctx.signal)).monitor;
+  const top = messageArea();
+  const details = h('section', { class: 'card' });
+  const stateBox = h('div');
+
+  const renderDetails = () => details.replaceChildren(facts([
+    ['Status', statusBadge(m.runtime.status, m.runtime.connected)], ['Source', h('code', { 'data-testid': 'source-url' }, m.source.url)], ['Collection', m.collection_id],
+    ['Inference rate', `${m.inference_fps} fps`], ['Threshold', m.match_threshold === null ? 'collection default' : fmt.num(m.match_threshold, 2)],
+    ['Preview', m.preview_enabled ? 'allowed' : 'off'], ['Last error', m.runtime.last_error ? h('code', null, typeof m.runtime.last_error === 'string' ? m.runtime.last_error : JSON.stringify(m.runtime.last_error)) : '—'],
+  ]), h('div', { class: 'actions' }, enableToggle(m, top, () => void reload()),
+    h('button', { type: 'button', onclick: () => openKiosk(mid) }, 'Open kiosk view'), del));
+  const reload = async () => {
+    try {
+      m = (await api('GET', path, undefined, ctx.signal)).monitor;
+      renderDetails();
+    } catch (e) {
+      if (!ctx.signal.aborted) top.show(errorBox(e));
+    }
+  };
+
+  const del = h('button', { type: 'button', class: 'danger' }, 'Delete monitor');
+  del.addEventListener('click', () => {
+    if (!confirm(`Delete monitor ${mid}?`)) return;
+    void busy(del, top, async () => {
+      await api('DELETE', path);
+      navigate('/monitors');
+    });
+  });
+  renderDetails();
+
+  // Live preview with overlays, and the names recognised now.
+  const previewStatus = h('p', { class: 'muted', role: 'status', 'data-testid': 'preview-status' }, 'Connecting…');
+  const names = recognisedList();
+  const preview = new LivePreview(mid, {
+    onStatus: (text, level) => { previewStatus.textContent = text; previewStatus.className = level; },
+    onRecognised: (faces) => names.set(faces),
+  });
+  if (m.preview_enabled) {
+    preview.start();
+    ctx.signal.addEventListener('abort', () => preview.stop(), { once: true });
+  }
+
+  // Events by cursor: new ones are prepended; an epoch change (restart) starts the list afresh.
+  const events = h('ol', { class: 'events', 'aria-label': 'Events, newest first', reversed: true });
+  const eventNote = h('p', { class: 'muted' });
+  let cursor: string | null = null;
+  let inFlight = false;
+  const pollEvents = async (): Promise<void> => {
+    // One reader at a time: the interval and a has_more follow-up must not read the same cursor twice.
+    if (inFlight) return;
+    inFlight = true;
+    let more = false;
+    try {
+      const q = new URLSearchParams({ limit: '100' });
+      if (cursor) q.set('cursor', cursor);
+      const r = await api('GET', `${path}/events?${q}`, undefined, ctx.signal);
+      if (r.stream_reset) events.replaceChildren();
+      eventNote.textContent = r.truncated ? 'Some events fell out of the buffer before they were shown.' : '';
+      for (const ev of r.events) {
+        const who = ev.person ? (ev.person.name ?? ev.person.id) : ev.error ? `${ev.error.code}` : '';
+        events.prepend(h('li', { class: ev.type }, h('time', { datetime: ev.occurred_at }, new Date(ev.occurred_at).toLocaleTimeString()), ' ',
+          h('strong', null, ev.type.replace('_', ' ')), who ? ` ${who}` : '', typeof ev.similarity === 'number' ? ` (${ev.similarity.toFixed(2)})` : ''));
+      }
+      while (events.children.length > 200) events.lastElementChild!.remove();
+      cursor = r.next_cursor;
+      more = r.has_more;
+    } catch {
+    } finally {
+      inFlight = false;
+    }
+    if (more && !ctx.signal.aborted) await pollEvents();
+  };
+  const pollState = async () => {
+    try {
+      const s = (await api('GET', `${path}/state`, undefined, ctx.signal)).state;
+      stateBox.replaceChildren(facts([
+        ['Connected', s.connected ? 'yes' : 'no'], ['Source', s.source.width ? `${s.source.width}×${s.source.height} @ ${fmt.num(s.source.source_fps, 1)} fps` : '—'],
+        ['Inference', `${fmt.num(s.inference.actual_fps, 1)} of ${s.inference.configured_fps} fps${s.inference.capacity_limited ? ' (capacity limited)' : ''}`],
+        ['Frames', `${s.inference.processed_frames} processed, ${s.inference.dropped_frames} skipped`], ['Reconnects', s.reconnects], ['Preview viewers', s.preview.viewers],
+      ]));
+    } catch {}
+  };
+  await Promise.all([pollEvents(), pollState()]);
+  every(1000, ctx.signal, pollEvents);
+  every(2000, ctx.signal, pollState);
+  every(5000, ctx.signal, reload);
+
+  const { form, body } = await monitorForm(ctx.signal, m);
+  const formMessages = messageArea();
+  const save = h('button', { type: 'submit' }, 'Save changes');
+  form.append(save, formMessages);
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    void busy(save, formMessages, async () => {
+      try {
+        m = (await api('PATCH', path, body())).monitor;
+        renderDetails();
+        formMessages.show(notice('Saved.'));
+      } catch (err) {
+        formMessages.show(monitorError(err));
+      }
+    });
+  });
+
+  return h('div', null, h('p', null, h('a', { href: '/monitors' }, '← Monitors')), h('h1', null, m.name), top, details,
+    h('section', { class: 'card wide', 'aria-labelledby': 'live' }, h('h2', { id: 'live' }, 'Live'),
+      m.preview_enabled ? [preview.element, previewStatus, h('h3', null, 'Recognised now'), names] : h('p', { class: 'muted' }, 'The preview is off for this monitor: allow it in the settings below.'), stateBox),
+    h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events), form);
+}
