@@ -30,6 +30,7 @@ lint: node_modules
 	npm run lint
 
 test: node_modules typecheck lint
+	VIGIL_TEST_DEPS=1 ./scripts/install-system-deps.sh
 	npm test
 
 bench: build
@@ -40,6 +41,7 @@ bench: build
 	npx tsx bench/scrape.ts
 	npx tsx bench/places.ts
 	node --expose-gc --import tsx bench/monitor-memory.ts
+	npx tsx bench/kiosk.ts
 
 clean:
 	rm -rf dist var .tmp

@@ -8,8 +8,11 @@ need=(ca-certificates)
 need+=(pkg-config build-essential libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gir1.2-gst-rtsp-server-1.0 python3-gi)
-# The web UI's end-to-end tests drive Debian's Chromium headless (playwright-core, no browser download).
-need+=(chromium)
+# The web UI's end-to-end tests and the kiosk bench drive Debian's Chromium headless (playwright-core, no
+# browser download); `make test`, `make bench` and CI ask for it, an appliance (`make run`) does not.
+if [ "${VIGIL_TEST_DEPS:-0}" = 1 ] || [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
+  need+=(chromium)
+fi
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   need+=(nodejs npm)
 fi
