@@ -32,11 +32,12 @@ export interface RtspServer { port: number; frames: string; url: (mount?: string
  * Starts test/rtsp/server.py (GstRtspServer, Debian's python3-gi: /usr/bin/python3, not a pyenv one)
  * and resolves once it listens. `port` 0 picks a free one; pass the old port to restart in place.
  */
-export async function startRtspServer(o: { frames: string; fps: number; port?: number; mounts?: string[]; bitrate?: number; markFrame?: number; onMark?: (ms: number) => void }): Promise<RtspServer> {
+export async function startRtspServer(o: { frames: string; fps: number; port?: number; mounts?: string[]; bitrate?: number; markFrame?: number; onMark?: (ms: number) => void; tlsPem?: string }): Promise<RtspServer> {
   const args = [join(REPO, 'test/rtsp/server.py'), '--frames', o.frames, '--fps', String(o.fps), '--port', String(o.port ?? 0)];
   for (const m of o.mounts ?? []) args.push('--mount', m);
   if (o.bitrate) args.push('--bitrate', String(o.bitrate));
   if (o.markFrame !== undefined) args.push('--mark-frame', String(o.markFrame));
+  if (o.tlsPem) args.push('--tls', o.tlsPem);
   const child = spawn('/usr/bin/python3', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });
@@ -60,7 +61,7 @@ export async function startRtspServer(o: { frames: string; fps: number; port?: n
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return {
     port, child, frames: o.frames,
-    url: (mount = '/stream') => `rtsp://127.0.0.1:${port}${mount}`,
+    url: (mount = '/stream') => `${o.tlsPem ? 'rtsps' : 'rtsp'}://127.0.0.1:${port}${mount}`,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;

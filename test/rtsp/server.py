@@ -2,10 +2,11 @@
 """Test RTSP server (GStreamer RTSP server from Debian): serves a looping H.264 stream built from a
 directory of same-sized JPEG frames (frame00000.jpg, ...) at a given frame rate.
 
-Usage: server.py --frames DIR --fps N [--port P] [--mount /stream] [--bitrate KBPS] [--mark-frame K]
+Usage: server.py --frames DIR --fps N [--port P] [--mount /stream] [--bitrate KBPS] [--mark-frame K] [--tls PEM]
 Prints "READY <port>" on stdout once it accepts connections. Run with /usr/bin/python3 (python3-gi).
 With --mark-frame K it prints "MARK <unix ms>" whenever frame K of the loop enters the payloader
-(bench/monitor.ts measures frame-to-event delay from it).
+(bench/monitor.ts measures frame-to-event delay from it). With --tls PEM (certificate and key) it serves
+rtsps:// only, to anyone (the anonymous role may open every mount).
 """
 import argparse
 import os
@@ -16,7 +17,7 @@ import gi
 
 gi.require_version('Gst', '1.0')
 gi.require_version('GstRtspServer', '1.0')
-from gi.repository import GLib, Gst, GstRtspServer  # noqa: E402
+from gi.repository import Gio, GLib, Gst, GstRtspServer  # noqa: E402
 
 
 def mark_frames(media, frame: int, total: int) -> None:
@@ -41,6 +42,7 @@ def main() -> int:
     p.add_argument('--bitrate', type=int, default=1500, help='x264 kbit/s')
     p.add_argument('--keyint', type=int, default=0, help='key frame interval in frames (default: fps)')
     p.add_argument('--mark-frame', type=int, default=-1)
+    p.add_argument('--tls', default=None, help='PEM file with the certificate and its key: serve rtsps://')
     a = p.parse_args()
     Gst.init(None)
     keyint = a.keyint or a.fps
@@ -55,10 +57,22 @@ def main() -> int:
     server.set_address('127.0.0.1')
     server.set_service(str(a.port))
     mounts = server.get_mount_points()
+    if a.tls:
+        # TLS lives in RTSPAuth; with no users configured, the default token gives every client the
+        # anonymous role, which each factory below lets in.
+        auth = GstRtspServer.RTSPAuth()
+        auth.set_tls_certificate(Gio.TlsCertificate.new_from_file(a.tls))
+        token = GstRtspServer.RTSPToken()
+        token.set_string('media.factory.role', 'anonymous')
+        auth.set_default_token(token)
+        server.set_auth(auth)
     for m in a.mount or ['/stream']:
         factory = GstRtspServer.RTSPMediaFactory()
         factory.set_launch(launch)
         factory.set_shared(True)
+        if a.tls:
+            factory.add_role_from_structure(Gst.Structure.from_string(
+                'anonymous, media.factory.access=(boolean)true, media.factory.construct=(boolean)true')[0])
         if a.mark_frame >= 0:
             total = len([f for f in os.listdir(a.frames) if f.startswith('frame')])
             factory.connect('media-configure', lambda _f, media: mark_frames(media, a.mark_frame, total))
