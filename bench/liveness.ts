@@ -5,7 +5,7 @@
  * Usage: npx tsx bench/liveness.ts [--iterations 200] [--requests 60]  -> prints JSON, writes bench/results/liveness.json
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +16,8 @@ import { loadConfig } from '../src/config/load.js';
 import { resolveThreading } from '../src/inference/engine.js';
 import { decodeImage } from '../src/inference/image.js';
 import { FacePipeline } from '../src/inference/pipeline.js';
-import { createSession, tunedSession } from '../src/inference/sessions.js';
+import { loadLivenessModels } from '../src/inference/livenessModel.js';
+import { tunedSession } from '../src/inference/sessions.js';
 import { loadCatalog } from '../src/models/catalog.js';
 import { loadInstalledPack } from '../src/models/installed.js';
 import { installPack } from '../src/models/installer.js';
@@ -47,7 +48,9 @@ const pipeline = new FacePipeline({
   detector: { spec: pack.detector, session: (await tunedSession(pack.detector.path, settings, [1, 3, 512, 512])).session },
   recognizer: { spec: pack.recognizer, session: (await tunedSession(pack.recognizer.path, settings, [1, 3, 112, 112])).session },
 });
-pipeline.useLiveness(await Promise.all(liveness.map(async (spec) => ({ spec, session: await createSession(spec.path, { ...settings, intraOpThreads: 1 }) }))));
+// The daemon's own loader: with 2+ cores the second model runs in a peer thread, overlapping the first.
+const livenessModels = await loadLivenessModels(liveness, settings, availableParallelism());
+pipeline.useLiveness(livenessModels);
 const profile = { input_sizes: [[96, 96], [512, 512]] as [number, number][], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
 const perFace: number[] = [];
 let faces = 0;
@@ -68,6 +71,7 @@ for (const f of FACES) {
 }
 
 const cpu = process.cpuUsage(cpu0);
+await Promise.all(livenessModels.map((m) => m.close()));
 const cpuPerFaceMs = (cpu.user + cpu.system) / 1000 / (perFace.length + faces * 5);
 const loadAverage = (await import('node:os')).loadavg()[0];
 

@@ -7,6 +7,7 @@ import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
 import { availableProviders, type OptimizationLevel, type ProviderName } from './sessions.js';
+import { startWorkerThread } from './workerThread.js';
 
 export interface EngineOptions {
   pack: InstalledPack;
@@ -30,15 +31,8 @@ export function resolveThreading(maxConcurrency: number | 'auto', intraOp: numbe
   return { workers, intraOpThreads };
 }
 
-/**
- * Built code runs worker.js directly. From source (tests, dev under tsx) Node 20 does not apply loader
- * hooks to a worker's entry module, so a small bootstrap registers tsx first and then imports worker.ts.
- */
 function createWorker(workerData: WorkerInit): Worker {
-  if (import.meta.url.endsWith('.js')) return new Worker(new URL('./worker.js', import.meta.url), { workerData });
-  const entry = new URL('./worker.ts', import.meta.url).href;
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData });
+  return startWorkerThread('worker', workerData);
 }
 
 /**

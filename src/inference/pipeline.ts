@@ -1,10 +1,11 @@
 import sharp from 'sharp';
 import { ApiError, Messages } from '../errors.js';
-import type { DetectorSpec, LivenessModelSpec, RecognizerSpec } from '../models/catalog.js';
+import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';
 import { byAreaDesc, clipCandidate, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
 import { decodeImage } from './image.js';
+import type { LivenessModel } from './livenessModel.js';
 import { classProbability, contextCrop, cropToTensor, livenessInputProblem, livenessVerdict, passed, rejected, type LivenessResult } from './liveness.js';
 import { boxStatistics, estimatePose, faceQuality, type FaceQuality, type Pose } from './quality.js';
 import { ort } from './sessions.js';
@@ -55,7 +56,7 @@ export interface AnalyzeResult {
 export interface PackSessions {
   detector: { spec: DetectorSpec; session: ort.InferenceSession };
   recognizer: { spec: RecognizerSpec; session: ort.InferenceSession };
-  liveness?: { spec: LivenessModelSpec; session: ort.InferenceSession }[];
+  liveness?: LivenessModel[];
 }
 
 /** Fraction of a small detector canvas left as black context; see `placeInCanvas`. */
@@ -120,21 +121,22 @@ export class FacePipeline {
     if (!models) throw livenessUnavailable('the liveness models are not loaded');
     const problem = livenessInputProblem(face.box, face.landmarks, width, height);
     if (problem) return rejected(problem);
-    const probabilities: number[] = [];
-    for (const { spec, session } of models) {
+    // Every crop first, then every model at once: a peer model runs on another core meanwhile.
+    const inputs = models.map(({ spec }) => {
       const [w, h] = spec.input_size;
-      const tensor = cropToTensor(rgb, width, contextCrop(face.box, width, height, spec.context_scale), w, h, spec.channel_order);
-      let logits: Float32Array;
-      try {
-        const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', tensor, [1, 3, h, w]) });
-        logits = out[session.outputNames[0]!]!.data as Float32Array;
-      } catch (e) {
+      return cropToTensor(rgb, width, contextCrop(face.box, width, height, spec.context_scale), w, h, spec.channel_order);
+    });
+    const outputs = await Promise.allSettled(models.map((m, i) => m.run(inputs[i]!)));
+    const probabilities = outputs.map((out, i) => {
+      const { spec } = models[i]!;
+      if (out.status === 'rejected') {
+        const e: unknown = out.reason;
         throw livenessUnavailable(`${spec.file} failed to run: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
       }
-      const p = logits.length > spec.live_class ? classProbability(logits, spec.live_class) : NaN;
+      const p = out.value.length > spec.live_class ? classProbability(out.value, spec.live_class) : NaN;
       if (!(p >= 0 && p <= 1)) throw livenessUnavailable(`${spec.file} returned an unusable output`);
-      probabilities.push(p);
-    }
+      return p;
+    });
     return livenessVerdict(probabilities, threshold);
   }
 

@@ -2,10 +2,12 @@
  * Inference worker thread. onnxruntime-node runs `session.run` synchronously on the calling thread, so
  * model work lives here, off the event loop that serves HTTP and (later) RTSP frames.
  */
+import { availableParallelism } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { isApiError } from '../errors.js';
 import { FacePipeline, type AnalyzeRequest, type PackSessions } from './pipeline.js';
-import { createSession, ort, tunedSession, type SessionSettings } from './sessions.js';
+import { loadLivenessModels, type LivenessModel } from './livenessModel.js';
+import { ort, tunedSession, type SessionSettings } from './sessions.js';
 import type { WorkerInit, WorkerReply, WorkerJob } from './protocol.js';
 
 const init = workerData as WorkerInit;
@@ -47,17 +49,18 @@ class AddonInvalid extends Error {}
  */
 async function loadLiveness(settings: SessionSettings): Promise<PackSessions['liveness']> {
   if (!init.liveness) return undefined;
-  const models: NonNullable<PackSessions['liveness']> = [];
-  for (const spec of init.liveness) {
+  let models: LivenessModel[];
+  try {
+    models = await loadLivenessModels(init.liveness, settings, availableParallelism());
+  } catch (e) {
+    throw new AddonInvalid(e instanceof Error ? e.message : String(e));
+  }
+  for (const model of models) {
+    const { spec } = model;
     try {
-      // One thread: on these 80x80 models extra intra-op threads cost more in hand-offs than they save
-      // (pair p50 6.4 ms with 1 thread vs 7.4 ms with 2 on the 2-core dev box).
-      const session = await createSession(spec.path, { ...settings, intraOpThreads: 1 });
       const [w, h] = spec.input_size;
-      const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
-      const n = (out[session.outputNames[0]!]!.data as Float32Array).length;
+      const n = (await model.run(new Float32Array(3 * w * h))).length;
       if (n <= spec.live_class) throw new Error(`output has ${n} values, class ${spec.live_class} expected`);
-      models.push({ spec, session });
     } catch (e) {
       throw new AddonInvalid(`${spec.file}: ${e instanceof Error ? e.message : String(e)}`);
     }

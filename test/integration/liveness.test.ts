@@ -214,19 +214,22 @@ test('startup refuses an enabled addon that is missing or corrupt, naming the pa
 
 test('a liveness model that breaks at run time gives 503 liveness_unavailable in both modes, never a verdict', async (t) => {
   // A real export with a block of weights overwritten by NaN: it loads and runs, and every output is NaN.
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-broken-'));
-  const models = await modelsDir(false);
-  const broken = Buffer.from(readFileSync(join(MODELS_MIRROR, '2.7_80x80_MiniFASNetV2.onnx')));
-  broken.fill(0xff, Math.floor(broken.length * 0.7), Math.floor(broken.length * 0.7) + 4096);
-  const catalog = await loadCatalog();
-  const name = '2.7_80x80_MiniFASNetV2.onnx';
-  catalog.files[name] = { ...catalog.files[name]!, sha256: createHash('sha256').update(broken).digest('hex'), size: broken.length, sources: [] };
-  mkdirSync(join(models, 'addons/liveness'), { recursive: true });
-  writeFileSync(join(models, 'addons/liveness', name), broken);
-  copyFileSync(join(MODELS_MIRROR, '4_0_0_80x80_MiniFASNetV1SE.onnx'), join(models, 'addons/liveness/4_0_0_80x80_MiniFASNetV1SE.onnx'));
-  const catalogFile = join(dir, 'catalog.json');
-  writeFileSync(catalogFile, JSON.stringify(catalog));
-  for (const mode of ['normal', 'observe']) {
+  // Normal mode breaks the first model (run inline by the inference worker), observe mode the second
+  // (run in its peer thread on a 2+ core machine), so both paths are covered.
+  const V2 = '2.7_80x80_MiniFASNetV2.onnx', V1SE = '4_0_0_80x80_MiniFASNetV1SE.onnx';
+  for (const [mode, name] of [['normal', V2], ['observe', V1SE]] as const) {
+    const dir = mkdtempSync(join(tmpdir(), 'vigil-broken-'));
+    const models = await modelsDir(false);
+    const broken = Buffer.from(readFileSync(join(MODELS_MIRROR, name)));
+    broken.fill(0xff, Math.floor(broken.length * 0.7), Math.floor(broken.length * 0.7) + 4096);
+    const catalog = await loadCatalog();
+    catalog.files[name] = { ...catalog.files[name]!, sha256: createHash('sha256').update(broken).digest('hex'), size: broken.length, sources: [] };
+    mkdirSync(join(models, 'addons/liveness'), { recursive: true });
+    writeFileSync(join(models, 'addons/liveness', name), broken);
+    const other = name === V2 ? V1SE : V2;
+    copyFileSync(join(MODELS_MIRROR, other), join(models, 'addons/liveness', other));
+    const catalogFile = join(dir, 'catalog.json');
+    writeFileSync(catalogFile, JSON.stringify(catalog));
     const d = await startTestDaemon({ modelsDir: models, server: [`model_catalog = ${JSON.stringify(catalogFile)}`], toml: livenessToml(mode, 'both', true) });
     try {
       for (const [path, body] of [['/v1/detect', form({ image: LIVE })], ['/v1/embeddings', form({ image: LIVE })], ['/v1/compare', form({ source: LIVE, target: LIVE })]] as const) {
