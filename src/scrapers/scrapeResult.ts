@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isApiError } from '../errors.js';
 
 /**
  * What every scraper kind reports, whatever its items: one row per source (a URL, a query, a community)
@@ -18,6 +19,44 @@ export const SourceReport = z
   })
   .meta({ id: 'ScrapeSourceReport' });
 export type SourceReportT = z.infer<typeof SourceReport>;
+
+/**
+ * Runs the sources of one run in order, each into its own report. A source's ApiError becomes its problem;
+ * a run-wide one (a block page, missing credentials) fails every later source with the same problem
+ * instead of hammering the upstream; once the run is full the rest are not started. Anything else (a bug,
+ * an abort) ends the run.
+ */
+export async function runSources<S extends { label: string }>(sources: S[], o: {
+  runWide: ReadonlySet<string>;
+  isFull: () => boolean;
+  signal?: AbortSignal;
+  run: (source: S, report: SourceReportT) => Promise<void>;
+}): Promise<SourceReportT[]> {
+  const reports: SourceReportT[] = [];
+  let runWide: SourceReportT['problem'] | null = null;
+  for (const source of sources) {
+    const report: SourceReportT = { source: source.label, status: 'ok', items: 0, filtered: {} };
+    reports.push(report);
+    if (runWide) {
+      Object.assign(report, { status: 'failed', problem: runWide });
+      continue;
+    }
+    if (o.isFull()) {
+      report.status = 'not_started';
+      continue;
+    }
+    try {
+      await o.run(source, report);
+    } catch (e) {
+      o.signal?.throwIfAborted();
+      if (!isApiError(e)) throw e;
+      report.status = 'failed';
+      report.problem = { code: e.code, message: e.message, ...(Object.keys(e.details).length ? { details: e.details } : {}) };
+      if (o.runWide.has(e.code)) runWide = report.problem;
+    }
+  }
+  return reports;
+}
 
 /** What a runner (in the worker process) hands back for one run. */
 export interface ScrapeOutcome {

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { isApiError } from '../../src/errors.js';
 import { validate } from '../../src/http/input.js';
-import { headerDelaySeconds, parseRateLimitHeaders, RedditRateLimiter } from '../../src/scrapers/forum/rateLimiter.js';
+import { headerDelaySeconds, parseRateLimitHeaders } from '../../src/scrapers/forum/rateLimiter.js';
+import { TokenBucket } from '../../src/scrapers/tokenBucket.js';
 import { retryAfterSeconds } from '../../src/scrapers/forum/redditClient.js';
 import { ForumScrapeRequest } from '../../src/scrapers/forum/request.js';
 import { classifyRedditUrl, planSources } from '../../src/scrapers/forum/sources.js';
@@ -72,7 +73,7 @@ test('rate limit headers: prawcore pacing, a spent window waits for the reset, r
 
 test('the token bucket admits a burst, then paces at the configured rate', async (t) => {
   let now = 0;
-  const limiter = new RedditRateLimiter(60, 2, () => now);
+  const limiter = new TokenBucket(60, 2, () => now);
   await limiter.acquire();
   await limiter.acquire();
   let third = false;

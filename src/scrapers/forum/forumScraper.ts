@@ -1,5 +1,5 @@
-import { ApiError, isApiError } from '../../errors.js';
-import type { ScrapeOutcome, SourceReportT } from '../scrapeResult.js';
+import { ApiError } from '../../errors.js';
+import { runSources, type ScrapeOutcome, type SourceReportT } from '../scrapeResult.js';
 import { mapComment, mapCommunity, mapPost, mapUser, type ForumCommentT, type ForumItemT } from './items.js';
 import type { RedditClient } from './redditClient.js';
 import type { ForumScrapeRequestT } from './request.js';
@@ -74,34 +74,10 @@ export class ForumScraper {
   }
 
   async run(): Promise<ScrapeOutcome> {
-    const sources = planSources(this.req);
-    const reports: SourceReportT[] = [];
-    let runWide: SourceReportT['problem'] | null = null;
-    for (const source of sources) {
-      const report: SourceReportT = { source: source.label, status: 'ok', items: 0, filtered: {} };
-      reports.push(report);
-      if (runWide) {
-        Object.assign(report, { status: 'failed', problem: runWide });
-        continue;
-      }
-      if (this.sink.full) {
-        report.status = 'not_started';
-        continue;
-      }
-      if (this.postDateLimit !== null && source.kind !== 'post' && !isTimeOrdered(source)) {
-        this.warnings.push(`${source.label}: post_date_limit only filters with sort "${source.sort}"; every page up to the limits is still read (use sort "new" to stop early).`);
-      }
-      try {
-        await this.runSource(source, report);
-      } catch (e) {
-        this.signal?.throwIfAborted();
-        if (!isApiError(e)) throw e;
-        report.status = 'failed';
-        report.problem = { code: e.code, message: e.message, ...(Object.keys(e.details).length ? { details: e.details } : {}) };
-        if (RUN_WIDE.has(e.code)) runWide = report.problem;
-      }
-    }
-    return { items: this.sink.items, sources: reports, warnings: this.warnings, hitLimit: this.sink.full };
+    const sources = await runSources(planSources(this.req), {
+      runWide: RUN_WIDE, isFull: () => this.sink.full, ...(this.signal ? { signal: this.signal } : {}), run: (source, report) => this.runSource(source, report),
+    });
+    return { items: this.sink.items, sources, warnings: this.warnings, hitLimit: this.sink.full };
   }
 
   private filtered(report: SourceReportT, reason: string): void {
@@ -116,6 +92,9 @@ export class ForumScraper {
   }
 
   private async runSource(source: ForumSource, report: SourceReportT): Promise<void> {
+    if (this.postDateLimit !== null && source.kind !== 'post' && !isTimeOrdered(source)) {
+      this.warnings.push(`${source.label}: post_date_limit only filters with sort "${source.sort}"; every page up to the limits is still read (use sort "new" to stop early).`);
+    }
     switch (source.kind) {
       case 'post': {
         const doc = await this.client.get(`/comments/${source.postId}`, { sort: commentSort(this.req.sort), limit: this.commentLimit() }, this.signal);

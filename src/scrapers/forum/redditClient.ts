@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { ApiError } from '../../errors.js';
-import { parseRateLimitHeaders, RedditRateLimiter } from './rateLimiter.js';
+import { TokenBucket } from '../tokenBucket.js';
+import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
+import { headerDelaySeconds, parseRateLimitHeaders } from './rateLimiter.js';
 
 export interface RedditClientOptions {
   authMode: 'oauth' | 'anonymous';
@@ -24,8 +26,6 @@ export interface RedditClientStats { requests: number; retries: number; tokenFet
 
 /** Statuses worth another try (prawcore's set); 429 is handled on its own, honouring retry-after. */
 const RETRY_STATUSES = new Set([408, 500, 502, 503, 504, 520, 522]);
-const RETRY_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN']);
-const TIMEOUT_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 
 const blocked = (message: string, details: Record<string, unknown> = {}) =>
   new ApiError(502, 'upstream_blocked', message, details);
@@ -45,7 +45,7 @@ export function retryAfterSeconds(value: string | undefined, now = Date.now()): 
  */
 export class RedditClient {
   readonly stats: RedditClientStats = { requests: 0, retries: 0, tokenFetches: 0, rateLimitWaits: 0 };
-  private readonly limiter: RedditRateLimiter;
+  private readonly limiter: TokenBucket;
   private readonly dispatcher: Dispatcher;
   private token: { value: string; expiresAt: number } | null = null;
   private tokenFetch: Promise<string> | null = null;
@@ -58,7 +58,7 @@ export class RedditClient {
     if (o.authMode === 'oauth' && (!o.clientId || !o.clientSecret)) {
       throw new ApiError(503, 'scraper_not_configured', 'The forum scraper has no Reddit credentials: set [scrapers.forum] client_id/client_secret or VIGIL_REDDIT_CLIENT_ID/VIGIL_REDDIT_CLIENT_SECRET.');
     }
-    this.limiter = new RedditRateLimiter(o.requestsPerMinute, o.burst);
+    this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
     this.dispatcher = new Agent({ connections: 4, headersTimeout: o.requestTimeoutMs, bodyTimeout: o.requestTimeoutMs, connectTimeout: o.requestTimeoutMs });
   }
 
@@ -101,16 +101,15 @@ export class RedditClient {
         res = await request(url, { method, headers, dispatcher: this.dispatcher, signal });
       } catch (e) {
         if (signal?.aborted) throw signal.reason;
-        const code = (e as { code?: string }).code ?? '';
-        if (RETRY_ERRORS.has(code) && attempt < this.o.maxRetries) {
+        if (isRetryableTransportError(e) && attempt < this.o.maxRetries) {
           await this.backoff(attempt, signal);
           continue;
         }
-        if (TIMEOUT_ERRORS.has(code)) throw new ApiError(504, 'upstream_timeout', `Reddit did not answer within ${this.o.requestTimeoutMs / 1000} s (${attempt + 1} attempts).`, { path });
-        throw new ApiError(502, 'upstream_unreachable', `Reddit could not be reached: ${code || (e as Error).message}.`, { path });
+        throw transportError(e, { upstream: 'Reddit', timeoutMs: this.o.requestTimeoutMs, attempts: attempt + 1, path });
       }
-      const h = (name: string) => { const v = res.headers[name]; return Array.isArray(v) ? v[0] : v; };
-      this.limiter.update(parseRateLimitHeaders(h));
+      const h = (name: string) => headerOf(res.headers, name);
+      const rateLimit = parseRateLimitHeaders(h);
+      if (rateLimit) this.limiter.pause(headerDelaySeconds(rateLimit) * 1000);
       const type = h('content-type') ?? '';
       const status = res.statusCode;
       const body = await res.body.text().catch((e: unknown) => {
@@ -153,9 +152,7 @@ export class RedditClient {
 
   private async backoff(attempt: number, signal?: AbortSignal): Promise<void> {
     this.stats.retries++;
-    // Full jitter within [2^n - 1, 2^(n+1) - 1) * base: 0-2 s then 2-4 s for the 1 s default, as prawcore.
-    const base = this.o.retryBackoffMs;
-    await sleep(Math.round(base * 2 * attempt + Math.random() * base * 2), undefined, { signal });
+    await backoff(attempt, this.o.retryBackoffMs, signal);
   }
 
   private classify(status: number, type: string, body: string, location: string | undefined, path: string): ApiError {

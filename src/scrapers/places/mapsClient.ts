@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { ApiError } from '../../errors.js';
-import { RedditRateLimiter as TokenBucket } from '../forum/rateLimiter.js';
+import { TokenBucket } from '../tokenBucket.js';
+import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { detectBlock } from './upstreamProblems.js';
 
 export interface MapsClientOptions {
@@ -25,8 +26,6 @@ export interface MapsClientStats { requests: number; retries: number; blocked: n
 export interface MapsResponse { status: number; body: string; contentType: string }
 
 const RETRY_STATUSES = new Set([408, 500, 502, 503, 504]);
-const RETRY_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN']);
-const TIMEOUT_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 
 /**
  * Google Maps over plain HTTP for one egress (the direct connection or the configured proxy): one token
@@ -70,15 +69,13 @@ export class MapsClient {
         res = await request(url, { method: 'GET', headers, dispatcher: this.dispatcher, signal });
       } catch (e) {
         if (signal?.aborted) throw signal.reason;
-        const code = (e as { code?: string }).code ?? '';
-        if (RETRY_ERRORS.has(code) && attempt < this.o.maxRetries) {
+        if (isRetryableTransportError(e) && attempt < this.o.maxRetries) {
           await this.backoff(attempt, signal);
           continue;
         }
-        if (TIMEOUT_ERRORS.has(code)) throw new ApiError(504, 'upstream_timeout', `Google did not answer within ${this.o.requestTimeoutMs / 1000} s (${attempt + 1} attempts).`, { path: label });
-        throw new ApiError(502, 'upstream_unreachable', `Google could not be reached${this.o.proxyUrl ? ' through the proxy' : ''}: ${code || (e as Error).message}.`, { path: label });
+        throw transportError(e, { upstream: 'Google', timeoutMs: this.o.requestTimeoutMs, attempts: attempt + 1, path: label, viaProxy: Boolean(this.o.proxyUrl) });
       }
-      const h = (name: string) => { const v = res.headers[name]; return Array.isArray(v) ? v[0] : v; };
+      const h = (name: string) => headerOf(res.headers, name);
       const body = await res.body.text().catch((e: unknown) => {
         if (signal?.aborted) throw signal.reason;
         throw e;
@@ -104,8 +101,6 @@ export class MapsClient {
 
   private async backoff(attempt: number, signal?: AbortSignal): Promise<void> {
     this.stats.retries++;
-    // Full jitter, doubling: [0, 2) × base, then [2, 4) × base …
-    const base = this.o.retryBackoffMs;
-    await sleep(Math.round(base * 2 * attempt + Math.random() * base * 2), undefined, { signal });
+    await backoff(attempt, this.o.retryBackoffMs, signal);
   }
 }

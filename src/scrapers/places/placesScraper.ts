@@ -1,5 +1,5 @@
 import { ApiError, isApiError } from '../../errors.js';
-import type { ScrapeOutcome, SourceReportT } from '../scrapeResult.js';
+import { runSources, type ScrapeOutcome, type SourceReportT } from '../scrapeResult.js';
 import { mapPlace, placeItemKey, type PlaceItemT } from './items.js';
 import type { MapsClient } from './mapsClient.js';
 import { cidPagePath, placePagePath, previewPath, SEARCH_PAGE_SIZE, searchPath } from './mapsRequests.js';
@@ -52,29 +52,9 @@ export class PlacesScraper {
   }
 
   async run(): Promise<ScrapeOutcome> {
-    const reports: SourceReportT[] = [];
-    let runWide: SourceReportT['problem'] | null = null;
-    for (const source of planPlacesSources(this.req)) {
-      const report: SourceReportT = { source: source.label, status: 'ok', items: 0, filtered: {} };
-      reports.push(report);
-      if (runWide) {
-        Object.assign(report, { status: 'failed', problem: runWide });
-        continue;
-      }
-      if (this.full) {
-        report.status = 'not_started';
-        continue;
-      }
-      try {
-        await this.runSource(source, report);
-      } catch (e) {
-        this.signal?.throwIfAborted();
-        if (!isApiError(e)) throw e;
-        report.status = 'failed';
-        report.problem = { code: e.code, message: e.message, ...(Object.keys(e.details).length ? { details: e.details } : {}) };
-        if (RUN_WIDE.has(e.code)) runWide = report.problem;
-      }
-    }
+    const reports = await runSources(planPlacesSources(this.req), {
+      runWide: RUN_WIDE, isFull: () => this.full, ...(this.signal ? { signal: this.signal } : {}), run: (source, report) => this.runSource(source, report),
+    });
     if (this.reviewsCappedByQuota) this.warnings.push(`The monthly review quota allowed ${this.limits.reviews} reviews for this run; places past it have reviewsStatus "limited_by_quota".`);
     return { items: this.items, sources: reports, warnings: this.warnings, hitLimit: this.full };
   }
