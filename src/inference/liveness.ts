@@ -86,32 +86,38 @@ export function livenessInputProblem(box: Box, landmarks: readonly [number, numb
 }
 
 /**
+ * The two source indices and the weight of the second, for each of `outN` samples over `inN` source
+ * pixels: cv2 INTER_LINEAR's half-pixel centres, clamped at the edges.
+ */
+export function linearTaps(outN: number, inN: number): { i0: Int32Array; i1: Int32Array; w: Float64Array } {
+  const i0 = new Int32Array(outN), i1 = new Int32Array(outN), w = new Float64Array(outN);
+  const scale = inN / outN;
+  for (let o = 0; o < outN; o++) {
+    const f = Math.max(0, (o + 0.5) * scale - 0.5);
+    const a = Math.min(Math.floor(f), inN - 1);
+    i0[o] = a;
+    i1[o] = Math.min(a + 1, inN - 1);
+    w[o] = Math.min(1, f - a);
+  }
+  return { i0, i1, w };
+}
+
+/**
  * cv2.resize(INTER_LINEAR) of the inclusive crop to outW x outH, written as planar float (raw 0..255) in
- * the model's channel order. Half-pixel centres and edge clamping, as OpenCV does.
+ * the model's channel order. The column taps are computed once, not once per row.
  */
 export function cropToTensor(rgb: Uint8Array, width: number, crop: [number, number, number, number], outW: number, outH: number, order: 'rgb' | 'bgr', out = new Float32Array(3 * outW * outH)): Float32Array {
   const [left, top, right, bottom] = crop;
-  const cw = right - left + 1, ch = bottom - top + 1;
-  const sx = cw / outW, sy = ch / outH;
+  const cols = linearTaps(outW, right - left + 1), rows = linearTaps(outH, bottom - top + 1);
   const plane = outW * outH;
   const chans = order === 'rgb' ? [0, 1, 2] : [2, 1, 0];
   const stride = width * 3;
   for (let y = 0; y < outH; y++) {
-    let fy = (y + 0.5) * sy - 0.5;
-    if (fy < 0) fy = 0;
-    let y0 = Math.floor(fy);
-    if (y0 > ch - 1) y0 = ch - 1;
-    const y1 = Math.min(y0 + 1, ch - 1);
-    const wy = Math.min(1, fy - y0);
-    const r0 = (top + y0) * stride, r1 = (top + y1) * stride;
+    const wy = rows.w[y]!;
+    const r0 = (top + rows.i0[y]!) * stride, r1 = (top + rows.i1[y]!) * stride;
     for (let x = 0; x < outW; x++) {
-      let fx = (x + 0.5) * sx - 0.5;
-      if (fx < 0) fx = 0;
-      let x0 = Math.floor(fx);
-      if (x0 > cw - 1) x0 = cw - 1;
-      const x1 = Math.min(x0 + 1, cw - 1);
-      const wx = Math.min(1, fx - x0);
-      const c0 = (left + x0) * 3, c1 = (left + x1) * 3;
+      const wx = cols.w[x]!;
+      const c0 = (left + cols.i0[x]!) * 3, c1 = (left + cols.i1[x]!) * 3;
       const o = y * outW + x;
       for (let k = 0; k < 3; k++) {
         const c = chans[k]!;
