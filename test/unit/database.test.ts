@@ -119,8 +119,8 @@ test('a second openDatabase on the same dir while the first is open throws data_
     first.close();
   }
   const again = openDatabase(dir);
+  t.is(readFileSync(join(dir, 'vigil.db.lock'), 'utf8'), String(process.pid), 'reopened once the first closed');
   again.close();
-  t.pass();
 });
 
 test('a lock held by another running process is refused with its pid', (t) => {
@@ -154,6 +154,9 @@ test('a lock file with garbage content is treated as stale', (t) => {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'vigil.db.lock'), 'not-a-pid');
   const opened = openDatabase(dir);
-  opened.close();
-  t.pass();
+  try {
+    t.is(readFileSync(join(dir, 'vigil.db.lock'), 'utf8'), String(process.pid), 'the garbage lock was taken over');
+  } finally {
+    opened.close();
+  }
 });
