@@ -29,7 +29,7 @@ export type SourceReportT = z.infer<typeof SourceReport>;
 export async function runSources<S extends { label: string }>(sources: S[], o: {
   runWide: ReadonlySet<string>;
   isFull: () => boolean;
-  signal?: AbortSignal;
+  signal: AbortSignal | undefined;
   run: (source: S, report: SourceReportT) => Promise<void>;
 }): Promise<SourceReportT[]> {
   const reports: SourceReportT[] = [];

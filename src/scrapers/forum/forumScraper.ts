@@ -75,7 +75,7 @@ export class ForumScraper {
 
   async run(): Promise<ScrapeOutcome> {
     const sources = await runSources(planSources(this.req), {
-      runWide: RUN_WIDE, isFull: () => this.sink.full, ...(this.signal ? { signal: this.signal } : {}), run: (source, report) => this.runSource(source, report),
+      runWide: RUN_WIDE, isFull: () => this.sink.full, signal: this.signal, run: (source, report) => this.runSource(source, report),
     });
     return { items: this.sink.items, sources, warnings: this.warnings, hitLimit: this.sink.full };
   }

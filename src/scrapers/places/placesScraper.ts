@@ -53,7 +53,7 @@ export class PlacesScraper {
 
   async run(): Promise<ScrapeOutcome> {
     const reports = await runSources(planPlacesSources(this.req), {
-      runWide: RUN_WIDE, isFull: () => this.full, ...(this.signal ? { signal: this.signal } : {}), run: (source, report) => this.runSource(source, report),
+      runWide: RUN_WIDE, isFull: () => this.full, signal: this.signal, run: (source, report) => this.runSource(source, report),
     });
     if (this.reviewsCappedByQuota) this.warnings.push(`The monthly review quota allowed ${this.limits.reviews} reviews for this run; places past it have reviewsStatus "limited_by_quota".`);
     return { items: this.items, sources: reports, warnings: this.warnings, hitLimit: this.full };
