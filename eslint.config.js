@@ -1,7 +1,9 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tmp/', 'var/', 'bench/results/'] },
+  { ignores: ['dist/', 'node_modules/', '.tmp/', 'var/', 'bench/results/', 'native/*/build/'] },
+  // The native addon's CommonJS loader.
+  { files: ['native/**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   ...tseslint.configs.recommended,
   {
     rules: {
