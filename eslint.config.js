@@ -2,8 +2,6 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', '.tmp/', 'var/', 'bench/results/', 'native/*/build/'] },
-  // The native addon's CommonJS loader.
-  { files: ['native/**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -12,5 +10,7 @@ export default tseslint.config(
       'no-empty': ['error', { allowEmptyCatch: true }],
     },
   },
+  // The native addon's CommonJS loader.
+  { files: ['native/**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   { files: ['test/**/*.ts', 'bench/**/*.ts'], rules: { '@typescript-eslint/no-non-null-assertion': 'off' } },
 );
