@@ -1,4 +1,4 @@
-import { resolve as resolvePath } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
@@ -84,7 +84,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       catalog, modelsDir: config.server.models_dir, configFile: loaded.file ? resolvePath(loaded.file) : null, enabled: liveness !== null, mirror: config.addons.mirror, log,
     });
     const store = new CollectionStore(db.db);
-    const indexes = new SearchIndexes(store, config.collections.search_threads);
+    const cc = config.collections;
+    const indexes = new SearchIndexes(store, {
+      threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
+      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000,
+    });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
     const collections = new CollectionService(store, indexes, cursors, {
@@ -167,6 +171,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await ready.catch(() => undefined);
       await Promise.all([monitorsStopped, monitors.close()]);
       await engine?.close();
+      await indexes.close();
       db.close();
     };
     return { runtime, server, ready, url, close };

@@ -1,4 +1,4 @@
-import usearch from 'usearch';
+import usearch from './usearchModule.js';
 import { HALF_BF16, HALF_F16, scanHalfTopK } from './halfScan.js';
 import { allocate, decodeHalfVector, encode, encodeInto, score, type ProfileCodec, type StoredVectors } from './profiles.js';
 
@@ -15,6 +15,9 @@ const MIN_GROWTH_ROWS = 256;
 
 export interface PersonSearchOptions { excludePerson?: number; minScore?: number }
 
+/** An approximate searcher attached to an index (the HNSW graph); null = answer exactly this time. */
+export interface ApproximateSearch { searchPersons(index: CollectionIndex, query: Float32Array, limit: number): RowHit[] | null }
+
 /**
  * The in-memory search index of one collection: every live face vector, encoded for the collection's
  * profile, in dense blocks that are scanned exhaustively (exact search is the contract): fp32 and int8
@@ -29,6 +32,8 @@ export class CollectionIndex {
   private readonly rowOf = new Map<number, number>();
   private rows = 0;
   reallocations = 0;
+  /** Set by SearchIndexes while a usable HNSW graph serves this collection. */
+  approximate: ApproximateSearch | null = null;
 
   constructor(readonly codec: ProfileCodec, readonly dimension: number, private capacityRows: number, private readonly threads = 0, private readonly blockRows = BLOCK_ROWS) {
     const initial = Math.min(capacityRows, MIN_GROWTH_ROWS, blockRows);
@@ -194,6 +199,24 @@ export class CollectionIndex {
     return hits.sort((a, b) => b.score - a.score || a.faceKey - b.faceKey).slice(0, want);
   }
 
+  /** A new index holding the encoded rows whose face key passes `keep` (the exact delta beside a graph). */
+  subset(keep: (faceKey: number) => boolean): CollectionIndex {
+    const out = new CollectionIndex(this.codec, this.dimension, this.capacityRows, this.threads, this.blockRows);
+    const d = this.dimension;
+    for (let r = 0; r < this.rows; r++) {
+      const key = this.faceKeys[r]!;
+      if (!keep(key)) continue;
+      out.reserve(out.rows + 1);
+      const row = out.rows++;
+      const from = this.offsetOf(r);
+      (out.blockOf(row) as Float32Array).set(this.blockOf(r).subarray(from, from + d) as Float32Array, out.offsetOf(row));
+      out.faceKeys[row] = key;
+      out.personKeys[row] = this.personKeys[r]!;
+      out.rowOf.set(key, row);
+    }
+    return out;
+  }
+
   /** Exact rescoring of candidate face keys (graph candidates); keys no longer indexed are dropped. */
   scoreFaces(query: StoredVectors, faceKeys: Iterable<number>): RowHit[] {
     const out: RowHit[] = [];
@@ -210,6 +233,17 @@ export class CollectionIndex {
    * rows all score below `minScore`.
    */
   searchPersons(query: Float32Array, limit: number, opts: PersonSearchOptions = {}): RowHit[] {
+    // Registration review (excludePerson) always asks the exact question.
+    if (this.approximate && opts.excludePerson === undefined) {
+      if (query.length !== this.dimension) throw new Error(`query has ${query.length} values, the index ${this.dimension}`);
+      const hits = this.approximate.searchPersons(this, query, limit);
+      if (hits) return hits;
+    }
+    return this.exactSearchPersons(query, limit, opts);
+  }
+
+  /** searchPersons by a full scan, whatever is attached. */
+  exactSearchPersons(query: Float32Array, limit: number, opts: PersonSearchOptions = {}): RowHit[] {
     const q = this.encodeQuery(query);
     let k = Math.min(this.rows, Math.max(limit * 8, 64));
     for (;;) {
