@@ -2,6 +2,8 @@ import test from 'ava';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { Writable } from 'node:stream';
+import { runGalleryImport } from '../../src/cli/gallery.js';
 import { join } from 'node:path';
 import { call, face, form, labels, modelsDirWith, post, REPO, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
 
@@ -96,6 +98,16 @@ test('gallery import: contract id, line checks, capacity and per-person limits a
     const s = await post(d, '/v1/collections/g/search', form({ image: face(PHOTOS[0]!.photo), limit: '10', threshold: '0' }));
     t.is(s.res.status, 200);
     t.true((s.json.matches as unknown[]).length >= 1);
+
+    // The CLI streams a file to the same endpoint and reads the contract id from the collection.
+    const file = join(mkdtempSync(join(tmpdir(), 'vigil-gallery-')), 'g.ndjson');
+    writeFileSync(file, ndjson([{ id: 'cli1', embeddings: [b64(v[10]!)] }, { id: 'cli2', embeddings: [b64(v[11]!)] }]));
+    const printed: string[] = [];
+    const sink = new Writable({ write(chunk, _enc, done) { printed.push(String(chunk)); done(); } });
+    t.is(await runGalleryImport({ url: d.url, key: d.key, collection: 'g', file, contractId: null, batchSize: 1 }, sink), 0);
+    t.like(JSON.parse(printed.at(-1)!), { type: 'done', persons: 2, faces: 2 });
+    t.is((await call(d, 'GET', '/v1/collections/g')).json.collection.person_count, 6);
+    t.is(await runGalleryImport({ url: d.url, key: d.key, collection: 'g', file, contractId: null, batchSize: 1 }, sink), 1, 'the same persons again: person_exists');
   } finally {
     await d.close();
   }
