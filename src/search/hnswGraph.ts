@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, openSync, fsyncSync, closeSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { CollectionIndex, RowHit } from './collectionIndex.js';
 import usearch, { type Index } from './usearchModule.js';
 
 /**
@@ -116,6 +117,21 @@ export function viewGraph(dir: string, want: GraphExpectation): LoadedGraph {
   }
   if (graph.size() !== meta.rows) return { problem: `the graph holds ${graph.size()} rows, its sidecar says ${meta.rows}` };
   return { graph, meta };
+}
+
+/** What serves beside a graph: the exact delta of later adds and the count of deleted graph rows. */
+export interface GraphView { graph: Index; delta: CollectionIndex; deleted: number }
+
+/**
+ * The best `want` rows for a query through the graph: graph candidates (over-asked by the deleted
+ * count, which are filtered) plus the delta's exact top rows, all re-ranked exactly from `index`.
+ */
+export function graphTopRows(index: CollectionIndex, g: GraphView, query: Float32Array, want: number): RowHit[] {
+  const keys = graphCandidates(g.graph, query, want + g.deleted);
+  const q = index.encodeQuery(query);
+  const hits = index.scoreFaces(q, keys);
+  if (g.delta.size) hits.push(...g.delta.topRows(q, want));
+  return hits.sort((a, b) => b.score - a.score || a.faceKey - b.faceKey);
 }
 
 /** Face keys of the `k` nearest graph nodes (approximate), best first. */

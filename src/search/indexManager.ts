@@ -4,8 +4,8 @@ import type { Index } from './usearchModule.js';
 import type { CollectionT } from '../collections/model.js';
 import { ApiError } from '../errors.js';
 import { startModuleWorker } from '../system/workerThread.js';
-import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow, type RowHit } from './collectionIndex.js';
-import { graphCandidates, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
+import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
+import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
 import { profileCodec, type SearchProfile } from './profiles.js';
 
@@ -240,13 +240,8 @@ export class SearchIndexes {
       searchPersons: (index, query, limit) => {
         const g = e.graph;
         if (!this.graphServes(g)) return null;
-        const want = candidatesFor(limit);
-        const keys = graphCandidates(g.graph!, query, want + g.deleted);
-        const q = index.encodeQuery(query);
         // Exact re-rank at the profile's precision from the in-memory rows; deleted faces are not there.
-        const hits: RowHit[] = index.scoreFaces(q, keys);
-        if (g.delta!.size) hits.push(...g.delta!.topRows(q, want));
-        return bestPerPerson(hits, limit);
+        return bestPerPerson(graphTopRows(index, { graph: g.graph!, delta: g.delta!, deleted: g.deleted }, query, candidatesFor(limit)), limit);
       },
     };
   }
