@@ -1,12 +1,13 @@
 import { detectionProfileOf } from '../collections/collectionService.js';
-import type { CollectionT } from '../collections/model.js';
+import type { CollectionT } from '../contract/collections.js';
 import type { SearchMatch } from '../collections/searchService.js';
 import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzedFace, AnalyzeRequest, AnalyzeResult } from '../inference/pipeline.js';
-import type { FaceObservationT } from '../http/schemas.js';
+import type { FaceObservationT } from '../contract/faces.js';
 import type { Frame } from './frameSource.js';
-import type { MonitorPersonT, MonitorRecord } from './model.js';
+import type { MonitorPersonT } from '../contract/monitors.js';
+import type { MonitorRecord } from './model.js';
 import type { Detection, FaceKind } from './tracker.js';
 
 /** What the frame processor needs from the rest of the daemon (the shared engine, collections and search). */

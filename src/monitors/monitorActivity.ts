@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
 import type { FacePayload, ProcessedFrame } from './frameProcessor.js';
-import type { MonitorEventT, MonitorFaceT, MonitorRecord, MonitorStateT } from './model.js';
+import type { MonitorEventT, MonitorFaceT, MonitorStateT } from '../contract/monitors.js';
+import type { MonitorRecord } from './model.js';
 import { Tracker, type TrackEvent } from './tracker.js';
 
 export type ErrorSource = 'source' | 'inference';

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isApiError } from '../errors.js';
+import { isApiError } from '../contract/errors.js';
 import type { FrameProcessorDeps } from './frameProcessor.js';
 import { FrameProcessor } from './frameProcessor.js';
 import type { Frame } from './frameSource.js';
 import type { EventPage, EventPosition } from './eventRing.js';
 import { MonitorActivity, isoOrNull } from './monitorActivity.js';
-import type { MonitorEventT, MonitorRecord, MonitorRuntimeT, MonitorStateT } from './model.js';
+import type { MonitorEventT, MonitorRuntimeT, MonitorStateT } from '../contract/monitors.js';
+import type { MonitorRecord } from './model.js';
 import { PreviewHub } from './previewHub.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
 
