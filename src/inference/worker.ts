@@ -86,6 +86,6 @@ start().then(
     });
   },
   (e: unknown) => port.postMessage({
-    type: 'failed', message: e instanceof Error ? e.message : String(e), ...(e instanceof AddonInvalid ? { code: 'addon_model_invalid' } : {}),
+    type: 'failed', message: e instanceof Error ? e.message : String(e), ...(e instanceof AddonInvalid ? { addonInvalid: true } : {}),
   } satisfies WorkerReply),
 );
