@@ -63,14 +63,17 @@ export class OperatorError extends VigilError {
 export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 export const isVigilError = (e: unknown): e is VigilError => e instanceof VigilError;
 
-/** One catalogue entry, as the README's table lists it (`status` null: not an HTTP response). */
-export interface ErrorSpec { code: string; status: number | null; meaning: string }
+/**
+ * One catalogue entry, as the README's table lists it: an HTTP response (with its status), an operator
+ * error (CLI / start-up), or a condition reported in a monitor's state and events.
+ */
+export interface ErrorSpec { code: string; status: number | null; meaning: string; kind: 'response' | 'operator' | 'monitor' }
 
 interface Shaped { message: string; details?: Details; headers?: Headers; status?: number }
 const specs: ErrorSpec[] = [];
 
 function api<const C extends string, A extends unknown[]>(code: C, status: number, meaning: string, shape: (...args: A) => Shaped) {
-  specs.push({ code, status, meaning });
+  specs.push({ code, status, meaning, kind: 'response' });
   const make = (...args: A): ApiError => {
     const s = shape(...args);
     return new ApiError(CATALOGUE, s.status ?? status, code, s.message, s.details ?? {}, s.headers ?? {});
@@ -79,12 +82,18 @@ function api<const C extends string, A extends unknown[]>(code: C, status: numbe
 }
 
 function operator<const C extends string, A extends unknown[]>(code: C, meaning: string, shape: (...args: A) => Shaped) {
-  specs.push({ code, status: null, meaning });
+  specs.push({ code, status: null, meaning, kind: 'operator' });
   const make = (...args: A): OperatorError => {
     const s = shape(...args);
     return new OperatorError(CATALOGUE, code, s.message, s.details ?? {});
   };
   return Object.assign(make, { code, meaning });
+}
+
+/** A condition a monitor reports in `last_error` and `monitor_error` events (never thrown). */
+function monitorCondition<const C extends string, A extends unknown[]>(code: C, meaning: string, shape: (...args: A) => Shaped) {
+  specs.push({ code, status: null, meaning, kind: 'monitor' });
+  return Object.assign((...args: A) => ({ code, message: shape(...args).message }), { code, meaning });
 }
 
 const q = (v: string) => JSON.stringify(v);
@@ -312,8 +321,18 @@ export const Errors = {
     (what: string, status: number) => ({ message: `Google redirected the ${what} request (HTTP ${status}) to an unexpected page.`, details: { status } })),
   silentTruncation: api('silent_truncation', 502, 'Google served the same search page again; the result is cut there.',
     (page: number, seen: number) => ({ message: `Google served page ${page} of the search again instead of the next one (results stopped at ${seen}); the result is cut there.`, details: { page, places_seen: seen } })),
+  scrapeFailed: api('scrape_failed', 502, 'The scraper failed unexpectedly inside the worker (a bug; the log has the stack).',
+    (why: string) => ({ message: `The scraper failed: ${why}` })),
   daemonUnreachable: api('daemon_unreachable', 503, 'MCP over stdio: the daemon\'s REST API could not be reached.',
     (url: string, why: string) => ({ message: `The Vigil daemon at ${url} could not be reached: ${why}.` })),
+
+  // ---- monitor conditions (in state.last_error and monitor_error events) ----
+  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; the monitor reconnects with backoff.',
+    (reason: string, retryMs: number) => ({ message: `The RTSP source is unavailable: ${reason}. Reconnecting in ${retryMs / 1000} s.` })),
+  monitorInferenceFailed: monitorCondition('monitor_inference_failed', 'Inference on the monitor\'s frames fails; the monitor is degraded until it works again.',
+    (message: string) => ({ message: `Inference failed: ${message}` })),
+  monitorRestoreFailed: monitorCondition('monitor_restore_failed', 'An enabled monitor could not be restored at start-up (capacity, collection, pipeline); its status is `error`.',
+    fixed('The Monitor could not be restored at startup.')),
 
   // ---- operator errors: configuration, command line, files (never HTTP) ----
   configInvalid: operator('config_invalid', 'The configuration (file or environment) is invalid; the message names the key.', (message: string, key?: string) => ({ message, details: key ? { key } : {} })),

@@ -16,7 +16,6 @@ export interface MonitorEventPage {
 }
 
 const RESTART_FIELDS = ['url', 'collection_id', 'inference_fps', 'match_threshold'] as const;
-const RESTORE_FAILED = 'The Monitor could not be restored at startup.';
 
 /**
  * Monitor lifecycle: persistence, one session per enabled monitor, and the stream capacity. Every
@@ -230,15 +229,11 @@ export class MonitorManager {
         this.claimSlot();
         this.sessions.set(id, this.startSession(r));
       } catch (e) {
-        this.restoreErrors.set(id, { code: 'monitor_restore_failed', message: RESTORE_FAILED, occurred_at: new Date().toISOString() });
+        this.restoreErrors.set(id, { ...Errors.monitorRestoreFailed(), occurred_at: new Date().toISOString() });
         this.log.error({ monitor_id: id, err: (e as Error).message }, 'monitor could not be restored at startup');
       }
     }
     if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
-  }
-
-  get runningCount(): number {
-    return this.sessions.size;
   }
 
   /** Stops every session and waits until none has an inference in flight. */

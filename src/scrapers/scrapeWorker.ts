@@ -34,10 +34,6 @@ export class ScrapeWorker {
     });
   }
 
-  cancel(id: string): void {
-    if (this.child) this.post(this.child, { type: 'cancel', id });
-  }
-
   /** Stops the child. Runs in flight stay "running" in SQLite and are re-queued at the next start. */
   async close(): Promise<void> {
     this.closed = true;
