@@ -13,4 +13,6 @@ export default tseslint.config(
   // The native addon's CommonJS loader.
   { files: ['native/**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   { files: ['test/**/*.ts', 'bench/**/*.ts'], rules: { '@typescript-eslint/no-non-null-assertion': 'off' } },
+  // The browser code types API responses from the server's contract (src/contract, `import type` only).
+  { files: ['src/web/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'error' } },
 );

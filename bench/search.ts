@@ -25,7 +25,8 @@ import { bestPerPerson, CollectionIndex, type IndexRow, type RowHit } from '../s
 import { halfKernel } from '../src/search/halfScan.js';
 import { graphCandidates, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph } from '../src/search/hnswGraph.js';
 import usearch from '../src/search/usearchModule.js';
-import { encode, encodeInto, profileCodec, SEARCH_PROFILES, type SearchProfile } from '../src/search/profiles.js';
+import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
+import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
 
 const { values } = parseArgs({
   options: {

@@ -3,13 +3,14 @@ import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { ApiError } from '../errors.js';
+import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
 import { PersonService } from '../collections/personService.js';
+import { GalleryImportService } from '../collections/galleryImport.js';
 import { SearchService } from '../collections/searchService.js';
 import { FaceService } from '../inference/faceService.js';
 import { describePack } from '../inference/modelSummary.js';
@@ -21,8 +22,8 @@ import { resolveCatalog } from '../models/catalog.js';
 import { LivenessManager } from '../addons/livenessManager.js';
 import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
-import { ApiKeyStore } from '../store/apiKeys.js';
-import { CollectionStore } from '../store/collectionStore.js';
+import { ApiKeyStore } from '../auth/apiKeyStore.js';
+import { CollectionStore } from '../collections/collectionStore.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
@@ -68,7 +69,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (outcome !== 'unchanged') log.info({ outcome }, 'API key stored');
     }
     if (config.auth.enabled && !keys.hasActiveKey()) {
-      throw new ApiError(500, 'api_key_missing', 'Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.');
+      throw Errors.apiKeyMissing();
     }
     const systemProfile: DetectionProfile = {
       input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
@@ -94,8 +95,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: config.inference.default_threshold, systemProfile,
     }, () => active?.model ?? null);
-    const persons = new PersonService(collections, () => {
-      if (!active) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
+    const persons = new PersonService(collections, store, indexes, cursors, () => {
+      if (!active) throw Errors.serviceNotReady();
       return active.engine;
     }, {
       maxImages: config.server.max_registration_images, maxImageBytes: config.server.max_image_bytes, maxImagePixels: config.server.max_image_pixels,
@@ -110,7 +111,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month)), new ScrapeWorker(config, log), config, log);
     const runtime: Runtime = {
-      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons,
+      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes,
     };
     const { app } = createApp(runtime);
@@ -138,13 +139,13 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         ...(livenessModels ? { liveness: livenessModels } : {}),
       });
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
-      const faces = new FaceService(engine, collections,
+      const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, config.inference.default_threshold, liveness);
       // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
       const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
-      active = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, faces) };
+      active = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
       runtime.inference = active;
       const search = active.search, inferenceEngine = engine;
       monitorDeps = {
@@ -207,7 +208,7 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   try {
     await daemon.ready;
   } catch (e) {
-    daemon.runtime.log.fatal({ code: (e as ApiError).code, err: e }, (e as Error).message);
+    daemon.runtime.log.fatal({ code: (e as VigilError).code, err: e }, (e as Error).message);
     await daemon.close();
     return 1;
   }

@@ -1,16 +1,12 @@
 import { createHash } from 'node:crypto';
 import { inputSizesProblem, type VigilConfig } from '../config/schema.js';
-import { ApiError } from '../errors.js';
-import type { DetectionProfiles } from '../inference/faceService.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
-import { CollectionStore, indexColumns, nowIso } from '../store/collectionStore.js';
+import { CollectionStore, indexColumns, nowIso } from './collectionStore.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
-import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from './model.js';
-
-export const notFound = (resource: 'collection' | 'person' | 'face', id: string) =>
-  new ApiError(404, `${resource}_not_found`, `${resource[0]!.toUpperCase()}${resource.slice(1)} ${JSON.stringify(id)} was not found.`, { [`${resource}_id`]: id });
+import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
 
 /** v2 embedding contract id (§3.7): clients copy it, never construct it. */
 export function embeddingContractId(m: ModelBinding): string {
@@ -31,13 +27,13 @@ export interface CollectionDefaults {
 
 /**
  * Collection lifecycle: creation pins the active model (a collection never mixes embedding spaces),
- * and every model-bound use checks that pin. Also the collection-aware detection profile resolver.
+ * and every model-bound use checks that pin.
  */
-export class CollectionService implements DetectionProfiles {
+export class CollectionService {
   constructor(
-    readonly store: CollectionStore,
-    readonly indexes: SearchIndexes,
-    readonly cursors: CursorCodec,
+    private readonly store: CollectionStore,
+    private readonly indexes: SearchIndexes,
+    private readonly cursors: CursorCodec,
     private readonly defaults: CollectionDefaults,
     /** The active model once inference is loaded. */
     private readonly activeModel: () => ModelInfo | null,
@@ -46,7 +42,7 @@ export class CollectionService implements DetectionProfiles {
   /** The collection or 404. */
   get(id: string): CollectionT {
     const c = this.store.getCollection(id);
-    if (!c) throw notFound('collection', id);
+    if (!c) throw Errors.collectionNotFound(id);
     return c;
   }
 
@@ -55,11 +51,9 @@ export class CollectionService implements DetectionProfiles {
     const c = this.get(id);
     const m = this.activeModel();
     if (m && (c.model_id !== m.model_id || c.model_digest !== m.model_digest || c.embedding_dimension !== m.embedding_dimension || c.preprocessing_version !== m.preprocessing_version)) {
-      throw new ApiError(409, 'collection_model_mismatch', `Collection ${JSON.stringify(id)} was built with a different model than the active one; embeddings are never converted.`, {
-        collection_id: id,
-        collection_model: { model_id: c.model_id, model_digest: c.model_digest, embedding_dimension: c.embedding_dimension, preprocessing_version: c.preprocessing_version },
-        active_model: { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version },
-      });
+      throw Errors.collectionModelMismatch(id,
+        { model_id: c.model_id, model_digest: c.model_digest, embedding_dimension: c.embedding_dimension, preprocessing_version: c.preprocessing_version },
+        { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version });
     }
     return c;
   }
@@ -69,8 +63,24 @@ export class CollectionService implements DetectionProfiles {
     return { ...c, search_index: { ...c.search_index, status: this.indexes.status(c) } };
   }
 
-  resolve(collectionId: string | undefined | null): DetectionProfile {
-    return collectionId ? detectionProfileOf(this.getBound(collectionId)) : this.defaults.systemProfile;
+  /** The collection or null (for reports that must not fail on a deleted collection). */
+  find(id: string): CollectionT | null {
+    return this.store.getCollection(id) ?? null;
+  }
+
+  /** The detection profile of an optional collection (404 unknown, 409 model mismatch); null without one. */
+  detectionProfile(collectionId: string | undefined | null): DetectionProfile | null {
+    return collectionId ? detectionProfileOf(this.getBound(collectionId)) : null;
+  }
+
+  /** Row counts for the system report. */
+  stats(): ReturnType<CollectionStore['stats']> {
+    return this.store.stats();
+  }
+
+  /** The state of every collection's search index, for the system report. */
+  searchSummary(): Record<string, unknown>[] {
+    return this.indexes.summary(this.store.allCollections());
   }
 
   list(cursor: string | null | undefined, limit: number): Page<CollectionT> {
@@ -80,17 +90,17 @@ export class CollectionService implements DetectionProfiles {
 
   private detectionProblem(p: DetectionProfile): ApiError | null {
     const problem = p.input_sizes.length < 1 || p.input_sizes.length > 4 ? 'input_sizes needs 1 to 4 sizes' : inputSizesProblem(p.input_sizes);
-    return problem ? new ApiError(400, 'invalid_detection_profile', problem, { input_sizes: p.input_sizes }) : null;
+    return problem ? Errors.invalidDetectionProfile(problem, p.input_sizes) : null;
   }
 
   create(body: CollectionCreateT): CollectionT {
     const model = this.activeModel();
-    if (!model) throw new ApiError(503, 'service_not_ready', 'The models are still loading; retry shortly.');
+    if (!model) throw Errors.serviceNotReady();
     const d = this.defaults.collections;
     const search = body.search ?? {};
     const capacity = search.capacity_rows ?? d.default_capacity_rows;
     if (capacity > d.max_capacity_rows) {
-      throw new ApiError(400, 'search_capacity_too_large', `capacity_rows may not exceed ${d.max_capacity_rows} on this deployment.`, { max_capacity_rows: d.max_capacity_rows, capacity_rows: capacity });
+      throw Errors.searchCapacityTooLarge(d.max_capacity_rows, capacity);
     }
     const sys = this.defaults.systemProfile;
     const det = body.detection ?? {};
@@ -117,7 +127,7 @@ export class CollectionService implements DetectionProfiles {
       },
       save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
     });
-    if (!inserted) throw new ApiError(409, 'collection_exists', `Collection ${JSON.stringify(body.id)} already exists.`, { collection_id: body.id });
+    if (!inserted) throw Errors.collectionExists(body.id);
     const created = this.get(body.id);
     if (created.load_policy === 'eager') {
       try {
@@ -160,9 +170,9 @@ export class CollectionService implements DetectionProfiles {
         const s = body.search;
         if (s.capacity_rows !== undefined) {
           const max = this.defaults.collections.max_capacity_rows;
-          if (s.capacity_rows > max) throw new ApiError(400, 'search_capacity_too_large', `capacity_rows may not exceed ${max} on this deployment.`, { max_capacity_rows: max, capacity_rows: s.capacity_rows });
+          if (s.capacity_rows > max) throw Errors.searchCapacityTooLarge(max, s.capacity_rows);
           if (s.capacity_rows < c.face_count) {
-            throw new ApiError(409, 'collection_capacity_exceeded', `The collection holds ${c.face_count} faces, more than capacity_rows ${s.capacity_rows}.`, { capacity_rows: s.capacity_rows, requested_rows: c.face_count });
+            throw Errors.collectionCapacityExceeded(s.capacity_rows, c.face_count, true);
           }
           set('capacity_rows', s.capacity_rows, c.capacity_rows);
         }
@@ -186,10 +196,9 @@ export class CollectionService implements DetectionProfiles {
   delete(id: string, force: boolean, inUse: (id: string) => boolean = () => false): void {
     this.store.transaction(() => {
       const c = this.get(id);
-      if (inUse(id)) throw new ApiError(409, 'collection_in_use', `Collection ${JSON.stringify(id)} is used by a monitor; delete or move the monitor first.`, { collection_id: id });
+      if (inUse(id)) throw Errors.collectionInUse(id);
       if (!force && (c.person_count > 0 || c.face_count > 0)) {
-        throw new ApiError(409, 'collection_not_empty', `Collection ${JSON.stringify(id)} is not empty; pass force=true to delete it with its persons and faces.`,
-          { collection_id: id, person_count: c.person_count, face_count: c.face_count });
+        throw Errors.collectionNotEmpty(id, c.person_count, c.face_count);
       }
       this.store.deleteCollection(id);
     });

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { isValidPersonId, type CollectionT } from '../contract/collections.js';
+import { Errors } from '../contract/errors.js';
 import { l2Normalize } from '../inference/pipeline.js';
 import type { IndexRow } from '../search/collectionIndex.js';
-import { nowIso } from '../store/collectionStore.js';
+import type { SearchIndexes } from '../search/indexManager.js';
+import { nowIso, type CollectionStore } from './collectionStore.js';
 import type { CollectionService } from './collectionService.js';
-import { isValidPersonId, type CollectionT } from './model.js';
 import { embeddingProblem } from './review.js';
 
 /**
@@ -22,7 +23,7 @@ const MAX_NAME = 200;
 
 /** Parses one NDJSON person line: {id, name?, external_id?, metadata?, embeddings: [number[] | base64 float32-LE string]}. */
 export function parseImportPerson(line: string, lineNo: number, dim: number): ImportPerson {
-  const bad = (problem: string) => new ApiError(400, 'invalid_import_line', `Line ${lineNo}: ${problem}`, { line: lineNo, problem });
+  const bad = (problem: string) => Errors.invalidImportLine(lineNo, problem);
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -65,15 +66,11 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
 }
 
 export class GalleryImportService {
-  constructor(private readonly collections: CollectionService) {}
+  constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes) {}
 
   private checkContract(c: CollectionT, contractId: string | null | undefined): void {
-    if (contractId == null || contractId === '') throw new ApiError(400, 'missing_embedding_contract_id', 'A gallery import needs the collection\'s embedding_contract_id.');
-    if (contractId !== c.embedding_contract_id) {
-      throw new ApiError(409, 'embedding_contract_mismatch', 'The embedding contract does not match this collection; copy embedding_contract_id from the collection.', {
-        expected_embedding_contract_id: c.embedding_contract_id, provided_embedding_contract_id: contractId,
-      });
-    }
+    if (contractId == null || contractId === '') throw Errors.missingEmbeddingContractId();
+    if (contractId !== c.embedding_contract_id) throw Errors.embeddingContractMismatch(c.embedding_contract_id, contractId);
   }
 
   /** Checks before any line is read: the collection exists, is bound to the active model, and the contract matches. */
@@ -81,31 +78,31 @@ export class GalleryImportService {
     const c = this.collections.getBound(collectionId);
     this.checkContract(c, contractId);
     // The index is loaded now (even for a lazy collection) so every batch reaches it as it commits.
-    this.collections.indexes.ready(c);
+    this.indexes.ready(c);
     return c;
   }
 
   /** Commits one batch, all or nothing; returns what it added. */
   commitBatch(collectionId: string, contractId: string, batch: ImportPerson[]): { persons: number; faces: number } {
     if (batch.length === 0) return { persons: 0, faces: 0 };
-    const store = this.collections.store;
+    const store = this.store;
     const result = store.transaction(() => {
       const c = this.collections.getBound(collectionId);
       this.checkContract(c, contractId);
       const faces = batch.reduce((s, p) => s + p.embeddings.length, 0);
       if (c.face_count + faces > c.capacity_rows) {
-        throw new ApiError(409, 'collection_capacity_exceeded', `The collection is limited to ${c.capacity_rows} faces.`, { capacity_rows: c.capacity_rows, requested_rows: c.face_count + faces });
+        throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + faces);
       }
       const ids = new Set<string>(), externals = new Set<string>();
       for (const p of batch) {
         if (p.embeddings.length > c.max_faces_per_person) {
-          throw new ApiError(409, 'person_face_limit_exceeded', `A person may hold at most ${c.max_faces_per_person} faces in this collection.`, { person_id: p.id, max_faces: c.max_faces_per_person, requested_faces: p.embeddings.length });
+          throw Errors.personFaceLimitExceeded(c.max_faces_per_person, p.embeddings.length).withDetails({ person_id: p.id });
         }
-        if (ids.has(p.id) || store.getPerson(c.id, p.id)) throw new ApiError(409, 'person_exists', `Person ${JSON.stringify(p.id)} already exists in this collection.`, { person_id: p.id });
+        if (ids.has(p.id) || store.getPerson(c.id, p.id)) throw Errors.personExists({ id: p.id });
         ids.add(p.id);
         if (p.external_id !== null) {
           if (externals.has(p.external_id) || store.externalIdTaken(c.id, p.external_id)) {
-            throw new ApiError(409, 'person_exists', `A person with external_id ${JSON.stringify(p.external_id)} already exists in this collection.`, { external_id: p.external_id });
+            throw Errors.personExists({ externalId: p.external_id });
           }
           externals.add(p.external_id);
         }
@@ -121,7 +118,7 @@ export class GalleryImportService {
       return { before: c.search_revision, after: this.collections.get(c.id), rows };
     });
     // Searchable before the batch is acknowledged (as every other write).
-    this.collections.indexes.applyCommitted(result.after, result.before, { add: result.rows });
+    this.indexes.applyCommitted(result.after, result.before, { add: result.rows });
     return { persons: batch.length, faces: result.rows.length };
   }
 }

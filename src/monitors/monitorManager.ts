@@ -1,16 +1,14 @@
 import type { Logger } from 'pino';
 import type { CollectionService } from '../collections/collectionService.js';
-import { ApiError } from '../errors.js';
+import { Errors } from '../contract/errors.js';
 import type { CursorCodec, Page } from '../store/cursors.js';
 import { toPage } from '../store/cursors.js';
-import { nowIso } from '../store/collectionStore.js';
 import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
-import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRecord, MonitorRuntimeT, MonitorStateT, MonitorT } from './model.js';
+import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
+import type { MonitorRecord } from './model.js';
 import { MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
 import { redactRtspUrl } from './rtspUrl.js';
-
-export const monitorNotFound = (id: string) => new ApiError(404, 'monitor_not_found', `Monitor ${JSON.stringify(id)} was not found.`, { monitor_id: id });
 
 export interface MonitorEventPage {
   monitor_id: string; stream_epoch: string | null; events: MonitorEventT[]; oldest_sequence: number | null; latest_sequence: number;
@@ -18,7 +16,6 @@ export interface MonitorEventPage {
 }
 
 const RESTART_FIELDS = ['url', 'collection_id', 'inference_fps', 'match_threshold'] as const;
-const RESTORE_FAILED = 'The Monitor could not be restored at startup.';
 
 /**
  * Monitor lifecycle: persistence, one session per enabled monitor, and the stream capacity. Every
@@ -43,19 +40,19 @@ export class MonitorManager {
 
   private record(id: string): MonitorRecord {
     const r = this.store.get(id);
-    if (!r) throw monitorNotFound(id);
+    if (!r) throw Errors.monitorNotFound(id);
     return r;
   }
 
   private deps(): SessionDeps {
     const d = this.sessionDeps();
-    if (!d) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
+    if (!d) throw Errors.serviceNotReady();
     return d;
   }
 
   private claimSlot(): void {
     if (this.sessions.size >= this.maxStreams) {
-      throw new ApiError(429, 'monitor_limit_exceeded', `At most ${this.maxStreams} monitors can be enabled at once; disable or delete one first.`, { max_monitors: this.maxStreams });
+      throw Errors.monitorLimitExceeded(this.maxStreams);
     }
   }
 
@@ -67,7 +64,7 @@ export class MonitorManager {
     } catch (e) {
       session.stop();
       this.log.error({ monitor_id: record.id, err: (e as Error).message }, 'monitor pipeline could not be built');
-      throw new ApiError(500, 'monitor_start_failed', `The monitor could not start: ${(e as Error).message}. Check [monitors].pipeline and the GStreamer installation.`, { monitor_id: record.id });
+      throw Errors.monitorStartFailed(record.id, (e as Error).message);
     }
     return session;
   }
@@ -101,13 +98,13 @@ export class MonitorManager {
     this.deps(); // 503 while the models load: a session could not start
     this.collections.getBound(body.collection_id);
     if (body.enabled) this.claimSlot();
-    const at = nowIso();
+    const at = new Date().toISOString();
     const record: MonitorRecord = {
       id: body.id, name: body.name, description: body.description, enabled: body.enabled, url: body.source.url, collection_id: body.collection_id,
       inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
       event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at,
     };
-    if (!this.store.insert(record)) throw new ApiError(409, 'monitor_exists', `Monitor ${JSON.stringify(body.id)} already exists.`, { monitor_id: body.id });
+    if (!this.store.insert(record)) throw Errors.monitorExists(body.id);
     if (record.enabled) {
       let session: MonitorSession;
       try {
@@ -137,7 +134,7 @@ export class MonitorManager {
       ...(body.event_buffer_size !== undefined && { event_buffer_size: body.event_buffer_size }),
       ...(body.preview_enabled !== undefined && { preview_enabled: body.preview_enabled }),
       event_policy: { ...current.event_policy, ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)) },
-      updated_at: nowIso(),
+      updated_at: new Date().toISOString(),
     };
     if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
     const restart = RESTART_FIELDS.some((f) => next[f] !== current[f]) || JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy);
@@ -166,7 +163,7 @@ export class MonitorManager {
   }
 
   private threshold(r: MonitorRecord): number | null {
-    return r.match_threshold ?? this.collections.store.getCollection(r.collection_id)?.default_threshold ?? null;
+    return r.match_threshold ?? this.collections.find(r.collection_id)?.default_threshold ?? null;
   }
 
   state(id: string): MonitorStateT {
@@ -192,7 +189,7 @@ export class MonitorManager {
     let after: EventPosition | null = null;
     if (cursor) {
       after = parseEventPosition(this.cursors.decode(cursor, scope));
-      if (!after) throw new ApiError(400, 'invalid_cursor', 'The cursor is invalid or belongs to another list.', { reason: 'malformed' });
+      if (!after) throw Errors.invalidCursor('malformed');
     }
     const s = this.sessions.get(id);
     if (!s) {
@@ -212,9 +209,9 @@ export class MonitorManager {
   /** The session whose MJPEG preview may be watched: 409 preview_disabled, 503 stream_unavailable. */
   previewSession(id: string): MonitorSession {
     const r = this.record(id);
-    if (!r.preview_enabled) throw new ApiError(409, 'preview_disabled', `Preview is disabled for monitor ${JSON.stringify(id)}; PATCH preview_enabled=true first.`, { monitor_id: id });
+    if (!r.preview_enabled) throw Errors.previewDisabled(id);
     const s = this.sessions.get(id);
-    if (!s || !s.streaming) throw new ApiError(503, 'stream_unavailable', `Monitor ${JSON.stringify(id)} has no connected stream right now.`, { monitor_id: id, status: this.runtime(r).status });
+    if (!s || !s.streaming) throw Errors.streamUnavailable(id, this.runtime(r).status);
     return s;
   }
 
@@ -232,15 +229,11 @@ export class MonitorManager {
         this.claimSlot();
         this.sessions.set(id, this.startSession(r));
       } catch (e) {
-        this.restoreErrors.set(id, { code: 'monitor_restore_failed', message: RESTORE_FAILED, occurred_at: nowIso() });
+        this.restoreErrors.set(id, { ...Errors.monitorRestoreFailed(), occurred_at: new Date().toISOString() });
         this.log.error({ monitor_id: id, err: (e as Error).message }, 'monitor could not be restored at startup');
       }
     }
     if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
-  }
-
-  get runningCount(): number {
-    return this.sessions.size;
   }
 
   /** Stops every session and waits until none has an inference in flight. */

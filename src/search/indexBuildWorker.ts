@@ -5,7 +5,6 @@
  */
 import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
-import { blobToEmbedding } from '../store/collectionStore.js';
 import { newGraph, saveGraph, HNSW_QUANTIZATION, type HnswMeta, type HnswParams } from './hnswGraph.js';
 
 export interface BuildJob { dbPath: string; dir: string; collectionId: string; dimension: number; params: HnswParams; threads: number }
@@ -38,7 +37,8 @@ function build(): HnswMeta {
       const rows = db.prepare('SELECT seq, embedding FROM face_samples WHERE collection_id = ? ORDER BY seq').raw().iterate(job.collectionId) as Iterable<[number, Buffer]>;
       for (const [seq, blob] of rows) {
         keys[n] = BigInt(seq);
-        vectors.set(blobToEmbedding(blob), n * job.dimension);
+        // The embedding BLOB is little-endian float32 (collectionStore.embeddingToBlob).
+        new Uint8Array(vectors.buffer, n * job.dimension * 4, blob.byteLength).set(blob);
         if (++n === BATCH) flush();
       }
       flush();

@@ -1,13 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
-import type { Index } from './usearchModule.js';
-import type { CollectionT } from '../collections/model.js';
-import { ApiError } from '../errors.js';
+import type { CollectionT, SearchProfile } from '../contract/collections.js';
+import { Errors } from '../contract/errors.js';
 import { startModuleWorker } from '../system/workerThread.js';
 import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
 import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
-import { profileCodec, type SearchProfile } from './profiles.js';
+import { profileCodec } from './profiles.js';
+import type { Index } from './usearchModule.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
 export type GraphState = 'none' | 'building' | 'ready' | 'failed';
@@ -134,7 +134,7 @@ export class SearchIndexes {
       e.index = null;
       e.state = 'failed';
       e.lastError = err instanceof Error ? err.message : String(err);
-      throw new ApiError(503, 'search_index_unavailable', 'The search index of this collection could not be built.', { collection_id: c.id, reason: e.lastError });
+      throw Errors.searchIndexUnavailable(c.id, e.lastError);
     }
   }
 
@@ -171,8 +171,7 @@ export class SearchIndexes {
       try {
         this.build(after, e);
       } catch {
-        throw new ApiError(503, 'search_index_unavailable', 'The write was saved but the search index could not be updated; it will be rebuilt on next use.',
-          { write_committed: true, collection_id: after.id, revision: after.search_revision });
+        throw Errors.searchIndexUnavailable(after.id, { revision: after.search_revision });
       }
     }
   }

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { decodeHalfInto, encodeHalfInto, HALF_BF16, HALF_F16, halfKernel, scanHalfTopK } from '../../src/search/halfScan.js';
-import { bfloat16ToFloat, encode, halfToFloat, profileCodec, score, SEARCH_PROFILES, toBfloat16, toHalf } from '../../src/search/profiles.js';
+import { SEARCH_PROFILES } from '../../src/contract/collections.js';
+import { bfloat16ToFloat, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
 
 function prng(seed: number): () => number {
   let a = seed >>> 0;

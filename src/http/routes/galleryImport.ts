@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { z } from 'zod';
-import { GalleryImportService, parseImportPerson, type ImportPerson, type ImportTotals } from '../../collections/galleryImport.js';
-import { ApiError, isApiError } from '../../errors.js';
+import { parseImportPerson, type ImportPerson, type ImportTotals } from '../../collections/galleryImport.js';
+import { ApiError, Errors, isApiError } from '../../contract/errors.js';
 import { readQuery } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
@@ -24,7 +24,7 @@ async function* lines(source: AsyncIterable<Buffer>): AsyncGenerator<string> {
     const text = rest + chunk.toString('utf8');
     const parts = text.split('\n');
     rest = parts.pop()!;
-    if (Buffer.byteLength(rest) > MAX_LINE_BYTES) throw new ApiError(413, 'request_too_large', `An import line exceeds ${MAX_LINE_BYTES} bytes.`, { max_line_bytes: MAX_LINE_BYTES });
+    if (Buffer.byteLength(rest) > MAX_LINE_BYTES) throw Errors.requestTooLarge(MAX_LINE_BYTES);
     yield* parts;
   }
   if (rest.length) yield rest;
@@ -37,7 +37,7 @@ async function* lines(source: AsyncIterable<Buffer>): AsyncGenerator<string> {
  * later failure ends the stream with an error line naming what was committed (nothing of the failed batch).
  */
 export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
-  const imports = new GalleryImportService(rt.collections);
+  const imports = rt.galleryImport;
   return [{
     method: 'post', path: '/v1/collections/{collection_id}/import', operationId: 'import_gallery_v1_collections__collection_id__import_post',
     summary: 'Import Gallery', tags: ['collections'],
@@ -94,7 +94,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
           if (more) while (await step()) write({ type: 'progress', ...progress() });
           write({ type: 'done', ...progress() });
         } catch (e) {
-          const err = isApiError(e) ? e : new ApiError(500, 'internal_error', 'The import failed.', { reason: (e as Error).message });
+          const err: ApiError = isApiError(e) ? e : Errors.internalError();
           rt.log.warn({ collection_id: collectionId, code: err.code, committed: totals }, 'gallery import stopped');
           write({ type: 'error', error: { code: err.code, message: err.message, details: err.details }, status: err.status, committed: progress(), request_id: ctx.state.requestId });
           ctx.req.resume();

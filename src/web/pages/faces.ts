@@ -1,16 +1,12 @@
-import { ApiFailure, api } from '../api.js';
+import type { CollectionPageResponse, SearchResponse } from '../../contract/collections.js';
+import type { CompareResponse, DetectResponse, FaceObservationT } from '../../contract/faces.js';
+import { ApiFailure, api, type Wire } from '../api.js';
 import { field, fmt, h } from '../dom.js';
 import { ImagePicker, annotate, livenessLine, type DrawnFace, type Liveness } from '../images.js';
 import type { PageContext } from '../router.js';
 import { busy, errorBox, messageArea, notice } from '../ui.js';
 
-interface Observation {
-  bbox: { pixels: { x: number; y: number; width: number; height: number } };
-  landmarks: number[][];
-  detection_score: number;
-  quality: { score: number; sharpness: number; brightness: number; pose: number };
-  liveness?: Liveness;
-}
+type Observation = FaceObservationT;
 
 /** The distinct ways a face request is refused, worded for people, with the code kept for support. */
 const REFUSALS: Record<string, string> = {
@@ -40,10 +36,10 @@ function faceFacts(f: Observation): HTMLElement {
 }
 
 async function collectionSelect(signal: AbortSignal, optional: boolean): Promise<HTMLSelectElement> {
-  const r = await api('GET', '/v1/collections?limit=100', undefined, signal);
+  const r = await api<Wire<typeof CollectionPageResponse>>('GET', '/v1/collections?limit=100', undefined, signal);
   return h('select', { required: !optional },
     optional ? h('option', { value: '' }, 'system detection profile') : null,
-    r.collections.map((c: any) => h('option', { value: c.id }, `${c.name} (${c.id})`)));
+    r.collections.map((c) => h('option', { value: c.id }, `${c.name} (${c.id})`)));
 }
 
 export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
@@ -65,7 +61,7 @@ export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
       fd.append('limit', limit.value || '5');
       if (threshold.value) fd.append('threshold', threshold.value);
       try {
-        const r = await api('POST', `/v1/collections/${encodeURIComponent(collection.value)}/search`, fd);
+        const r = await api<Wire<typeof SearchResponse>>('POST', `/v1/collections/${encodeURIComponent(collection.value)}/search`, fd);
         const best = r.matches[0];
         const label = best ? `${best.person.name ?? best.person.id} ${best.similarity.toFixed(2)}` : 'no match';
         const img = await annotate(file, [drawn(r.searched_face, label, best ? '#3ddc97' : '#ffb347')], `Searched face: ${label}`);
@@ -73,7 +69,7 @@ export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
           h('p', { class: 'big', 'data-testid': 'best-match' }, best ? `${best.person.name ?? best.person.id}` : 'No match at or above the threshold'),
           h('p', null, `Threshold ${fmt.num(r.threshold, 2)} · ${fmt.num(r.processing_ms, 1)} ms`),
           r.matches.length ? h('table', { 'aria-label': 'Matches' }, h('thead', null, h('tr', null, ['Person', 'ID', 'Similarity', 'Matched face'].map((t) => h('th', { scope: 'col' }, t)))),
-            h('tbody', null, r.matches.map((m: any) => h('tr', null, h('td', null, m.person.name ?? '—'), h('td', null, m.person.id), h('td', null, m.similarity.toFixed(4)), h('td', null, h('code', null, m.matched_face_id)))))) : null,
+            h('tbody', null, r.matches.map((m) => h('tr', null, h('td', null, m.person.name ?? '—'), h('td', null, m.person.id), h('td', null, m.similarity.toFixed(4)), h('td', null, h('code', null, m.matched_face_id)))))) : null,
           faceFacts(r.searched_face), img));
       } catch (err) {
         out.show(refusal(err));
@@ -103,7 +99,7 @@ export async function comparePage(ctx: PageContext): Promise<HTMLElement> {
       if (threshold.value) fd.append('threshold', threshold.value);
       if (collection.value) fd.append('collection_id', collection.value);
       try {
-        const r = await api('POST', '/v1/compare', fd);
+        const r = await api<Wire<typeof CompareResponse>>('POST', '/v1/compare', fd);
         const colour = r.matched ? '#3ddc97' : '#ff5c7a';
         const [ia, ib] = await Promise.all([annotate(a, [drawn(r.source_face, undefined, colour)], 'First face'), annotate(b, [drawn(r.target_face, undefined, colour)], 'Second face')]);
         out.show(h('section', { class: 'card result', 'aria-label': 'Comparison' },
@@ -136,8 +132,8 @@ export async function detectPage(ctx: PageContext): Promise<HTMLElement> {
       if (max.value) fd.append('max_faces', max.value);
       if (collection.value) fd.append('collection_id', collection.value);
       try {
-        const r = await api('POST', '/v1/detect', fd);
-        const faces = r.faces as Observation[];
+        const r = await api<Wire<typeof DetectResponse>>('POST', '/v1/detect', fd);
+        const faces = r.faces;
         const colourOf = (f: Observation) => (f.liveness && (f.liveness.status !== 'ok' || !f.liveness.is_live) ? '#ff5c7a' : '#3ddc97');
         const img = await annotate(file, faces.map((f, i) => drawn(f, String(i + 1), colourOf(f))), `${faces.length} faces detected`);
         out.show(h('section', { class: 'card result', 'aria-label': 'Detected faces' },

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { CollectionT, FaceSampleT, PersonT, SearchIndexSettingsT } from '../collections/model.js';
-import type { DetectionProfile } from '../inference/pipeline.js';
 import type { Statement } from 'better-sqlite3';
-import type { Db } from './database.js';
+import type { CollectionT, FaceSampleT, PersonT, SearchIndexSettingsT } from '../contract/collections.js';
+import type { DetectionProfile } from '../inference/pipeline.js';
+import type { Db } from '../store/database.js';
 
 /** ISO-8601 UTC with milliseconds and Z, as the contract's timestamps. */
 export const nowIso = () => new Date().toISOString();
