@@ -46,21 +46,21 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) throw bad('metadata must be an object');
   if (!Array.isArray(o.embeddings) || o.embeddings.length === 0) throw bad('embeddings must be a non-empty array');
   const embeddings = o.embeddings.map((e: unknown, i: number) => {
-    let vec: ArrayLike<number>;
+    let vec: Float32Array;
     if (typeof e === 'string') {
-      const bytes = Buffer.from(e, 'base64');
-      if (bytes.byteLength !== dim * 4) throw bad(`embeddings[${i}]: base64 must hold ${dim} float32 values (${dim * 4} bytes), got ${bytes.byteLength} bytes`);
       const f = new Float32Array(dim);
-      Buffer.from(f.buffer).set(bytes);
+      // Decoded straight into the vector's bytes; a wrong length shows in the count.
+      const written = Buffer.from(f.buffer).write(e, 'base64');
+      if (written !== dim * 4 || Buffer.byteLength(e, 'base64') !== dim * 4) throw bad(`embeddings[${i}]: base64 must hold ${dim} float32 values (${dim * 4} bytes)`);
       vec = f;
     } else if (Array.isArray(e) && e.every((x) => typeof x === 'number')) {
-      vec = e as number[];
+      vec = new Float32Array(e as number[]);
     } else {
       throw bad(`embeddings[${i}] must be an array of numbers or a base64 string of float32 values`);
     }
     const problem = embeddingProblem(vec, dim);
     if (problem) throw bad(`embeddings[${i}]: ${problem}`);
-    return l2Normalize(Float32Array.from(vec), dim);
+    return l2Normalize(vec, dim);
   });
   return { id: o.id, name: optText('name'), external_id: optText('external_id'), metadata: metadata as Record<string, unknown>, embeddings };
 }
