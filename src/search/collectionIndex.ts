@@ -8,9 +8,9 @@ export interface RowHit { faceKey: number; personKey: number; score: number }
 /**
  * Rows live in blocks of this many rows: growing a large collection allocates one more block instead of
  * copying the whole matrix into one twice its size (no doubling overhead kept), and a snapshot is read
- * straight into exactly sized blocks. 64k rows = 128 MiB of fp32 at 512-d.
+ * straight into exactly sized blocks. 256k rows = 512 MiB of fp32 at 512-d. Measured at 1M rows (interleaved, quiet VM): one usearch call over the whole matrix 78.8 ms p50, 256k-row blocks 76.0 ms, 64k-row blocks 86.0 ms.
  */
-export const BLOCK_ROWS = 65_536;
+export const BLOCK_ROWS = 262_144;
 const MIN_GROWTH_ROWS = 256;
 
 export interface PersonSearchOptions { excludePerson?: number; minScore?: number }
