@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { modelsDirWith } from '../test/helpers/daemon.js';
 import { FACES } from '../test/helpers/shared.js';
+import { prng } from '../test/helpers/vectors.js';
 
 const { values } = parseArgs({ options: {
   faces: { type: 'string', default: '100000' }, profile: { type: 'string', default: 'fp32_v1' }, batch: { type: 'string', default: '2000' },
@@ -70,14 +71,7 @@ const stop = async (c: ChildProcess) => {
 
 /** Clustered unit vectors, as bench/search.ts (5 faces per person around an identity direction). */
 function* persons(n: number, seed: number, asJson: boolean): Generator<string> {
-  let a = seed >>> 0;
-  const rand = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = prng(seed);
   const unit = (base: Float32Array | null, noise: number) => {
     const v = new Float32Array(DIM);
     let s = 0;

@@ -1,31 +1,16 @@
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { Writable } from 'node:stream';
 import { runGalleryImport } from '../../src/cli/gallery.js';
+import { unitVectors } from '../helpers/vectors.js';
+import { startChild } from '../helpers/daemonProcess.js';
 import { join } from 'node:path';
-import { call, face, form, labels, modelsDirWith, post, REPO, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
+import { call, face, form, labels, modelsDirWith, post, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
 
 const PHOTOS = Object.entries(labels.identities).flatMap(([person, photos]) => photos.map((photo) => ({ person, photo })));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Seeded unit vectors (synthetic gallery rows; 512-d like the recognizer). */
-function unitVectors(n: number, seed: number, dim = 512): Float32Array[] {
-  let a = seed >>> 0;
-  const rand = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return Array.from({ length: n }, () => {
-    const v = Float32Array.from({ length: dim }, () => rand() - 0.5);
-    const norm = Math.hypot(...v);
-    return v.map((x) => x / norm);
-  });
-}
 
 const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
 const ndjson = (persons: unknown[]) => persons.map((p) => JSON.stringify(p)).join('\n') + '\n';
@@ -209,26 +194,6 @@ test('hnsw: searches are exact while the first graph is built', async (t) => {
     await d.close();
   }
 });
-
-function startChild(config: string): { child: ChildProcess; url: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', config], {
-    cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = new Promise<string>((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buf += chunk.toString();
-      for (const line of buf.split('\n')) {
-        try {
-          const rec = JSON.parse(line) as { msg?: string; url?: string };
-          if (rec.msg === 'listening' && rec.url) resolve(rec.url);
-        } catch { /* partial line */ }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}`)));
-  });
-  return { child, url };
-}
 
 test('gallery import: SIGKILL mid-import loses no acknowledged batch and keeps batches whole', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-import-kill-'));

@@ -5,22 +5,11 @@ import { join } from 'node:path';
 import { bestPerPerson, CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { graphProblem, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph, type HnswMeta } from '../../src/search/hnswGraph.js';
 import { profileCodec } from '../../src/search/profiles.js';
+import { unitVectors } from '../helpers/vectors.js';
 
 const DIM = 32;
 function rows(n: number, seed: number, firstKey: number): IndexRow[] {
-  let a = seed >>> 0;
-  const rand = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return Array.from({ length: n }, (_, i) => {
-    const v = Float32Array.from({ length: DIM }, () => rand() - 0.5);
-    const norm = Math.hypot(...v);
-    return { faceKey: firstKey + i, personKey: Math.floor((firstKey + i) / 3), vector: v.map((x) => x / norm) };
-  });
+  return unitVectors(n, seed, DIM).map((vector, i) => ({ faceKey: firstKey + i, personKey: Math.floor((firstKey + i) / 3), vector }));
 }
 
 test('graph search: re-ranked candidates equal the exact answer on these rows, deletes are never returned, the delta is searched', (t) => {

@@ -2,18 +2,8 @@ import test from 'ava';
 import { CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { decodeHalfInto, encodeHalfInto, HALF_BF16, HALF_F16, halfKernel, scanHalfTopK } from '../../src/search/halfScan.js';
 import { SEARCH_PROFILES } from '../../src/contract/collections.js';
+import { prng } from '../helpers/vectors.js';
 import { bfloat16ToFloat, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomUnit(rand: () => number, dim: number): Float32Array {
   const v = new Float32Array(dim);
