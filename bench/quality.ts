@@ -19,7 +19,7 @@
  * - Rank-1: each probe whose identity has another gallery face; its best gallery face must be its own.
  *
  * Usage: npx tsx bench/quality.ts [--packs edge_s,edge_open,buffalo_s,buffalo_l] [--models-dir DIR]
- *        [--variants baseline,flip,det640,det960] [--conditions clean,crop112,...]
+ *        [--variants baseline,det640,det960,det1280] [--conditions clean,crop112,...]
  * Prints tables, writes bench/results/quality.json.
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
@@ -97,13 +97,14 @@ const CONDITIONS: Condition[] = [
 ];
 
 // ---------------------------------------------------------------------------------------------------
-// Variants (issue item 3): what the pipeline does differently.
+// Variants (issue item 3): what the pipeline does differently. Horizontal-flip test-time augmentation
+// was measured as a variant at commit 9ce0c1c (mean of the embeddings of the aligned face and its
+// mirror) and removed: no gain on any condition for +10 ms per face (README, "Recognition quality").
 
-interface Variant { name: string; describe: string; profile: (p: DetectionProfile) => DetectionProfile; request?: Partial<AnalyzeRequest> }
+interface Variant { name: string; describe: string; profile: (p: DetectionProfile) => DetectionProfile }
 const SYSTEM_PROFILE: DetectionProfile = { input_sizes: [[96, 96], [512, 512]], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' };
 const VARIANTS: Record<string, Variant> = {
   baseline: { name: 'baseline', describe: 'daemon defaults: detector 96 + 512, one embedding per face', profile: (p) => p },
-  flip: { name: 'flip', describe: 'horizontal-flip TTA: mean of the embeddings of the aligned face and its mirror', profile: (p) => p, request: { flipAugmentation: true } },
   det640: { name: 'det640', describe: 'detector 96 + 640', profile: (p) => ({ ...p, input_sizes: [[96, 96], [640, 640]] }) },
   det960: { name: 'det960', describe: 'detector 96 + 960', profile: (p) => ({ ...p, input_sizes: [[96, 96], [960, 960]] }) },
   det1280: { name: 'det1280', describe: 'detector 96 + 1280', profile: (p) => ({ ...p, input_sizes: [[96, 96], [1280, 1280]] }) },
@@ -146,7 +147,7 @@ async function ensurePack(packId: string, modelsDir: string | undefined): Promis
 }
 
 function analyze(engine: InferenceEngine, image: AnalyzeRequest['image'], variant: Variant): Promise<import('../src/inference/pipeline.js').AnalyzeResult> {
-  return engine.analyze({ image, limits: LIMITS, profile: variant.profile(SYSTEM_PROFILE), maxFaces: 100, embed: 'all', ...variant.request });
+  return engine.analyze({ image, limits: LIMITS, profile: variant.profile(SYSTEM_PROFILE), maxFaces: 100, embed: 'all' });
 }
 
 /** The gallery: every labelled face of the original photos, through the daemon's decode and pipeline. */

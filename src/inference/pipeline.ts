@@ -31,8 +31,6 @@ export interface AnalyzeRequest {
    * not live gets no embedding (and the selection is never moved to another face); `observe` embeds anyway.
    */
   liveness?: { faces: 'all' | 'selected'; mode: 'normal' | 'observe'; threshold: number };
-  /** Embed the aligned face and its mirror image and use the normalised mean (flip test-time augmentation). */
-  flipAugmentation?: boolean;
 }
 
 export interface AnalyzedFace extends Candidate {
@@ -96,7 +94,7 @@ export class FacePipeline {
     if (live?.mode === 'normal') toEmbed = toEmbed.filter((f) => !f.liveness || passed(f.liveness));
     for (const f of toEmbed) {
       try {
-        const r = await this.embed(img.data, img.width, img.height, f.landmarks, req.flipAugmentation === true);
+        const r = await this.embed(img.data, img.width, img.height, f.landmarks);
         f.embedding = r.embedding;
         embedModelMs += r.modelMs;
       } catch (e) {
@@ -197,39 +195,20 @@ export class FacePipeline {
   }
 
   /** 5-point similarity alignment to the 112x112 ArcFace template, recognizer, L2 normalisation. */
-  async embed(rgb: Uint8Array, width: number, height: number, landmarks: [number, number][], flip = false): Promise<{ embedding: Float32Array; modelMs: number }> {
+  async embed(rgb: Uint8Array, width: number, height: number, landmarks: [number, number][]): Promise<{ embedding: Float32Array; modelMs: number }> {
     const spec = this.models.recognizer.spec;
     const [outW, outH] = spec.input_size;
     const template = ARCFACE_TEMPLATE_112.map(([x, y]) => [(x * outW) / 112, (y * outH) / 112] as [number, number]);
     const m = estimateSimilarity(landmarks, template);
     if (!m) throw new ApiError(422, 'face_not_found', Messages.faceNotFound, { reason: 'degenerate_landmarks' });
     const data = warpToTensor(rgb, width, height, m, outW, outH, { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std });
-    const first = await this.recognize(data, outW, outH);
-    if (!flip) return first;
-    const second = await this.recognize(mirrorPlanes(data, outW, outH), outW, outH);
-    const sum = new Float32Array(first.embedding.length);
-    for (let i = 0; i < sum.length; i++) sum[i] = first.embedding[i]! + second.embedding[i]!;
-    return { embedding: l2Normalize(sum, spec.embedding_dimension), modelMs: first.modelMs + second.modelMs };
-  }
-
-  private async recognize(data: Float32Array, outW: number, outH: number): Promise<{ embedding: Float32Array; modelMs: number }> {
     const session = this.models.recognizer.session;
     const t = performance.now();
     const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', data, [1, 3, outH, outW]) });
     const modelMs = performance.now() - t;
     const raw = out[session.outputNames[0]!]!.data as Float32Array;
-    return { embedding: l2Normalize(raw, this.models.recognizer.spec.embedding_dimension), modelMs };
+    return { embedding: l2Normalize(raw, spec.embedding_dimension), modelMs };
   }
-}
-
-/** A planar 3 x h x w tensor mirrored left to right. */
-export function mirrorPlanes(data: Float32Array, w: number, h: number): Float32Array {
-  const out = new Float32Array(data.length);
-  for (let row = 0; row < 3 * h; row++) {
-    const o = row * w;
-    for (let x = 0; x < w; x++) out[o + x] = data[o + w - 1 - x]!;
-  }
-  return out;
 }
 
 function livenessUnavailable(cause: string): ApiError {
