@@ -39,7 +39,7 @@ import { installPack } from '../src/models/installer.js';
 import {
   contextCrop, gaussianBlur, infraredGray, jpegRecompress, lowLight, motionBlur, scaleFace, smallFaceInFrame, yawCylinder, type Probe, type RawImage,
 } from './quality/degradations.js';
-import { dPrime, histogram, minImpostorsFor, operatingPoint, rank1, rocAuc, summarize, tarAtFar, type OperatingPoint } from './quality/metrics.js';
+import { dPrime, histogram, minImpostorsFor, openSet, operatingPoint, rank1, rocAuc, summarize, tarAtFar, type OperatingPoint } from './quality/metrics.js';
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
@@ -47,8 +47,13 @@ const FACES = join(SHARED, 'fixtures/faces');
 const MIRROR = join(SHARED, 'models');
 const LIMITS = { maxBytes: 1e9, maxPixels: 4e7 };
 const FARS = [1e-2, 1e-3];
-/** The FAR the per-pack recommended threshold is read at (manifest recommended_threshold). */
-const CALIBRATION_FAR = 1e-3;
+/**
+ * The FAR the per-pack recommended threshold is read at (manifest recommended_threshold): the lowest
+ * target the pooled impostor pairs can support (3/FAR <= ~17,000 pairs). The default threshold feeds
+ * 1:N search and monitors, where a stranger is compared with every enrolled face, so the per-comparison
+ * FAR has to be far below 1/gallery size; 1e-3 let 13 % of strangers match someone in a 45-face gallery.
+ */
+const CALIBRATION_FAR = 2e-4;
 const UPSTREAM_THRESHOLD = 0.4;
 
 const { values } = parseArgs({
@@ -266,7 +271,7 @@ function gateAnalysis(samples: Sample[], scored: ScoredCondition[]) {
     const results = scored.map(({ cond, probes }) => scoreCondition(cond.name, cond.describe, samples, probes, gate));
     const pooled = tarAtFar(results.flatMap((r) => r.genuine), results.flatMap((r) => r.impostor), CALIBRATION_FAR);
     return {
-      gate: name, pooled_at_far_1e3: pooled,
+      gate: name, pooled_at_calibration_far: pooled,
       conditions: results.map((r) => ({ condition: r.condition, fta: r.fta, tar_at_far_1e2: tarAtFar(r.genuine, r.impostor, 1e-2), rank1: r.rank1 })),
     };
   });
@@ -318,13 +323,14 @@ function templateAnalysis(samples: Sample[], scored: ScoredCondition[]) {
   });
 }
 
-function metricsOf(c: ConditionResult) {
+function metricsOf(c: ConditionResult, recommended: number) {
   return {
     condition: c.condition, describe: c.describe, probes: c.probes, fta: c.fta,
     genuine_pairs: c.genuine.length, impostor_pairs: c.impostor.length,
     roc_auc: rocAuc(c.genuine, c.impostor), d_prime: dPrime(c.genuine, c.impostor),
     tar_at_far: FARS.map((far) => tarAtFar(c.genuine, c.impostor, far)),
     at_upstream_0_4: operatingPoint(c.genuine, c.impostor, UPSTREAM_THRESHOLD),
+    at_recommended: operatingPoint(c.genuine, c.impostor, recommended),
     rank1: c.rank1,
     genuine_scores: summarize(c.genuine), impostor_scores: summarize(c.impostor),
     genuine_histogram: histogram(c.genuine, -0.2, 1, 24), impostor_histogram: histogram(c.impostor, -0.2, 1, 24),
@@ -345,6 +351,7 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
     return { pack: packId, installed: false, reason: installed.missing };
   }
   const pack = await loadInstalledPack(installed.dir, packId);
+  const catalog = await loadCatalog();
   const threading = resolveThreading('auto', 'auto');
   const engine = await InferenceEngine.start({
     pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: threading.intraOpThreads, graphOptimization: 'auto', warmupSizes: SYSTEM_PROFILE.input_sizes,
@@ -369,23 +376,41 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
         scored.push({ cond, probes });
       }
       const results = scored.map(({ cond, probes }) => scoreCondition(cond.name, cond.describe, samples, probes));
-      const metrics = results.map(metricsOf);
-      printTable(metrics);
-      // The calibration: every impostor score of every condition pooled (same-photo pairs are not in it).
+      // The calibration: every pair of every condition pooled, so the threshold holds on photos and on
+      // camera-grade probes alike, and the impostor count (~17k) can support FAR 1e-3 (3/FAR = 3000).
       const pooledImp = results.flatMap((r) => r.impostor), pooledGen = results.flatMap((r) => r.genuine);
       const calibration = tarAtFar(pooledGen, pooledImp, CALIBRATION_FAR);
+      // The manifest value: the calibrated threshold rounded up to 0.01 (never below the measured one).
+      const recommended = Math.ceil(calibration.threshold * 100 - 1e-9) / 100;
+      const metrics = results.map((r) => metricsOf(r, recommended));
+      printTable(metrics, recommended);
+      const declared = getPack(catalog, packId).recommended_threshold?.similarity ?? null;
+      const pooledAt = (thr: number) => operatingPoint(pooledGen, pooledImp, thr);
+      // Open set over every condition: the gallery holds 45 faces; people nobody enrolled are non-mated.
+      const matedProbes = results.flatMap((r) => r.perProbe.filter((p) => p.mated).map((p) => ({ bestGenuine: p.bestGenuine!, bestImpostor: p.bestImpostor })));
+      const nonMated = results.flatMap((r) => r.nonMatedBest);
+      const identificationAt = (thr: number) => openSet(matedProbes, nonMated, thr);
       console.log(`  pooled over conditions: ${pooledGen.length} genuine / ${pooledImp.length} impostor pairs (FAR ${CALIBRATION_FAR} needs >= ${minImpostorsFor(CALIBRATION_FAR)}): threshold ${calibration.threshold.toFixed(4)}, TAR ${pct(calibration.tar)} %, FAR ${calibration.false_accepts}/${calibration.impostors}`);
+      console.log(`  recommended_threshold ${recommended.toFixed(2)} (manifest: ${declared ?? 'none'}${declared !== null && declared !== recommended ? ' — DIFFERS, update models/manifest.json' : ''})`);
+      const at1e3 = tarAtFar(pooledGen, pooledImp, 1e-3).threshold;
+      const points = [...new Set([recommended, UPSTREAM_THRESHOLD, Math.ceil(at1e3 * 100 - 1e-9) / 100])].sort();
+      for (const thr of points) {
+        const op = pooledAt(thr), id = identificationAt(thr);
+        console.log(`    at ${thr.toFixed(2)}: verification TAR ${pct(op.tar)} % [${pct(op.tar_ci95.low)}–${pct(op.tar_ci95.high)}], FAR ${op.false_accepts}/${op.impostors} = ${op.far.toExponential(1)} (95 % upper ${op.far_upper95.toExponential(1)}); ` +
+          `search DIR ${pct(id.dir)} % (${id.mated} probes), FPIR ${pct(id.fpir)} % [${pct(id.fpir_ci95.low)}–${pct(id.fpir_ci95.high)}] (${id.non_mated} strangers)`);
+      }
       const gates = gateAnalysis(samples, scored);
-      console.log('  gates on probe faces (a refused probe is a miss): FTA total, pooled TAR @ FAR 1e-3 [95 % CI] @thr, cctv_night TAR @ FAR 1e-2');
+      console.log(`  gates on probe faces (a refused probe is a miss): FTA total, pooled TAR @ FAR ${CALIBRATION_FAR} [95 % CI] @thr, cctv_night TAR @ FAR 1e-2`);
       for (const g of gates) {
         const night = g.conditions.find((c) => c.condition === 'cctv_night');
-        console.log(`    ${g.gate.padEnd(24)} FTA ${String(g.conditions.reduce((a, c) => a + c.fta, 0)).padStart(3)}  ${fmtPoint(g.pooled_at_far_1e3)}  ${night ? fmtPoint(night.tar_at_far_1e2) : ''}`);
+        console.log(`    ${g.gate.padEnd(24)} FTA ${String(g.conditions.reduce((a, c) => a + c.fta, 0)).padStart(3)}  ${fmtPoint(g.pooled_at_calibration_far)}  ${night ? fmtPoint(night.tar_at_far_1e2) : ''}`);
       }
       const templates = templateAnalysis(samples, scored);
       console.log('  person templates over all conditions: TAR @ FAR 1e-2 | TAR @ FAR 1e-3 | rank-1 (persons)');
       for (const t of templates) console.log(`    ${t.template.padEnd(40)} ${fmtPoint(t.tar_at_far[0]!)} | ${fmtPoint(t.tar_at_far[1]!)} | ${t.rank1.correct}/${t.rank1.total}`);
       variants.push({
-        variant: variant.name, describe: variant.describe, faces: samples.length, identities, conditions: metrics, calibration, gates, templates,
+        variant: variant.name, describe: variant.describe, faces: samples.length, identities, conditions: metrics, calibration, recommended_threshold: recommended,
+        manifest_threshold: declared, operating_points: points.map((thr) => ({ threshold: thr, verification: pooledAt(thr), identification: identificationAt(thr) })), gates, templates,
         raw: results.map((r) => ({ condition: r.condition, perProbe: r.perProbe, nonMatedBest: r.nonMatedBest })),
       });
     }
@@ -395,12 +420,13 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
   return { pack: packId, installed: true, detector: pack.detector.file, recognizer: pack.recognizer.file, license: pack.license.id, variants };
 }
 
-function printTable(rows: ReturnType<typeof metricsOf>[]): void {
-  console.log('| condition | probes | FTA | gen / imp pairs | ROC AUC | TAR @ FAR 1e-2 [95 % CI] @thr | TAR @ FAR 1e-3 [95 % CI] @thr | rank-1 | TAR / FAR @ 0.4 | genuine mean / p05 | impostor p95 / max | ms / probe |');
-  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
+function printTable(rows: ReturnType<typeof metricsOf>[], recommended: number): void {
+  const rec = recommended.toFixed(2);
+  console.log(`| condition | probes | FTA | gen / imp pairs | ROC AUC | TAR @ FAR 1e-2 [95 % CI] @thr | TAR @ FAR 1e-3 [95 % CI] @thr | rank-1 | TAR / FA @ ${rec} | TAR / FA @ 0.4 | genuine mean / p05 | impostor p95 / max | ms / probe |`);
+  console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const m of rows) {
-    const u = m.at_upstream_0_4;
-    console.log(`| ${m.condition} | ${m.probes} | ${m.fta} | ${m.genuine_pairs} / ${m.impostor_pairs} | ${m.roc_auc.toFixed(4)} | ${fmtPoint(m.tar_at_far[0]!)} | ${fmtPoint(m.tar_at_far[1]!)} | ${m.rank1.correct}/${m.rank1.total} | ${pct(u.tar)} / ${u.false_accepts} | ${m.genuine_scores.mean.toFixed(3)} / ${m.genuine_scores.p05.toFixed(3)} | ${m.impostor_scores.p95.toFixed(3)} / ${m.impostor_scores.max.toFixed(3)} | ${m.probe_ms ? m.probe_ms.p50.toFixed(0) : '–'} |`);
+    const u = m.at_upstream_0_4, r = m.at_recommended;
+    console.log(`| ${m.condition} | ${m.probes} | ${m.fta} | ${m.genuine_pairs} / ${m.impostor_pairs} | ${m.roc_auc.toFixed(4)} | ${fmtPoint(m.tar_at_far[0]!)} | ${fmtPoint(m.tar_at_far[1]!)} | ${m.rank1.correct}/${m.rank1.total} | ${pct(r.tar)} / ${r.false_accepts} | ${pct(u.tar)} / ${u.false_accepts} | ${m.genuine_scores.mean.toFixed(3)} / ${m.genuine_scores.p05.toFixed(3)} | ${m.impostor_scores.p95.toFixed(3)} / ${m.impostor_scores.max.toFixed(3)} | ${m.probe_ms ? m.probe_ms.p50.toFixed(0) : '–'} |`);
   }
   console.log('  * fewer impostor pairs than 3/FAR: FAR not measurable, threshold = just above the highest impostor');
 }

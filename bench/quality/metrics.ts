@@ -205,3 +205,26 @@ export function rank1(scores: readonly (readonly number[])[], probeLabels: reado
   });
   return { correct, total: scores.length };
 }
+
+export interface OpenSetPoint {
+  threshold: number;
+  /** Detection and identification rate: mated probes whose own identity scores best and at/above the threshold. */
+  dir: number; dir_ci95: Interval; mated: number;
+  /** False positive identification rate: probes of people not in the gallery whose best score reaches the threshold. */
+  fpir: number; fpir_ci95: Interval; non_mated: number;
+}
+
+/**
+ * Open-set identification (a search against a gallery that does not contain everyone), as ISO/IEC
+ * 19795-1 counts it: a mated probe succeeds when its best genuine score beats every impostor and reaches
+ * the threshold; a non-mated probe is a false positive when anything reaches it.
+ */
+export function openSet(mated: readonly { bestGenuine: number; bestImpostor: number }[], nonMatedBest: readonly number[], threshold: number): OpenSetPoint {
+  const hits = mated.filter((p) => p.bestGenuine >= threshold && p.bestGenuine > p.bestImpostor).length;
+  const falsePositives = nonMatedBest.filter((s) => s >= threshold).length;
+  return {
+    threshold,
+    dir: hits / mated.length, dir_ci95: clopperPearson(hits, mated.length), mated: mated.length,
+    fpir: falsePositives / nonMatedBest.length, fpir_ci95: clopperPearson(falsePositives, nonMatedBest.length), non_mated: nonMatedBest.length,
+  };
+}

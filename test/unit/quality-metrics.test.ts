@@ -1,6 +1,6 @@
 import test from 'ava';
 import {
-  clopperPearson, dPrime, histogram, logGamma, minImpostorsFor, operatingPoint, quantile, rank1, regularizedBeta, rocAuc, summarize, tarAtFar, thresholdAbove, wilson,
+  clopperPearson, dPrime, histogram, logGamma, minImpostorsFor, openSet, operatingPoint, quantile, rank1, regularizedBeta, rocAuc, summarize, tarAtFar, thresholdAbove, wilson,
 } from '../../bench/quality/metrics.js';
 
 const close = (t: import('ava').ExecutionContext, got: number, want: number, eps = 1e-6, what = '') => t.true(Math.abs(got - want) < eps, `${what} ${got} vs ${want}`);
@@ -109,4 +109,18 @@ test('summary statistics, quantiles, histogram and d-prime', (t) => {
   close(t, s.sd, Math.sqrt(5 / 3), 1e-12);
   t.deepEqual(histogram([-5, 0, 0.49, 0.5, 0.99, 7], 0, 1, 2), [3, 3]);
   close(t, dPrime([1, 3], [-1, 1]), 2 / Math.sqrt(2), 1e-12);
+});
+
+test('openSet: a mated hit needs the right identity on top and the threshold; non-mated probes count at the threshold', (t) => {
+  const mated = [
+    { bestGenuine: 0.6, bestImpostor: 0.2 }, // hit
+    { bestGenuine: 0.6, bestImpostor: 0.7 }, // someone else ranks first: miss
+    { bestGenuine: 0.3, bestImpostor: 0.1 }, // below the threshold: miss
+    { bestGenuine: 0.4, bestImpostor: 0.1 }, // exactly at it: hit (inclusive)
+  ];
+  const p = openSet(mated, [0.39, 0.4, 0.1], 0.4);
+  t.is(p.dir, 0.5);
+  t.deepEqual(p.dir_ci95, clopperPearson(2, 4));
+  t.is(p.fpir, 1 / 3);
+  t.like(p, { mated: 4, non_mated: 3 });
 });
