@@ -63,6 +63,8 @@ const { values } = parseArgs({
     variants: { type: 'string', default: 'baseline' },
     conditions: { type: 'string' },
     out: { type: 'string', default: join(REPO, 'bench/results/quality.json') },
+    /** Rounds of the interleaved latency A/B of the variants (0 = skip). */
+    latency: { type: 'string', default: '0' },
   },
 });
 
@@ -414,10 +416,40 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
         raw: results.map((r) => ({ condition: r.condition, perProbe: r.perProbe, nonMatedBest: r.nonMatedBest })),
       });
     }
+    const rounds = Number(values.latency);
+    const latency = rounds > 0 ? await latencyAB(engine, labels, variantNames.map((v) => VARIANTS[v]!), rounds) : null;
+    return { pack: packId, installed: true, detector: pack.detector.file, recognizer: pack.recognizer.file, license: pack.license.id, variants, latency };
   } finally {
     await engine.close();
   }
-  return { pack: packId, installed: true, detector: pack.detector.file, recognizer: pack.recognizer.file, license: pack.license.id, variants };
+}
+
+/**
+ * Detection + every embedding, variants interleaved request by request on the same engine (the profile
+ * is per request), so a busy shared machine slows every variant alike: a 720p camera frame with one
+ * 48-px face, and the 1280x886 six-face group photo.
+ */
+async function latencyAB(engine: InferenceEngine, labels: Labels, variants: Variant[], rounds: number) {
+  const obama = readFileSync(join(FACES, labels.identities.obama![0]!));
+  const decoded = await decodeImage(obama, LIMITS);
+  const first = await analyze(engine, { encoded: obama }, variants[0]!);
+  const frame = await smallFaceInFrame(contextCrop({ data: decoded.data, width: decoded.width, height: decoded.height }, first.faces[first.selected]!.box, 1), 48);
+  const group = readFileSync(join(FACES, 'groups/t1_friends.jpg'));
+  const inputs = { frame_720p_48px_face: { raw: frame.image.data, width: frame.image.width, height: frame.image.height }, group_1280x886_6_faces: { encoded: group } } as const;
+  const times: Record<string, Record<string, number[]>> = {};
+  for (let r = -3; r < rounds; r++) {
+    for (const [name, image] of Object.entries(inputs)) {
+      for (const v of variants) {
+        const t = performance.now();
+        await analyze(engine, image, v);
+        if (r >= 0) ((times[name] ??= {})[v.name] ??= []).push(performance.now() - t);
+      }
+    }
+  }
+  const out = Object.fromEntries(Object.entries(times).map(([input, byVariant]) => [input, Object.fromEntries(Object.entries(byVariant).map(([v, xs]) => [v, summarize(xs)]))]));
+  console.log(`  latency, detection + embeddings, p50 over ${rounds} interleaved rounds (load ${loadavg()[0]!.toFixed(2)}):`);
+  for (const [input, byVariant] of Object.entries(out)) console.log(`    ${input}: ${Object.entries(byVariant).map(([v, st]) => `${v} ${st.p50.toFixed(1)} ms`).join(', ')}`);
+  return out;
 }
 
 function printTable(rows: ReturnType<typeof metricsOf>[], recommended: number): void {

@@ -22,7 +22,8 @@ import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
-import { encode, encodeInto, profileCodec, SEARCH_PROFILES, type SearchProfile } from '../src/search/profiles.js';
+import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
+import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
 
 const { values } = parseArgs({
   options: {

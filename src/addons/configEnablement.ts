@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { parse as parsePreserving, patch } from '@decimalturn/toml-patch';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigSchema } from '../config/schema.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { fsyncDir, removeQuietly, tempPathFor } from '../models/fsutil.js';
 
 type TomlTable = Record<string, unknown>;

@@ -4,8 +4,8 @@
  */
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiError } from '../errors.js';
-import { getAddon, getFile, resolveCatalog, type Catalog, type LivenessModelSpec } from '../models/catalog.js';
+import { ApiError } from '../contract/errors.js';
+import { getAddon, getFile, resolveCatalog, type Catalog, type LivenessModelFile } from '../models/catalog.js';
 import { hashFile, removeStaleTemps, type Digest } from '../models/fsutil.js';
 import type { HttpOptions } from '../models/http.js';
 import { fetchVerified, matchesSpec, type FileOutcome } from '../models/installer.js';
@@ -21,7 +21,6 @@ export const livenessDir = (modelsDir: string): string => join(modelsDir, 'addon
 export const addonInstallCommand = (modelsDir: string): string =>
   `vigil addons install liveness --from <mirror> --models-dir ${modelsDir}`;
 
-export type LivenessModelFile = LivenessModelSpec & { path: string; sha256: string };
 
 export interface LivenessFilesState {
   dir: string;

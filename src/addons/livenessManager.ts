@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { access, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { ApiError, isApiError } from '../errors.js';
+import { ApiError, isApiError } from '../contract/errors.js';
 import type { Catalog } from '../models/catalog.js';
 import { tryLockFile } from '../system/lockFile.js';
 import { configFileProblem, configuredAddons, replaceConfig, withAddonEnabled, type Unavailable } from './configEnablement.js';

@@ -3,7 +3,7 @@
  * (use `vigil models install <pack> --enable-liveness` or the API's enable action for that).
  */
 import { parseArgs } from 'node:util';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { inspectLiveness, installLiveness, LIVENESS, addonInstallCommand } from '../addons/livenessFiles.js';
 import { resolveCatalog } from '../models/catalog.js';
 import { formatAddon, resolveModelsDir, type ModelsCommandIo, type ModelsCommandOptions } from './models.js';

@@ -2,8 +2,8 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load.js';
-import { isApiError } from '../errors.js';
-import { VERSION } from '../version.js';
+import { isApiError } from '../contract/errors.js';
+import { VERSION } from '../contract/version.js';
 
 const USAGE = `vigil ${VERSION}
 

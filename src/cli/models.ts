@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { Catalog } from '../models/catalog.js';
 import { formatBytes } from '../models/fsutil.js';
 import { describeProblems } from '../models/installed.js';

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
@@ -21,8 +21,8 @@ import { resolveCatalog, resolveDefaultThreshold } from '../models/catalog.js';
 import { LivenessManager } from '../addons/livenessManager.js';
 import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
-import { ApiKeyStore } from '../store/apiKeys.js';
-import { CollectionStore } from '../store/collectionStore.js';
+import { ApiKeyStore } from '../auth/apiKeyStore.js';
+import { CollectionStore } from '../collections/collectionStore.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
@@ -92,7 +92,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
     }, () => active?.model ?? null);
-    const persons = new PersonService(collections, () => {
+    const persons = new PersonService(collections, store, indexes, cursors, () => {
       if (!active) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
       return active.engine;
     }, {
@@ -136,13 +136,13 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         ...(livenessModels ? { liveness: livenessModels } : {}),
       });
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
-      const faces = new FaceService(engine, collections,
+      const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, defaultThreshold.value, liveness);
       // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
       const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
-      active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, faces) };
+      active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
       runtime.inference = active;
       const search = active.search, inferenceEngine = engine;
       monitorDeps = {

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { openDatabase } from '../store/database.js';
 import { billingPeriod, UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';

@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import { inputSizesProblem, type VigilConfig } from '../config/schema.js';
-import { ApiError } from '../errors.js';
-import type { DetectionProfiles } from '../inference/faceService.js';
+import { ApiError } from '../contract/errors.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
-import { CollectionStore, nowIso } from '../store/collectionStore.js';
+import { CollectionStore, nowIso } from './collectionStore.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
-import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from './model.js';
+import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
 
 export const notFound = (resource: 'collection' | 'person' | 'face', id: string) =>
   new ApiError(404, `${resource}_not_found`, `${resource[0]!.toUpperCase()}${resource.slice(1)} ${JSON.stringify(id)} was not found.`, { [`${resource}_id`]: id });
@@ -31,13 +30,13 @@ export interface CollectionDefaults {
 
 /**
  * Collection lifecycle: creation pins the active model (a collection never mixes embedding spaces),
- * and every model-bound use checks that pin. Also the collection-aware detection profile resolver.
+ * and every model-bound use checks that pin.
  */
-export class CollectionService implements DetectionProfiles {
+export class CollectionService {
   constructor(
-    readonly store: CollectionStore,
-    readonly indexes: SearchIndexes,
-    readonly cursors: CursorCodec,
+    private readonly store: CollectionStore,
+    private readonly indexes: SearchIndexes,
+    private readonly cursors: CursorCodec,
     private readonly defaults: CollectionDefaults,
     /** The active model once inference is loaded. */
     private readonly activeModel: () => ModelInfo | null,
@@ -64,8 +63,24 @@ export class CollectionService implements DetectionProfiles {
     return c;
   }
 
-  resolve(collectionId: string | undefined | null): DetectionProfile {
-    return collectionId ? detectionProfileOf(this.getBound(collectionId)) : this.defaults.systemProfile;
+  /** The collection or null (for reports that must not fail on a deleted collection). */
+  find(id: string): CollectionT | null {
+    return this.store.getCollection(id) ?? null;
+  }
+
+  /** The detection profile of an optional collection (404 unknown, 409 model mismatch); null without one. */
+  detectionProfile(collectionId: string | undefined | null): DetectionProfile | null {
+    return collectionId ? detectionProfileOf(this.getBound(collectionId)) : null;
+  }
+
+  /** Row counts for the system report. */
+  stats(): ReturnType<CollectionStore['stats']> {
+    return this.store.stats();
+  }
+
+  /** The state of every collection's search index, for the system report. */
+  searchSummary(): Record<string, unknown>[] {
+    return this.indexes.summary(this.store.allCollections());
   }
 
   list(cursor: string | null | undefined, limit: number): Page<CollectionT> {

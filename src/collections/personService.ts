@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError, isApiError } from '../errors.js';
+import { ApiError, isApiError } from '../contract/errors.js';
 import type { InferenceEngine } from '../inference/engine.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzeResult } from '../inference/pipeline.js';
 import type { IndexRow } from '../search/collectionIndex.js';
-import { nowIso, type NewFace } from '../store/collectionStore.js';
-import { toPage, type Page } from '../store/cursors.js';
+import type { SearchIndexes } from '../search/indexManager.js';
+import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
+import { nowIso, type CollectionStore, type NewFace } from './collectionStore.js';
 import { detectionProfileOf, notFound, type CollectionService } from './collectionService.js';
-import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from './model.js';
+import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from '../contract/collections.js';
 import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
 
 export interface RegistrationImage { filename: string; bytes: Uint8Array }
@@ -45,11 +46,12 @@ interface Candidate { index: number; filename: string; analysis: AnalyzeResult; 
 export class PersonService {
   constructor(
     private readonly collections: CollectionService,
+    private readonly store: CollectionStore,
+    private readonly indexes: SearchIndexes,
+    private readonly cursors: CursorCodec,
     private readonly engine: () => InferenceEngine,
     private readonly limits: RegistrationLimits,
   ) {}
-
-  private get store() { return this.collections.store; }
 
   private person(collectionId: string, personId: string) {
     const p = this.store.getPerson(collectionId, personId);
@@ -66,8 +68,8 @@ export class PersonService {
     this.collections.get(collectionId);
     const search = q.search ? q.search : null;
     const scope = `persons:${collectionId}:${search ?? ''}`;
-    const after = q.cursor ? this.collections.cursors.decode(q.cursor, scope) : null;
-    return toPage(this.store.listPersons(collectionId, after, q.limit + 1, search), q.limit, (p) => p.id, this.collections.cursors, scope);
+    const after = q.cursor ? this.cursors.decode(q.cursor, scope) : null;
+    return toPage(this.store.listPersons(collectionId, after, q.limit + 1, search), q.limit, (p) => p.id, this.cursors, scope);
   }
 
   patch(collectionId: string, personId: string, body: PersonPatchT): PersonT {
@@ -96,15 +98,15 @@ export class PersonService {
       this.store.bumpSearchRevision(collectionId);
       return { after: this.collections.get(collectionId), before: c.search_revision, removed };
     });
-    this.collections.indexes.applyCommitted(after, before, { remove: removed });
+    this.indexes.applyCommitted(after, before, { remove: removed });
   }
 
   listFaces(collectionId: string, personId: string, q: { cursor?: string | null; limit: number }): Page<FaceSampleT> {
     this.collections.get(collectionId);
     const { seq } = this.person(collectionId, personId);
     const scope = `faces:${collectionId}:${personId}`;
-    const after = q.cursor ? this.collections.cursors.decode(q.cursor, scope) : null;
-    return toPage(this.store.listFaces(seq, after, q.limit + 1), q.limit, (f) => f.id, this.collections.cursors, scope);
+    const after = q.cursor ? this.cursors.decode(q.cursor, scope) : null;
+    return toPage(this.store.listFaces(seq, after, q.limit + 1), q.limit, (f) => f.id, this.cursors, scope);
   }
 
   deleteFace(collectionId: string, personId: string, faceId: string): void {
@@ -118,7 +120,7 @@ export class PersonService {
       this.store.bumpSearchRevision(collectionId);
       return { after: this.collections.get(collectionId), before: c.search_revision, faceSeq: face.seq };
     });
-    this.collections.indexes.applyCommitted(after, before, { remove: [faceSeq] });
+    this.indexes.applyCommitted(after, before, { remove: [faceSeq] });
   }
 
   faceImage(collectionId: string, personId: string, faceId: string): Buffer {
@@ -233,7 +235,7 @@ export class PersonService {
     const accepted: { index: number; filename: string; embedding: Float32Array; face: NewFace['face']; crop: Buffer | null }[] = [];
 
     const strict = input.reviewMode === 'strict';
-    const index = strict ? this.collections.indexes.ready(c) : null;
+    const index = strict ? this.indexes.ready(c) : null;
     const same: Float32Array[] = strict && existing ? store.personEmbeddings(existing.seq) : [];
 
     for (const cand of analysed.sort((a, b) => a.index - b.index)) {
@@ -307,7 +309,7 @@ export class PersonService {
       const faces = ids.map((id) => store.getFace(person.seq, id)!.face);
       return { before: col.search_revision, after: this.collections.get(c.id), rows, person: person.person, faces };
     });
-    if (result.rows.length > 0) this.collections.indexes.applyCommitted(result.after, result.before, { add: result.rows });
+    if (result.rows.length > 0) this.indexes.applyCommitted(result.after, result.before, { add: result.rows });
     return { person: result.person, faces: result.faces, rejected_images: rejected };
   }
 }

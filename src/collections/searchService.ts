@@ -1,7 +1,9 @@
+import type { CollectionT, PersonT } from '../contract/collections.js';
 import type { FaceService } from '../inference/faceService.js';
+import type { SearchIndexes } from '../search/indexManager.js';
 import { clipSimilarity } from '../search/profiles.js';
-import type { CollectionService } from './collectionService.js';
-import type { CollectionT, PersonT } from './model.js';
+import type { CollectionStore } from './collectionStore.js';
+import { detectionProfileOf, type CollectionService } from './collectionService.js';
 
 export interface SearchMatch { person: PersonT; similarity: number; matched_face_id: string }
 
@@ -11,19 +13,24 @@ export interface SearchMatch { person: PersonT; similarity: number; matched_face
  * score. Results are sorted by similarity, then person id.
  */
 export class SearchService {
-  constructor(private readonly collections: CollectionService, private readonly faces: FaceService) {}
+  constructor(
+    private readonly collections: CollectionService,
+    private readonly store: CollectionStore,
+    private readonly indexes: SearchIndexes,
+    private readonly faces: FaceService,
+  ) {}
 
   async search(input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null }, signal?: AbortSignal) {
-    this.collections.getBound(input.collectionId);
-    const query = await this.faces.embedOne({ image: input.image, collectionId: input.collectionId }, signal);
-    // Re-read after inference: a collection deleted meanwhile is a clean 404, never a stale index.
+    const before = this.collections.getBound(input.collectionId);
+    const query = await this.faces.embedOne({ image: input.image, profile: detectionProfileOf(before) }, signal);
+    // Re-read after inference (the race it guards): a collection force-deleted or re-pinned meanwhile is a
+    // clean 404/409, never a stale index; a threshold patched meanwhile applies.
     const c = this.collections.getBound(input.collectionId);
     const threshold = input.threshold ?? c.default_threshold;
-    const index = this.collections.indexes.ready(c);
+    const index = this.indexes.ready(c);
     const hits = index.searchPersons(query.face.embedding, input.limit, { minScore: threshold }).filter((h) => h.score >= threshold);
-    const store = this.collections.store;
-    const persons = store.personsBySeq(hits.map((h) => h.personKey));
-    const faceIds = store.faceIdsBySeq(hits.map((h) => h.faceKey));
+    const persons = this.store.personsBySeq(hits.map((h) => h.personKey));
+    const faceIds = this.store.faceIdsBySeq(hits.map((h) => h.faceKey));
     const matches: (SearchMatch & { score: number })[] = [];
     for (const h of hits) {
       const p = persons.get(h.personKey), f = faceIds.get(h.faceKey);
@@ -39,12 +46,11 @@ export class SearchService {
    */
   identify(collection: CollectionT, embeddings: Float32Array[], threshold: number): (SearchMatch | null)[] {
     if (embeddings.length === 0) return [];
-    const index = this.collections.indexes.ready(collection);
+    const index = this.indexes.ready(collection);
     const hits = embeddings.map((e) => index.searchPersons(e, 1, { minScore: threshold }).find((h) => h.score >= threshold) ?? null);
     const found = hits.filter((h) => h !== null);
-    const store = this.collections.store;
-    const persons = store.personsBySeq(found.map((h) => h.personKey));
-    const faceIds = store.faceIdsBySeq(found.map((h) => h.faceKey));
+    const persons = this.store.personsBySeq(found.map((h) => h.personKey));
+    const faceIds = this.store.faceIdsBySeq(found.map((h) => h.faceKey));
     return hits.map((h) => {
       const p = h && persons.get(h.personKey), f = h && faceIds.get(h.faceKey);
       return h && p && f ? { person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f } : null;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { ApiKeySchema, ConfigSchema, type VigilConfig } from './schema.js';
 
 export interface LoadedConfig {

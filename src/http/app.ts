@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { requireApiKey } from './auth.js';
-import { mountMcp } from '../mcp/httpTransport.js';
+import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
 import { errorEnvelope } from './errors.js';

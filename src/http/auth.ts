@@ -1,6 +1,6 @@
 import type Koa from 'koa';
-import { ApiError } from '../errors.js';
-import type { ApiKeyStore } from '../store/apiKeys.js';
+import { ApiError } from '../contract/errors.js';
+import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 
 const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message, {}, { 'WWW-Authenticate': 'Bearer' });
 

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { ApiError, Messages, isApiError } from '../errors.js';
+import { ApiError, Messages, isApiError } from '../contract/errors.js';
 import type { AppState } from './route.js';
 
 export interface RecentError { code: string; path: string; request_id: string; status: number; at: string }

@@ -1,17 +1,7 @@
 import type { z } from 'zod';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
+import { invalid, validate } from '../contract/validation.js';
 import type { AppContext } from './route.js';
-
-export const invalid = (message: string, details: Record<string, unknown> = {}) => new ApiError(400, 'invalid_request', `Request validation failed: ${message}`, details);
-
-export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const path = issue.path.join('.');
-  const what = issue.code === 'unrecognized_keys' ? `unknown field(s) ${issue.keys.join(', ')}` : issue.message;
-  throw invalid(path ? `${path}: ${what}` : what, { field: path });
-}
 
 /** The raw request body as UTF-8, 413 request_too_large past `maxBytes` (checked while streaming). */
 export async function readBodyText(ctx: AppContext, maxBytes: number): Promise<string> {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { AppState } from './route.js';
 
 /** x-request-id on every response, and one log line per request. Outermost, so errors carry the id too. */

@@ -1,7 +1,7 @@
 import multer from '@koa/multer';
 import type { z } from 'zod';
-import { ApiError } from '../errors.js';
-import { invalid, validate } from './input.js';
+import { ApiError } from '../contract/errors.js';
+import { invalid, validate } from '../contract/validation.js';
 import type { AppContext } from './route.js';
 
 export interface UploadedFile { field: string; filename: string; bytes: Buffer }

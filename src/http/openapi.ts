@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { VERSION } from '../version.js';
+import { VERSION } from '../contract/version.js';
 import type { RouteSpec } from './route.js';
-import './schemas.js'; // registers ErrorEnvelope and the other components
+import '../contract/common.js'; // registers ErrorEnvelope
 
 /** Every /v1 operation documents the same error statuses, all as ErrorEnvelope (as upstream). */
 const ERROR_STATUSES = ['400', '401', '404', '409', '413', '422', '500', '503'];

@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { Inference, Runtime } from './runtime.js';
 
 /** Routes that need the models answer 503 while startup (model load and warm-up) is still running. */

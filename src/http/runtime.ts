@@ -10,7 +10,7 @@ import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DefaultThreshold } from '../models/catalog.js';
 import type { MonitorManager } from '../monitors/monitorManager.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
-import type { ApiKeyStore } from '../store/apiKeys.js';
+import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
 import type { ScrapeRunService } from '../scrapers/runService.js';

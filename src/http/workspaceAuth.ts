@@ -1,5 +1,5 @@
 import type Koa from 'koa';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { workspaceNotFound, type WorkspaceStore } from '../workspaces/workspaceStore.js';
 import { parseBearer } from './auth.js';
 import type { AppState } from './route.js';

@@ -17,7 +17,7 @@
  * (and only when the file really holds that many pixels, except for RLE where the limit applies).
  * Pixels an RLE stream never writes (delta jumps, early end of line / bitmap) are black.
  */
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 
 export const BI_RGB = 0;
 export const BI_RLE8 = 1;

@@ -1,6 +1,6 @@
 import { cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
 import { ConcurrencyLimiter } from './limiter.js';

@@ -1,4 +1,4 @@
-import { ApiError, Messages } from '../errors.js';
+import { ApiError, Messages } from '../contract/errors.js';
 import type { InferenceEngine } from './engine.js';
 import { passed, type LivenessResult } from './liveness.js';
 import { cosineSimilarity, type AnalyzedFace, type AnalyzeRequest, type DetectionProfile } from './pipeline.js';
@@ -27,18 +27,16 @@ export function livenessBlock(policy: LivenessPolicy | null, face: AnalyzedFace)
   return face.liveness.status === 'input_rejected' ? 'liveness_input_rejected' : 'liveness_fake';
 }
 
-/** Resolves the detection profile for an optional collection (404 unknown, 409 model mismatch). */
-export interface DetectionProfiles {
-  resolve(collectionId: string | undefined | null): DetectionProfile;
-}
-
 export interface AnalyzedImage { width: number; height: number; faces: AnalyzedFace[] }
 
-/** detect / compare / embeddings, independent of HTTP. */
+/**
+ * detect / compare / embeddings, independent of HTTP. Callers pass the detection profile of the
+ * collection they work for; without one the server's profile applies.
+ */
 export class FaceService {
   constructor(
     private readonly engine: InferenceEngine,
-    private readonly profiles: DetectionProfiles,
+    private readonly systemProfile: DetectionProfile,
     private readonly limits: ImageLimits,
     private readonly maxDetectedFaces: number,
     readonly defaultThreshold: number,
@@ -50,10 +48,9 @@ export class FaceService {
     return { image: { encoded: image }, limits: this.limits, profile, maxFaces, embed, ...(p && liveness ? { liveness: { faces: liveness, mode: p.mode, threshold: p.threshold } } : {}) };
   }
 
-  async detect(input: { image: Uint8Array; maxFaces?: number | null; collectionId?: string | null }, signal?: AbortSignal): Promise<AnalyzedImage> {
-    const profile = this.profiles.resolve(input.collectionId);
+  async detect(input: { image: Uint8Array; maxFaces?: number | null; profile?: DetectionProfile | null }, signal?: AbortSignal): Promise<AnalyzedImage> {
     const cap = Math.min(input.maxFaces ?? this.maxDetectedFaces, this.maxDetectedFaces);
-    const r = await this.engine.analyze(this.request(input.image, profile, cap, 'none', 'all'), signal);
+    const r = await this.engine.analyze(this.request(input.image, input.profile ?? this.systemProfile, cap, 'none', 'all'), signal);
     return { width: r.width, height: r.height, faces: r.faces };
   }
 
@@ -62,9 +59,8 @@ export class FaceService {
    * liveness on (and `checkLiveness`), a selected face that fails in normal mode is a 422 and is never
    * replaced by another face; observe mode returns the result on the face and carries on.
    */
-  async embedOne(input: { image: Uint8Array; collectionId?: string | null; checkLiveness?: boolean }, signal?: AbortSignal): Promise<AnalyzedImage & { face: AnalyzedFace & { embedding: Float32Array } }> {
-    const profile = this.profiles.resolve(input.collectionId);
-    const r = await this.engine.analyze(this.request(input.image, profile, this.maxDetectedFaces, 'selected', input.checkLiveness === false ? null : 'selected'), signal);
+  async embedOne(input: { image: Uint8Array; profile?: DetectionProfile | null; checkLiveness?: boolean }, signal?: AbortSignal): Promise<AnalyzedImage & { face: AnalyzedFace & { embedding: Float32Array } }> {
+    const r = await this.engine.analyze(this.request(input.image, input.profile ?? this.systemProfile, this.maxDetectedFaces, 'selected', input.checkLiveness === false ? null : 'selected'), signal);
     const face = r.faces[r.selected];
     if (!face) throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
     if (livenessBlock(this.liveness, face)) throw livenessRejection(face.liveness!);
@@ -75,13 +71,13 @@ export class FaceService {
     return { width: r.width, height: r.height, faces: r.faces, face: face as AnalyzedFace & { embedding: Float32Array } };
   }
 
-  async compare(input: { source: Uint8Array; target: Uint8Array; threshold?: number | null; collectionId?: string | null }, signal?: AbortSignal) {
+  async compare(input: { source: Uint8Array; target: Uint8Array; threshold?: number | null; profile?: DetectionProfile | null }, signal?: AbortSignal) {
     const threshold = input.threshold ?? this.defaultThreshold;
     const scope = this.liveness?.compareScope ?? 'both';
     // Both sides run concurrently; with more than one inference worker they really run in parallel.
     const [source, target] = await Promise.all([
-      this.embedOne({ image: input.source, collectionId: input.collectionId, checkLiveness: scope !== 'target' }, signal).catch((e: unknown) => { throw withSide(e, 'source'); }),
-      this.embedOne({ image: input.target, collectionId: input.collectionId, checkLiveness: scope !== 'source' }, signal).catch((e: unknown) => { throw withSide(e, 'target'); }),
+      this.embedOne({ image: input.source, profile: input.profile, checkLiveness: scope !== 'target' }, signal).catch((e: unknown) => { throw withSide(e, 'source'); }),
+      this.embedOne({ image: input.target, profile: input.profile, checkLiveness: scope !== 'source' }, signal).catch((e: unknown) => { throw withSide(e, 'target'); }),
     ]);
     const similarity = cosineSimilarity(source.face.embedding, target.face.embedding);
     return { matched: similarity >= threshold, similarity, threshold, source, target };

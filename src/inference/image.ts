@@ -23,7 +23,7 @@
  *   would reject those.
  */
 import sharp from 'sharp';
-import { ApiError, Messages } from '../errors.js';
+import { ApiError, Messages } from '../contract/errors.js';
 import { decodeBmp, tooManyPixelsError } from './bmp.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'bmp';

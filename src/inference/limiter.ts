@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 
 /**
  * FIFO limiter shared by every caller of model work (HTTP requests now, RTSP monitors later). A waiter

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
 import type { RecommendedThreshold } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
-import type { LivenessModelFile } from '../addons/livenessFiles.js';
+import type { LivenessModelFile } from '../models/catalog.js';
 
 /** Compact JSON with sorted keys (Python's json.dumps(sort_keys=True, separators=(",", ":"))). */
 function canonicalJson(value: unknown): string {

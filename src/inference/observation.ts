@@ -1,5 +1,5 @@
 import type { AnalyzedFace } from './pipeline.js';
-import type { FaceObservationT } from '../http/schemas.js';
+import type { FaceObservationT } from '../contract/faces.js';
 
 const round = (v: number, places: number) => {
   const f = 10 ** places;

@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { ApiError, Messages } from '../errors.js';
+import { ApiError, Messages } from '../contract/errors.js';
 import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';

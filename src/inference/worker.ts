@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { isApiError } from '../errors.js';
+import { isApiError } from '../contract/errors.js';
 import { FacePipeline, type AnalyzeRequest, type PackSessions } from './pipeline.js';
 import { loadLivenessModels, type LivenessModel } from './livenessModel.js';
 import { ort, tunedSession, type SessionSettings } from './sessions.js';

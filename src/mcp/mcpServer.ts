@@ -1,11 +1,11 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { isApiError } from '../errors.js';
-import { validate } from '../http/input.js';
+import { isApiError } from '../contract/errors.js';
+import { validate } from '../contract/validation.js';
 import { scraperKinds } from '../scrapers/kinds.js';
 import { runResourceSchema } from '../scrapers/scrapeResult.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../contract/version.js';
 
 /** Where tool calls go: the daemon's queue in-process (HTTP /mcp) or the daemon's REST API (stdio). */
 export interface ScrapeBackend {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { createMcpServer, type ScrapeBackend, type ToolNameStyle } from './mcpServer.js';
 
 /**

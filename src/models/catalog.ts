@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex SHA-256');
 const HttpUrl = z.url({ protocol: /^https?$/ });
@@ -128,6 +128,8 @@ export type RecognizerSpec = z.infer<typeof RecognizerSpecSchema>;
 export type PackSpec = z.infer<typeof PackSpecSchema>;
 export type RecommendedThreshold = z.infer<typeof RecommendedThresholdSchema>;
 export type LivenessModelSpec = z.infer<typeof LivenessModelSpecSchema>;
+/** A verified liveness model file on disk. */
+export type LivenessModelFile = LivenessModelSpec & { path: string; sha256: string };
 export type AddonSpec = z.infer<typeof AddonSpecSchema>;
 export type Catalog = z.infer<typeof CatalogSchema>;
 

@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import {
   DetectorSpecSchema,
   getFile,

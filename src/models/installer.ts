@@ -5,7 +5,7 @@
  */
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import {
   getFile,
   getPack,

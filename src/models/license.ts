@@ -3,7 +3,7 @@
  * proceeds only on explicit acceptance (flag, or an interactive yes on a terminal).
  */
 import { createInterface } from 'node:readline';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { LicenseEntry } from './catalog.js';
 
 export interface OutStream {

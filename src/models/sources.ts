@@ -8,7 +8,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { npmTarballUrl, type FileSpec, type Source } from './catalog.js';
 import { extractTarMember, extractZipMember } from './extract.js';
 import { removeQuietly, streamToFile, tempPathFor, TooLargeError, type Digest } from './fsutil.js';

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { readOrCreateSecretKey } from '../store/secretKeyFile.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 
 const PREFIX = 'v1.';
 

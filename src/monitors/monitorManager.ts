@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { CollectionService } from '../collections/collectionService.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { CursorCodec, Page } from '../store/cursors.js';
 import { toPage } from '../store/cursors.js';
-import { nowIso } from '../store/collectionStore.js';
 import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
-import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRecord, MonitorRuntimeT, MonitorStateT, MonitorT } from './model.js';
+import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
+import type { MonitorRecord } from './model.js';
 import { MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
 import { redactRtspUrl } from './rtspUrl.js';
@@ -101,7 +101,7 @@ export class MonitorManager {
     this.deps(); // 503 while the models load: a session could not start
     this.collections.getBound(body.collection_id);
     if (body.enabled) this.claimSlot();
-    const at = nowIso();
+    const at = new Date().toISOString();
     const record: MonitorRecord = {
       id: body.id, name: body.name, description: body.description, enabled: body.enabled, url: body.source.url, collection_id: body.collection_id,
       inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
@@ -137,7 +137,7 @@ export class MonitorManager {
       ...(body.event_buffer_size !== undefined && { event_buffer_size: body.event_buffer_size }),
       ...(body.preview_enabled !== undefined && { preview_enabled: body.preview_enabled }),
       event_policy: { ...current.event_policy, ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)) },
-      updated_at: nowIso(),
+      updated_at: new Date().toISOString(),
     };
     if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
     const restart = RESTART_FIELDS.some((f) => next[f] !== current[f]) || JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy);
@@ -166,7 +166,7 @@ export class MonitorManager {
   }
 
   private threshold(r: MonitorRecord): number | null {
-    return r.match_threshold ?? this.collections.store.getCollection(r.collection_id)?.default_threshold ?? null;
+    return r.match_threshold ?? this.collections.find(r.collection_id)?.default_threshold ?? null;
   }
 
   state(id: string): MonitorStateT {
@@ -232,7 +232,7 @@ export class MonitorManager {
         this.claimSlot();
         this.sessions.set(id, this.startSession(r));
       } catch (e) {
-        this.restoreErrors.set(id, { code: 'monitor_restore_failed', message: RESTORE_FAILED, occurred_at: nowIso() });
+        this.restoreErrors.set(id, { code: 'monitor_restore_failed', message: RESTORE_FAILED, occurred_at: new Date().toISOString() });
         this.log.error({ monitor_id: id, err: (e as Error).message }, 'monitor could not be restored at startup');
       }
     }

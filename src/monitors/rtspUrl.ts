@@ -3,21 +3,6 @@
  * form `scheme://host[:port]/path` (no user info, no query) and the full URL lives encrypted at rest.
  */
 
-/** Why a monitor URL is refused, or null when it is a usable rtsp:// or rtsps:// URL. */
-export function rtspUrlProblem(raw: string): string | null {
-  if (!/^rtsps?:\/\//i.test(raw)) return 'the URL must start with rtsp:// or rtsps://';
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'the URL is not valid (check the host and port)';
-  }
-  if (!url.hostname) return 'the URL must have a host';
-  if (url.hash || raw.includes('#')) return 'the URL must not have a fragment';
-  if (/[\s\0]/.test(raw)) return 'the URL must not contain whitespace or control characters';
-  return null;
-}
-
 /** `scheme://host[:port]/path`: user info and query removed, IPv6 hosts bracketed, scheme lowercased. */
 export function redactRtspUrl(raw: string): string {
   const url = new URL(raw);

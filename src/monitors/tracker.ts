@@ -1,4 +1,4 @@
-import type { EventPolicy } from './model.js';
+import type { EventPolicy } from '../contract/monitors.js';
 
 /** What one face is, for tracking: a recognised person, an unknown face, or one blocked by liveness. */
 export type FaceKind = 'matched' | 'unknown' | 'liveness_blocked';

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { VigilConfig } from '../config/schema.js';
-import { ApiError, isApiError } from '../errors.js';
+import { ApiError, isApiError } from '../contract/errors.js';
 import { scraperKind } from './kinds.js';
+import { runResource } from './runView.js';
 import type { RunFinish, RunRow, RunStore } from './runStore.js';
 import type { ScrapeOutcome, SourceReportT } from './scrapeResult.js';
 import type { ScrapeWorker } from './scrapeWorker.js';
@@ -59,6 +60,40 @@ export class ScrapeRunService {
     this.queue.push(run.id);
     this.pump();
     return run;
+  }
+
+  /**
+   * The one synchronous scrape of REST and MCP: submits the run and waits for it, at most until shortly
+   * before the request deadline. `final` false means the run is still going (REST answers 202, MCP
+   * returns status "running"); the run resource is returned either way.
+   */
+  async submitAndWait(workspaceId: string, kind: string, request: unknown, signal?: AbortSignal): Promise<{ run: Record<string, unknown>; final: boolean }> {
+    const submitted = this.submit(workspaceId, kind, request);
+    const done = await this.wait(submitted.id, this.syncWaitMs(), signal);
+    return { run: runResource(this.store, done ?? this.store.byId(submitted.id)!), final: done !== null };
+  }
+
+  /** A run of this workspace as REST and MCP show it (404 run_not_found for another workspace's run). */
+  view(workspaceId: string, runId: string, withItems = true): Record<string, unknown> {
+    return runResource(this.store, this.store.get(workspaceId, runId), withItems);
+  }
+
+  /** A page of this workspace's runs, newest first, without their items. */
+  list(workspaceId: string, limit: number, before?: string): { runs: Record<string, unknown>[]; next_before: string | null } {
+    const rows = this.store.list(workspaceId, limit + 1, before);
+    const page = rows.slice(0, limit);
+    return { runs: page.map((r) => runResource(this.store, r, false)), next_before: rows.length > limit ? page.at(-1)!.id : null };
+  }
+
+  /** A workspace's metered usage in a billing period (YYYY-MM). */
+  usage(workspaceId: string, period: string): ReturnType<RunStore['meter']['snapshot']> {
+    return this.store.meter.snapshot(workspaceId, period);
+  }
+
+  /** The longest a synchronous scrape holds its request: below the request deadline, so it can answer 202 instead. */
+  private syncWaitMs(): number {
+    const { server, scrapers } = this.config;
+    return Math.max(500, Math.min(scrapers.sync_wait_seconds, server.request_timeout_seconds - 2) * 1000);
   }
 
   /** Resolves with the run once it is final, or null after `ms` (or when `signal` aborts). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { Db } from '../store/database.js';
 import { billingPeriod, type UsageMeter } from '../workspaces/usageMeter.js';
 import type { RunStatusT } from './scrapeResult.js';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isApiError } from '../errors.js';
+import { isApiError } from '../contract/errors.js';
 
 /**
  * What every scraper kind reports, whatever its items: one row per source (a URL, a query, a community)

@@ -3,7 +3,7 @@ import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { VigilConfig } from '../config/schema.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { ScrapeOutcome } from './scrapeResult.js';
 import type { WorkerReply, WorkerRequest } from './workerProtocol.js';
 

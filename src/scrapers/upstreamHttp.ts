@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 
 /** undici / socket error codes worth another attempt; the timeouts among them are reported as such. */
 const RETRY_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN']);

@@ -3,7 +3,7 @@
  * holds their HTTP clients; SQLite, quotas and billing stay in the parent.
  */
 import type { VigilConfig } from '../config/schema.js';
-import { isApiError } from '../errors.js';
+import { isApiError } from '../contract/errors.js';
 import { scraperKind } from './kinds.js';
 import type { ScrapeRunner } from './registry.js';
 import type { WorkerReply, WorkerRequest } from './workerProtocol.js';

@@ -1,7 +1,7 @@
-import type { CollectionT } from '../collections/model.js';
-import { ApiError } from '../errors.js';
+import type { CollectionT, SearchProfile } from '../contract/collections.js';
+import { ApiError } from '../contract/errors.js';
 import { CollectionIndex, type IndexRow } from './collectionIndex.js';
-import { profileCodec, type SearchProfile } from './profiles.js';
+import { profileCodec } from './profiles.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
 

@@ -1,10 +1,10 @@
+import type { SearchProfile } from '../contract/collections.js';
+
 /**
  * Search profiles are the quantisation contract of a collection (§4): how a stored vector is encoded and
  * how a score is computed. Rows and persons are ordered by the unclipped score; only the public value is
  * clipped to [-1, 1].
  */
-export const SEARCH_PROFILES = ['fp32_v1', 'fp16_v1', 'bf16_v1', 'int8_x736_v1', 'int8_x1000_v1'] as const;
-export type SearchProfile = (typeof SEARCH_PROFILES)[number];
 
 export type Storage = 'f32' | 'f16' | 'bf16' | 'i8';
 export type StoredVectors = Float32Array | Uint16Array | Int8Array;

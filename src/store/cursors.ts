@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
 import { readOrCreateSecretKey } from './secretKeyFile.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 
 const MAX_TOKEN = 2048;
 const b64 = (b: Buffer) => b.toString('base64url');

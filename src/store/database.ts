@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import { tryLockFile } from '../system/lockFile.js';
 
 export type Db = Database.Database;

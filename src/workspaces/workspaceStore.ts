@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../contract/errors.js';
 import type { Db } from '../store/database.js';
 
 export interface Workspace { id: string; name: string; monthly_item_quota: number | null; monthly_review_quota: number | null; created_at: string }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { Readable } from 'node:stream';
 import * as tar from 'tar';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { parseCatalog, type Catalog, type Source } from '../../src/models/catalog.js';
 import { installPack, type InstallOptions } from '../../src/models/installer.js';
 

@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiKeyStore } from '../../src/store/apiKeys.js';
+import { ApiKeyStore } from '../../src/auth/apiKeyStore.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
 
 const root = mkdtempSync(join(tmpdir(), 'vigil-keys-test-'));

@@ -2,7 +2,7 @@ import test from 'ava';
 import { FACES } from '../helpers/shared.js';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { BI_BITFIELDS, BI_RGB, BI_RLE4, BI_RLE8, decodeBmp, readBmpHeader } from '../../src/inference/bmp.js';
 
 

@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CollectionStore, blobToEmbedding, embeddingToBlob, nowIso, type NewCollection, type NewFace } from '../../src/store/collectionStore.js';
+import { CollectionStore, blobToEmbedding, embeddingToBlob, nowIso, type NewCollection, type NewFace } from '../../src/collections/collectionStore.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
 
 const root = mkdtempSync(join(tmpdir(), 'vigil-cstore-test-'));

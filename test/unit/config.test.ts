@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { loadConfig } from '../../src/config/load.js';
 import { inputSizesProblem } from '../../src/config/schema.js';
 

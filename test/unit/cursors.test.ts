@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { CursorCodec, toPage } from '../../src/store/cursors.js';
 
 const root = mkdtempSync(join(tmpdir(), 'vigil-cursor-test-'));

@@ -2,7 +2,7 @@ import test from 'ava';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { migrate, openDatabase, quickCheck } from '../../src/store/database.js';
 
 const root = mkdtempSync(join(tmpdir(), 'vigil-db-test-'));

@@ -1,6 +1,6 @@
 import test from 'ava';
-import { isApiError } from '../../src/errors.js';
-import { validate } from '../../src/http/input.js';
+import { isApiError } from '../../src/contract/errors.js';
+import { validate } from '../../src/contract/validation.js';
 import { headerDelaySeconds, parseRateLimitHeaders } from '../../src/scrapers/forum/rateLimiter.js';
 import { TokenBucket } from '../../src/scrapers/tokenBucket.js';
 import { retryAfterSeconds } from '../../src/scrapers/forum/redditClient.js';

@@ -3,7 +3,7 @@ import { crc32, encodeBmp24, FACES } from '../helpers/shared.js';
 import { readFileSync } from 'node:fs';
 import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
-import { ApiError, Messages } from '../../src/errors.js';
+import { ApiError, Messages } from '../../src/contract/errors.js';
 import { decodeImage, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
 
 const fixture = (p: string): Buffer => readFileSync(FACES + p);

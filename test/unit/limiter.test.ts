@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { ConcurrencyLimiter } from '../../src/inference/limiter.js';
 
 const tick = () => new Promise<void>((r) => setImmediate(r));

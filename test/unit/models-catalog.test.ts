@@ -1,6 +1,6 @@
 import test from 'ava';
 import { readFile } from 'node:fs/promises';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { DEFAULT_MANIFEST_PATH, loadCatalog, npmTarballUrl, parseCatalog, resolveDefaultThreshold, UPSTREAM_DEFAULT_THRESHOLD } from '../../src/models/catalog.js';
 
 const manifest = async (): Promise<Record<string, any>> => JSON.parse(await readFile(DEFAULT_MANIFEST_PATH, 'utf8'));

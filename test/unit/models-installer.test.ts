@@ -4,7 +4,7 @@ import { mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/p
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { loadCatalog } from '../../src/models/catalog.js';
 import { loadInstalledPack } from '../../src/models/installed.js';
 import { installPack, listPacks, packInfo, verifyPack, type InstallOptions } from '../../src/models/installer.js';

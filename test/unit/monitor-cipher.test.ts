@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/errors.js';
+import { ApiError } from '../../src/contract/errors.js';
 import { CredentialCipher } from '../../src/monitors/credentialCipher.js';
 
 test('the key file is created once, 32 bytes, mode 0600, and reused', (t) => {

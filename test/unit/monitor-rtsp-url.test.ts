@@ -1,5 +1,6 @@
 import test from 'ava';
-import { hasCredentials, redactRtspUrl, rtspUrlProblem } from '../../src/monitors/rtspUrl.js';
+import { hasCredentials, redactRtspUrl } from '../../src/monitors/rtspUrl.js';
+import { rtspUrlProblem } from '../../src/contract/monitors.js';
 
 test('redaction keeps scheme, host, port and path; drops user info and query', (t) => {
   t.is(redactRtspUrl('rtsp://admin:pw@cam.lan:554/Streaming/Channels/101?transport=tcp'), 'rtsp://cam.lan:554/Streaming/Channels/101');

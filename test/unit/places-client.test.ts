@@ -1,5 +1,5 @@
 import test from 'ava';
-import { isApiError } from '../../src/errors.js';
+import { isApiError } from '../../src/contract/errors.js';
 import { MapsClient, type MapsClientOptions } from '../../src/scrapers/places/mapsClient.js';
 import { searchPath, WORLD } from '../../src/scrapers/places/mapsRequests.js';
 import { HttpPlaceMediaProvider } from '../../src/scrapers/places/placeMedia.js';

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { isApiError } from '../../src/errors.js';
+import { isApiError } from '../../src/contract/errors.js';
 import { nextReviewToken, pbOffset, pbReviewToken, previewPath, reviewPageSize, reviewsPath, searchPath, searchPb, WORLD } from '../../src/scrapers/places/mapsRequests.js';
 import { cidFromFid, classifyMapsUrl, fidFromCid, parseCoordinates } from '../../src/scrapers/places/placeIds.js';
 import { parseGoogleJson } from '../../src/scrapers/places/placeArray.js';

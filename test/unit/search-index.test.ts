@@ -1,8 +1,7 @@
 import test from 'ava';
 import { CollectionIndex, type IndexRow, type RowHit } from '../../src/search/collectionIndex.js';
-import {
-  SEARCH_PROFILES, bfloat16ToFloat, clipSimilarity, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf, type SearchProfile,
-} from '../../src/search/profiles.js';
+import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
+import { bfloat16ToFloat, clipSimilarity, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
 
 // ---- helpers ----
 

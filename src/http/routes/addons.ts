@@ -1,8 +1,9 @@
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import { readBodyText } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
-import { EmptyBody, LivenessManagementResponse } from '../schemas.js';
+import { EmptyBody } from '../../contract/common.js';
+import { LivenessManagementResponse } from '../../contract/system.js';
 
 /**
  * A state-changing action a browser could be tricked into: a cross-site Origin, "null" (sandboxed frames,

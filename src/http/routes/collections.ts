@@ -1,12 +1,9 @@
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import type { z } from 'zod';
-import { CollectionCreate, CollectionPatch, isValidPersonId, PersonPatch, type CollectionCreateT, type CollectionPatchT, type PersonPatchT } from '../../collections/model.js';
+import { CollectionCreate, CollectionPatch, isValidPersonId, PersonPatch, type CollectionCreateT, type CollectionPatchT, type PersonPatchT } from '../../contract/collections.js';
 import type { RegistrationInput } from '../../collections/personService.js';
 import { faceObservation, processingMs } from '../../inference/observation.js';
-import {
-  AddFacesBody, CollectionPageResponse, CollectionResponse, CreatePersonBody, DeleteCollectionQuery, FacePageResponse, FaceRegistrationResponse,
-  ListQuery, PersonListQuery, PersonPageResponse, PersonRegistrationResponse, PersonResponse, SearchBody, SearchResponse,
-} from '../collectionSchemas.js';
+import { AddFacesBody, CollectionPageResponse, CollectionResponse, CreatePersonBody, DeleteCollectionQuery, FacePageResponse, FaceRegistrationResponse, ListQuery, PersonListQuery, PersonPageResponse, PersonRegistrationResponse, PersonResponse, SearchBody, SearchResponse } from '../../contract/collections.js';
 import { readJson, readQuery } from '../input.js';
 import { parseMultipart, type UploadedFile } from '../multipart.js';
 import { requireInference } from '../ready.js';

@@ -1,9 +1,9 @@
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import { parseMultipart } from '../multipart.js';
 import { requireInference } from '../ready.js';
-import { CompareBody, CompareResponse, DetectBody, DetectResponse, EmbeddingsBody, EmbeddingsResponse } from '../schemas.js';
+import { CompareBody, CompareResponse, DetectBody, DetectResponse, EmbeddingsBody, EmbeddingsResponse } from '../../contract/faces.js';
 import { faceObservation, processingMs } from '../../inference/observation.js';
 
 const overrideNotSupported = (field: string, instead: string) =>
@@ -23,7 +23,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
         const { fields, files } = await parseMultipart(ctx, { fields: DetectBody.omit({ image: true }), ...limits(['image']) });
         if (fields.min_score !== undefined && fields.min_score !== null) throw overrideNotSupported('min_score', 'set the detection threshold in the server or collection detection profile.');
         const t0 = performance.now();
-        const r = await inf.faces.detect({ image: files[0]!.bytes, maxFaces: fields.max_faces, collectionId: fields.collection_id }, ctx.state.signal);
+        const r = await inf.faces.detect({ image: files[0]!.bytes, maxFaces: fields.max_faces, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
         ctx.body = { request_id: ctx.state.requestId, faces: r.faces.map((f) => faceObservation(f, r.width, r.height)), processing_ms: processingMs(t0) };
       },
     },
@@ -37,7 +37,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
         const { fields, files } = await parseMultipart(ctx, { fields: CompareBody.omit({ source: true, target: true }), ...limits(['source', 'target']) });
         const file = (name: string) => files.find((f) => f.field === name)!.bytes;
         const t0 = performance.now();
-        const r = await inf.faces.compare({ source: file('source'), target: file('target'), threshold: fields.threshold, collectionId: fields.collection_id }, ctx.state.signal);
+        const r = await inf.faces.compare({ source: file('source'), target: file('target'), threshold: fields.threshold, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
         ctx.body = {
           request_id: ctx.state.requestId, matched: r.matched, similarity: r.similarity, threshold: r.threshold,
           source_face: faceObservation(r.source.face, r.source.width, r.source.height),
@@ -56,7 +56,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
         const { fields, files } = await parseMultipart(ctx, { fields: EmbeddingsBody.omit({ image: true }), ...limits(['image']) });
         if (fields.face_selection !== undefined && fields.face_selection !== null) throw overrideNotSupported('face_selection', 'the collection or server detection profile selects the face.');
         const t0 = performance.now();
-        const r = await inf.faces.embedOne({ image: files[0]!.bytes, collectionId: fields.collection_id }, ctx.state.signal);
+        const r = await inf.faces.embedOne({ image: files[0]!.bytes, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
         ctx.body = { request_id: ctx.state.requestId, faces: [faceObservation(r.face, r.width, r.height, { embedding: true })], model: inf.model, processing_ms: processingMs(t0) };
       },
     },

@@ -1,6 +1,6 @@
-import { MonitorCreate, MonitorPatch, type MonitorCreateT, type MonitorPatchT } from '../../monitors/model.js';
+import { MonitorCreate, MonitorPatch, type MonitorCreateT, type MonitorPatchT } from '../../contract/monitors.js';
 import type { PreviewViewer } from '../../monitors/previewHub.js';
-import { CapacityExhausted, MonitorEventPageResponse, MonitorEventsQuery, MonitorListQuery, MonitorPageResponse, MonitorResponse, MonitorStateResponse } from '../monitorSchemas.js';
+import { CapacityExhausted, MonitorEventPageResponse, MonitorEventsQuery, MonitorListQuery, MonitorPageResponse, MonitorResponse, MonitorStateResponse } from '../../contract/monitors.js';
 import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
 import type { RouteSpec } from '../route.js';

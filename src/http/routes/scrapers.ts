@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { scraperKinds } from '../../scrapers/kinds.js';
-import { runResource } from '../../scrapers/runView.js';
 import { runResourceSchema } from '../../scrapers/scrapeResult.js';
 import { billingPeriod } from '../../workspaces/usageMeter.js';
 import { readJson, readQuery } from '../input.js';
@@ -29,12 +28,6 @@ const RunListQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(
 const AnyRun = runResourceSchema(z.unknown(), 'ScrapeRun');
 const RunPage = z.object({ request_id: z.string(), runs: z.array(AnyRun), next_before: z.string().nullable() }).meta({ id: 'ScrapeRunPage' });
 
-/** The longest a synchronous scrape holds the request: below the request deadline, so it can answer 202 instead. */
-export function syncWaitMs(rt: Runtime): number {
-  const { server, scrapers } = rt.loaded.config;
-  return Math.max(500, Math.min(scrapers.sync_wait_seconds, server.request_timeout_seconds - 2) * 1000);
-}
-
 export function scraperRoutes(rt: Runtime): RouteSpec[] {
   const maxBytes = rt.loaded.config.server.max_request_bytes;
   const ws = (ctx: AppContext) => ctx.state.workspaceId!;
@@ -53,10 +46,9 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
         extraResponses: { 202: { schema: Run, description: 'Still running: poll Location.' } },
         handler: async (ctx) => {
           const request = await readJson(ctx, k.request, maxBytes);
-          const run = rt.scrapes.submit(ws(ctx), k.kind, request);
-          const done = await rt.scrapes.wait(run.id, syncWaitMs(rt), ctx.state.signal);
-          if (!done) return accepted(ctx, runResource(rt.scrapes.store, rt.scrapes.store.byId(run.id)!));
-          ctx.body = { request_id: ctx.state.requestId, ...runResource(rt.scrapes.store, done) };
+          const { run, final } = await rt.scrapes.submitAndWait(ws(ctx), k.kind, request, ctx.state.signal);
+          if (!final) return accepted(ctx, run);
+          ctx.body = { request_id: ctx.state.requestId, ...run };
         },
       },
       {
@@ -65,7 +57,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
         body: { contentType: 'application/json', schema: k.request }, success: { status: 202, schema: Run },
         handler: async (ctx) => {
           const request = await readJson(ctx, k.request, maxBytes);
-          accepted(ctx, runResource(rt.scrapes.store, rt.scrapes.submit(ws(ctx), k.kind, request)));
+          accepted(ctx, rt.scrapes.view(ws(ctx), rt.scrapes.submit(ws(ctx), k.kind, request).id));
         },
       },
     ];
@@ -76,7 +68,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       method: 'get', path: `${W}/runs/{run_id}`, operationId: 'get_scrape_run', summary: 'Get a scrape run', tags: ['scrapers'], auth: 'workspace',
       success: { status: 200, schema: AnyRun },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, ...runResource(rt.scrapes.store, rt.scrapes.store.get(ws(ctx), ctx.params.run_id!)) };
+        ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.view(ws(ctx), ctx.params.run_id!) };
       },
     },
     {
@@ -84,9 +76,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       query: RunListQuery, success: { status: 200, schema: RunPage },
       handler: async (ctx) => {
         const q = readQuery(ctx, RunListQuery);
-        const rows = rt.scrapes.store.list(ws(ctx), q.limit + 1, q.before);
-        const page = rows.slice(0, q.limit);
-        ctx.body = { request_id: ctx.state.requestId, runs: page.map((r) => runResource(rt.scrapes.store, r, false)), next_before: rows.length > q.limit ? page.at(-1)!.id : null };
+        ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.list(ws(ctx), q.limit, q.before) };
       },
     },
     {
@@ -94,7 +84,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       query: UsageQuery, success: { status: 200, schema: UsageResponse },
       handler: async (ctx) => {
         const q = readQuery(ctx, UsageQuery);
-        ctx.body = { request_id: ctx.state.requestId, workspace_id: ws(ctx), ...rt.scrapes.store.meter.snapshot(ws(ctx), q.period ?? billingPeriod(new Date())) };
+        ctx.body = { request_id: ctx.state.requestId, workspace_id: ws(ctx), ...rt.scrapes.usage(ws(ctx), q.period ?? billingPeriod(new Date())) };
       },
     },
   ];

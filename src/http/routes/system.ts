@@ -1,11 +1,11 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { freemem, loadavg, totalmem } from 'node:os';
-import { SEARCH_PROFILES } from '../../search/profiles.js';
-import { VERSION } from '../../version.js';
+import { SEARCH_PROFILES } from '../../contract/collections.js';
+import { VERSION } from '../../contract/version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
-import { HealthResponse, ModelsResponse, SystemResponse } from '../schemas.js';
+import { HealthResponse, ModelsResponse, SystemResponse } from '../../contract/system.js';
 import { requireInference } from '../ready.js';
 
 function pathState(path: string) {
@@ -83,11 +83,11 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           database: { path: rt.db.path, quick_check: rt.db.integrity, migration_count: rt.db.migrationCount, wal: true },
           data: pathState(s.data_dir),
           models: pathState(s.models_dir),
-          stats: rt.collections.store.stats(),
+          stats: rt.collections.stats(),
           search: {
             backend: 'usearch_exact', profiles: [...SEARCH_PROFILES], device: 'cpu', compute_capability: null, exact: true,
             grouped_person_topk: true, grouped_person_topk_mode: 'host', threads: config.collections.search_threads,
-            collections: rt.collections.indexes.summary(rt.collections.store.allCollections()),
+            collections: rt.collections.searchSummary(),
           },
           api_key: { authentication_enabled: config.auth.enabled, configured: rt.keys.hasActiveKey() },
           safe_config: {

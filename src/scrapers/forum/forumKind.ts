@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import type { VigilConfig } from '../../config/schema.js';
 import { registerScraperKind, type ScraperKind } from '../registry.js';
 import { forumItemKey, ForumItem } from './items.js';

@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import { runSources, type ScrapeOutcome, type SourceReportT } from '../scrapeResult.js';
 import { mapComment, mapCommunity, mapPost, mapUser, type ForumCommentT, type ForumItemT } from './items.js';
 import type { RedditClient } from './redditClient.js';

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import { TokenBucket } from '../tokenBucket.js';
 import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { headerDelaySeconds, parseRateLimitHeaders } from './rateLimiter.js';

@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import { communityName, TIME_FILTERS, type ForumScrapeRequestT } from './request.js';
 
 type TimeFilter = (typeof TIME_FILTERS)[number];

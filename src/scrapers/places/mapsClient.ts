@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 import { TokenBucket } from '../tokenBucket.js';
 import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { detectBlock } from './upstreamProblems.js';

@@ -1,4 +1,4 @@
-import { ApiError } from '../../errors.js';
+import { ApiError } from '../../contract/errors.js';
 
 /** Google's feature id ("data id"): two hex halves, `0x…:0x…`. */
 const FID = /^0x[0-9a-f]{1,16}:0x[0-9a-f]{1,16}$/i;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApiError, isApiError } from '../../errors.js';
+import { ApiError, isApiError } from '../../contract/errors.js';
 import { categoryImages, mapReview, reviewElements, type PlaceItemT, type PlaceReviewT } from './items.js';
 import type { MapsClient } from './mapsClient.js';
 import { nextReviewToken, reviewPageSize, reviewsPath } from './mapsRequests.js';

@@ -1,4 +1,4 @@
-import { ApiError, isApiError } from '../../errors.js';
+import { ApiError, isApiError } from '../../contract/errors.js';
 import { runSources, type ScrapeOutcome, type SourceReportT } from '../scrapeResult.js';
 import { mapPlace, placeItemKey, type PlaceItemT } from './items.js';
 import type { MapsClient } from './mapsClient.js';

@@ -1,6 +1,6 @@
-import type { CollectionT, FaceSampleT, PersonT } from '../collections/model.js';
+import type { CollectionT, FaceSampleT, PersonT } from '../contract/collections.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
-import type { Db } from './database.js';
+import type { Db } from '../store/database.js';
 
 /** ISO-8601 UTC with milliseconds and Z, as the contract's timestamps. */
 export const nowIso = () => new Date().toISOString();

@@ -1,25 +1,21 @@
 import type Router from '@koa/router';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { z } from 'zod';
-import { readJson } from '../http/input.js';
-import type { AppContext, AppState } from '../http/route.js';
-import { syncWaitMs } from '../http/routes/scrapers.js';
-import type { Runtime } from '../http/runtime.js';
-import { workspaceOf } from '../http/workspaceAuth.js';
-import { runResource } from '../scrapers/runView.js';
-import { createMcpServer, type ScrapeBackend } from './mcpServer.js';
+import { createMcpServer, type ScrapeBackend } from '../mcp/mcpServer.js';
+import type { ScrapeRunService } from '../scrapers/runService.js';
+import { readJson } from './input.js';
+import type { AppContext, AppState } from './route.js';
+import type { Runtime } from './runtime.js';
+import { workspaceOf } from './workspaceAuth.js';
 
-/** Tool calls of one workspace, straight into the daemon's run queue. */
-export function inProcessBackend(rt: Runtime, workspaceId: string): ScrapeBackend {
-  const store = rt.scrapes.store;
+/** Tool calls of one workspace, straight into the daemon's run queue (the same submit-and-wait as REST). */
+export function inProcessBackend(scrapes: ScrapeRunService, workspaceId: string): ScrapeBackend {
   return {
     async scrape(kind, request, signal) {
-      const run = rt.scrapes.submit(workspaceId, kind, request);
-      const done = await rt.scrapes.wait(run.id, syncWaitMs(rt), signal);
-      return runResource(store, done ?? store.byId(run.id)!);
+      return (await scrapes.submitAndWait(workspaceId, kind, request, signal)).run;
     },
     async getRun(runId) {
-      return runResource(store, store.get(workspaceId, runId));
+      return scrapes.view(workspaceId, runId);
     },
   };
 }
@@ -34,7 +30,7 @@ export function mountMcp(router: Router<AppState>, rt: Runtime): void {
     const ctx = koaCtx as unknown as AppContext;
     const workspaceId = workspaceOf(rt.workspaces, ctx.get('Authorization') || undefined);
     const body = await readJson(ctx, z.unknown(), maxBytes);
-    const server = createMcpServer(inProcessBackend(rt, workspaceId), rt.loaded.config.scrapers.mcp_tool_names);
+    const server = createMcpServer(inProcessBackend(rt.scrapes, workspaceId), rt.loaded.config.scrapers.mcp_tool_names);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     ctx.res.on('close', () => { void transport.close(); void server.close(); });
     await server.connect(transport);

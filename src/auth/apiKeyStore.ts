@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { Db } from './database.js';
+import type { Db } from '../store/database.js';
 
 const scryptAsync = promisify(scrypt) as (pw: string, salt: Buffer, len: number, opts: { N: number; r: number; p: number; maxmem: number }) => Promise<Buffer>;
 // The upstream parameters (n=2^14, r=8, p=1, 32-byte digest, 16-byte salt).

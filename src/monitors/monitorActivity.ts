@@ -1,0 +1,141 @@
+import { randomUUID } from 'node:crypto';
+import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
+import type { FacePayload, ProcessedFrame } from './frameProcessor.js';
+import type { MonitorEventT, MonitorFaceT, MonitorStateT } from '../contract/monitors.js';
+import type { MonitorRecord } from './model.js';
+import { Tracker, type TrackEvent } from './tracker.js';
+
+export type ErrorSource = 'source' | 'inference';
+export type ErrorInfo = { code: string; message: string; occurred_at: string };
+/** What the stream reader knows, for the state. */
+export interface ReaderView {
+  connected: boolean;
+  sourceInfo: MonitorStateT['source'];
+  counters: { frameSequence: number; decoded: number; reconnects: number; lastFrameAt: number | null };
+}
+
+/** actual_fps is measured over this many inference starts. */
+const FPS_WINDOW = 120;
+export const isoOrNull = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+const round3 = (v: number) => Math.round(v * 1000) / 1000;
+
+/**
+ * The bookkeeping of one session: the tracker, the event ring of this stream epoch, the faces seen in
+ * the last processed frame, the inference counters, and the error sources behind `monitor_error` /
+ * `monitor_recovered`.
+ */
+export class MonitorActivity {
+  private readonly ring: EventRing<MonitorEventT>;
+  private readonly tracker: Tracker<FacePayload>;
+  private readonly errorSources = new Set<ErrorSource>();
+  private readonly inferenceStarts: number[] = [];
+  private faces: MonitorFaceT[] = [];
+  private processed = 0;
+  private dropped = 0;
+  private lastProcessed = 0;
+  private inferenceErrors = 0;
+  private lastInferenceAt: number | null = null;
+  private processingMs: number | null = null;
+  lastError: ErrorInfo | null = null;
+
+  constructor(private record: MonitorRecord, readonly epoch: string) {
+    this.ring = new EventRing(epoch, record.event_buffer_size);
+    this.tracker = new Tracker<FacePayload>(record.event_policy, () => randomUUID());
+  }
+
+  /** name, description, preview_enabled and event_buffer_size apply without a restart. */
+  applyLive(record: MonitorRecord): void {
+    this.record = record;
+    this.ring.resize(record.event_buffer_size);
+  }
+
+  hasError(source: ErrorSource): boolean { return this.errorSources.has(source); }
+  /** The newest frame sequence that inference has taken. */
+  get lastProcessedSequence(): number { return this.lastProcessed; }
+
+  inferenceStarted(at: number): void {
+    this.inferenceStarts.push(at);
+    if (this.inferenceStarts.length > FPS_WINDOW) this.inferenceStarts.shift();
+  }
+
+  /** Tracks the frame's faces, emits their enter/exit events and counts the frame. */
+  frameProcessed(sequence: number, result: ProcessedFrame, now: number, processingMs: number): void {
+    const { detections } = result;
+    const { events, trackIds } = this.tracker.update(detections, now);
+    this.faces = detections.map((d, i) => ({
+      status: d.kind, face: d.payload.face, person: d.payload.person, similarity: d.payload.similarity, matched_face_id: d.payload.matched_face_id, track_id: trackIds[i]!,
+    }));
+    this.emitTrackEvents(events);
+    this.processed++;
+    this.dropped += sequence - this.lastProcessed - 1;
+    this.lastProcessed = sequence;
+    this.lastInferenceAt = now;
+    this.processingMs = round3(processingMs);
+  }
+
+  /** Exits of tracks unseen for the absence timeout. */
+  expire(now: number): void {
+    this.emitTrackEvents(this.tracker.expire(now));
+  }
+
+  inferenceFailed(message: string): void {
+    this.inferenceErrors++;
+    this.faces = [];
+    this.raise('inference', 'monitor_inference_failed', `Inference failed: ${message}`, !this.errorSources.has('inference'));
+  }
+
+  sourceFailed(reason: string, retryMs: number): void {
+    this.faces = [];
+    this.raise('source', 'rtsp_source_unavailable', `The RTSP source is unavailable: ${reason}. Reconnecting in ${retryMs / 1000} s.`, true);
+  }
+
+  /** `monitor_recovered` once every error source has cleared. */
+  clearError(source: ErrorSource): void {
+    if (!this.errorSources.delete(source)) return;
+    if (this.errorSources.size === 0) this.push('monitor_recovered', {});
+  }
+
+  events(after: EventPosition | null, limit: number): EventPage<MonitorEventT> {
+    return this.ring.page(after, limit);
+  }
+
+  state(base: { status: string; startedAt: number; threshold: number | null; preview: MonitorStateT['preview'] }, reader: ReaderView): MonitorStateT {
+    const n = this.inferenceStarts.length;
+    const span = n >= 2 ? this.inferenceStarts[n - 1]! - this.inferenceStarts[0]! : 0;
+    const fps = this.record.inference_fps;
+    const rc = reader.counters;
+    return {
+      monitor_id: this.record.id, stream_epoch: this.epoch, status: base.status, connected: reader.connected, source: { ...reader.sourceInfo },
+      inference: {
+        configured_fps: fps, actual_fps: span > 0 ? round3(((n - 1) * 1000) / span) : 0, processing_ms: this.processingMs,
+        last_frame_at: isoOrNull(rc.lastFrameAt), last_inference_at: isoOrNull(this.lastInferenceAt), frame_sequence: rc.frameSequence,
+        decoded_frames: rc.decoded, processed_frames: this.processed, dropped_frames: this.dropped,
+        capacity_limited: this.processingMs !== null && this.processingMs > 1000 / fps,
+      },
+      threshold: base.threshold, faces: this.faces,
+      matched_faces: this.faces.filter((f) => f.status === 'matched').length,
+      unknown_faces: this.faces.filter((f) => f.status === 'unknown').length,
+      liveness_blocked_faces: this.faces.filter((f) => f.status === 'liveness_blocked').length,
+      preview: base.preview, reconnects: rc.reconnects, inference_errors: this.inferenceErrors, last_error: this.lastError, started_at: isoOrNull(base.startedAt),
+    };
+  }
+
+  private push(type: string, extra: Partial<MonitorEventT>): void {
+    this.ring.push((sequence) => ({
+      id: randomUUID(), sequence, type, monitor_id: this.record.id, stream_epoch: this.epoch, occurred_at: new Date().toISOString(), ...extra,
+    }));
+  }
+
+  private emitTrackEvents(events: TrackEvent<FacePayload>[]): void {
+    for (const e of events) {
+      const p = e.payload;
+      this.push(e.type, { track_id: e.trackId, person: p.person, similarity: p.similarity, threshold: p.threshold, matched_face_id: p.matched_face_id, face: p.face });
+    }
+  }
+
+  private raise(source: ErrorSource, code: string, message: string, emit: boolean): void {
+    this.errorSources.add(source);
+    this.lastError = { code, message, occurred_at: new Date().toISOString() };
+    if (emit) this.push('monitor_error', { error: { code, message } });
+  }
+}

@@ -1,0 +1,50 @@
+import test from 'ava';
+import type { FacePayload, ProcessedFrame } from '../../src/monitors/frameProcessor.js';
+import { MonitorActivity, type ReaderView } from '../../src/monitors/monitorActivity.js';
+import type { MonitorRecord } from '../../src/monitors/model.js';
+import type { Detection } from '../../src/monitors/tracker.js';
+
+const record: MonitorRecord = {
+  id: 'door', name: 'Door', description: '', enabled: true, url: 'rtsp://cam/1', collection_id: 'staff', inference_fps: 5, match_threshold: null,
+  event_buffer_size: 100, event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0, emit_unknown: true }, preview_enabled: false,
+  created_at: '', updated_at: '',
+};
+const face = { bbox: { pixels: { x: 0, y: 0, width: 10, height: 10 }, normalized: { left: 0.1, top: 0.1, width: 0.2, height: 0.2 } }, landmarks: [], detection_score: 0.9, quality: { score: 1, sharpness: 1, brightness: 1, pose: 1 } };
+const ann = (): Detection<FacePayload> => ({
+  box: [0.1, 0.1, 0.2, 0.2], kind: 'matched', personId: 'ann',
+  payload: { face, person: { id: 'ann', name: 'Ann', external_id: null }, similarity: 0.7, matched_face_id: 'f1', threshold: 0.4 },
+});
+const frame = (detections: Detection<FacePayload>[]): ProcessedFrame => ({ detections, threshold: 0.4 });
+const reader: ReaderView = { connected: true, sourceInfo: { width: 640, height: 480, source_fps: 25 }, counters: { frameSequence: 9, decoded: 9, reconnects: 0, lastFrameAt: 0 } };
+const types = (a: MonitorActivity) => a.events(null, 100).events.map((e) => e.type);
+const base = { status: 'running', startedAt: 0, threshold: 0.4, preview: { enabled: false, active: false, viewers: 0, frames: 0 } };
+
+test('processed frames count the skipped sequences as dropped and emit the tracker events', (t) => {
+  const a = new MonitorActivity(record, 'epoch-1');
+  a.frameProcessed(3, frame([ann()]), 1000, 12.3456);
+  a.frameProcessed(7, frame([ann()]), 1200, 10);
+  const s = a.state(base, reader);
+  t.is(s.inference.processed_frames, 2);
+  t.is(s.inference.dropped_frames, 2 + 3);
+  t.is(s.inference.processing_ms, 10);
+  t.is(s.matched_faces, 1);
+  t.is(a.lastProcessedSequence, 7);
+  a.expire(2300);
+  t.deepEqual(types(a), ['person_enter', 'person_exit']);
+  t.deepEqual(a.events(null, 100).events.map((e) => e.sequence), [1, 2]);
+});
+
+test('errors: inference failures raise monitor_error once; recovery comes when every source has cleared', (t) => {
+  const a = new MonitorActivity(record, 'epoch-1');
+  a.inferenceFailed('boom');
+  a.inferenceFailed('boom again');
+  t.true(a.hasError('inference'));
+  a.sourceFailed('timeout', 2000);
+  a.clearError('inference');
+  t.deepEqual(types(a), ['monitor_error', 'monitor_error'], 'no recovery while the source still fails');
+  a.clearError('source');
+  a.clearError('source');
+  t.deepEqual(types(a), ['monitor_error', 'monitor_error', 'monitor_recovered']);
+  t.is(a.state(base, reader).inference_errors, 2);
+  t.regex(a.lastError!.message, /Reconnecting in 2 s/);
+});
