@@ -71,6 +71,26 @@ export class FaceService {
     return { width: r.width, height: r.height, faces: r.faces, face: face as AnalyzedFace & { embedding: Float32Array } };
   }
 
+  /**
+   * Every face of an image (largest first), each with its embedding where one could be made, and the
+   * index of the face the profile selects; 422 face_not_found when there is none. Liveness runs on every
+   * face; in normal mode a face that fails it gets no embedding (see `faceProblem`), the others carry on.
+   */
+  async embedAll(input: { image: Uint8Array; profile?: DetectionProfile | null }, signal?: AbortSignal): Promise<AnalyzedImage & { selected: number }> {
+    const r = await this.engine.analyze(this.request(input.image, input.profile ?? this.systemProfile, this.maxDetectedFaces, 'all', 'all'), signal);
+    if (r.faces.length === 0) throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+    return { width: r.width, height: r.height, faces: r.faces, selected: r.selected };
+  }
+
+  /** Why a face from `embedAll` cannot be searched (the code a single-face request would fail with), or null. */
+  faceProblem(face: AnalyzedFace): { code: 'liveness_fake' | 'liveness_input_rejected' | 'embedding_unavailable'; message: string } | null {
+    if (livenessBlock(this.liveness, face)) {
+      const e = livenessRejection(face.liveness!);
+      return { code: e.code as 'liveness_fake' | 'liveness_input_rejected', message: e.message };
+    }
+    return face.embedding ? null : { code: 'embedding_unavailable', message: 'The face has no usable embedding.' };
+  }
+
   async compare(input: { source: Uint8Array; target: Uint8Array; threshold?: number | null; profile?: DetectionProfile | null }, signal?: AbortSignal) {
     const threshold = input.threshold ?? this.defaultThreshold;
     const scope = this.liveness?.compareScope ?? 'both';
