@@ -354,10 +354,7 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
   }
   const pack = await loadInstalledPack(installed.dir, packId);
   const catalog = await loadCatalog();
-  const threading = resolveThreading('auto', 'auto');
-  const engine = await InferenceEngine.start({
-    pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: threading.intraOpThreads, graphOptimization: 'auto', warmupSizes: SYSTEM_PROFILE.input_sizes,
-  });
+  const engine = await startEngine(installed.dir, packId);
   const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8')) as Labels;
   const variants = [];
   try {
@@ -393,7 +390,8 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
       const nonMated = results.flatMap((r) => r.nonMatedBest);
       const identificationAt = (thr: number) => openSet(matedProbes, nonMated, thr);
       console.log(`  pooled over conditions: ${pooledGen.length} genuine / ${pooledImp.length} impostor pairs (FAR ${CALIBRATION_FAR} needs >= ${minImpostorsFor(CALIBRATION_FAR)}): threshold ${calibration.threshold.toFixed(4)}, TAR ${pct(calibration.tar)} %, FAR ${calibration.false_accepts}/${calibration.impostors}`);
-      console.log(`  recommended_threshold ${recommended.toFixed(2)} (manifest: ${declared ?? 'none'}${declared !== null && declared !== recommended ? ' — DIFFERS, update models/manifest.json' : ''})`);
+      const note = !calibration.supported ? ' — too few impostor pairs for this FAR (run every condition)' : declared !== null && declared !== recommended ? ' — DIFFERS, update models/manifest.json' : '';
+      console.log(`  recommended_threshold ${recommended.toFixed(2)} (manifest: ${declared ?? 'none'})${note}`);
       const at1e3 = tarAtFar(pooledGen, pooledImp, 1e-3).threshold;
       const points = [...new Set([recommended, UPSTREAM_THRESHOLD, Math.ceil(at1e3 * 100 - 1e-9) / 100])].sort();
       for (const thr of points) {
@@ -417,39 +415,64 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
       });
     }
     const rounds = Number(values.latency);
-    const latency = rounds > 0 ? await latencyAB(engine, labels, variantNames.map((v) => VARIANTS[v]!), rounds) : null;
+    const latency = rounds > 0 && variantNames.length > 1 ? await latencyAB(variantNames.map((v) => ({ name: v, engine, variant: VARIANTS[v]! })), rounds) : null;
     return { pack: packId, installed: true, detector: pack.detector.file, recognizer: pack.recognizer.file, license: pack.license.id, variants, latency };
   } finally {
     await engine.close();
   }
 }
 
+interface Contender { name: string; engine: InferenceEngine; variant: Variant }
+
 /**
- * Detection + every embedding, variants interleaved request by request on the same engine (the profile
- * is per request), so a busy shared machine slows every variant alike: a 720p camera frame with one
- * 48-px face, and the 1280x886 six-face group photo.
+ * Detection + every embedding, contenders (variants of one pack, or packs) interleaved request by
+ * request, so a busy shared machine slows each alike: a 720p camera frame with one 48-px face, and the
+ * 1280x886 six-face group photo.
  */
-async function latencyAB(engine: InferenceEngine, labels: Labels, variants: Variant[], rounds: number) {
-  const obama = readFileSync(join(FACES, labels.identities.obama![0]!));
+async function latencyAB(contenders: Contender[], rounds: number) {
+  const obama = readFileSync(join(FACES, 'identities/obama/1.jpg'));
   const decoded = await decodeImage(obama, LIMITS);
-  const first = await analyze(engine, { encoded: obama }, variants[0]!);
+  const first = await analyze(contenders[0]!.engine, { encoded: obama }, VARIANTS.baseline!);
   const frame = await smallFaceInFrame(contextCrop({ data: decoded.data, width: decoded.width, height: decoded.height }, first.faces[first.selected]!.box, 1), 48);
   const group = readFileSync(join(FACES, 'groups/t1_friends.jpg'));
   const inputs = { frame_720p_48px_face: { raw: frame.image.data, width: frame.image.width, height: frame.image.height }, group_1280x886_6_faces: { encoded: group } } as const;
   const times: Record<string, Record<string, number[]>> = {};
   for (let r = -3; r < rounds; r++) {
     for (const [name, image] of Object.entries(inputs)) {
-      for (const v of variants) {
+      for (const c of contenders) {
         const t = performance.now();
-        await analyze(engine, image, v);
-        if (r >= 0) ((times[name] ??= {})[v.name] ??= []).push(performance.now() - t);
+        await analyze(c.engine, image, c.variant);
+        if (r >= 0) ((times[name] ??= {})[c.name] ??= []).push(performance.now() - t);
       }
     }
   }
-  const out = Object.fromEntries(Object.entries(times).map(([input, byVariant]) => [input, Object.fromEntries(Object.entries(byVariant).map(([v, xs]) => [v, summarize(xs)]))]));
+  const out = Object.fromEntries(Object.entries(times).map(([input, byName]) => [input, Object.fromEntries(Object.entries(byName).map(([n, xs]) => [n, summarize(xs)]))]));
   console.log(`  latency, detection + embeddings, p50 over ${rounds} interleaved rounds (load ${loadavg()[0]!.toFixed(2)}):`);
-  for (const [input, byVariant] of Object.entries(out)) console.log(`    ${input}: ${Object.entries(byVariant).map(([v, st]) => `${v} ${st.p50.toFixed(1)} ms`).join(', ')}`);
+  for (const [input, byName] of Object.entries(out)) console.log(`    ${input}: ${Object.entries(byName).map(([n, st]) => `${n} ${st.p50.toFixed(1)} ms`).join(', ')}`);
   return out;
+}
+
+async function startEngine(dir: string, packId: string): Promise<InferenceEngine> {
+  const pack = await loadInstalledPack(dir, packId);
+  return InferenceEngine.start({
+    pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: resolveThreading('auto', 'auto').intraOpThreads, graphOptimization: 'auto', warmupSizes: SYSTEM_PROFILE.input_sizes,
+  });
+}
+
+/** Every installed pack at the daemon defaults, interleaved: the speed column of the pack guidance. */
+async function packLatency(packIds: string[], rounds: number) {
+  const engines: Contender[] = [];
+  try {
+    for (const id of packIds) {
+      const installed = await ensurePack(id, values['models-dir']);
+      if ('dir' in installed) engines.push({ name: id, engine: await startEngine(installed.dir, id), variant: VARIANTS.baseline! });
+    }
+    if (engines.length < 2) return null;
+    console.log(`\n## packs side by side`);
+    return await latencyAB(engines, rounds);
+  } finally {
+    await Promise.all(engines.map((e) => e.engine.close()));
+  }
 }
 
 function printTable(rows: ReturnType<typeof metricsOf>[], recommended: number): void {
@@ -467,7 +490,9 @@ const started = new Date();
 const load = loadavg();
 console.log(`quality bench: ${cpus().length} cores, load ${load.map((l) => l.toFixed(2)).join(' ')}`);
 const packs = [];
-for (const p of values.packs!.split(',').filter(Boolean)) packs.push(await runPack(p, values.variants!.split(','), values.conditions ? values.conditions.split(',') : null));
+const packIds = values.packs!.split(',').filter(Boolean);
+for (const p of packIds) packs.push(await runPack(p, values.variants!.split(','), values.conditions ? values.conditions.split(',') : null));
+const packSpeed = Number(values.latency) > 0 ? await packLatency(packIds, Number(values.latency)) : null;
 const result = {
   started_at: started.toISOString(), host: { cores: cpus().length, loadavg_start: load, loadavg_end: loadavg() },
   protocol: {
@@ -475,6 +500,7 @@ const result = {
     template: ARCFACE_TEMPLATE_112.length, conditions: CONDITIONS.map((c) => ({ name: c.name, describe: c.describe })),
   },
   packs,
+  pack_latency: packSpeed,
 };
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });
 writeFileSync(values.out!, JSON.stringify(result, null, 1));
