@@ -7,6 +7,9 @@
  * blur of sigma 2 means the same thing on every photo.
  */
 import sharp, { type Sharp } from 'sharp';
+import { seededRandom } from '../seededRandom.js';
+
+export { seededRandom };
 
 export interface RawImage { data: Uint8Array; width: number; height: number }
 /** x1, y1, x2, y2 in pixels. */
@@ -83,18 +86,6 @@ export function motionBlur(img: RawImage, length: number): Promise<RawImage> {
 export async function jpegRecompress(img: RawImage, quality: number): Promise<RawImage> {
   const jpeg = await asRaw(img).jpeg({ quality, chromaSubsampling: '4:2:0', mozjpeg: false }).toBuffer();
   return toRaw(sharp(jpeg));
-}
-
-/** mulberry32: a small seeded PRNG, so noisy probes are the same on every run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /**
