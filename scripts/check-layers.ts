@@ -12,7 +12,7 @@ export const LAYERS: string[][] = [
   ['contract'],
   ['log', 'system', 'config'],
   ['store', 'models'],
-  ['inference', 'search'],
+  ['inference', 'search', 'webhooks'],
   ['auth', 'workspaces', 'collections', 'addons'],
   ['scrapers', 'monitors'],
   ['events'],

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { parse as parsePreserving, patch } from '@decimalturn/toml-patch';
 import { parse as parseToml } from 'smol-toml';
 import { ConfigSchema } from '../config/schema.js';
-import { ApiError } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import { fsyncDir, removeQuietly, tempPathFor } from '../models/fsutil.js';
 
 type TomlTable = Record<string, unknown>;
@@ -56,7 +56,6 @@ export async function configuredAddons(file: string | null): Promise<string[]> {
   }
 }
 
-export interface Unavailable { code: string; reason: string }
 
 /** A single-file bind mount (Docker `-v server.toml:/etc/...`): rename over it fails with EBUSY. */
 async function isMountPoint(path: string): Promise<boolean> {
@@ -68,15 +67,15 @@ async function isMountPoint(path: string): Promise<boolean> {
 const writable = (path: string) => access(path, constants.W_OK).then(() => true, () => false);
 
 /** Why the config file cannot be edited by the service, or null. */
-export async function configFileProblem(file: string | null): Promise<Unavailable | null> {
-  if (!file) return { code: 'config_file_missing', reason: 'The daemon was started without a config file, so there is nothing to save the setting in.' };
+export async function configFileProblem(file: string | null): Promise<ApiError | null> {
+  if (!file) return Errors.configFileMissing('The daemon was started without a config file, so there is nothing to save the setting in.');
   const info = await lstat(file).catch(() => null);
-  if (!info) return { code: 'config_file_missing', reason: `The config file ${file} does not exist.` };
-  if (!info.isFile()) return { code: 'config_file_not_regular', reason: `The config file ${file} is not a regular file (a symlink or something else); edit it by hand.` };
-  if (await isMountPoint(await realpath(file))) return { code: 'config_file_mount', reason: `The config file ${file} is a single-file mount and cannot be replaced atomically; mount its directory instead.` };
-  if (!(await writable(file)) || !(await writable(dirname(file)))) return { code: 'config_not_writable', reason: `The config file ${file} or its directory is not writable by the service.` };
+  if (!info) return Errors.configFileMissing(`The config file ${file} does not exist.`);
+  if (!info.isFile()) return Errors.configFileNotRegular(`The config file ${file} is not a regular file (a symlink or something else); edit it by hand.`);
+  if (await isMountPoint(await realpath(file))) return Errors.configFileMount(`The config file ${file} is a single-file mount and cannot be replaced atomically; mount its directory instead.`);
+  if (!(await writable(file)) || !(await writable(dirname(file)))) return Errors.configNotWritable(`The config file ${file} or its directory is not writable by the service.`);
   const problem = configTextProblem(await readFile(file, 'utf8'));
-  if (problem) return { code: 'addon_config_invalid', reason: `The config file ${file} is invalid (${problem}); fix it first.` };
+  if (problem) return Errors.addonConfigInvalid(`The config file ${file} is invalid (${problem}); fix it first.`, { status: 409 });
   return null;
 }
 
@@ -87,7 +86,7 @@ export async function configFileProblem(file: string | null): Promise<Unavailabl
  */
 export async function replaceConfig(file: string, expected: string, next: string, stopping: () => boolean): Promise<void> {
   const problem = configTextProblem(next);
-  if (problem) throw new ApiError(500, 'addon_config_invalid', `The edited config would not be valid (${problem}).`);
+  if (problem) throw Errors.addonConfigInvalid(`The edited config would not be valid (${problem}).`);
   const mode = (await stat(file)).mode & 0o7777;
   const temp = tempPathFor(file, 'tmp');
   try {
@@ -101,9 +100,9 @@ export async function replaceConfig(file: string, expected: string, next: string
     }
     if (configTextProblem(await readFile(temp, 'utf8')) !== null) throw new Error('the written copy does not read back');
     if ((await readFile(file, 'utf8')) !== expected) {
-      throw new ApiError(409, 'addon_config_save_failed', 'The config file changed while liveness was being prepared; nothing was saved. Retry.');
+      throw Errors.addonConfigSaveFailed('The config file changed while liveness was being prepared; nothing was saved. Retry.', { status: 409 });
     }
-    if (stopping()) throw new ApiError(503, 'server_stopping', 'The service is shutting down; the config was not changed.');
+    if (stopping()) throw Errors.serverStopping('the config was not changed.');
     await rename(temp, file);
     await fsyncDir(dirname(file));
   } finally {

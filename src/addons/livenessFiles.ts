@@ -4,7 +4,7 @@
  */
 import { mkdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { getAddon, getFile, resolveCatalog, type Catalog, type LivenessModelFile } from '../models/catalog.js';
 import { hashFile, removeStaleTemps, type Digest } from '../models/fsutil.js';
 import type { HttpOptions } from '../models/http.js';
@@ -72,14 +72,14 @@ export async function requireLiveness(catalog: Catalog, modelsDir: string): Prom
   const state = await inspectLiveness(catalog, modelsDir);
   const command = addonInstallCommand(modelsDir);
   if (state.invalid.length > 0) {
-    throw new ApiError(500, 'addon_model_invalid',
+    throw Errors.addonModelInvalid(
       `The liveness addon in ${state.dir} does not verify (${state.invalid.map((f) => `${f.file}: ${f.problem}`).join('; ')}). ` +
-      `Remove the bad file(s) and run: ${command}`, { dir: state.dir, invalid: state.invalid, install_command: command });
+      `Remove the bad file(s) and run: ${command}`, { details: { dir: state.dir, invalid: state.invalid, install_command: command } });
   }
   if (state.missing.length > 0) {
-    throw new ApiError(500, 'addon_model_missing',
+    throw Errors.addonModelMissing(
       `Liveness is enabled in the config but its model files are missing from ${state.dir} (${state.missing.join(', ')}). ` +
-      `Install them with: ${command} (or disable liveness in [inference].addons)`, { dir: state.dir, missing: state.missing, install_command: command });
+      `Install them with: ${command} (or disable liveness in [inference].addons)`, { details: { dir: state.dir, missing: state.missing, install_command: command } });
   }
   return state.models;
 }
@@ -108,14 +108,14 @@ export async function installLiveness(opts: InstallLivenessOptions): Promise<{ d
   await mkdir(dir, { recursive: true });
   const lock = tryLockFile(join(dir, '..', '.liveness-install.lock'));
   if (!('release' in lock)) {
-    throw new ApiError(409, 'addon_job_in_progress', `Another process (pid ${lock.heldBy}) is installing the liveness addon.`, { pid: lock.heldBy });
+    throw Errors.addonJobInProgress(`Another process (pid ${lock.heldBy}) is installing the liveness addon.`, lock.heldBy);
   }
   try {
     const state = await inspectLiveness(catalog, opts.modelsDir);
     if (state.invalid.length > 0) {
-      throw new ApiError(409, 'addon_model_invalid',
+      throw Errors.addonModelInvalid(
         `Not overwriting liveness model file(s) that do not verify: ${state.invalid.map((f) => `${join(dir, f.file)}: ${f.problem}`).join('; ')}. Remove them and retry.`,
-        { dir, invalid: state.invalid });
+        { status: 409, details: { dir, invalid: state.invalid } });
     }
     await removeStaleTemps(dir);
     const stderr = opts.stderr;

@@ -8,10 +8,10 @@ import { constants } from 'node:fs';
 import { access, readFile, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { ApiError, isApiError } from '../contract/errors.js';
+import { type ApiError, Errors, isApiError } from '../contract/errors.js';
 import type { Catalog } from '../models/catalog.js';
 import { tryLockFile } from '../system/lockFile.js';
-import { configFileProblem, configuredAddons, replaceConfig, withAddonEnabled, type Unavailable } from './configEnablement.js';
+import { configFileProblem, configuredAddons, replaceConfig, withAddonEnabled } from './configEnablement.js';
 import { inspectLiveness, installLiveness, LIVENESS } from './livenessFiles.js';
 
 export interface LivenessManagerOptions {
@@ -70,13 +70,13 @@ export class LivenessManager {
     return join(this.o.modelsDir, 'addons', LIVENESS);
   }
 
-  private async unavailable(installed: boolean, invalid: boolean): Promise<Unavailable | null> {
-    if (this.stopping) return { code: 'server_stopping', reason: 'The service is shutting down.' };
+  private async unavailable(installed: boolean, invalid: boolean): Promise<ApiError | null> {
+    if (this.stopping) return Errors.serverStopping('liveness cannot be enabled now.');
     const config = await configFileProblem(this.o.configFile);
     if (config) return config;
-    if (invalid) return { code: 'addon_model_invalid', reason: `A liveness model file in ${this.modelPath} does not verify; remove it so it can be downloaded again.` };
+    if (invalid) return Errors.addonModelInvalid(`A liveness model file in ${this.modelPath} does not verify; remove it so it can be downloaded again.`, { status: 409 });
     if (!installed && !(await creatable(this.modelPath))) {
-      return { code: 'addon_directory_not_writable', reason: `The service cannot write the liveness models to ${this.modelPath}.` };
+      return Errors.addonDirectoryNotWritable(`The service cannot write the liveness models to ${this.modelPath}.`);
     }
     return null;
   }
@@ -88,7 +88,7 @@ export class LivenessManager {
     const state = this.job ? 'downloading' : this.lastError ? 'error' : files.installed ? 'ready' : 'idle';
     return {
       enabled: this.o.enabled, installed: files.installed, configured_enabled: configured, restart_required: configured !== this.o.enabled,
-      can_enable: problem === null, unavailable_code: problem?.code ?? null, unavailable_reason: problem?.reason ?? null,
+      can_enable: problem === null, unavailable_code: problem?.code ?? null, unavailable_reason: problem?.message ?? null,
       state, error: this.lastError, model_path: this.modelPath, config_file: this.o.configFile,
     };
   }
@@ -98,9 +98,7 @@ export class LivenessManager {
     if (!this.job) {
       const current = await this.status();
       if (!current.can_enable) {
-        throw new ApiError(409, 'addon_management_unavailable', current.unavailable_reason ?? 'Liveness cannot be enabled here.', {
-          unavailable_code: current.unavailable_code,
-        });
+        throw Errors.addonManagementUnavailable(current.unavailable_reason, { unavailable_code: current.unavailable_code });
       }
       if (!this.job) {
         this.lastError = null;
@@ -134,11 +132,11 @@ export class LivenessManager {
   private async prepare(): Promise<void> {
     const file = this.o.configFile!;
     const lock = tryLockFile(join(dirname(file), '.liveness-management.lock'));
-    if (!('release' in lock)) throw new ApiError(409, 'addon_job_in_progress', JOB_MESSAGES.addon_job_in_progress!);
+    if (!('release' in lock)) throw Errors.addonJobInProgress(JOB_MESSAGES.addon_job_in_progress!);
     try {
       const files = await inspectLiveness(this.o.catalog, this.o.modelsDir);
       const problem = await this.unavailable(files.installed, files.invalid.length > 0);
-      if (problem) throw new ApiError(409, problem.code, problem.reason);
+      if (problem) throw problem;
       const text = await readFile(file, 'utf8');
       const next = withAddonEnabled(text, LIVENESS);
       if (!files.installed) {
@@ -147,7 +145,7 @@ export class LivenessManager {
         } catch (e) {
           if (isApiError(e) && (e.code === 'addon_model_invalid' || e.code === 'addon_job_in_progress')) throw e;
           this.o.log.warn({ err: e }, 'liveness model download failed');
-          throw new ApiError(502, 'addon_download_failed', JOB_MESSAGES.addon_download_failed!);
+          throw Errors.addonDownloadFailed(JOB_MESSAGES.addon_download_failed!);
         }
       }
       if (next === text) return;
@@ -156,7 +154,7 @@ export class LivenessManager {
       } catch (e) {
         if (isApiError(e) && (e.code === 'server_stopping' || e.code === 'addon_config_invalid')) throw e;
         this.o.log.warn({ err: e }, 'saving the liveness config failed');
-        throw new ApiError(500, 'addon_config_save_failed', JOB_MESSAGES.addon_config_save_failed!);
+        throw Errors.addonConfigSaveFailed(JOB_MESSAGES.addon_config_save_failed!);
       }
     } finally {
       lock.release();

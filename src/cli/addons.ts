@@ -3,7 +3,7 @@
  * (use `vigil models install <pack> --enable-liveness` or the API's enable action for that).
  */
 import { parseArgs } from 'node:util';
-import { ApiError } from '../contract/errors.js';
+import { Errors, isVigilError } from '../contract/errors.js';
 import { inspectLiveness, installLiveness, LIVENESS, addonInstallCommand } from '../addons/livenessFiles.js';
 import { resolveCatalog } from '../models/catalog.js';
 import { formatAddon, resolveModelsDir, type ModelsCommandIo, type ModelsCommandOptions } from './models.js';
@@ -20,7 +20,7 @@ export async function runAddonsCommand(argv: string[], io: ModelsCommandIo = { s
     try {
       parsed = parseArgs({ args: argv, options: { from: { type: 'string' }, 'models-dir': { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
     } catch (e) {
-      throw new ApiError(400, 'usage_error', `${(e as Error).message} (see vigil addons --help)`);
+      throw Errors.usageError(`${(e as Error).message} (see vigil addons --help)`);
     }
     const { values, positionals } = parsed;
     if (values.help) {
@@ -28,9 +28,9 @@ export async function runAddonsCommand(argv: string[], io: ModelsCommandIo = { s
       return 0;
     }
     const [command, addon, ...extra] = positionals;
-    if (command !== 'install' && command !== 'verify') throw new ApiError(400, 'usage_error', `expected install or verify (see vigil addons --help)`);
-    if (addon !== LIVENESS || extra.length > 0) throw new ApiError(400, 'usage_error', `the only addon is "liveness" (see vigil addons --help)`);
-    if (command === 'verify' && values.from !== undefined) throw new ApiError(400, 'usage_error', '--from does not apply to "verify"');
+    if (command !== 'install' && command !== 'verify') throw Errors.usageError('expected install or verify (see vigil addons --help)');
+    if (addon !== LIVENESS || extra.length > 0) throw Errors.usageError('the only addon is "liveness" (see vigil addons --help)');
+    if (command === 'verify' && values.from !== undefined) throw Errors.usageError('--from does not apply to "verify"');
     const modelsDir = resolveModelsDir(values['models-dir'], options);
     const env = options.env ?? process.env;
     if (command === 'install') {
@@ -39,15 +39,15 @@ export async function runAddonsCommand(argv: string[], io: ModelsCommandIo = { s
     }
     const state = await inspectLiveness(await resolveCatalog(options.catalog), modelsDir);
     if (state.invalid.length > 0) {
-      throw new ApiError(409, 'addon_model_invalid', `${state.invalid.map((f) => `${f.file}: ${f.problem}`).join('; ')} in ${state.dir}`);
+      throw Errors.addonModelInvalid(`${state.invalid.map((f) => `${f.file}: ${f.problem}`).join('; ')} in ${state.dir}`, { status: 409 });
     }
     if (state.missing.length > 0) {
-      throw new ApiError(404, 'addon_model_missing', `${state.missing.join(', ')} missing from ${state.dir}; install with: ${addonInstallCommand(modelsDir)}`);
+      throw Errors.addonModelMissing(`${state.missing.join(', ')} missing from ${state.dir}; install with: ${addonInstallCommand(modelsDir)}`, { status: 404 });
     }
     io.stdout.write(`liveness: ok (${state.models.map((m) => m.file).join(', ')} verified in ${state.dir})\n`);
     return 0;
   } catch (err) {
-    io.stderr.write(`vigil addons: error: ${err instanceof ApiError ? `${err.code}: ${err.message}` : `internal_error: ${(err as Error)?.message ?? String(err)}`}\n`);
+    io.stderr.write(`vigil addons: error: ${isVigilError(err) ? `${err.code}: ${err.message}` : `internal_error: ${(err as Error)?.message ?? String(err)}`}\n`);
     return 2;
   }
 }

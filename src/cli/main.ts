@@ -2,7 +2,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load.js';
-import { isApiError } from '../contract/errors.js';
+import { isVigilError } from '../contract/errors.js';
 import { VERSION } from '../contract/version.js';
 
 const USAGE = `vigil ${VERSION}
@@ -71,7 +71,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    process.stderr.write(`vigil: error: ${isApiError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(isApiError(e) ? 2 : 1);
+    process.stderr.write(`vigil: error: ${isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(isVigilError(e) ? 2 : 1);
   },
 );

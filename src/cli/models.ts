@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ApiError } from '../contract/errors.js';
+import { Errors, isVigilError } from '../contract/errors.js';
 import type { Catalog } from '../models/catalog.js';
 import { formatBytes } from '../models/fsutil.js';
 import { describeProblems } from '../models/installed.js';
@@ -91,11 +91,7 @@ const ALLOWED: Record<string, (keyof ParsedOptions)[]> = {
   verify: ['models-dir'],
 };
 
-class UsageError extends ApiError {
-  constructor(message: string) {
-    super(400, 'usage_error', `${message} (see vigil models --help)`);
-  }
-}
+const usage = (message: string) => Errors.usageError(`${message} (see vigil models --help)`);
 
 export async function runModelsCommand(
   argv: string[],
@@ -109,11 +105,11 @@ export async function runModelsCommand(
       return 0;
     }
     const [command, ...rest] = positionals;
-    if (command === undefined) throw new UsageError('missing command');
+    if (command === undefined) throw usage('missing command');
     const allowed = ALLOWED[command];
-    if (!allowed) throw new UsageError(`unknown command "${command}"`);
+    if (!allowed) throw usage(`unknown command "${command}"`);
     const stray = (Object.keys(values) as (keyof ParsedOptions)[]).find((k) => !allowed.includes(k));
-    if (stray) throw new UsageError(`--${stray} does not apply to "${command}"`);
+    if (stray) throw usage(`--${stray} does not apply to "${command}"`);
     const ctx: CommandContext = {
       io,
       values,
@@ -144,7 +140,7 @@ function parseCommandLine(argv: string[]): { values: ParsedOptions; positionals:
   try {
     return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    throw usage((err as Error).message);
   }
 }
 
@@ -155,16 +151,16 @@ export function resolveModelsDir(flag: string | undefined, options: ModelsComman
 
 async function dispatch(command: string, args: string[], ctx: CommandContext): Promise<number> {
   const maxArgs = command === 'list' ? 0 : 1;
-  if (args.length > maxArgs) throw new UsageError(`unexpected argument "${args[maxArgs]}"`);
+  if (args.length > maxArgs) throw usage(`unexpected argument "${args[maxArgs]}"`);
   const pack = args[0];
   switch (command) {
     case 'list':
       return runList(ctx);
     case 'info':
-      if (pack === undefined) throw new UsageError('info needs a pack name');
+      if (pack === undefined) throw usage('info needs a pack name');
       return runInfo(pack, ctx);
     case 'install':
-      if (pack === undefined) throw new UsageError('install needs a pack name');
+      if (pack === undefined) throw usage('install needs a pack name');
       return runInstall(pack, ctx);
     default:
       return runVerify(pack, ctx);
@@ -232,10 +228,10 @@ async function runInstall(packId: string, ctx: CommandContext): Promise<number> 
   let enabling: { file: string; text: string; release: () => void } | null = null;
   if (enable) {
     const problem = await configFileProblem(ctx.configFile);
-    if (problem) throw new ApiError(409, problem.code, `cannot enable liveness: ${problem.reason}`);
+    if (problem) throw problem;
     const file = ctx.configFile!;
     const lock = tryLockFile(join(dirname(file), '.liveness-management.lock'));
-    if (!('release' in lock)) throw new ApiError(409, 'addon_job_in_progress', `another process (pid ${lock.heldBy}) is changing the liveness setting`);
+    if (!('release' in lock)) throw Errors.addonJobInProgress(`another process (pid ${lock.heldBy}) is changing the liveness setting`, lock.heldBy);
     enabling = { file, text: await readFile(file, 'utf8'), release: lock.release };
   }
   try {
@@ -265,7 +261,7 @@ async function installWithAddons(packId: string, ctx: CommandContext, enabling: 
     try {
       await replaceConfig(enabling.file, enabling.text, withAddonEnabled(enabling.text, LIVENESS), () => false);
     } catch (e) {
-      throw new ApiError(500, 'addon_config_save_failed', `Configuration enablement has not been confirmed (${(e as Error).message})`);
+      throw Errors.addonConfigSaveFailed(`Configuration enablement has not been confirmed (${(e as Error).message})`);
     }
     ctx.io.stdout.write(`liveness enabled in ${enabling.file}; restart a running daemon to use it\n`);
   }
@@ -287,7 +283,7 @@ function formatInstall(result: InstallResult): string {
 async function runVerify(packId: string | undefined, ctx: CommandContext): Promise<number> {
   const ids = packId !== undefined ? [packId] : await installedPackIds({ modelsDir: ctx.modelsDir, catalog: ctx.catalog });
   if (ids.length === 0) {
-    throw new ApiError(404, 'model_not_installed', `no model packs are installed in ${ctx.modelsDir}`, { dir: ctx.modelsDir });
+    throw Errors.modelNotInstalled(null, ctx.modelsDir);
   }
   let failed = 0;
   for (const id of ids) {
@@ -303,7 +299,7 @@ async function runVerify(packId: string | undefined, ctx: CommandContext): Promi
 }
 
 export function printError(stderr: OutStream, err: unknown): void {
-  if (err instanceof ApiError) {
+  if (isVigilError(err)) {
     stderr.write(`vigil models: error: ${err.code}: ${err.message}\n`);
   } else {
     stderr.write(`vigil models: error: internal_error: ${(err as Error)?.message ?? String(err)}\n`);

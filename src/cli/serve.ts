@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { ApiError } from '../contract/errors.js';
+import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
@@ -68,7 +68,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (outcome !== 'unchanged') log.info({ outcome }, 'API key stored');
     }
     if (config.auth.enabled && !keys.hasActiveKey()) {
-      throw new ApiError(500, 'api_key_missing', 'Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.');
+      throw Errors.apiKeyMissing();
     }
     const systemProfile: DetectionProfile = {
       input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
@@ -93,7 +93,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
     }, () => active?.model ?? null);
     const persons = new PersonService(collections, store, indexes, cursors, () => {
-      if (!active) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
+      if (!active) throw Errors.serviceNotReady();
       return active.engine;
     }, {
       maxImages: config.server.max_registration_images, maxImageBytes: config.server.max_image_bytes, maxImagePixels: config.server.max_image_pixels,
@@ -204,7 +204,7 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   try {
     await daemon.ready;
   } catch (e) {
-    daemon.runtime.log.fatal({ code: (e as ApiError).code, err: e }, (e as Error).message);
+    daemon.runtime.log.fatal({ code: (e as VigilError).code, err: e }, (e as Error).message);
     await daemon.close();
     return 1;
   }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load.js';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { openDatabase } from '../store/database.js';
 import { billingPeriod, UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';
@@ -22,7 +22,7 @@ Common: --config FILE (the daemon's server.toml, for data_dir), --json
 const quotaArg = (v: string): number | null => {
   if (v === 'default') return null;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new ApiError(400, 'invalid_request', `The quota must be a non-negative integer or "default" (got "${v}").`);
+  if (!Number.isInteger(n) || n < 0) throw Errors.usageError(`The quota must be a non-negative integer or "default" (got "${v}").`);
   return n;
 };
 
@@ -46,7 +46,7 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
     const key = `${group} ${action}`;
     switch (key) {
       case 'workspaces create': {
-        if (!values.name) throw new ApiError(400, 'invalid_request', '--name is required.');
+        if (!values.name) throw Errors.usageError('--name is required.');
         const ws = store.create({
           id: values.id, name: values.name, monthlyItemQuota: values.quota === undefined ? null : quotaArg(values.quota),
           monthlyReviewQuota: values['review-quota'] === undefined ? null : quotaArg(values['review-quota']),
@@ -62,20 +62,20 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
       }
       case 'workspaces set-quota': {
         const [id, quota] = rest;
-        if (!id || quota === undefined) throw new ApiError(400, 'invalid_request', 'usage: vigil workspaces set-quota ID (ITEMS|default)');
+        if (!id || quota === undefined) throw Errors.usageError('usage: vigil workspaces set-quota ID (ITEMS|default)');
         const ws = store.setQuota(id, quotaArg(quota));
         out(ws, `workspace ${ws.id}: quota ${ws.monthly_item_quota ?? 'default'}\n`);
         return 0;
       }
       case 'workspaces set-review-quota': {
         const [id, quota] = rest;
-        if (!id || quota === undefined) throw new ApiError(400, 'invalid_request', 'usage: vigil workspaces set-review-quota ID (REVIEWS|default)');
+        if (!id || quota === undefined) throw Errors.usageError('usage: vigil workspaces set-review-quota ID (REVIEWS|default)');
         const ws = store.setReviewQuota(id, quotaArg(quota));
         out(ws, `workspace ${ws.id}: review quota ${ws.monthly_review_quota ?? 'default'}\n`);
         return 0;
       }
       case 'keys create': {
-        if (!values.workspace) throw new ApiError(400, 'invalid_request', '--workspace is required.');
+        if (!values.workspace) throw Errors.usageError('--workspace is required.');
         const { key: k, token } = store.createKey(values.workspace, values.label ?? '');
         out({ ...k, token }, `${token}\n`);
         io.stderr.write(`key ${k.id} for workspace ${k.workspace_id}: shown once, store it now (only its hash is kept).\n`);
@@ -89,7 +89,7 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
       }
       case 'keys revoke': {
         const [id] = rest;
-        if (!id) throw new ApiError(400, 'invalid_request', 'usage: vigil keys revoke KEY_ID');
+        if (!id) throw Errors.usageError('usage: vigil keys revoke KEY_ID');
         const k = store.revokeKey(id);
         out(k, `revoked ${k.id} (workspace ${k.workspace_id})\n`);
         return 0;

@@ -1,15 +1,12 @@
 import { createHash } from 'node:crypto';
 import { inputSizesProblem, type VigilConfig } from '../config/schema.js';
-import { ApiError } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { CollectionStore, nowIso } from './collectionStore.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
 import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
-
-export const notFound = (resource: 'collection' | 'person' | 'face', id: string) =>
-  new ApiError(404, `${resource}_not_found`, `${resource[0]!.toUpperCase()}${resource.slice(1)} ${JSON.stringify(id)} was not found.`, { [`${resource}_id`]: id });
 
 /** v2 embedding contract id (§3.7): clients copy it, never construct it. */
 export function embeddingContractId(m: ModelBinding): string {
@@ -45,7 +42,7 @@ export class CollectionService {
   /** The collection or 404. */
   get(id: string): CollectionT {
     const c = this.store.getCollection(id);
-    if (!c) throw notFound('collection', id);
+    if (!c) throw Errors.collectionNotFound(id);
     return c;
   }
 
@@ -54,11 +51,9 @@ export class CollectionService {
     const c = this.get(id);
     const m = this.activeModel();
     if (m && (c.model_id !== m.model_id || c.model_digest !== m.model_digest || c.embedding_dimension !== m.embedding_dimension || c.preprocessing_version !== m.preprocessing_version)) {
-      throw new ApiError(409, 'collection_model_mismatch', `Collection ${JSON.stringify(id)} was built with a different model than the active one; embeddings are never converted.`, {
-        collection_id: id,
-        collection_model: { model_id: c.model_id, model_digest: c.model_digest, embedding_dimension: c.embedding_dimension, preprocessing_version: c.preprocessing_version },
-        active_model: { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version },
-      });
+      throw Errors.collectionModelMismatch(id,
+        { model_id: c.model_id, model_digest: c.model_digest, embedding_dimension: c.embedding_dimension, preprocessing_version: c.preprocessing_version },
+        { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version });
     }
     return c;
   }
@@ -90,17 +85,17 @@ export class CollectionService {
 
   private detectionProblem(p: DetectionProfile): ApiError | null {
     const problem = p.input_sizes.length < 1 || p.input_sizes.length > 4 ? 'input_sizes needs 1 to 4 sizes' : inputSizesProblem(p.input_sizes);
-    return problem ? new ApiError(400, 'invalid_detection_profile', problem, { input_sizes: p.input_sizes }) : null;
+    return problem ? Errors.invalidDetectionProfile(problem, p.input_sizes) : null;
   }
 
   create(body: CollectionCreateT): CollectionT {
     const model = this.activeModel();
-    if (!model) throw new ApiError(503, 'service_not_ready', 'The models are still loading; retry shortly.');
+    if (!model) throw Errors.serviceNotReady();
     const d = this.defaults.collections;
     const search = body.search ?? {};
     const capacity = search.capacity_rows ?? d.default_capacity_rows;
     if (capacity > d.max_capacity_rows) {
-      throw new ApiError(400, 'search_capacity_too_large', `capacity_rows may not exceed ${d.max_capacity_rows} on this deployment.`, { max_capacity_rows: d.max_capacity_rows, capacity_rows: capacity });
+      throw Errors.searchCapacityTooLarge(d.max_capacity_rows, capacity);
     }
     const sys = this.defaults.systemProfile;
     const det = body.detection ?? {};
@@ -120,7 +115,7 @@ export class CollectionService {
       load_policy: search.load_policy ?? (body.id === '_default' ? 'eager' : d.default_load_policy),
       save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
     });
-    if (!inserted) throw new ApiError(409, 'collection_exists', `Collection ${JSON.stringify(body.id)} already exists.`, { collection_id: body.id });
+    if (!inserted) throw Errors.collectionExists(body.id);
     const created = this.get(body.id);
     if (created.load_policy === 'eager') {
       try {
@@ -163,9 +158,9 @@ export class CollectionService {
         const s = body.search;
         if (s.capacity_rows !== undefined) {
           const max = this.defaults.collections.max_capacity_rows;
-          if (s.capacity_rows > max) throw new ApiError(400, 'search_capacity_too_large', `capacity_rows may not exceed ${max} on this deployment.`, { max_capacity_rows: max, capacity_rows: s.capacity_rows });
+          if (s.capacity_rows > max) throw Errors.searchCapacityTooLarge(max, s.capacity_rows);
           if (s.capacity_rows < c.face_count) {
-            throw new ApiError(409, 'collection_capacity_exceeded', `The collection holds ${c.face_count} faces, more than capacity_rows ${s.capacity_rows}.`, { capacity_rows: s.capacity_rows, requested_rows: c.face_count });
+            throw Errors.collectionCapacityExceeded(s.capacity_rows, c.face_count, true);
           }
           set('capacity_rows', s.capacity_rows, c.capacity_rows);
         }
@@ -183,10 +178,9 @@ export class CollectionService {
   delete(id: string, force: boolean, inUse: (id: string) => boolean = () => false): void {
     this.store.transaction(() => {
       const c = this.get(id);
-      if (inUse(id)) throw new ApiError(409, 'collection_in_use', `Collection ${JSON.stringify(id)} is used by a monitor; delete or move the monitor first.`, { collection_id: id });
+      if (inUse(id)) throw Errors.collectionInUse(id);
       if (!force && (c.person_count > 0 || c.face_count > 0)) {
-        throw new ApiError(409, 'collection_not_empty', `Collection ${JSON.stringify(id)} is not empty; pass force=true to delete it with its persons and faces.`,
-          { collection_id: id, person_count: c.person_count, face_count: c.face_count });
+        throw Errors.collectionNotEmpty(id, c.person_count, c.face_count);
       }
       this.store.deleteCollection(id);
     });

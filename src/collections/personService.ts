@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError, isApiError } from '../contract/errors.js';
+import { Errors, isApiError } from '../contract/errors.js';
 import type { InferenceEngine } from '../inference/engine.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
@@ -8,7 +8,7 @@ import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import { nowIso, type CollectionStore, type NewFace } from './collectionStore.js';
-import { detectionProfileOf, notFound, type CollectionService } from './collectionService.js';
+import { detectionProfileOf, type CollectionService } from './collectionService.js';
 import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from '../contract/collections.js';
 import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
 
@@ -55,7 +55,7 @@ export class PersonService {
 
   private person(collectionId: string, personId: string) {
     const p = this.store.getPerson(collectionId, personId);
-    if (!p) throw notFound('person', personId);
+    if (!p) throw Errors.personNotFound(personId);
     return p;
   }
 
@@ -80,7 +80,7 @@ export class PersonService {
       if (body.name !== undefined && body.name !== person.name) cols.name = body.name;
       if (body.external_id !== undefined && body.external_id !== person.external_id) {
         if (body.external_id !== null && this.store.externalIdTaken(collectionId, body.external_id, seq)) {
-          throw new ApiError(409, 'external_id_exists', `external_id ${JSON.stringify(body.external_id)} is already used in this collection.`, { external_id: body.external_id });
+          throw Errors.externalIdExists(body.external_id);
         }
         cols.external_id = body.external_id;
       }
@@ -114,7 +114,7 @@ export class PersonService {
       const c = this.collections.get(collectionId);
       const { seq } = this.person(collectionId, personId);
       const face = this.store.getFace(seq, faceId);
-      if (!face) throw notFound('face', faceId);
+      if (!face) throw Errors.faceNotFound({ faceId });
       this.store.deleteFace(face.seq);
       this.store.touchPerson(seq, nowIso());
       this.store.bumpSearchRevision(collectionId);
@@ -127,9 +127,9 @@ export class PersonService {
     this.collections.get(collectionId);
     const { seq } = this.person(collectionId, personId);
     const face = this.store.getFace(seq, faceId);
-    if (!face) throw notFound('face', faceId);
+    if (!face) throw Errors.faceNotFound({ faceId });
     const crop = this.store.faceCrop(face.seq);
-    if (!crop) throw new ApiError(404, 'face_image_not_found', `Face ${JSON.stringify(faceId)} has no stored crop (the collection did not save crops when it was registered).`, { face_id: faceId });
+    if (!crop) throw Errors.faceImageNotFound(faceId);
     return crop;
   }
 
@@ -156,34 +156,32 @@ export class PersonService {
   }
 
   private assertPersonFree(collectionId: string, p: NewPersonInput): void {
-    if (this.store.getPerson(collectionId, p.id)) throw new ApiError(409, 'person_exists', `Person ${JSON.stringify(p.id)} already exists in this collection.`, { person_id: p.id });
+    if (this.store.getPerson(collectionId, p.id)) throw Errors.personExists({ id: p.id });
     if (p.external_id !== null && this.store.externalIdTaken(collectionId, p.external_id)) {
-      throw new ApiError(409, 'person_exists', `A person with external_id ${JSON.stringify(p.external_id)} already exists in this collection.`, { external_id: p.external_id });
+      throw Errors.personExists({ externalId: p.external_id });
     }
   }
 
   /** Request-level checks that need no inference (the trusted contract is checked before any model runs). */
   private prepare(c: CollectionT, input: RegistrationInput) {
     const n = input.images.length;
-    if (n === 0) throw new ApiError(400, 'invalid_request', 'At least one image is required.', { field: 'images' });
-    if (n > this.limits.maxImages) throw new ApiError(400, 'too_many_images', `At most ${this.limits.maxImages} images per request.`, { max_images: this.limits.maxImages, image_count: n });
+    if (n === 0) throw Errors.invalidRequest({ exact: 'At least one image is required.' }, { field: 'images' });
+    if (n > this.limits.maxImages) throw Errors.tooManyImages(this.limits.maxImages, n);
     let externals: (Float32Array | { problem: string })[] | null = null;
     if (input.embeddingMode === 'server') {
       if (input.externalEmbeddings != null || input.embeddingContractId != null) {
-        throw new ApiError(400, 'unexpected_external_embedding', 'external_embeddings and embedding_contract_id are only accepted with embedding_mode=external_trusted.');
+        throw Errors.unexpectedExternalEmbedding();
       }
     } else {
-      if (input.externalEmbeddings == null) throw new ApiError(400, 'missing_external_embeddings', 'embedding_mode=external_trusted needs external_embeddings (one vector per image).');
-      if (input.embeddingContractId == null) throw new ApiError(400, 'missing_embedding_contract_id', 'embedding_mode=external_trusted needs the collection\'s embedding_contract_id.');
+      if (input.externalEmbeddings == null) throw Errors.missingExternalEmbeddings();
+      if (input.embeddingContractId == null) throw Errors.missingEmbeddingContractId();
       if (input.embeddingContractId !== c.embedding_contract_id) {
-        throw new ApiError(409, 'embedding_contract_mismatch', 'The embedding contract does not match this collection; copy embedding_contract_id from the collection.', {
-          expected_embedding_contract_id: c.embedding_contract_id, provided_embedding_contract_id: input.embeddingContractId,
-        });
+        throw Errors.embeddingContractMismatch(c.embedding_contract_id, input.embeddingContractId);
       }
       externals = parseExternalEmbeddings(input.externalEmbeddings, c.embedding_dimension);
-      if (!externals) throw new ApiError(400, 'invalid_external_embeddings', 'external_embeddings must be a JSON array of vectors.');
+      if (!externals) throw Errors.invalidExternalEmbeddings();
       if (externals.length !== n) {
-        throw new ApiError(400, 'external_embedding_count_mismatch', `Got ${externals.length} vectors for ${n} images.`, { image_count: n, embedding_count: externals.length });
+        throw Errors.externalEmbeddingCountMismatch(n, externals.length);
       }
     }
     const rejected: RejectedImage[] = [];
@@ -278,7 +276,7 @@ export class PersonService {
     }
     rejected.sort((a, b) => a.index - b.index);
     if ('create' in target && accepted.length === 0) {
-      throw new ApiError(422, 'registration_failed', 'No image was accepted; see details.rejected_images.', { rejected_images: rejected });
+      throw Errors.registrationFailed(rejected);
     }
 
     const result = store.transaction(() => {
@@ -287,10 +285,10 @@ export class PersonService {
       const personSeq = 'create' in target ? store.insertPerson(c.id, target.create, now) : existing!.seq;
       const current = 'create' in target ? 0 : store.getPerson(c.id, existing!.person.id)!.person.face_count;
       if (current + accepted.length > col.max_faces_per_person) {
-        throw new ApiError(409, 'person_face_limit_exceeded', `A person may hold at most ${col.max_faces_per_person} faces in this collection.`, { max_faces: col.max_faces_per_person, requested_faces: current + accepted.length });
+        throw Errors.personFaceLimitExceeded(col.max_faces_per_person, current + accepted.length);
       }
       if (col.face_count + accepted.length > col.capacity_rows) {
-        throw new ApiError(409, 'collection_capacity_exceeded', `The collection is limited to ${col.capacity_rows} faces.`, { capacity_rows: col.capacity_rows, requested_rows: col.face_count + accepted.length });
+        throw Errors.collectionCapacityExceeded(col.capacity_rows, col.face_count + accepted.length);
       }
       const rows: IndexRow[] = [];
       const ids: string[] = [];

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { ApiKeySchema, ConfigSchema, type VigilConfig } from './schema.js';
 
 export interface LoadedConfig {
@@ -16,7 +16,7 @@ function envBool(name: string, value: string): boolean {
   const v = value.trim().toLowerCase();
   if (TRUE.has(v)) return true;
   if (FALSE.has(v)) return false;
-  throw new ApiError(500, 'config_invalid', `${name} must be one of 1/0/true/false/yes/no/on/off (got "${value}")`);
+  throw Errors.configInvalid(`${name} must be one of 1/0/true/false/yes/no/on/off (got "${value}")`, name);
 }
 
 /**
@@ -31,13 +31,13 @@ export function loadConfig(path?: string | null, env: NodeJS.ProcessEnv = proces
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
-      throw new ApiError(500, 'config_unreadable', `Cannot read config file ${file}: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+      throw Errors.configUnreadable(file, (e as NodeJS.ErrnoException).code ?? String(e));
     }
     try {
       raw = parseToml(text) as Record<string, unknown>;
     } catch (e) {
       const where = e instanceof TomlError ? ` (line ${e.line}, column ${e.column})` : '';
-      throw new ApiError(500, 'config_invalid', `${file} is not valid TOML${where}: ${(e as Error).message.split('\n')[0]}`);
+      throw Errors.configInvalid(`${file} is not valid TOML${where}: ${(e as Error).message.split('\n')[0]}`);
     }
   }
   const parsed = ConfigSchema.safeParse(raw);
@@ -45,7 +45,7 @@ export function loadConfig(path?: string | null, env: NodeJS.ProcessEnv = proces
     const issue = parsed.error.issues[0]!;
     const key = issue.code === 'unrecognized_keys' ? [...issue.path, issue.keys[0]].join('.') : issue.path.join('.');
     const what = issue.code === 'unrecognized_keys' ? `unknown key "${key}"` : `"${key}": ${issue.message}`;
-    throw new ApiError(500, 'config_invalid', `${file ?? 'configuration'}: ${what}`, { key });
+    throw Errors.configInvalid(`${file ?? 'configuration'}: ${what}`, key);
   }
   return { config: applyEnv(parsed.data, env), file };
 }
@@ -57,14 +57,14 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   if (env.VIGIL_HOST) c.server.host = env.VIGIL_HOST;
   if (env.VIGIL_PORT) {
     const port = Number(env.VIGIL_PORT);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ApiError(500, 'config_invalid', `VIGIL_PORT must be a port number (got "${env.VIGIL_PORT}")`);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw Errors.configInvalid(`VIGIL_PORT must be a port number (got "${env.VIGIL_PORT}")`, 'VIGIL_PORT');
     c.server.port = port;
   }
   if (env.VIGIL_LOG_LEVEL) c.server.log_level = ConfigSchema.shape.server.unwrap().shape.log_level.parse(env.VIGIL_LOG_LEVEL);
   if (env.VIGIL_AUTH_ENABLED !== undefined) c.auth.enabled = envBool('VIGIL_AUTH_ENABLED', env.VIGIL_AUTH_ENABLED);
   if (env.VIGIL_API_KEY) {
     const key = ApiKeySchema.safeParse(env.VIGIL_API_KEY);
-    if (!key.success) throw new ApiError(500, 'config_invalid', `VIGIL_API_KEY: ${key.error.issues[0]!.message}`, { key: 'VIGIL_API_KEY' });
+    if (!key.success) throw Errors.configInvalid(`VIGIL_API_KEY: ${key.error.issues[0]!.message}`, 'VIGIL_API_KEY');
     c.auth.api_key = key.data;
   }
   if (env.VIGIL_REDDIT_CLIENT_ID) c.scrapers.forum.client_id = env.VIGIL_REDDIT_CLIENT_ID;
@@ -72,7 +72,7 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   if (env.VIGIL_PLACES_COOKIE) c.scrapers.places.cookie = env.VIGIL_PLACES_COOKIE;
   if (env.VIGIL_PLACES_PROXY_URL) {
     const proxy = ConfigSchema.shape.scrapers.unwrap().shape.places.unwrap().shape.proxy_url.unwrap().safeParse(env.VIGIL_PLACES_PROXY_URL);
-    if (!proxy.success) throw new ApiError(500, 'config_invalid', 'VIGIL_PLACES_PROXY_URL must be an http(s):// proxy URL.', { key: 'VIGIL_PLACES_PROXY_URL' });
+    if (!proxy.success) throw Errors.configInvalid('VIGIL_PLACES_PROXY_URL must be an http(s):// proxy URL.', 'VIGIL_PLACES_PROXY_URL');
     c.scrapers.places.proxy_url = proxy.data;
   }
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import { ApiError } from './errors.js';
+import { Errors } from './errors.js';
 
 /** Validation shared by REST, MCP and the CLI: the first zod issue becomes a 400 invalid_request naming the field. */
-export const invalid = (message: string, details: Record<string, unknown> = {}) => new ApiError(400, 'invalid_request', `Request validation failed: ${message}`, details);
+export const invalid = (message: string, details: Record<string, unknown> = {}) => Errors.invalidRequest(message, details);
 
 export function validate<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
   const parsed = schema.safeParse(value);

@@ -1,8 +1,6 @@
 import type Koa from 'koa';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
-
-const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message, {}, { 'WWW-Authenticate': 'Bearer' });
 
 /** `Authorization: Bearer <key>`: case-insensitive scheme, exactly one space, as upstream. */
 export function parseBearer(header: string | undefined): string | null {
@@ -15,8 +13,8 @@ export function parseBearer(header: string | undefined): string | null {
 export function requireApiKey(keys: ApiKeyStore): Koa.Middleware {
   return async (ctx, next) => {
     const presented = parseBearer(ctx.get('Authorization') || undefined);
-    if (!presented) throw unauthorized('A valid Bearer API key is required.');
-    if (!(await keys.verify(presented))) throw unauthorized('The API key is not valid.');
+    if (!presented) throw Errors.unauthorized('A valid Bearer API key is required.');
+    if (!(await keys.verify(presented))) throw Errors.unauthorized('The API key is not valid.');
     await next();
   };
 }

@@ -1,6 +1,6 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { ApiError, Messages, isApiError } from '../contract/errors.js';
+import { type ApiError, Errors, isApiError } from '../contract/errors.js';
 import type { AppState } from './route.js';
 
 export interface RecentError { code: string; path: string; request_id: string; status: number; at: string }
@@ -23,12 +23,12 @@ function toApiError(err: unknown): ApiError {
   if (isApiError(err)) return err;
   const e = err as { status?: number; statusCode?: number; expose?: boolean; message?: string; type?: string };
   const status = e.status ?? e.statusCode;
-  if (status === 404) return new ApiError(404, 'route_not_found', 'No route matches this path.');
-  if (status === 405 || status === 501) return new ApiError(405, 'method_not_allowed', 'The method is not allowed for this path.');
-  if (status === 413) return new ApiError(413, 'request_too_large', 'The request body is too large.');
-  if (status === 400 && e.expose) return new ApiError(400, 'invalid_request', `Request validation failed: ${e.message ?? 'bad request'}`);
-  if (status && status >= 400 && status < 500 && e.expose) return new ApiError(status, 'http_error', e.message ?? 'HTTP error');
-  return new ApiError(500, 'internal_error', Messages.internal);
+  if (status === 404) return Errors.routeNotFound();
+  if (status === 405 || status === 501) return Errors.methodNotAllowed();
+  if (status === 413) return Errors.requestTooLarge();
+  if (status === 400 && e.expose) return Errors.invalidRequest(e.message ?? 'bad request');
+  if (status && status >= 400 && status < 500 && e.expose) return Errors.httpError(status, e.message ?? 'HTTP error');
+  return Errors.internalError();
 }
 
 /**
@@ -39,7 +39,7 @@ export function errorEnvelope(log: Logger, recent: RecentErrors): Koa.Middleware
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'route_not_found', 'No route matches this path.');
+      if (ctx.status === 404 && ctx.body === undefined) throw Errors.routeNotFound();
     } catch (err) {
       const api = toApiError(err);
       if (api.status >= 500 && api.code === 'internal_error') log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { invalid, validate } from '../contract/validation.js';
 import type { AppContext } from './route.js';
 
@@ -9,7 +9,7 @@ export async function readBodyText(ctx: AppContext, maxBytes: number): Promise<s
   let size = 0;
   for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > maxBytes) throw new ApiError(413, 'request_too_large', `The request body exceeds ${maxBytes} bytes.`, { max_request_bytes: maxBytes });
+    if (size > maxBytes) throw Errors.requestTooLarge(maxBytes);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import type { AppState } from './route.js';
 
 /** x-request-id on every response, and one log line per request. Outermost, so errors carry the id too. */
@@ -27,8 +27,8 @@ export function deadline(timeoutSeconds: number): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     const controller = new AbortController();
     ctx.state.signal = controller.signal;
-    const timeoutError = new ApiError(503, 'request_timeout', `The request did not complete within ${timeoutSeconds} seconds.`);
-    const onClose = () => { if (!ctx.res.writableFinished) controller.abort(new ApiError(499, 'client_closed_request', 'The client closed the request.')); };
+    const timeoutError = Errors.requestTimeout(timeoutSeconds);
+    const onClose = () => { if (!ctx.res.writableFinished) controller.abort(Errors.clientClosedRequest()); };
     ctx.res.once('close', onClose);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
@@ -91,7 +91,7 @@ export function bodySizeLimit(maxBytes: number): Koa.Middleware {
     if (declared > maxBytes) {
       // The rest of the upload is not wanted: close the connection after answering.
       ctx.set('Connection', 'close');
-      throw new ApiError(413, 'request_too_large', `The request body exceeds ${maxBytes} bytes.`, { max_request_bytes: maxBytes });
+      throw Errors.requestTooLarge(maxBytes);
     }
     await next();
   };

@@ -1,6 +1,6 @@
 import multer from '@koa/multer';
 import type { z } from 'zod';
-import { ApiError } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import { invalid, validate } from '../contract/validation.js';
 import type { AppContext } from './route.js';
 
@@ -47,7 +47,7 @@ export async function parseMultipart<S extends z.ZodType>(ctx: AppContext, spec:
 function multerError(e: { code?: string; message?: string }, spec: MultipartSpec<z.ZodType>): ApiError {
   switch (e.code) {
     case 'LIMIT_FILE_SIZE':
-      return new ApiError(413, 'image_too_large', `An image exceeds ${spec.maxFileBytes} bytes.`, { max_image_bytes: spec.maxFileBytes });
+      return Errors.imageTooLarge({ maxBytes: spec.maxFileBytes });
     case 'LIMIT_FILE_COUNT':
       return spec.tooManyFiles?.() ?? invalid(`too many parts (at most ${spec.maxFiles} files)`);
     case 'LIMIT_PART_COUNT':

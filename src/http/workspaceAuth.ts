@@ -1,17 +1,15 @@
 import type Koa from 'koa';
-import { ApiError } from '../contract/errors.js';
-import { workspaceNotFound, type WorkspaceStore } from '../workspaces/workspaceStore.js';
+import { Errors } from '../contract/errors.js';
+import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
 import { parseBearer } from './auth.js';
 import type { AppState } from './route.js';
-
-const unauthorized = (message: string) => new ApiError(401, 'unauthorized', message, {}, { 'WWW-Authenticate': 'Bearer' });
 
 /** The workspace a Bearer workspace key (vgl_…) belongs to; 401 when missing, unknown or revoked. */
 export function workspaceOf(store: WorkspaceStore, authorization: string | undefined): string {
   const presented = parseBearer(authorization);
-  if (!presented) throw unauthorized('A valid Bearer workspace key is required.');
+  if (!presented) throw Errors.unauthorized('A valid Bearer workspace key is required.');
   const hit = store.authenticate(presented);
-  if (!hit) throw unauthorized('The workspace key is not valid.');
+  if (!hit) throw Errors.unauthorized('The workspace key is not valid.');
   return hit.workspaceId;
 }
 
@@ -24,7 +22,7 @@ export function requireWorkspaceKey(store: WorkspaceStore): Koa.Middleware<AppSt
   return async (ctx, next) => {
     const workspaceId = workspaceOf(store, ctx.get('Authorization') || undefined);
     const wanted = (ctx as unknown as { params: Record<string, string> }).params.workspace_id;
-    if (wanted !== workspaceId) throw workspaceNotFound(wanted ?? '');
+    if (wanted !== workspaceId) throw Errors.workspaceNotFound(wanted ?? '');
     ctx.state.workspaceId = workspaceId;
     await next();
   };

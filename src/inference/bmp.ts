@@ -17,7 +17,7 @@
  * (and only when the file really holds that many pixels, except for RLE where the limit applies).
  * Pixels an RLE stream never writes (delta jumps, early end of line / bitmap) are black.
  */
-import { ApiError } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 
 export const BI_RGB = 0;
 export const BI_RLE8 = 1;
@@ -67,19 +67,12 @@ export interface DecodedBmp {
   height: number;
 }
 
-const COULD_NOT_DECODE = 'The image could not be decoded.';
-
 export function invalidBmp(reason: string): ApiError {
-  return new ApiError(422, 'invalid_image', COULD_NOT_DECODE, { reason: `BMP: ${reason}` });
+  return Errors.invalidImage('undecodable', `BMP: ${reason}`);
 }
 
 export function tooManyPixelsError(width: number, height: number, maxPixels: number): ApiError {
-  return new ApiError(
-    413,
-    'image_too_large',
-    `The image is ${width}x${height} pixels; at most ${maxPixels} pixels are accepted.`,
-    { max_image_pixels: maxPixels, width, height },
-  );
+  return Errors.imageTooLarge({ maxPixels, width, height });
 }
 
 /** Shift and width of a contiguous bit mask; throws for a non-contiguous one. */

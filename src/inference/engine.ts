@@ -1,6 +1,6 @@
 import { cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { ApiError } from '../contract/errors.js';
+import { ApiError, Errors } from '../contract/errors.js';
 import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
 import { ConcurrencyLimiter } from './limiter.js';
@@ -53,9 +53,7 @@ export class InferenceEngine {
   static async start(options: EngineOptions): Promise<InferenceEngine> {
     const missing = options.providers.filter((p) => !availableProviders().includes(p));
     if (missing.length > 0) {
-      throw new ApiError(500, 'execution_provider_unavailable',
-        `Execution provider(s) ${missing.join(', ')} are not available in this onnxruntime build (available: ${availableProviders().join(', ')}). ` +
-        'Vigil does not fall back silently: fix [inference].execution_providers.', { missing, available: availableProviders() });
+      throw Errors.executionProviderUnavailable(missing, availableProviders());
     }
     const engine = new InferenceEngine(options);
     try {
@@ -90,16 +88,16 @@ export class InferenceEngine {
           this.slots.push(slot);
           resolve();
         } else if (msg.type === 'failed') {
-          reject(msg.code === 'addon_model_invalid'
-            ? new ApiError(500, msg.code, `The liveness addon's models could not be loaded: ${msg.message}`)
-            : new ApiError(500, 'model_load_failed', `Could not load the model pack: ${msg.message}`));
+          reject(msg.addonInvalid
+            ? Errors.addonModelInvalid(`The liveness addon's models could not be loaded: ${msg.message}`)
+            : Errors.modelLoadFailed(msg.message));
         } else {
           const pending = slot.pending;
           slot.pending = undefined;
           slot.busy = false;
           if (!pending) return;
           if (msg.error) {
-            const err = msg.error.internal ? new Error(msg.error.message) : new ApiError(msg.error.status, msg.error.code, msg.error.message, msg.error.details);
+            const err = msg.error.internal ? new Error(msg.error.message) : ApiError.revive(msg.error);
             pending.reject(err);
           } else pending.resolve(msg.result!);
         }
@@ -123,13 +121,13 @@ export class InferenceEngine {
 
   /** Runs one analysis; waits (FIFO) for a free worker, leaving the queue if `signal` aborts first. */
   async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
-    if (this.closed) throw new ApiError(503, 'engine_stopped', 'The inference engine is shutting down.');
+    if (this.closed) throw Errors.engineStopped();
     return this.limiter.run(() => this.dispatch(request), signal);
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
     const slot = this.slots.find((s) => !s.busy);
-    if (!slot) return Promise.reject(new ApiError(503, 'inference_unavailable', 'No inference worker is available.'));
+    if (!slot) return Promise.reject(Errors.inferenceUnavailable());
     slot.busy = true;
     const job: WorkerJob = { id: this.nextId++, request };
     return new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { ApiError, Messages } from '../contract/errors.js';
+import { ApiError, Errors } from '../contract/errors.js';
 import type { InferenceEngine } from './engine.js';
 import { passed, type LivenessResult } from './liveness.js';
 import { cosineSimilarity, type AnalyzedFace, type AnalyzeRequest, type DetectionProfile } from './pipeline.js';
@@ -13,12 +13,10 @@ export interface LivenessPolicy {
   onRegistration: boolean;
 }
 
-const DEFAULT_INPUT_REJECTED = 'Input does not meet liveness requirements. Adjust face position and retry.';
-
 /** The 422 for a selected face that failed liveness in normal mode. */
 export function livenessRejection(result: LivenessResult): ApiError {
-  if (result.status === 'input_rejected') return new ApiError(422, 'liveness_input_rejected', result.reason ?? DEFAULT_INPUT_REJECTED, { liveness: result });
-  return new ApiError(422, 'liveness_fake', 'The face did not pass the liveness check.', { liveness: result });
+  if (result.status === 'input_rejected') return Errors.livenessInputRejected(result.reason, result);
+  return Errors.livenessFake(result);
 }
 
 /** Why normal-mode liveness blocks this face, as the registration rejection reason; null when it does not. */
@@ -62,11 +60,11 @@ export class FaceService {
   async embedOne(input: { image: Uint8Array; profile?: DetectionProfile | null; checkLiveness?: boolean }, signal?: AbortSignal): Promise<AnalyzedImage & { face: AnalyzedFace & { embedding: Float32Array } }> {
     const r = await this.engine.analyze(this.request(input.image, input.profile ?? this.systemProfile, this.maxDetectedFaces, 'selected', input.checkLiveness === false ? null : 'selected'), signal);
     const face = r.faces[r.selected];
-    if (!face) throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+    if (!face) throw Errors.faceNotFound();
     if (livenessBlock(this.liveness, face)) throw livenessRejection(face.liveness!);
     if (!face.embedding) {
-      if (face.liveness) throw new ApiError(422, 'embedding_unavailable', 'The face has no usable embedding.', { liveness: face.liveness });
-      throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+      if (face.liveness) throw Errors.embeddingUnavailable(face.liveness);
+      throw Errors.faceNotFound();
     }
     return { width: r.width, height: r.height, faces: r.faces, face: face as AnalyzedFace & { embedding: Float32Array } };
   }
@@ -78,17 +76,15 @@ export class FaceService {
    */
   async embedAll(input: { image: Uint8Array; profile?: DetectionProfile | null }, signal?: AbortSignal): Promise<AnalyzedImage & { selected: number }> {
     const r = await this.engine.analyze(this.request(input.image, input.profile ?? this.systemProfile, this.maxDetectedFaces, 'all', 'all'), signal);
-    if (r.faces.length === 0) throw new ApiError(422, 'face_not_found', Messages.faceNotFound);
+    if (r.faces.length === 0) throw Errors.faceNotFound();
     return { width: r.width, height: r.height, faces: r.faces, selected: r.selected };
   }
 
   /** Why a face from `embedAll` cannot be searched (the code a single-face request would fail with), or null. */
   faceProblem(face: AnalyzedFace): { code: 'liveness_fake' | 'liveness_input_rejected' | 'embedding_unavailable'; message: string } | null {
-    if (livenessBlock(this.liveness, face)) {
-      const e = livenessRejection(face.liveness!);
-      return { code: e.code as 'liveness_fake' | 'liveness_input_rejected', message: e.message };
-    }
-    return face.embedding ? null : { code: 'embedding_unavailable', message: 'The face has no usable embedding.' };
+    // The same catalogue errors a single-face request throws, reported per face instead.
+    const e = livenessBlock(this.liveness, face) ? livenessRejection(face.liveness!) : face.embedding ? null : Errors.embeddingUnavailable(face.liveness ?? null);
+    return e ? { code: e.code as 'liveness_fake' | 'liveness_input_rejected' | 'embedding_unavailable', message: e.message } : null;
   }
 
   async compare(input: { source: Uint8Array; target: Uint8Array; threshold?: number | null; profile?: DetectionProfile | null }, signal?: AbortSignal) {
@@ -106,6 +102,6 @@ export class FaceService {
 
 /** Tells the client which image failed (the contract's details.side). */
 function withSide(e: unknown, side: 'source' | 'target'): unknown {
-  if (e instanceof ApiError && e.status < 500) return new ApiError(e.status, e.code, e.message, { ...e.details, side }, e.headers);
+  if (e instanceof ApiError && e.status < 500) return e.withDetails({ side });
   return e;
 }

@@ -23,7 +23,7 @@
  *   would reject those.
  */
 import sharp from 'sharp';
-import { ApiError, Messages } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import { decodeBmp, tooManyPixelsError } from './bmp.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'bmp';
@@ -41,8 +41,6 @@ export interface DecodeLimits {
   maxPixels: number;
 }
 
-export const EMPTY_IMAGE_MESSAGE = 'The image is empty.';
-export const UNDECODABLE_IMAGE_MESSAGE = 'The image could not be decoded.';
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -61,7 +59,7 @@ export function sniffImageFormat(bytes: Uint8Array): ImageFormat | null {
 }
 
 function undecodable(reason?: string): ApiError {
-  return new ApiError(422, 'invalid_image', UNDECODABLE_IMAGE_MESSAGE, reason ? { reason } : {});
+  return Errors.invalidImage('undecodable', reason);
 }
 
 function firstLine(e: unknown): string {
@@ -74,17 +72,12 @@ function firstLine(e: unknown): string {
  * Throws ApiError only (413 image_too_large or 422 invalid_image).
  */
 export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<DecodedImage> {
-  if (bytes.length === 0) throw new ApiError(422, 'invalid_image', EMPTY_IMAGE_MESSAGE);
+  if (bytes.length === 0) throw Errors.invalidImage('empty');
   if (bytes.length > limits.maxBytes) {
-    throw new ApiError(
-      413,
-      'image_too_large',
-      `The image is ${bytes.length} bytes; at most ${limits.maxBytes} bytes are accepted.`,
-      { max_image_bytes: limits.maxBytes },
-    );
+    throw Errors.imageTooLarge({ maxBytes: limits.maxBytes, bytes: bytes.length });
   }
   const format = sniffImageFormat(bytes);
-  if (format === null) throw new ApiError(422, 'invalid_image', Messages.invalidImage);
+  if (format === null) throw Errors.invalidImage('unsupported');
 
   const maxPixels = Math.max(1, Math.floor(limits.maxPixels));
 

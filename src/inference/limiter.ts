@@ -1,4 +1,4 @@
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 
 /**
  * FIFO limiter shared by every caller of model work (HTTP requests now, RTSP monitors later). A waiter
@@ -61,5 +61,5 @@ export class ConcurrencyLimiter {
 }
 
 function abortReason(signal: AbortSignal): unknown {
-  return signal.reason instanceof Error ? signal.reason : new ApiError(503, 'request_timeout', 'The request deadline passed while waiting for inference.');
+  return signal.reason instanceof Error ? signal.reason : Errors.requestTimeout();
 }

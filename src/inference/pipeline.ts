@@ -1,5 +1,5 @@
 import sharp from 'sharp';
-import { ApiError, Messages } from '../contract/errors.js';
+import { ApiError, Errors } from '../contract/errors.js';
 import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';
@@ -200,7 +200,7 @@ export class FacePipeline {
     const [outW, outH] = spec.input_size;
     const template = ARCFACE_TEMPLATE_112.map(([x, y]) => [(x * outW) / 112, (y * outH) / 112] as [number, number]);
     const m = estimateSimilarity(landmarks, template);
-    if (!m) throw new ApiError(422, 'face_not_found', Messages.faceNotFound, { reason: 'degenerate_landmarks' });
+    if (!m) throw Errors.faceNotFound('degenerate_landmarks');
     const data = warpToTensor(rgb, width, height, m, outW, outH, { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std });
     const session = this.models.recognizer.session;
     const t = performance.now();
@@ -211,9 +211,7 @@ export class FacePipeline {
   }
 }
 
-function livenessUnavailable(cause: string): ApiError {
-  return new ApiError(503, 'liveness_unavailable', 'The liveness check could not run, so no verdict was given. Retry later; if it persists, check the liveness addon (vigil addons verify liveness).', { cause });
-}
+const livenessUnavailable = (cause: string): ApiError => Errors.livenessUnavailable(cause);
 
 /** The face box (not the aligned face) as a square JPEG, like the reference's stored crops. */
 async function boxCrop(rgb: Uint8Array, width: number, height: number, box: [number, number, number, number], o: { size: number; quality: number }): Promise<Uint8Array> {
@@ -247,7 +245,7 @@ export function l2Normalize(v: Float32Array, dimension: number): Float32Array {
   let sq = 0;
   for (let i = 0; i < v.length; i++) sq += v[i]! * v[i]!;
   const norm = Math.sqrt(sq);
-  if (!(norm > 0) || !Number.isFinite(norm)) throw new ApiError(422, 'face_not_found', Messages.faceNotFound, { reason: 'invalid_embedding' });
+  if (!(norm > 0) || !Number.isFinite(norm)) throw Errors.faceNotFound('invalid_embedding');
   const out = new Float32Array(v.length);
   for (let i = 0; i < v.length; i++) out[i] = v[i]! / norm;
   return out;

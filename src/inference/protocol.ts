@@ -19,7 +19,7 @@ export interface WorkerJob { id: number; request: AnalyzeRequest }
 
 export type WorkerReply =
   | { type: 'ready'; loadMs: number; warmupMs: number; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
-  | { type: 'failed'; message: string; code?: string }
+  | { type: 'failed'; message: string; addonInvalid?: boolean }
   | {
       type: 'result';
       id: number;

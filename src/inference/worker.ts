@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { isApiError } from '../contract/errors.js';
+import { Errors, isApiError } from '../contract/errors.js';
 import { FacePipeline, type AnalyzeRequest, type PackSessions } from './pipeline.js';
 import { loadLivenessModels, type LivenessModel } from './livenessModel.js';
 import { ort, tunedSession, type SessionSettings } from './sessions.js';
@@ -70,7 +70,7 @@ async function loadLiveness(settings: SessionSettings): Promise<PackSessions['li
 
 function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['error'] {
   if (isApiError(e)) return { status: e.status, code: e.code, message: e.message, details: e.details };
-  return { status: 500, code: 'internal_error', message: e instanceof Error ? e.message : String(e), details: {}, internal: true };
+  return { status: 500, code: Errors.internalError.code, message: e instanceof Error ? e.message : String(e), details: {}, internal: true };
 }
 
 start().then(
@@ -86,6 +86,6 @@ start().then(
     });
   },
   (e: unknown) => port.postMessage({
-    type: 'failed', message: e instanceof Error ? e.message : String(e), ...(e instanceof AddonInvalid ? { code: 'addon_model_invalid' } : {}),
+    type: 'failed', message: e instanceof Error ? e.message : String(e), ...(e instanceof AddonInvalid ? { addonInvalid: true } : {}),
   } satisfies WorkerReply),
 );

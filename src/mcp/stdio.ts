@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ApiError } from '../contract/errors.js';
+import { ApiError, Errors } from '../contract/errors.js';
 import { createMcpServer, type ScrapeBackend, type ToolNameStyle } from './mcpServer.js';
 
 /**
@@ -16,10 +16,10 @@ export function restBackend(baseUrl: string, workspaceId: string, key: string): 
       res = await fetch(base + path, { method, signal, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body) });
     } catch (e) {
       if (signal.aborted) throw e;
-      throw new ApiError(503, 'daemon_unreachable', `The Vigil daemon at ${baseUrl} could not be reached: ${(e as Error).message}.`);
+      throw Errors.daemonUnreachable(baseUrl, (e as Error).message);
     }
     const json = (await res.json().catch(() => ({}))) as Record<string, any>;
-    if (res.status >= 400) throw new ApiError(res.status, json.error?.code ?? 'http_error', json.error?.message ?? `HTTP ${res.status}`, json.error?.details ?? {});
+    if (res.status >= 400) throw json.error?.code ? ApiError.revive({ status: res.status, code: json.error.code, message: json.error.message ?? `HTTP ${res.status}`, details: json.error.details ?? {} }) : Errors.httpError(res.status, `HTTP ${res.status}`);
     const { request_id: _id, ...run } = json;
     return { status: res.status, run };
   };

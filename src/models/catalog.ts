@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 
 const Sha256 = z.string().regex(/^[0-9a-f]{64}$/, 'expected a lowercase hex SHA-256');
 const HttpUrl = z.url({ protocol: /^https?$/ });
@@ -169,7 +169,7 @@ export const DEFAULT_MANIFEST_PATH = fileURLToPath(new URL('../../models/manifes
 export function parseCatalog(raw: unknown, origin = 'catalog'): Catalog {
   const parsed = CatalogSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new ApiError(500, 'model_catalog_invalid', `${origin} is invalid: ${z.prettifyError(parsed.error)}`);
+    throw Errors.modelCatalogInvalid(`${origin} is invalid: ${z.prettifyError(parsed.error)}`);
   }
   return parsed.data;
 }
@@ -179,13 +179,13 @@ export async function loadCatalog(path: string = DEFAULT_MANIFEST_PATH): Promise
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new ApiError(500, 'model_catalog_invalid', `cannot read model catalog ${path}: ${(err as Error).message}`);
+    throw Errors.modelCatalogInvalid(`cannot read model catalog ${path}: ${(err as Error).message}`);
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new ApiError(500, 'model_catalog_invalid', `model catalog ${path} is not JSON: ${(err as Error).message}`);
+    throw Errors.modelCatalogInvalid(`model catalog ${path} is not JSON: ${(err as Error).message}`);
   }
   return parseCatalog(raw, path);
 }
@@ -200,11 +200,7 @@ export async function resolveCatalog(catalog?: Catalog | string): Promise<Catalo
 export function getPack(catalog: Catalog, packId: string): PackSpec {
   const pack = Object.hasOwn(catalog.packs, packId) ? catalog.packs[packId] : undefined;
   if (!pack) {
-    const known = Object.keys(catalog.packs).join(', ');
-    throw new ApiError(404, 'model_pack_unknown', `unknown model pack "${packId}" (known packs: ${known})`, {
-      pack: packId,
-      known_packs: Object.keys(catalog.packs),
-    });
+    throw Errors.modelPackUnknown(packId, Object.keys(catalog.packs));
   }
   return pack;
 }
@@ -232,13 +228,13 @@ export function packFileNames(pack: PackSpec): string[] {
 
 export function getAddon(catalog: Catalog, name: AddonName): AddonSpec {
   const addon = catalog.addons[name];
-  if (!addon) throw new ApiError(500, 'model_catalog_invalid', `the model catalog defines no ${name} addon`);
+  if (!addon) throw Errors.modelCatalogInvalid(`the model catalog defines no ${name} addon`);
   return addon;
 }
 
 export function getFile(catalog: Catalog, name: string): FileSpec {
   const file = catalog.files[name];
-  if (!file) throw new ApiError(500, 'model_catalog_invalid', `catalog has no file ${name}`);
+  if (!file) throw Errors.modelCatalogInvalid(`catalog has no file ${name}`);
   return file;
 }
 
@@ -248,7 +244,7 @@ export function packLicenses(catalog: Catalog, pack: PackSpec): (LicenseEntry & 
   for (const name of packFileNames(pack)) {
     const id = getFile(catalog, name).license;
     const license = catalog.licenses[id];
-    if (!license) throw new ApiError(500, 'model_catalog_invalid', `catalog has no licence ${id}`);
+    if (!license) throw Errors.modelCatalogInvalid(`catalog has no licence ${id}`);
     const entry = byId.get(id) ?? { id, ...license, files: [] };
     entry.files.push(name);
     byId.set(id, entry);
@@ -262,7 +258,7 @@ export function packLicenses(catalog: Catalog, pack: PackSpec): (LicenseEntry & 
  */
 export function governingLicense(licenses: LicenseEntry[]): LicenseEntry {
   const chosen = licenses.find((l) => !l.commercial_use) ?? licenses[0];
-  if (!chosen) throw new ApiError(500, 'model_catalog_invalid', 'pack has no licence');
+  if (!chosen) throw Errors.modelCatalogInvalid('pack has no licence');
   const { id, name, url, commercial_use, notice } = chosen;
   return { id, name, url, commercial_use, notice };
 }

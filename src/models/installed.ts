@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import {
   DetectorSpecSchema,
   getFile,
@@ -147,21 +147,10 @@ export function describeProblems(problems: PackProblem[]): string {
 export function assertInstalled(state: PackState, modelsDir: string): asserts state is Extract<PackState, { status: 'installed' }> {
   const command = installCommand(state.id, modelsDir);
   if (state.status === 'not_installed') {
-    throw new ApiError(
-      503,
-      'model_not_installed',
-      `model pack "${state.id}" is not installed in ${state.dir}; install it with: ${command} ` +
-        `(leave out --from <mirror> to download from the catalog sources)`,
-      { pack: state.id, dir: state.dir, install_command: command },
-    );
+    throw Errors.modelNotInstalled(state.id, state.dir, command);
   }
   if (state.status === 'corrupt') {
-    throw new ApiError(
-      503,
-      'model_invalid',
-      `model pack "${state.id}" in ${state.dir} failed verification: ${describeProblems(state.problems)}; reinstall it with: ${command}`,
-      { pack: state.id, dir: state.dir, problems: state.problems, install_command: command },
-    );
+    throw Errors.modelInvalid(state.id, state.dir, state.problems, describeProblems(state.problems), command);
   }
 }
 

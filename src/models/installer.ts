@@ -5,7 +5,7 @@
  */
 import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ApiError } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import {
   getFile,
   getPack,
@@ -140,12 +140,7 @@ async function installFile(job: FileJob): Promise<FileOutcome> {
 /** Tries each origin in order; the first whose bytes verify is published over `finalPath`. */
 export async function fetchVerified(job: FileJob, finalPath: string): Promise<FileOrigin> {
   if (job.origins.length === 0) {
-    throw new ApiError(
-      503,
-      'model_source_unavailable',
-      `the catalog lists no source for ${job.name}; supply a mirror that has it with --from DIR|URL`,
-      { pack: job.packId, file: job.name },
-    );
+    throw Errors.modelSourceUnavailable(`the catalog lists no source for ${job.name}; supply a mirror that has it with --from DIR|URL`, { pack: job.packId, file: job.name });
   }
   const failures: SourceFailure[] = [];
   for (const origin of job.origins) {
@@ -181,10 +176,10 @@ function toFailure(origin: FileOrigin, err: unknown): SourceFailure {
 
 function allSourcesFailed(job: FileJob, failures: SourceFailure[]): ApiError {
   const onlyMismatches = failures.every((f) => f.kind === 'mismatch');
-  const code = onlyMismatches ? 'model_checksum_mismatch' : 'model_download_failed';
   const summary = failures.map((f) => `${f.source}: ${f.error}`).join('; ');
   const what = onlyMismatches ? 'no source provided a copy that verifies' : 'every source failed';
-  return new ApiError(502, code, `cannot install ${job.name} for pack "${job.packId}": ${what} (${summary})`, {
+  const make = onlyMismatches ? Errors.modelChecksumMismatch : Errors.modelDownloadFailed;
+  return make(`cannot install ${job.name} for pack "${job.packId}": ${what} (${summary})`, {
     pack: job.packId,
     file: job.name,
     expected_sha256: job.spec.sha256,

@@ -3,7 +3,7 @@
  * proceeds only on explicit acceptance (flag, or an interactive yes on a terminal).
  */
 import { createInterface } from 'node:readline';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import type { LicenseEntry } from './catalog.js';
 
 export interface OutStream {
@@ -43,12 +43,7 @@ export async function confirmLicense(gate: LicenseGate): Promise<void> {
   }
   // Only ask a person; a script without the flag must fail rather than hang or assume consent.
   if (gate.stdin.isTTY && gate.stdout.isTTY && (await askYesNo(gate, 'Accept these licence terms? [y/N] '))) return;
-  throw new ApiError(
-    403,
-    'license_not_accepted',
-    `the licence terms of model pack "${gate.packId}" were not accepted; read them above and re-run with --accept-license`,
-    { pack: gate.packId, licenses: gate.licenses.map((l) => l.id) },
-  );
+  throw Errors.licenseNotAccepted(gate.packId, gate.licenses.map((l) => l.id));
 }
 
 async function askYesNo(gate: LicenseGate, prompt: string): Promise<boolean> {

@@ -8,7 +8,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { npmTarballUrl, type FileSpec, type Source } from './catalog.js';
 import { extractTarMember, extractZipMember } from './extract.js';
 import { removeQuietly, streamToFile, tempPathFor, TooLargeError, type Digest } from './fsutil.js';
@@ -42,9 +42,7 @@ export async function resolveMirror(value: string): Promise<Mirror> {
   const dir = value.startsWith('file:') ? fileURLToPath(value) : resolve(value);
   const info = await stat(dir).catch(() => undefined);
   if (!info?.isDirectory()) {
-    throw new ApiError(400, 'model_source_unavailable', `mirror ${dir} is not a directory (expected a folder or an http(s) URL)`, {
-      mirror: dir,
-    });
+    throw Errors.modelSourceUnavailable(`mirror ${dir} is not a directory (expected a folder or an http(s) URL)`, { mirror: dir }, 400);
   }
   return { type: 'dir', dir };
 }

@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { readOrCreateSecretKey } from '../store/secretKeyFile.js';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 
 const PREFIX = 'v1.';
 
@@ -19,7 +19,7 @@ export class CredentialCipher {
     const path = join(dataDir, 'monitor-credentials.key');
     const key = readOrCreateSecretKey(path);
     if (key.length !== 32) {
-      throw new ApiError(500, 'monitor_key_invalid', `${path} must hold exactly 32 bytes; restore it from backup (monitor URLs cannot be decrypted without it).`);
+      throw Errors.monitorKeyInvalid(path);
     }
     return new CredentialCipher(key);
   }

@@ -41,10 +41,6 @@ export class EventRing<E extends { sequence: number }> {
     return this.items.length;
   }
 
-  get latestSequence(): number {
-    return this.latest;
-  }
-
   /**
    * No cursor, or one from another epoch: the newest `limit` events (`stream_reset` for another epoch).
    * Otherwise the events after the cursor, oldest first; `truncated` when some fell out of the ring

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Errors } from '../contract/errors.js';
 import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
 import type { FacePayload, ProcessedFrame } from './frameProcessor.js';
 import type { MonitorEventT, MonitorFaceT, MonitorStateT } from '../contract/monitors.js';
@@ -81,12 +82,12 @@ export class MonitorActivity {
   inferenceFailed(message: string): void {
     this.inferenceErrors++;
     this.faces = [];
-    this.raise('inference', 'monitor_inference_failed', `Inference failed: ${message}`, !this.errorSources.has('inference'));
+    this.raise('inference', Errors.monitorInferenceFailed(message), !this.errorSources.has('inference'));
   }
 
   sourceFailed(reason: string, retryMs: number): void {
     this.faces = [];
-    this.raise('source', 'rtsp_source_unavailable', `The RTSP source is unavailable: ${reason}. Reconnecting in ${retryMs / 1000} s.`, true);
+    this.raise('source', Errors.rtspSourceUnavailable(reason, retryMs), true);
   }
 
   /** `monitor_recovered` once every error source has cleared. */
@@ -133,7 +134,7 @@ export class MonitorActivity {
     }
   }
 
-  private raise(source: ErrorSource, code: string, message: string, emit: boolean): void {
+  private raise(source: ErrorSource, { code, message }: { code: string; message: string }, emit: boolean): void {
     this.errorSources.add(source);
     this.lastError = { code, message, occurred_at: new Date().toISOString() };
     if (emit) this.push('monitor_error', { error: { code, message } });

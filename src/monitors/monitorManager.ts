@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { CollectionService } from '../collections/collectionService.js';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import type { CursorCodec, Page } from '../store/cursors.js';
 import { toPage } from '../store/cursors.js';
 import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
@@ -10,15 +10,12 @@ import { MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
 import { redactRtspUrl } from './rtspUrl.js';
 
-export const monitorNotFound = (id: string) => new ApiError(404, 'monitor_not_found', `Monitor ${JSON.stringify(id)} was not found.`, { monitor_id: id });
-
 export interface MonitorEventPage {
   monitor_id: string; stream_epoch: string | null; events: MonitorEventT[]; oldest_sequence: number | null; latest_sequence: number;
   has_more: boolean; truncated: boolean; stream_reset: boolean; next_cursor: string;
 }
 
 const RESTART_FIELDS = ['url', 'collection_id', 'inference_fps', 'match_threshold'] as const;
-const RESTORE_FAILED = 'The Monitor could not be restored at startup.';
 
 /**
  * Monitor lifecycle: persistence, one session per enabled monitor, and the stream capacity. Every
@@ -43,19 +40,19 @@ export class MonitorManager {
 
   private record(id: string): MonitorRecord {
     const r = this.store.get(id);
-    if (!r) throw monitorNotFound(id);
+    if (!r) throw Errors.monitorNotFound(id);
     return r;
   }
 
   private deps(): SessionDeps {
     const d = this.sessionDeps();
-    if (!d) throw new ApiError(503, 'service_not_ready', 'The service is starting: models are loading. Retry shortly.');
+    if (!d) throw Errors.serviceNotReady();
     return d;
   }
 
   private claimSlot(): void {
     if (this.sessions.size >= this.maxStreams) {
-      throw new ApiError(429, 'monitor_limit_exceeded', `At most ${this.maxStreams} monitors can be enabled at once; disable or delete one first.`, { max_monitors: this.maxStreams });
+      throw Errors.monitorLimitExceeded(this.maxStreams);
     }
   }
 
@@ -67,7 +64,7 @@ export class MonitorManager {
     } catch (e) {
       session.stop();
       this.log.error({ monitor_id: record.id, err: (e as Error).message }, 'monitor pipeline could not be built');
-      throw new ApiError(500, 'monitor_start_failed', `The monitor could not start: ${(e as Error).message}. Check [monitors].pipeline and the GStreamer installation.`, { monitor_id: record.id });
+      throw Errors.monitorStartFailed(record.id, (e as Error).message);
     }
     return session;
   }
@@ -107,7 +104,7 @@ export class MonitorManager {
       inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
       event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at,
     };
-    if (!this.store.insert(record)) throw new ApiError(409, 'monitor_exists', `Monitor ${JSON.stringify(body.id)} already exists.`, { monitor_id: body.id });
+    if (!this.store.insert(record)) throw Errors.monitorExists(body.id);
     if (record.enabled) {
       let session: MonitorSession;
       try {
@@ -192,7 +189,7 @@ export class MonitorManager {
     let after: EventPosition | null = null;
     if (cursor) {
       after = parseEventPosition(this.cursors.decode(cursor, scope));
-      if (!after) throw new ApiError(400, 'invalid_cursor', 'The cursor is invalid or belongs to another list.', { reason: 'malformed' });
+      if (!after) throw Errors.invalidCursor('malformed');
     }
     const s = this.sessions.get(id);
     if (!s) {
@@ -212,9 +209,9 @@ export class MonitorManager {
   /** The session whose MJPEG preview may be watched: 409 preview_disabled, 503 stream_unavailable. */
   previewSession(id: string): MonitorSession {
     const r = this.record(id);
-    if (!r.preview_enabled) throw new ApiError(409, 'preview_disabled', `Preview is disabled for monitor ${JSON.stringify(id)}; PATCH preview_enabled=true first.`, { monitor_id: id });
+    if (!r.preview_enabled) throw Errors.previewDisabled(id);
     const s = this.sessions.get(id);
-    if (!s || !s.streaming) throw new ApiError(503, 'stream_unavailable', `Monitor ${JSON.stringify(id)} has no connected stream right now.`, { monitor_id: id, status: this.runtime(r).status });
+    if (!s || !s.streaming) throw Errors.streamUnavailable(id, this.runtime(r).status);
     return s;
   }
 
@@ -232,15 +229,11 @@ export class MonitorManager {
         this.claimSlot();
         this.sessions.set(id, this.startSession(r));
       } catch (e) {
-        this.restoreErrors.set(id, { code: 'monitor_restore_failed', message: RESTORE_FAILED, occurred_at: new Date().toISOString() });
+        this.restoreErrors.set(id, { ...Errors.monitorRestoreFailed(), occurred_at: new Date().toISOString() });
         this.log.error({ monitor_id: id, err: (e as Error).message }, 'monitor could not be restored at startup');
       }
     }
     if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
-  }
-
-  get runningCount(): number {
-    return this.sessions.size;
   }
 
   /** Stops every session and waits until none has an inference in flight. */

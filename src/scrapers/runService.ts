@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { VigilConfig } from '../config/schema.js';
-import { ApiError, isApiError } from '../contract/errors.js';
+import { Errors, isApiError } from '../contract/errors.js';
 import { scraperKind } from './kinds.js';
 import { runResource } from './runView.js';
 import type { RunFinish, RunRow, RunStore } from './runStore.js';
@@ -37,7 +37,8 @@ export class ScrapeRunService {
   start(): void {
     for (const run of this.store.active()) {
       if (run.attempts >= MAX_ATTEMPTS) {
-        this.store.finish(run.id, { status: 'failed', itemCount: 0, result: null, error: { code: 'run_interrupted', message: `The run was interrupted by ${run.attempts} service restarts and was given up.`, details: { attempts: run.attempts } } });
+        const e = Errors.runInterrupted(run.attempts);
+        this.store.finish(run.id, { status: 'failed', itemCount: 0, result: null, error: { code: e.code, message: e.message, details: e.details } });
         continue;
       }
       this.store.requeue(run.id);
@@ -52,7 +53,7 @@ export class ScrapeRunService {
 
   /** Validates, reserves quota and queues a run. The row exists before this returns. */
   submit(workspaceId: string, kind: string, request: unknown): RunRow {
-    if (this.closed) throw new ApiError(503, 'shutting_down', 'The service is stopping.');
+    if (this.closed) throw Errors.shuttingDown();
     const k = scraperKind(kind);
     k.checkConfigured(this.config);
     k.preflight(request);
@@ -149,7 +150,7 @@ export class ScrapeRunService {
       finish = this.settle(run, outcome);
     } catch (e) {
       if (this.closed) return; // stays "running": re-queued at the next start
-      const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: 'internal_error', message: 'The run failed unexpectedly.', details: {} };
+      const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: Errors.internalError.code, message: 'The run failed unexpectedly.', details: {} };
       if (!isApiError(e)) this.log.error({ err: e, run_id: id }, 'scrape run failed');
       finish = { status: 'failed', itemCount: 0, result: null, error: err };
     }

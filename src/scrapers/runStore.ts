@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import type { Db } from '../store/database.js';
 import { billingPeriod, type UsageMeter } from '../workspaces/usageMeter.js';
 import type { RunStatusT } from './scrapeResult.js';
@@ -50,11 +50,11 @@ export class RunStore {
     return this.db.transaction(() => {
       const active = (this.db.prepare("SELECT count(*) AS n FROM scrape_runs WHERE status IN ('queued', 'running')").get() as { n: number }).n;
       if (active >= input.maxActive) {
-        throw new ApiError(503, 'scrape_queue_full', `The scrape queue is full (${active} runs queued or running). Retry later.`, { max_queued_runs: input.maxActive }, { 'Retry-After': '30' });
+        throw Errors.scrapeQueueFull(active, input.maxActive);
       }
       const usage = this.meter.snapshot(input.workspaceId, period);
       if (usage.remaining <= 0) {
-        throw new ApiError(429, 'quota_exceeded', `The workspace used its ${usage.quota} items for ${period}${usage.reserved ? ` (${usage.reserved} reserved by runs in progress)` : ''}.`, {
+        throw Errors.quotaExceeded(`The workspace used its ${usage.quota} items for ${period}${usage.reserved ? ` (${usage.reserved} reserved by runs in progress)` : ''}.`, {
           quota: usage.quota, used: usage.used, reserved: usage.reserved, period, resets_at: usage.resets_at,
         });
       }
@@ -87,7 +87,7 @@ export class RunStore {
   finish(id: string, f: RunFinish): RunRow {
     return this.db.transaction(() => {
       const run = this.byId(id);
-      if (!run) throw new ApiError(404, 'run_not_found', `No run "${id}".`);
+      if (!run) throw Errors.runNotFound(id, false);
       if (run.status !== 'queued' && run.status !== 'running') return run;
       const billed = f.status === 'failed' ? 0 : Math.min(f.itemCount, run.reserved_units);
       const reviews = f.status === 'failed' ? 0 : Math.min(f.reviewCount ?? 0, run.reserved_reviews);
@@ -106,7 +106,7 @@ export class RunStore {
   /** A run of this workspace; another workspace's run is "not found", never shown. */
   get(workspaceId: string, id: string): RunRow {
     const run = this.byId(id);
-    if (!run || run.workspace_id !== workspaceId) throw new ApiError(404, 'run_not_found', `No run "${id}" in this workspace.`);
+    if (!run || run.workspace_id !== workspaceId) throw Errors.runNotFound(id);
     return run;
   }
 

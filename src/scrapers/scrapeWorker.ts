@@ -3,7 +3,7 @@ import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { VigilConfig } from '../config/schema.js';
-import { ApiError } from '../contract/errors.js';
+import { ApiError, Errors } from '../contract/errors.js';
 import type { ScrapeOutcome } from './scrapeResult.js';
 import type { WorkerReply, WorkerRequest } from './workerProtocol.js';
 
@@ -26,16 +26,12 @@ export class ScrapeWorker {
   }
 
   run(id: string, kind: string, request: unknown, limit: number, reviewLimit = 0): Promise<ScrapeOutcome> {
-    if (this.closed) return Promise.reject(new ApiError(503, 'shutting_down', 'The service is stopping.'));
+    if (this.closed) return Promise.reject(Errors.shuttingDown());
     const child = this.ensure();
     return new Promise<ScrapeOutcome>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       this.post(child, { type: 'run', id, kind, request, limit, reviewLimit });
     });
-  }
-
-  cancel(id: string): void {
-    if (this.child) this.post(this.child, { type: 'cancel', id });
   }
 
   /** Stops the child. Runs in flight stay "running" in SQLite and are re-queued at the next start. */
@@ -72,7 +68,7 @@ export class ScrapeWorker {
       if (!p) return;
       this.pending.delete(m.id);
       if (m.type === 'done') p.resolve(m.outcome);
-      else p.reject(new ApiError(502, m.error.code, m.error.message, m.error.details));
+      else p.reject(ApiError.revive({ status: 502, ...m.error }));
     });
     child.on('exit', (code, signal) => {
       if (this.child === child) this.child = null;
@@ -80,7 +76,7 @@ export class ScrapeWorker {
       this.log.error({ code, signal, runs: [...this.pending.keys()] }, 'scrape worker exited');
       for (const [id, p] of this.pending) {
         this.pending.delete(id);
-        p.reject(new ApiError(500, 'worker_crashed', 'The scrape worker process exited during the run.', { exit_code: code, signal }));
+        p.reject(Errors.workerCrashed(code, signal));
       }
     });
     this.post(child, { type: 'init', config: this.config });

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import { ApiError } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 
 /** undici / socket error codes worth another attempt; the timeouts among them are reported as such. */
 const RETRY_ERRORS = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN']);
@@ -16,8 +16,8 @@ export const isRetryableTransportError = (e: unknown): boolean => RETRY_ERRORS.h
  */
 export function transportError(e: unknown, o: { upstream: string; timeoutMs: number; attempts: number; path: string; viaProxy?: boolean }): ApiError {
   const code = errorCode(e);
-  if (TIMEOUT_ERRORS.has(code)) return new ApiError(504, 'upstream_timeout', `${o.upstream} did not answer within ${o.timeoutMs / 1000} s (${o.attempts} attempts).`, { path: o.path });
-  return new ApiError(502, 'upstream_unreachable', `${o.upstream} could not be reached${o.viaProxy ? ' through the proxy' : ''}: ${code || (e as Error).message}.`, { path: o.path });
+  if (TIMEOUT_ERRORS.has(code)) return Errors.upstreamTimeout(`${o.upstream} did not answer within ${o.timeoutMs / 1000} s (${o.attempts} attempts).`, { path: o.path });
+  return Errors.upstreamUnreachable(`${o.upstream} could not be reached${o.viaProxy ? ' through the proxy' : ''}: ${code || (e as Error).message}.`, { path: o.path });
 }
 
 /** Full jitter, doubling: [0, 2) × base for the first retry, [2, 4) × base for the second (prawcore's schedule). */

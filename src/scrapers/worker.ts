@@ -3,19 +3,16 @@
  * holds their HTTP clients; SQLite, quotas and billing stay in the parent.
  */
 import type { VigilConfig } from '../config/schema.js';
-import { isApiError } from '../contract/errors.js';
+import { Errors, isApiError } from '../contract/errors.js';
 import { scraperKind } from './kinds.js';
 import type { ScrapeRunner } from './registry.js';
 import type { WorkerReply, WorkerRequest } from './workerProtocol.js';
 
 let config: VigilConfig | null = null;
 const runners = new Map<string, Promise<{ run: ScrapeRunner; close(): Promise<void> }>>();
-const running = new Map<string, AbortController>();
 const send = (m: WorkerReply) => process.send?.(m);
 
 async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
-  const controller = new AbortController();
-  running.set(m.id, controller);
   try {
     const kind = scraperKind(m.kind);
     let runner = runners.get(m.kind);
@@ -23,20 +20,17 @@ async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
       runner = kind.createRunner(config!);
       runners.set(m.kind, runner);
     }
-    const outcome = await (await runner).run(m.request, { limit: m.limit, reviewLimit: m.reviewLimit, signal: controller.signal });
+    const outcome = await (await runner).run(m.request, { limit: m.limit, reviewLimit: m.reviewLimit, signal: new AbortController().signal });
     send({ type: 'done', id: m.id, outcome });
   } catch (e) {
-    const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: 'scrape_failed', message: `The scraper failed: ${(e as Error).message}`, details: {} };
+    const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: Errors.scrapeFailed.code, message: Errors.scrapeFailed((e as Error).message).message, details: {} };
     send({ type: 'error', id: m.id, error: err });
-  } finally {
-    running.delete(m.id);
   }
 }
 
 process.on('message', (m: WorkerRequest) => {
   if (m.type === 'init') config = m.config;
   else if (m.type === 'run') void run(m);
-  else if (m.type === 'cancel') running.get(m.id)?.abort(new Error('cancelled'));
 });
 // The parent went away: nothing here is state worth keeping (runs are re-queued from SQLite).
 process.on('disconnect', () => process.exit(0));

@@ -3,8 +3,7 @@ import type { ScrapeOutcome } from './scrapeResult.js';
 
 export type WorkerRequest =
   | { type: 'init'; config: VigilConfig }
-  | { type: 'run'; id: string; kind: string; request: unknown; limit: number; reviewLimit: number }
-  | { type: 'cancel'; id: string };
+  | { type: 'run'; id: string; kind: string; request: unknown; limit: number; reviewLimit: number };
 
 export type WorkerReply =
   | { type: 'ready' }

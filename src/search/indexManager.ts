@@ -1,5 +1,5 @@
 import type { CollectionT, SearchProfile } from '../contract/collections.js';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { CollectionIndex, type IndexRow } from './collectionIndex.js';
 import { profileCodec } from './profiles.js';
 
@@ -69,7 +69,7 @@ export class SearchIndexes {
       e.index = null;
       e.state = 'failed';
       e.lastError = err instanceof Error ? err.message : String(err);
-      throw new ApiError(503, 'search_index_unavailable', 'The search index of this collection could not be built.', { collection_id: c.id, reason: e.lastError });
+      throw Errors.searchIndexUnavailable(c.id, e.lastError);
     }
   }
 
@@ -90,8 +90,7 @@ export class SearchIndexes {
       try {
         this.build(after, e);
       } catch {
-        throw new ApiError(503, 'search_index_unavailable', 'The write was saved but the search index could not be updated; it will be rebuilt on next use.',
-          { write_committed: true, collection_id: after.id, revision: after.search_revision });
+        throw Errors.searchIndexUnavailable(after.id, { revision: after.search_revision });
       }
     }
   }

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
 import { readOrCreateSecretKey } from './secretKeyFile.js';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 
 const MAX_TOKEN = 2048;
 const b64 = (b: Buffer) => b.toString('base64url');
@@ -28,7 +28,7 @@ export class CursorCodec {
   static open(dataDir: string): CursorCodec {
     const path = join(dataDir, 'cursor.key');
     const secret = readOrCreateSecretKey(path);
-    if (secret.length < 32) throw new ApiError(500, 'cursor_key_invalid', `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).`);
+    if (secret.length < 32) throw Errors.cursorKeyInvalid(path);
     return new CursorCodec(secret);
   }
 
@@ -43,7 +43,7 @@ export class CursorCodec {
 
   /** The `after` key of a token issued for `scope`; 400 invalid_cursor otherwise. */
   decode(token: string, scope: string): string {
-    const bad = (why: string) => new ApiError(400, 'invalid_cursor', 'The cursor is invalid or belongs to another list.', { reason: why });
+    const bad = (why: string) => Errors.invalidCursor(why);
     if (token.length > MAX_TOKEN) throw bad('too_long');
     const [p, s, extra] = token.split('.');
     if (p === undefined || s === undefined || extra !== undefined) throw bad('malformed');

@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import { tryLockFile } from '../system/lockFile.js';
 
 export type Db = Database.Database;
@@ -86,6 +86,6 @@ function acquireProcessLock(lockPath: string): () => void {
   const lock = tryLockFile(lockPath);
   if ('release' in lock) return lock.release;
   const who = lock.heldBy === process.pid ? 'This process already holds' : `Another Vigil process (pid ${lock.heldBy}) is using this data directory:`;
-  throw new ApiError(500, 'data_dir_locked', `${who} ${lockPath}.`, { pid: lock.heldBy });
+  throw Errors.dataDirLocked(`${who} ${lockPath}.`, lock.heldBy);
 }
 

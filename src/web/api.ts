@@ -2,6 +2,11 @@
  * The API client. The key lives only in this module variable: never in storage, cookies or URLs, so it is
  * gone when the tab closes. Images and the MJPEG preview are fetched with the same Bearer header.
  */
+import type { z } from 'zod';
+
+/** A response body as the server's zod schema declares it (types only: nothing of the server is bundled). */
+export type Wire<S extends z.ZodType> = z.output<S>;
+
 let apiKey: string | null = null;
 let onUnauthorized: (() => void) | null = null;
 
@@ -46,7 +51,7 @@ export async function send(path: string, init: RequestInit = {}): Promise<Respon
 }
 
 /** JSON request; FormData bodies go as multipart. Returns the parsed body (null for 204). */
-export async function api<T = any>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+export async function api<T = unknown>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
   const init: RequestInit = { method, signal };
   if (body instanceof FormData) init.body = body;
   else if (body !== undefined) {

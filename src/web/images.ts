@@ -1,7 +1,9 @@
+import type { LivenessResult, PixelBox as PixelBoxSchema } from '../contract/faces.js';
+import type { Wire } from './api.js';
 import { h } from './dom.js';
 
-export interface Liveness { status: 'ok' | 'input_rejected'; is_live: boolean | null; live_score: number | null; reason?: string }
-export interface PixelBox { x: number; y: number; width: number; height: number }
+export type Liveness = Wire<typeof LivenessResult>;
+export type PixelBox = Wire<typeof PixelBoxSchema>;
 
 export function livenessText(l: Liveness | undefined | null): string | null {
   if (!l) return null;

@@ -29,10 +29,6 @@ export interface UsageSnapshot {
 export class UsageMeter {
   constructor(private readonly db: Db, private readonly defaultQuota: number, private readonly defaultReviewQuota = 0) {}
 
-  quotaOf(workspaceId: string): number {
-    return this.quotas(workspaceId).items;
-  }
-
   /** Items and reviews per month: the workspace's overrides, else the deployment defaults. */
   quotas(workspaceId: string): { items: number; reviews: number } {
     const row = this.db.prepare('SELECT monthly_item_quota AS q, monthly_review_quota AS r FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null; r: number | null } | undefined;

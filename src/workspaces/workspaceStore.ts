@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { ApiError } from '../contract/errors.js';
+import { Errors } from '../contract/errors.js';
 import type { Db } from '../store/database.js';
 
 export interface Workspace { id: string; name: string; monthly_item_quota: number | null; monthly_review_quota: number | null; created_at: string }
@@ -19,15 +19,15 @@ export class WorkspaceStore {
 
   create(input: { id?: string; name: string; monthlyItemQuota?: number | null; monthlyReviewQuota?: number | null }): Workspace {
     const id = input.id ?? `ws_${randomBytes(6).toString('hex')}`;
-    if (!WORKSPACE_ID.test(id)) throw new ApiError(400, 'invalid_request', 'A workspace id is 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit.');
+    if (!WORKSPACE_ID.test(id)) throw Errors.invalidRequest({ exact: 'A workspace id is 1-63 characters of a-z, 0-9, "_" or "-", starting with a letter or digit.' });
     for (const [what, q] of [['item', input.monthlyItemQuota], ['review', input.monthlyReviewQuota]] as const) {
-      if (q != null && (!Number.isInteger(q) || q < 0)) throw new ApiError(400, 'invalid_request', `The monthly ${what} quota must be a non-negative integer.`);
+      if (q != null && (!Number.isInteger(q) || q < 0)) throw Errors.invalidRequest({ exact: `The monthly ${what} quota must be a non-negative integer.` });
     }
     const ws: Workspace = { id, name: input.name, monthly_item_quota: input.monthlyItemQuota ?? null, monthly_review_quota: input.monthlyReviewQuota ?? null, created_at: new Date().toISOString() };
     try {
       this.db.prepare('INSERT INTO workspaces (id, name, monthly_item_quota, monthly_review_quota, created_at) VALUES (@id, @name, @monthly_item_quota, @monthly_review_quota, @created_at)').run(ws);
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw new ApiError(409, 'workspace_exists', `Workspace "${id}" already exists.`);
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw Errors.workspaceExists(id);
       throw e;
     }
     return ws;
@@ -39,7 +39,7 @@ export class WorkspaceStore {
 
   require(id: string): Workspace {
     const ws = this.get(id);
-    if (!ws) throw workspaceNotFound(id);
+    if (!ws) throw Errors.workspaceNotFound(id);
     return ws;
   }
 
@@ -83,8 +83,8 @@ export class WorkspaceStore {
   revokeKey(keyId: string): WorkspaceKey {
     const res = this.db.prepare('UPDATE workspace_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(new Date().toISOString(), keyId);
     const key = this.db.prepare('SELECT id, workspace_id, label, prefix, created_at, last_used_at, revoked_at FROM workspace_keys WHERE id = ?').get(keyId) as WorkspaceKey | undefined;
-    if (!key) throw new ApiError(404, 'key_not_found', `No workspace key "${keyId}".`);
-    if (res.changes === 0) throw new ApiError(409, 'key_already_revoked', `Key "${keyId}" was already revoked.`);
+    if (!key) throw Errors.keyNotFound(keyId);
+    if (res.changes === 0) throw Errors.keyAlreadyRevoked(keyId);
     return key;
   }
 
@@ -101,4 +101,3 @@ export class WorkspaceStore {
   }
 }
 
-export const workspaceNotFound = (id: string) => new ApiError(404, 'workspace_not_found', `Workspace "${id}" does not exist or this key does not belong to it.`);

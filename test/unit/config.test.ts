@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/contract/errors.js';
+import { OperatorError } from '../../src/contract/errors.js';
 import { loadConfig } from '../../src/config/load.js';
 import { inputSizesProblem } from '../../src/config/schema.js';
 
@@ -16,10 +16,10 @@ function tomlFile(text: string): string {
   return p;
 }
 
-function configError(t: import('ava').ExecutionContext, fn: () => unknown): ApiError {
+function configError(t: import('ava').ExecutionContext, fn: () => unknown): OperatorError {
   const err = t.throws(fn);
-  t.true(err instanceof ApiError, `not an ApiError: ${String(err)}`);
-  return err as ApiError;
+  t.true(err instanceof OperatorError, `not an OperatorError: ${String(err)}`);
+  return err as OperatorError;
 }
 
 test('defaults without a file', (t) => {

@@ -3,7 +3,7 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/contract/errors.js';
+import { ApiError, OperatorError } from '../../src/contract/errors.js';
 import { CursorCodec, toPage } from '../../src/store/cursors.js';
 
 const root = mkdtempSync(join(tmpdir(), 'vigil-cursor-test-'));
@@ -172,8 +172,7 @@ test('open creates cursor.key with 32 bytes, mode 0600, and reuses it', (t) => {
 test('open rejects a key file shorter than 32 bytes with cursor_key_invalid', (t) => {
   const dir = freshDir();
   writeFileSync(join(dir, 'cursor.key'), Buffer.alloc(31, 1), { mode: 0o600 });
-  const err = t.throws(() => CursorCodec.open(dir), { instanceOf: ApiError });
-  t.is(err?.status, 500);
+  const err = t.throws(() => CursorCodec.open(dir), { instanceOf: OperatorError });
   t.is(err?.code, 'cursor_key_invalid');
 });
 

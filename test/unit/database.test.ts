@@ -2,7 +2,7 @@ import test from 'ava';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/contract/errors.js';
+import { OperatorError } from '../../src/contract/errors.js';
 import { migrate, openDatabase, quickCheck } from '../../src/store/database.js';
 
 const root = mkdtempSync(join(tmpdir(), 'vigil-db-test-'));
@@ -111,8 +111,8 @@ test('a second openDatabase on the same dir while the first is open throws data_
   const first = openDatabase(dir);
   try {
     const err = t.throws(() => openDatabase(dir));
-    t.true(err instanceof ApiError);
-    t.is((err as ApiError).code, 'data_dir_locked');
+    t.true(err instanceof OperatorError);
+    t.is((err as OperatorError).code, 'data_dir_locked');
     // The failed attempt must not have removed the holder's lock.
     t.is(readFileSync(join(dir, 'vigil.db.lock'), 'utf8'), String(process.pid));
   } finally {
@@ -129,8 +129,8 @@ test('a lock held by another running process is refused with its pid', (t) => {
   const other = process.ppid; // alive while this test runs
   writeFileSync(join(dir, 'vigil.db.lock'), String(other));
   const err = t.throws(() => openDatabase(dir));
-  t.is((err as ApiError).code, 'data_dir_locked');
-  t.is((err as ApiError).details.pid, other);
+  t.is((err as OperatorError).code, 'data_dir_locked');
+  t.is((err as OperatorError).details.pid, other);
   t.regex((err as Error).message, new RegExp(`pid ${other}`));
   t.is(readFileSync(join(dir, 'vigil.db.lock'), 'utf8'), String(other), 'foreign lock left alone');
 });

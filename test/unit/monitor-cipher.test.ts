@@ -2,7 +2,7 @@ import test from 'ava';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiError } from '../../src/contract/errors.js';
+import { OperatorError } from '../../src/contract/errors.js';
 import { CredentialCipher } from '../../src/monitors/credentialCipher.js';
 
 test('the key file is created once, 32 bytes, mode 0600, and reused', (t) => {
@@ -35,7 +35,7 @@ test('v1 tokens: random nonce, bound to the monitor id, tamper-evident', (t) => 
 test('a key file of the wrong size is refused, never replaced', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-cipher-'));
   writeFileSync(join(dir, 'monitor-credentials.key'), Buffer.alloc(16));
-  const err = t.throws(() => CredentialCipher.open(dir), { instanceOf: ApiError });
+  const err = t.throws(() => CredentialCipher.open(dir), { instanceOf: OperatorError });
   t.is(err?.code, 'monitor_key_invalid');
   t.is(readFileSync(join(dir, 'monitor-credentials.key')).length, 16);
 });

@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import { readBodyText } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
@@ -21,7 +21,7 @@ function assertOriginAllowed(ctx: AppContext, corsOrigins: string[]): void {
   }
   const same = parsed !== null && parsed.origin === origin && parsed.host === ctx.host && parsed.protocol === `${ctx.protocol}:`;
   if (same || (parsed !== null && corsOrigins.includes(origin))) return;
-  throw new ApiError(403, 'origin_not_allowed', 'This action is only accepted from the same origin or a configured CORS origin.', { origin });
+  throw Errors.originNotAllowed(origin);
 }
 
 export function addonRoutes(rt: Runtime): RouteSpec[] {
@@ -42,7 +42,7 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'application/json', schema: EmptyBody },
       success: { status: 202, schema: LivenessManagementResponse },
       handler: async (ctx) => {
-        if (!ctx.is('application/json')) throw new ApiError(415, 'json_required', 'Send Content-Type: application/json with the body {}.');
+        if (!ctx.is('application/json')) throw Errors.jsonRequired();
         const text = await readBodyText(ctx, 1024);
         let body: unknown;
         try {
@@ -50,7 +50,7 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
         } catch {
           body = undefined;
         }
-        if (!EmptyBody.safeParse(body).success || Array.isArray(body)) throw new ApiError(400, 'invalid_addon_request', 'The body must be exactly {}.');
+        if (!EmptyBody.safeParse(body).success || Array.isArray(body)) throw Errors.invalidAddonRequest();
         assertOriginAllowed(ctx, config.server.cors_origins);
         const status = await rt.liveness.enable();
         ctx.status = 202;

@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import type { z } from 'zod';
 import { CollectionCreate, CollectionPatch, isValidPersonId, PersonPatch, type CollectionCreateT, type CollectionPatchT, type PersonPatchT } from '../../contract/collections.js';
 import type { RegistrationInput } from '../../collections/personService.js';
@@ -22,7 +22,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       fields: schema, requiredFiles: [],
       // Per-image size is a per-image rejection in registration, so parts may be as large as the body limit.
       maxFileBytes: s.max_request_bytes, maxFiles: s.max_registration_images,
-      tooManyFiles: () => new ApiError(400, 'too_many_images', `At most ${s.max_registration_images} images per request.`, { max_images: s.max_registration_images }),
+      tooManyFiles: () => Errors.tooManyImages(s.max_registration_images),
     }) as Promise<{ fields: F; files: UploadedFile[] }>;
   const images = (files: UploadedFile[]) => files.filter((f) => f.field === 'images').map((f) => ({ filename: f.filename, bytes: f.bytes }));
   const registration = (fields: { review_mode: RegistrationInput['reviewMode']; embedding_mode: RegistrationInput['embeddingMode']; external_embeddings?: string | null; embedding_contract_id?: string | null }) => ({
@@ -83,14 +83,14 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
         requireInference(rt);
         const { fields, files } = await registrationForm<z.infer<typeof CreatePersonBody>>(ctx, CreatePersonBody.omit({ images: true }));
         const personId = fields.id ?? crypto.randomUUID();
-        if (!isValidPersonId(personId)) throw new ApiError(400, 'invalid_person_id', 'id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$.', { person_id: personId });
+        if (!isValidPersonId(personId)) throw Errors.invalidPersonId(personId);
         let metadata: unknown;
         try {
           metadata = JSON.parse(fields.metadata);
         } catch {
-          throw new ApiError(400, 'invalid_metadata', 'metadata must be a JSON object (sent as a string field).');
+          throw Errors.invalidMetadata();
         }
-        if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) throw new ApiError(400, 'invalid_metadata', 'metadata must be a JSON object (sent as a string field).');
+        if (!metadata || typeof metadata !== 'object' || Array.isArray(metadata)) throw Errors.invalidMetadata();
         const r = await persons.createPerson({
           collectionId: ctx.params.collection_id!, images: images(files), ...registration(fields),
           person: { id: personId, name: fields.name ?? null, external_id: fields.external_id ?? null, metadata: metadata as Record<string, unknown> },
@@ -181,7 +181,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
         const inf = requireInference(rt);
         const { fields, files } = await parseMultipart(ctx, { fields: SearchBody.omit({ image: true }), requiredFiles: ['image'], maxFileBytes: s.max_image_bytes, maxFiles: 1 });
         if (fields.face_selection !== undefined && fields.face_selection !== null) {
-          throw new ApiError(400, 'request_detection_override_not_supported', 'face_selection is no longer supported; the collection detection profile selects the face.', { field: 'face_selection' });
+          throw Errors.requestDetectionOverrideNotSupported('face_selection', 'the collection detection profile selects the face.');
         }
         const t0 = performance.now();
         const query = { collectionId: ctx.params.collection_id!, image: files[0]!.bytes, limit: fields.limit, threshold: fields.threshold };

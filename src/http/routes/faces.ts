@@ -1,13 +1,10 @@
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import { parseMultipart } from '../multipart.js';
 import { requireInference } from '../ready.js';
 import { CompareBody, CompareResponse, DetectBody, DetectResponse, EmbeddingsBody, EmbeddingsResponse } from '../../contract/faces.js';
 import { faceObservation, processingMs } from '../../inference/observation.js';
-
-const overrideNotSupported = (field: string, instead: string) =>
-  new ApiError(400, 'request_detection_override_not_supported', `${field} is no longer supported; ${instead}`, { field });
 
 export function faceRoutes(rt: Runtime): RouteSpec[] {
   const s = rt.loaded.config.server;
@@ -21,7 +18,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
       handler: async (ctx) => {
         const inf = requireInference(rt);
         const { fields, files } = await parseMultipart(ctx, { fields: DetectBody.omit({ image: true }), ...limits(['image']) });
-        if (fields.min_score !== undefined && fields.min_score !== null) throw overrideNotSupported('min_score', 'set the detection threshold in the server or collection detection profile.');
+        if (fields.min_score !== undefined && fields.min_score !== null) throw Errors.requestDetectionOverrideNotSupported('min_score', 'set the detection threshold in the server or collection detection profile.');
         const t0 = performance.now();
         const r = await inf.faces.detect({ image: files[0]!.bytes, maxFaces: fields.max_faces, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
         ctx.body = { request_id: ctx.state.requestId, faces: r.faces.map((f) => faceObservation(f, r.width, r.height)), processing_ms: processingMs(t0) };
@@ -54,7 +51,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
       handler: async (ctx) => {
         const inf = requireInference(rt);
         const { fields, files } = await parseMultipart(ctx, { fields: EmbeddingsBody.omit({ image: true }), ...limits(['image']) });
-        if (fields.face_selection !== undefined && fields.face_selection !== null) throw overrideNotSupported('face_selection', 'the collection or server detection profile selects the face.');
+        if (fields.face_selection !== undefined && fields.face_selection !== null) throw Errors.requestDetectionOverrideNotSupported('face_selection', 'the collection or server detection profile selects the face.');
         const t0 = performance.now();
         const r = await inf.faces.embedOne({ image: files[0]!.bytes, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
         ctx.body = { request_id: ctx.state.requestId, faces: [faceObservation(r.face, r.width, r.height, { embedding: true })], model: inf.model, processing_ms: processingMs(t0) };

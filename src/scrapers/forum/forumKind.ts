@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import type { VigilConfig } from '../../config/schema.js';
 import { registerScraperKind, type ScraperKind } from '../registry.js';
 import { forumItemKey, ForumItem } from './items.js';
@@ -28,9 +28,9 @@ export const forumKind: ScraperKind = {
   preflight: (r) => { planSources(r as ForumScrapeRequestT); },
   checkConfigured(config) {
     const f = config.scrapers.forum;
-    if (!f.enabled) throw new ApiError(503, 'scraper_disabled', 'The forum scraper is disabled on this deployment ([scrapers.forum] enabled = false).');
+    if (!f.enabled) throw Errors.scraperDisabled('forum');
     if (f.auth_mode === 'oauth' && (!f.client_id || !f.client_secret)) {
-      throw new ApiError(503, 'scraper_not_configured', 'The forum scraper has no Reddit credentials: set VIGIL_REDDIT_CLIENT_ID and VIGIL_REDDIT_CLIENT_SECRET (or [scrapers.forum] client_id/client_secret).');
+      throw Errors.scraperNotConfigured();
     }
   },
   async createRunner(config) {

@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import { runSources, type ScrapeOutcome, type SourceReportT } from '../scrapeResult.js';
 import { mapComment, mapCommunity, mapPost, mapUser, type ForumCommentT, type ForumItemT } from './items.js';
 import type { RedditClient } from './redditClient.js';
@@ -15,7 +15,7 @@ const MORE_CHUNK = 100;
 const RUN_WIDE = new Set(['upstream_blocked', 'upstream_auth_failed', 'scraper_not_configured']);
 
 const asObj = (v: unknown): Raw | null => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Raw) : null);
-const badShape = (what: string) => new ApiError(502, 'upstream_error', `Reddit answered with an unexpected document (${what}).`);
+const badShape = (what: string) => Errors.upstreamError(`Reddit answered with an unexpected document (${what}).`);
 
 function asListing(v: unknown): Listing {
   const o = asObj(v);
@@ -100,7 +100,7 @@ export class ForumScraper {
         const doc = await this.client.get(`/comments/${source.postId}`, { sort: commentSort(this.req.sort), limit: this.commentLimit() }, this.signal);
         if (!Array.isArray(doc) || doc.length < 2) throw badShape('expected [post listing, comment listing]');
         const post = asListing(doc[0]).children.find((c) => c.kind === 't3');
-        if (!post) throw new ApiError(404, 'not_found', 'The post does not exist (or was removed).');
+        if (!post) throw Errors.notFound('The post does not exist (or was removed).');
         await this.post(post.data, report, { tree: asListing(doc[1]) });
         return;
       }
@@ -116,7 +116,7 @@ export class ForumScraper {
       }
       case 'user': {
         const about = asThing(await this.client.get(`/user/${source.name}/about`, {}, this.signal), 't2');
-        if (about.is_suspended === true) throw new ApiError(403, 'user_suspended', `The account u/${source.name} is suspended.`);
+        if (about.is_suspended === true) throw Errors.userSuspended(source.name);
         if (asObj(about.subreddit)?.over_18 === true && !this.req.include_nsfw) this.filtered(report, 'nsfw');
         else this.emit(mapUser(about, this.scrapedAt), report);
         await this.pages(`/user/${source.name}/${source.section}`, { sort: source.sort, t: source.t ?? undefined }, source, report);
@@ -251,7 +251,7 @@ export class ForumScraper {
         if (chunk.length === 0) continue;
         const doc = asObj(asObj(await this.client.moreChildren(linkId, chunk, sort, this.signal))?.json);
         const errors = doc?.errors;
-        if (Array.isArray(errors) && errors.length) throw new ApiError(502, 'upstream_error', `Reddit refused /api/morechildren: ${JSON.stringify(errors[0])}.`);
+        if (Array.isArray(errors) && errors.length) throw Errors.upstreamError(`Reddit refused /api/morechildren: ${JSON.stringify(errors[0])}.`);
         const things = asObj(doc?.data)?.things;
         if (!Array.isArray(things)) throw badShape('morechildren without data.things');
         walk(things.filter((t): t is Thing => !!asObj(t) && !!asObj((t as Thing).data)));

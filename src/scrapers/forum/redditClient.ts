@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
-import { ApiError } from '../../contract/errors.js';
+import { type ApiError, Errors } from '../../contract/errors.js';
 import { TokenBucket } from '../tokenBucket.js';
 import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { headerDelaySeconds, parseRateLimitHeaders } from './rateLimiter.js';
@@ -28,7 +28,7 @@ export interface RedditClientStats { requests: number; retries: number; tokenFet
 const RETRY_STATUSES = new Set([408, 500, 502, 503, 504, 520, 522]);
 
 const blocked = (message: string, details: Record<string, unknown> = {}) =>
-  new ApiError(502, 'upstream_blocked', message, details);
+  Errors.upstreamBlocked(message, details);
 
 /** Seconds from Retry-After (delta seconds or an HTTP date). */
 export function retryAfterSeconds(value: string | undefined, now = Date.now()): number | null {
@@ -56,7 +56,7 @@ export class RedditClient {
 
   constructor(private readonly o: RedditClientOptions) {
     if (o.authMode === 'oauth' && (!o.clientId || !o.clientSecret)) {
-      throw new ApiError(503, 'scraper_not_configured', 'The forum scraper has no Reddit credentials: set [scrapers.forum] client_id/client_secret or VIGIL_REDDIT_CLIENT_ID/VIGIL_REDDIT_CLIENT_SECRET.');
+      throw Errors.scraperNotConfigured();
     }
     this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
     this.dispatcher = new Agent({ connections: 4, headersTimeout: o.requestTimeoutMs, bodyTimeout: o.requestTimeoutMs, connectTimeout: o.requestTimeoutMs });
@@ -120,7 +120,7 @@ export class RedditClient {
         try {
           return JSON.parse(body) as unknown;
         } catch {
-          throw new ApiError(502, 'upstream_error', 'Reddit answered with invalid JSON.', { path });
+          throw Errors.upstreamError('Reddit answered with invalid JSON.', { path });
         }
       }
       if (status === 401 && this.o.authMode === 'oauth' && !refreshed) {
@@ -140,7 +140,7 @@ export class RedditClient {
           await sleep(waitS * 1000, undefined, { signal });
           continue;
         }
-        throw new ApiError(429, 'upstream_rate_limited', `Reddit rate-limited this credential (retry after ${Math.ceil(waitS)} s).`, { retry_after_seconds: Math.ceil(waitS), path });
+        throw Errors.upstreamRateLimited(Math.ceil(waitS), path);
       }
       if (RETRY_STATUSES.has(status) && attempt < this.o.maxRetries) {
         await this.backoff(attempt, signal);
@@ -166,14 +166,14 @@ export class RedditClient {
       this.blockedError = e;
       return e;
     }
-    if (status === 403 && reason === 'private') return new ApiError(403, 'community_private', 'The community is private.', { path });
-    if (status === 403 && reason === 'quarantined') return new ApiError(403, 'community_quarantined', 'The community is quarantined (app-only access cannot opt in).', { path });
-    if (status === 403) return new ApiError(403, 'upstream_forbidden', `Reddit refused access (${reason ?? 'forbidden'}).`, { path, reason });
-    if (status === 404 && reason === 'banned') return new ApiError(404, 'community_banned', 'The community is banned.', { path });
-    if (status === 404 || (status >= 300 && status < 400)) return new ApiError(404, 'not_found', 'Reddit has nothing at this address.', { path });
-    if (status >= 500 || RETRY_STATUSES.has(status)) return new ApiError(502, 'upstream_unavailable', `Reddit answered HTTP ${status} after ${this.o.maxRetries + 1} attempts.`, { status, path });
-    if (status === 401) return new ApiError(502, 'upstream_auth_failed', 'Reddit rejected the access token twice.', { path });
-    return new ApiError(502, 'upstream_error', `Reddit answered HTTP ${status}${typeof json?.message === 'string' ? ` (${json.message})` : ''}.`, { status, path });
+    if (status === 403 && reason === 'private') return Errors.communityPrivate(path);
+    if (status === 403 && reason === 'quarantined') return Errors.communityQuarantined(path);
+    if (status === 403) return Errors.upstreamForbidden(reason ?? undefined, path);
+    if (status === 404 && reason === 'banned') return Errors.communityBanned(path);
+    if (status === 404 || (status >= 300 && status < 400)) return Errors.notFound('Reddit has nothing at this address.', { path });
+    if (status >= 500 || RETRY_STATUSES.has(status)) return Errors.upstreamUnavailable(`Reddit answered HTTP ${status} after ${this.o.maxRetries + 1} attempts.`, { status, path });
+    if (status === 401) return Errors.upstreamAuthFailed('Reddit rejected the access token twice.', { path });
+    return Errors.upstreamError(`Reddit answered HTTP ${status}${typeof json?.message === 'string' ? ` (${json.message})` : ''}.`, { status, path });
   }
 
   private accessToken(signal?: AbortSignal): Promise<string> {
@@ -194,13 +194,13 @@ export class RedditClient {
       });
     } catch (e) {
       if (signal?.aborted) throw signal.reason;
-      throw new ApiError(502, 'upstream_unreachable', `The Reddit token endpoint could not be reached: ${(e as { code?: string }).code ?? (e as Error).message}.`);
+      throw Errors.upstreamUnreachable(`The Reddit token endpoint could not be reached: ${(e as { code?: string }).code ?? (e as Error).message}.`);
     }
     const text = await res.body.text();
     const json = safeJson(text);
     if (res.statusCode !== 200 || typeof json?.access_token !== 'string') {
       if (res.statusCode === 403 && !json) throw blocked('Reddit blocked the token request (HTML 403).', { status: 403 });
-      throw new ApiError(502, 'upstream_auth_failed', `Reddit refused the app credentials (HTTP ${res.statusCode}${typeof json?.error === 'string' ? `: ${json.error}` : ''}).`, { status: res.statusCode });
+      throw Errors.upstreamAuthFailed(`Reddit refused the app credentials (HTTP ${res.statusCode}${typeof json?.error === 'string' ? `: ${json.error}` : ''}).`, { status: res.statusCode });
     }
     const ttl = typeof json.expires_in === 'number' ? json.expires_in : 3600;
     // Renew a minute early so a request never leaves with a token about to expire.

@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import { communityName, TIME_FILTERS, type ForumScrapeRequestT } from './request.js';
 
 type TimeFilter = (typeof TIME_FILTERS)[number];
@@ -27,7 +27,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{1,20}$/;
 const LISTING_SORTS = new Set(['hot', 'new', 'top', 'rising', 'controversial', 'best']);
 const SEARCH_TYPES: Record<string, SearchType> = { link: 'link', sr: 'sr', user: 'user' };
 
-const unsupportedUrl = (url: string, why: string) => new ApiError(400, 'unsupported_url', `Request validation failed: urls: ${url} ${why}`, { field: 'urls', url });
+const unsupportedUrl = (url: string, why: string) => Errors.unsupportedUrl(url, why);
 
 /** Classifies a Reddit URL (pure). Throws 400 unsupported_url for anything it cannot scrape. */
 export function classifyRedditUrl(raw: string): UrlTarget {
@@ -69,7 +69,7 @@ function search(raw: string, q: URLSearchParams, community: string | null): UrlT
   return { kind: 'search', q: text, community, types: types.length ? [...new Set(types)] : ['link'], sort: q.get('sort'), t: q.get('t') };
 }
 
-const badSort = (label: string, message: string) => new ApiError(400, 'unsupported_sort', `Request validation failed: ${label}: ${message}`, { field: 'sort', source: label });
+const badSort = (label: string, message: string) => Errors.unsupportedSort(label, message);
 
 function timeFilter(label: string, raw: string | null): TimeFilter | null {
   if (raw === null) return null;

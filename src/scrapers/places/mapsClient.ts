@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
-import { ApiError } from '../../contract/errors.js';
+import { type ApiError, Errors } from '../../contract/errors.js';
 import { TokenBucket } from '../tokenBucket.js';
 import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { detectBlock } from './upstreamProblems.js';
@@ -85,7 +85,7 @@ export class MapsClient {
       const block = detectBlock({ status, location: h('location'), contentType, body });
       if (block) {
         this.stats.blocked++;
-        const err = new ApiError(502, block.code, block.message, { status, path: label, cooldown_seconds: this.o.blockedCooldownMs / 1000 });
+        const err = block.error(block.message, { status, path: label, cooldown_seconds: this.o.blockedCooldownMs / 1000 });
         this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
         this.blockedError = err;
         throw err;
@@ -94,7 +94,7 @@ export class MapsClient {
         await this.backoff(attempt, signal);
         continue;
       }
-      if (status >= 500 || RETRY_STATUSES.has(status)) throw new ApiError(502, 'upstream_unavailable', `Google answered HTTP ${status} after ${attempt + 1} attempts.`, { status, path: label });
+      if (status >= 500 || RETRY_STATUSES.has(status)) throw Errors.upstreamUnavailable(`Google answered HTTP ${status} after ${attempt + 1} attempts.`, { status, path: label });
       return { status, body, contentType };
     }
   }

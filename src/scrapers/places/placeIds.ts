@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 
 /** Google's feature id ("data id"): two hex halves, `0x…:0x…`. */
 const FID = /^0x[0-9a-f]{1,16}:0x[0-9a-f]{1,16}$/i;
@@ -29,7 +29,7 @@ export type MapsTarget =
   | { kind: 'cid'; cid: string };
 
 const GOOGLE_HOST = /^(?:www\.|maps\.)?google\.(?:com|[a-z]{2,3}|co\.[a-z]{2}|com\.[a-z]{2})$/;
-const unsupported = (url: string, why: string) => new ApiError(400, 'unsupported_url', `Request validation failed: ${url}: ${why}`, { field: 'urls', url });
+const unsupported = (url: string, why: string) => Errors.unsupportedUrl(url, why);
 
 /** The `@lat,lng,zoomz` viewport of a Maps path, if any. */
 function viewport(path: string): { lat: number; lng: number; zoom: number | null } | null {

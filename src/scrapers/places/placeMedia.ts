@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ApiError, isApiError } from '../../contract/errors.js';
+import { Errors, isApiError } from '../../contract/errors.js';
 import { categoryImages, mapReview, reviewElements, type PlaceItemT, type PlaceReviewT } from './items.js';
 import type { MapsClient } from './mapsClient.js';
 import { nextReviewToken, reviewPageSize, reviewsPath } from './mapsRequests.js';
@@ -47,7 +47,7 @@ export class HttpPlaceMediaProvider implements PlaceMediaProvider {
           return page === 0 ? { reviews: out, status: 'unavailable_signed_out', note: `Google refused reviews to a signed-out client (HTTP ${res.status})` }
             : { reviews: out, status: 'ended_early', note: `Google refused page ${page + 1} (HTTP ${res.status})` };
         }
-        if (res.status !== 200) throw new ApiError(502, 'upstream_error', `Google answered HTTP ${res.status} for reviews.`);
+        if (res.status !== 200) throw Errors.upstreamError(`Google answered HTTP ${res.status} for reviews.`);
         doc = parseGoogleJson(res.body);
       } catch (e) {
         signal?.throwIfAborted();

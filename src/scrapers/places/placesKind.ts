@@ -1,4 +1,4 @@
-import { ApiError } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import type { VigilConfig } from '../../config/schema.js';
 import { registerScraperKind, type ScraperKind } from '../registry.js';
 import { PlaceItem, placeItemKey, type PlaceItemT } from './items.js';
@@ -29,7 +29,7 @@ export const placesKind: ScraperKind = {
   reviewCount: (item) => (item as PlaceItemT).reviews.length,
   preflight: (r) => { planPlacesSources(r as PlacesScrapeRequestT); },
   checkConfigured(config) {
-    if (!config.scrapers.places.enabled) throw new ApiError(503, 'scraper_disabled', 'The places scraper is disabled on this deployment ([scrapers.places] enabled = false).');
+    if (!config.scrapers.places.enabled) throw Errors.scraperDisabled('places');
   },
   async createRunner(config) {
     const [{ MapsClient }, { PlacesScraper }, { HttpPlaceMediaProvider }] = await Promise.all([import('./mapsClient.js'), import('./placesScraper.js'), import('./placeMedia.js')]);

@@ -1,4 +1,4 @@
-import { ApiError, isApiError } from '../../contract/errors.js';
+import { Errors, isApiError } from '../../contract/errors.js';
 import { runSources, type ScrapeOutcome, type SourceReportT } from '../scrapeResult.js';
 import { mapPlace, placeItemKey, type PlaceItemT } from './items.js';
 import type { MapsClient } from './mapsClient.js';
@@ -15,7 +15,7 @@ const RUN_WIDE = new Set(['consent_wall', 'unusual_traffic']);
 /** A search that ends past this many places probably hit Google's per-search cap rather than running out. */
 const SEARCH_CAP_HINT = 100;
 
-const unexpected = (what: string) => new ApiError(502, 'unexpected_document', `Google answered with ${what}; the format may have changed.`);
+const unexpected = (what: string) => Errors.unexpectedDocument(what);
 
 export interface PlacesLimits {
   /** Places the run may return (max_places capped by the item quota). */
@@ -73,9 +73,9 @@ export class PlacesScraper {
 
   private async fetchOk(path: string, what: string): Promise<string> {
     const res = await this.client.get(path, this.signal);
-    if (res.status === 404) throw new ApiError(404, 'not_found', `Google has no ${what} at this address.`);
-    if (res.status >= 300 && res.status < 400) throw new ApiError(502, 'unexpected_redirect', `Google redirected the ${what} request (HTTP ${res.status}) to an unexpected page.`, { status: res.status });
-    if (res.status !== 200) throw new ApiError(502, 'upstream_error', `Google answered HTTP ${res.status} for the ${what}.`, { status: res.status });
+    if (res.status === 404) throw Errors.notFound(`Google has no ${what} at this address.`);
+    if (res.status >= 300 && res.status < 400) throw Errors.unexpectedRedirect(what, res.status);
+    if (res.status !== 200) throw Errors.upstreamError(`Google answered HTTP ${res.status} for the ${what}.`, { status: res.status });
     return res.body;
   }
 
@@ -100,7 +100,7 @@ export class PlacesScraper {
       const mapped = arrays.map((p, i) => ({ array: p, item: mapPlace(p, { scrapedAt: this.scrapedAt, language: this.req.language, searchString: source.searchString, rank: offset + i + 1, includeDetails: false }) }));
       const keys = mapped.flatMap((m) => (m.item ? [placeItemKey(m.item)] : []));
       if (isRepeatedPage(keys, seenHere, page)) {
-        throw new ApiError(502, 'silent_truncation', `Google served page ${page + 1} of the search again instead of the next one (results stopped at ${seenHere.size}); the result is cut there.`, { page: page + 1, places_seen: seenHere.size });
+        throw Errors.silentTruncation(page + 1, seenHere.size);
       }
       for (const { array, item } of mapped) {
         if (this.full) return;

@@ -3,9 +3,11 @@
  * for: the EU consent wall, the "unusual traffic" (/sorry/) page, and silent truncation (a later page that
  * only repeats what was already seen). Each becomes a typed problem, never an empty success. Pure.
  */
+import { Errors, type ApiError } from '../../contract/errors.js';
 
 export type BlockCode = 'consent_wall' | 'unusual_traffic';
-export interface Block { code: BlockCode; message: string }
+/** A block page and the catalogue error it becomes. */
+export interface Block { code: BlockCode; message: string; error: (message: string, details: Record<string, unknown>) => ApiError }
 
 export interface UpstreamAnswer { status: number; location?: string | undefined; contentType?: string | undefined; body: string }
 
@@ -28,11 +30,11 @@ export function detectBlock(a: UpstreamAnswer): Block | null {
 }
 
 const consent = (how: string): Block => ({
-  code: 'consent_wall',
+  code: Errors.consentWall.code, error: Errors.consentWall,
   message: `Google answered with its cookie consent wall (${how}) instead of results; set [scrapers.places] cookie to a SOCS consent cookie or use a non-EU egress.`,
 });
 const unusual = (how: string): Block => ({
-  code: 'unusual_traffic',
+  code: Errors.unusualTraffic.code, error: Errors.unusualTraffic,
   message: `Google flagged the traffic as unusual (${how}); requests pause for the cool-down. Lower requests_per_minute or use another proxy.`,
 });
 

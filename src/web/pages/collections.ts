@@ -1,4 +1,6 @@
-import { ApiFailure, api, enc } from '../api.js';
+import type { CollectionPageResponse, CollectionResponse, CollectionT, PersonPageResponse, PersonRegistrationResponse, RejectedImageT } from '../../contract/collections.js';
+import type { ModelsResponse } from '../../contract/system.js';
+import { ApiFailure, api, enc, type Wire } from '../api.js';
 import { facts, field, fmt, h, replace } from '../dom.js';
 import { navigate, type PageContext } from '../router.js';
 import { ImagePicker } from '../images.js';
@@ -20,7 +22,7 @@ export function parseSizes(text: string): number[][] | undefined {
 }
 
 /** The detection, threshold and crop fields shared by the create and edit forms. */
-function profileFields(c?: any) {
+function profileFields(c?: CollectionT) {
   const f = {
     threshold: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.default_threshold ?? '', placeholder: 'server default' }),
     crops: h('input', { type: 'checkbox', checked: c?.save_face_crops ?? false }),
@@ -39,7 +41,7 @@ function profileFields(c?: any) {
     return d;
   };
   // The server default follows the model pack; show the number it would use.
-  if (!c) api('GET', '/v1/models').then((m) => { f.threshold.placeholder = `server default (${m.default_threshold})`; }, () => undefined);
+  if (!c) api<Wire<typeof ModelsResponse>>('GET', '/v1/models').then((m) => { f.threshold.placeholder = `server default (${m.default_threshold ?? 0.4})`; }, () => undefined);
   const fields = [
     field('Match threshold', f.threshold, 'Similarity at or above this is a match (0–1).'),
     h('div', { class: 'field inline' }, f.crops, h('label', { for: (f.crops.id = `crops${Math.random().toString(36).slice(2)}`) }, 'Save 112×112 face crops')),
@@ -56,12 +58,12 @@ export async function collectionsPage(ctx: PageContext): Promise<HTMLElement> {
     try {
       const q = new URLSearchParams({ limit: '20' });
       if (pager.cursor) q.set('cursor', pager.cursor);
-      const r = await api('GET', `/v1/collections?${q}`, undefined, ctx.signal);
+      const r = await api<Wire<typeof CollectionPageResponse>>('GET', `/v1/collections?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
       list.replaceChildren(r.collections.length
         ? h('table', { 'aria-label': 'Collections' },
           h('thead', null, h('tr', null, ['ID', 'Name', 'Persons', 'Faces', 'Threshold', 'Search profile', 'Crops'].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, r.collections.map((c: any) => h('tr', null,
+          h('tbody', null, r.collections.map((c) => h('tr', null,
             h('td', null, h('a', { href: `/collections/${enc(c.id)}` }, c.id)), h('td', null, c.name), h('td', null, c.person_count), h('td', null, c.face_count),
             h('td', null, fmt.num(c.default_threshold, 2)), h('td', null, c.search_profile), h('td', null, c.save_face_crops ? 'yes' : 'no')))))
         : h('p', { class: 'muted' }, 'No collections yet.'), pager.controls(() => void load()));
@@ -88,7 +90,7 @@ export async function collectionsPage(ctx: PageContext): Promise<HTMLElement> {
       if (num(f.threshold.value) !== undefined) body.threshold = num(f.threshold.value);
       const d = detection();
       if (Object.keys(d).length) body.detection = d;
-      const r = await api('POST', '/v1/collections', body);
+      const r = await api<Wire<typeof CollectionResponse>>('POST', '/v1/collections', body);
       navigate(`/collections/${enc(r.collection.id)}`);
     });
   });
@@ -98,7 +100,7 @@ export async function collectionsPage(ctx: PageContext): Promise<HTMLElement> {
 export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   const cid = ctx.params.cid!;
   const path = `/v1/collections/${enc(cid)}`;
-  const c = (await api('GET', path, undefined, ctx.signal)).collection;
+  const c = (await api<Wire<typeof CollectionResponse>>('GET', path, undefined, ctx.signal)).collection;
   const top = messageArea();
 
   // Edit
@@ -115,7 +117,7 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       if (num(f.threshold.value) !== undefined) patch.threshold = num(f.threshold.value);
       const d = detection();
       if (Object.keys(d).length) patch.detection = d;
-      renderSummary((await api('PATCH', path, patch)).collection);
+      renderSummary((await api<Wire<typeof CollectionResponse>>('PATCH', path, patch)).collection);
       editMessages.show(notice('Saved.'));
     });
   });
@@ -143,12 +145,12 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   });
 
   const summary = h('section', { class: 'card' });
-  const renderSummary = (c: any) => replace(summary, facts([
+  const renderSummary = (c: CollectionT) => replace(summary, facts([
     ['ID', h('code', null, c.id)], ['Persons', c.person_count], ['Faces', c.face_count], ['Threshold', fmt.num(c.default_threshold, 2)],
     ['Search profile', c.search_profile], ['Capacity', c.capacity_rows], ['Model', `${c.model_id} (${String(c.model_digest).slice(0, 12)})`],
     ['Detection', `${c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ')}; threshold ${c.detection.threshold}; ${c.detection.single_face_selection}`],
   ]), del);
-  const refreshSummary = async () => renderSummary((await api('GET', path, undefined, ctx.signal)).collection);
+  const refreshSummary = async () => renderSummary((await api<Wire<typeof CollectionResponse>>('GET', path, undefined, ctx.signal)).collection);
   renderSummary(c);
 
   // Persons: search and pages.
@@ -160,11 +162,11 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       const q = new URLSearchParams({ limit: '20' });
       if (pager.cursor) q.set('cursor', pager.cursor);
       if (search.value.trim()) q.set('search', search.value.trim());
-      const r = await api('GET', `${path}/persons?${q}`, undefined, ctx.signal);
+      const r = await api<Wire<typeof PersonPageResponse>>('GET', `${path}/persons?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
       persons.replaceChildren(r.persons.length
         ? h('table', { 'aria-label': 'Persons' }, h('thead', null, h('tr', null, ['ID', 'Name', 'External ID', 'Faces', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, r.persons.map((p: any) => h('tr', null, h('td', null, h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(p.id)}` }, p.id)),
+          h('tbody', null, r.persons.map((p) => h('tr', null, h('td', null, h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(p.id)}` }, p.id)),
             h('td', null, p.name ?? '—'), h('td', null, p.external_id ?? '—'), h('td', null, p.face_count), h('td', null, fmt.time(p.created_at))))))
         : h('p', { class: 'muted' }, search.value ? 'No person matches.' : 'No persons yet.'), pager.controls(() => void loadPersons()));
     } catch (e) {
@@ -204,14 +206,14 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       fd.append('review_mode', review.value);
       for (const file of files) fd.append('images', file, file.name);
       try {
-        const r = await api('POST', `${path}/persons`, fd);
+        const r = await api<Wire<typeof PersonRegistrationResponse>>('POST', `${path}/persons`, fd);
         enrolmentResults(picker, files.length, r.faces, r.rejected_images);
         enrolMessages.show(notice(h('span', null, `Enrolled ${r.person.name ?? r.person.id} with ${r.faces.length} of ${files.length} images. `,
           h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(r.person.id)}` }, 'Open person'))));
         pager.reset();
         await Promise.all([loadPersons(), refreshSummary()]);
       } catch (err) {
-        if (err instanceof ApiFailure && err.code === 'registration_failed') enrolmentResults(picker, files.length, [], (err.details.rejected_images as any[]) ?? []);
+        if (err instanceof ApiFailure && err.code === 'registration_failed') enrolmentResults(picker, files.length, [], (err.details.rejected_images as RejectedImageT[] | undefined) ?? []);
         throw err;
       }
     });

@@ -1,15 +1,25 @@
-import { api } from '../api.js';
+import type { MonitorPageResponse } from '../../contract/monitors.js';
+import type { HealthResponse, LivenessManagementResponse, SystemResponse } from '../../contract/system.js';
+import { api, type Wire } from '../api.js';
 import { facts, fmt, h } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { errorBox, every } from '../ui.js';
+
+/** What Vigil's /v1/system puts inside the contract's open `runtime` and `cpu` objects (read defensively). */
+interface RuntimeReport {
+  available_execution_providers?: string[]; load_average?: number[]; memory?: { free_bytes: number; total_bytes: number }; rss_bytes?: number;
+  inference_concurrency?: { active: number; waiting: number }; uptime_seconds?: number;
+}
+interface CpuReport { model?: string; logical_cores?: number }
+interface RecentError { at: string; status: number; code: string; path: string }
 
 /** Readiness, model and provider in use, liveness, counts, recent errors and host load; refreshed every 5 s. */
 export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
   const body = h('div', { class: 'grid' });
   const load = async () => {
     const [health, system, liveness, monitors] = await Promise.allSettled([
-      api('GET', '/v1/health', undefined, ctx.signal), api('GET', '/v1/system', undefined, ctx.signal),
-      api('GET', '/v1/addons/liveness', undefined, ctx.signal), api('GET', '/v1/monitors?limit=100', undefined, ctx.signal),
+      api<Wire<typeof HealthResponse>>('GET', '/v1/health', undefined, ctx.signal), api<Wire<typeof SystemResponse>>('GET', '/v1/system', undefined, ctx.signal),
+      api<Wire<typeof LivenessManagementResponse>>('GET', '/v1/addons/liveness', undefined, ctx.signal), api<Wire<typeof MonitorPageResponse>>('GET', '/v1/monitors?limit=100', undefined, ctx.signal),
     ]);
     if (ctx.signal.aborted) return;
     const cards: HTMLElement[] = [];
@@ -20,7 +30,8 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
       facts([['Version', hv?.version ?? '—'], ['Authentication', hv ? (hv.auth_enabled ? 'on' : 'off') : '—']])));
     if (system.status === 'fulfilled') {
       const s = system.value;
-      const rt = s.runtime ?? {};
+      const rt = s.runtime as RuntimeReport;
+      const cpu = s.cpu as CpuReport;
       cards.push(h('section', { class: 'card', 'aria-labelledby': 'd-model' }, h('h2', { id: 'd-model' }, 'Model'),
         facts([
           ['Model pack', h('span', { 'data-testid': 'model-pack' }, s.model?.model_id ?? '—')], ['Model digest', h('code', null, String(s.model?.model_digest ?? '—').slice(0, 16))],
@@ -37,13 +48,13 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
       cards.push(h('section', { class: 'card', 'aria-labelledby': 'd-host' }, h('h2', { id: 'd-host' }, 'Host'),
         facts([
           ['Load (1/5/15 min)', h('span', { 'data-testid': 'load' }, la.length ? la.map((n) => n.toFixed(2)).join(' / ') : '—')],
-          ['CPU', `${s.cpu?.model ?? '—'} (${s.cpu?.logical_cores ?? '?'} cores)`],
+          ['CPU', `${cpu.model ?? '—'} (${cpu.logical_cores ?? '?'} cores)`],
           ['Memory free', rt.memory ? `${fmt.bytes(rt.memory.free_bytes)} of ${fmt.bytes(rt.memory.total_bytes)}` : '—'],
           ['Daemon memory (RSS)', fmt.bytes(rt.rss_bytes)], ['Inference', rt.inference_concurrency ? `${rt.inference_concurrency.active} active, ${rt.inference_concurrency.waiting} waiting` : '—'],
           ['Uptime', rt.uptime_seconds !== undefined ? `${Math.floor(rt.uptime_seconds / 3600)} h ${Math.floor((rt.uptime_seconds % 3600) / 60)} min` : '—'],
           ['OS', `${s.os} ${s.architecture}`],
         ])));
-      const errors: any[] = s.recent_errors ?? [];
+      const errors = s.recent_errors as unknown as RecentError[];
       cards.push(h('section', { class: 'card wide', 'aria-labelledby': 'd-errors' }, h('h2', { id: 'd-errors' }, 'Recent errors'),
         errors.length
           ? h('table', null, h('thead', null, h('tr', null, h('th', null, 'When'), h('th', null, 'Status'), h('th', null, 'Code'), h('th', null, 'Path'))),

@@ -1,16 +1,12 @@
-import { ApiFailure, api } from '../api.js';
+import type { CollectionPageResponse, SearchResponse } from '../../contract/collections.js';
+import type { CompareResponse, DetectResponse, FaceObservationT } from '../../contract/faces.js';
+import { ApiFailure, api, type Wire } from '../api.js';
 import { field, fmt, h } from '../dom.js';
 import { ImagePicker, annotate, livenessLine, type DrawnFace, type Liveness } from '../images.js';
 import type { PageContext } from '../router.js';
 import { busy, errorBox, messageArea, notice } from '../ui.js';
 
-interface Observation {
-  bbox: { pixels: { x: number; y: number; width: number; height: number } };
-  landmarks: number[][];
-  detection_score: number;
-  quality: { score: number; sharpness: number; brightness: number; pose: number };
-  liveness?: Liveness;
-}
+type Observation = FaceObservationT;
 
 /** The distinct ways a face request is refused, worded for people, with the code kept for support. */
 const REFUSALS: Record<string, string> = {
@@ -40,10 +36,10 @@ function faceFacts(f: Observation): HTMLElement {
 }
 
 async function collectionSelect(signal: AbortSignal, optional: boolean): Promise<HTMLSelectElement> {
-  const r = await api('GET', '/v1/collections?limit=100', undefined, signal);
+  const r = await api<Wire<typeof CollectionPageResponse>>('GET', '/v1/collections?limit=100', undefined, signal);
   return h('select', { required: !optional },
     optional ? h('option', { value: '' }, 'system detection profile') : null,
-    r.collections.map((c: any) => h('option', { value: c.id }, `${c.name} (${c.id})`)));
+    r.collections.map((c) => h('option', { value: c.id }, `${c.name} (${c.id})`)));
 }
 
 export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
@@ -67,7 +63,7 @@ export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
       // Every face of the photo is searched (faces=all); the selected face stays the headline.
       fd.append('faces', 'all');
       try {
-        const r = await api('POST', `/v1/collections/${encodeURIComponent(collection.value)}/search`, fd);
+        const r = await api<Wire<typeof SearchResponse>>('POST', `/v1/collections/${encodeURIComponent(collection.value)}/search`, fd);
         out.show(await searchResult(file, r));
       } catch (err) {
         out.show(refusal(err));
@@ -77,20 +73,21 @@ export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
   return h('div', null, h('h1', null, 'Search'), form, out);
 }
 
-interface FaceResult { face: Observation; selected: boolean; matches: any[]; problem?: { code: string; message: string } }
+type FaceResult = NonNullable<Wire<typeof SearchResponse>['faces']>[number];
+type Match = FaceResult['matches'][number];
 
-const personName = (m: any): string => m.person.name ?? m.person.id;
+const personName = (m: Match): string => m.person.name ?? m.person.id;
 const faceVerdict = (f: FaceResult): string => (f.problem ? `Not searched: ${f.problem.message}` : f.matches[0] ? personName(f.matches[0]) : 'No match');
 
 /** One result per face, numbered left to right on the picture and in the table; the selected face leads. */
-async function searchResult(file: File, r: any): Promise<HTMLElement> {
+async function searchResult(file: File, r: Wire<typeof SearchResponse>): Promise<HTMLElement> {
   const faces: FaceResult[] = [...(r.faces ?? [{ face: r.searched_face, selected: true, matches: r.matches }])]
     .sort((a, b) => a.face.bbox.pixels.x - b.face.bbox.pixels.x);
   const label = (f: FaceResult, i: number) => `${i + 1} ${f.problem ? f.problem.code : f.matches[0] ? `${personName(f.matches[0])} ${f.matches[0].similarity.toFixed(2)}` : 'no match'}`;
   const colour = (f: FaceResult) => (f.problem ? '#ff6b6b' : f.matches[0] ? '#3ddc97' : '#ffb347');
   const img = await annotate(file, faces.map((f, i) => drawn(f.face, label(f, i), colour(f))), `${faces.length} faces: ${faces.map(label).join(', ')}`);
   // The headline names everyone recognised, left to right, and counts the rest.
-  const named = faces.filter((f) => f.matches[0]).map((f) => personName(f.matches[0]));
+  const named = faces.flatMap((f) => (f.matches[0] ? [personName(f.matches[0])] : []));
   const others = faces.length - named.length;
   const headline = named.length ? `${named.join(', ')}${others ? ` · ${others} not recognised` : ''}` : 'No match at or above the threshold';
   const selected = faces.find((f) => f.selected) ?? faces[0]!;
@@ -132,7 +129,7 @@ export async function comparePage(ctx: PageContext): Promise<HTMLElement> {
       if (threshold.value) fd.append('threshold', threshold.value);
       if (collection.value) fd.append('collection_id', collection.value);
       try {
-        const r = await api('POST', '/v1/compare', fd);
+        const r = await api<Wire<typeof CompareResponse>>('POST', '/v1/compare', fd);
         const colour = r.matched ? '#3ddc97' : '#ff5c7a';
         const [ia, ib] = await Promise.all([annotate(a, [drawn(r.source_face, undefined, colour)], 'First face'), annotate(b, [drawn(r.target_face, undefined, colour)], 'Second face')]);
         out.show(h('section', { class: 'card result', 'aria-label': 'Comparison' },
@@ -165,8 +162,8 @@ export async function detectPage(ctx: PageContext): Promise<HTMLElement> {
       if (max.value) fd.append('max_faces', max.value);
       if (collection.value) fd.append('collection_id', collection.value);
       try {
-        const r = await api('POST', '/v1/detect', fd);
-        const faces = r.faces as Observation[];
+        const r = await api<Wire<typeof DetectResponse>>('POST', '/v1/detect', fd);
+        const faces = r.faces;
         const colourOf = (f: Observation) => (f.liveness && (f.liveness.status !== 'ok' || !f.liveness.is_live) ? '#ff5c7a' : '#3ddc97');
         const img = await annotate(file, faces.map((f, i) => drawn(f, String(i + 1), colourOf(f))), `${faces.length} faces detected`);
         out.show(h('section', { class: 'card result', 'aria-label': 'Detected faces' },

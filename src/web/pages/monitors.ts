@@ -1,4 +1,6 @@
-import { ApiFailure, api, enc } from '../api.js';
+import type { CollectionPageResponse } from '../../contract/collections.js';
+import type { MonitorEventPageResponse, MonitorPageResponse, MonitorResponse, MonitorStateResponse, MonitorT } from '../../contract/monitors.js';
+import { ApiFailure, api, enc, type Wire } from '../api.js';
 import { facts, field, fmt, h } from '../dom.js';
 import { openKiosk } from '../kioskHandoff.js';
 import { LivePreview, type Recognised } from '../preview.js';
@@ -20,13 +22,13 @@ function statusBadge(status: string, connected: boolean): HTMLElement {
   return h('span', { class: `badge ${level}` }, status);
 }
 
-async function monitorForm(signal: AbortSignal, m?: any): Promise<{ form: HTMLFormElement; body: () => Record<string, unknown> }> {
-  const cols = await api('GET', '/v1/collections?limit=100', undefined, signal);
+async function monitorForm(signal: AbortSignal, m?: MonitorT): Promise<{ form: HTMLFormElement; body: () => Record<string, unknown> }> {
+  const cols = await api<Wire<typeof CollectionPageResponse>>('GET', '/v1/collections?limit=100', undefined, signal);
   const id = h('input', { type: 'text', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}', autocomplete: 'off', value: m?.id ?? '', disabled: !!m });
   const name = h('input', { type: 'text', required: true, maxlength: '200', value: m?.name ?? '' });
   // The stored URL is never shown with its credentials: edit shows the redacted form and sends a URL only when retyped.
   const url = h('input', { type: 'text', required: !m, autocomplete: 'off', spellcheck: 'false', placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://user:password@camera/stream' });
-  const collection = h('select', { required: true }, cols.collections.map((c: any) => h('option', { value: c.id, selected: m?.collection_id === c.id }, `${c.name} (${c.id})`)));
+  const collection = h('select', { required: true }, cols.collections.map((c) => h('option', { value: c.id, selected: m?.collection_id === c.id }, `${c.name} (${c.id})`)));
   const fps = h('input', { type: 'number', min: '0.1', max: '30', step: '0.1', value: m?.inference_fps ?? 2 });
   const threshold = h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: m?.match_threshold ?? '', placeholder: 'collection default' });
   const preview = h('input', { type: 'checkbox', checked: m ? m.preview_enabled : true, id: `pv${m ? 'e' : 'n'}` });
@@ -47,7 +49,7 @@ async function monitorForm(signal: AbortSignal, m?: any): Promise<{ form: HTMLFo
   return { form, body };
 }
 
-function enableToggle(m: any, messages: ReturnType<typeof messageArea>, after: () => void): HTMLButtonElement {
+function enableToggle(m: MonitorT, messages: ReturnType<typeof messageArea>, after: () => void): HTMLButtonElement {
   const b = h('button', { type: 'button', class: 'small' }, m.enabled ? 'Disable' : 'Enable');
   b.addEventListener('click', () => void busy(b, messages, async () => {
     try {
@@ -69,11 +71,11 @@ export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
     try {
       const q = new URLSearchParams({ limit: '20' });
       if (pager.cursor) q.set('cursor', pager.cursor);
-      const r = await api('GET', `/v1/monitors?${q}`, undefined, ctx.signal);
+      const r = await api<Wire<typeof MonitorPageResponse>>('GET', `/v1/monitors?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
       list.replaceChildren(r.monitors.length
         ? h('table', { 'aria-label': 'Monitors' }, h('thead', null, h('tr', null, ['ID', 'Name', 'Status', 'Source', 'Collection', 'Preview', ''].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, r.monitors.map((m: any) => h('tr', null,
+          h('tbody', null, r.monitors.map((m) => h('tr', null,
             h('td', null, h('a', { href: `/monitors/${enc(m.id)}` }, m.id)), h('td', null, m.name), h('td', null, statusBadge(m.runtime.status, m.runtime.connected)),
             h('td', null, h('code', null, m.source.url)), h('td', null, m.collection_id), h('td', null, m.preview_enabled ? 'allowed' : 'off'),
             h('td', null, enableToggle(m, messages, () => void load()), ' ', h('button', { type: 'button', class: 'small', onclick: () => openKiosk(m.id) }, 'Kiosk'))))))
@@ -93,7 +95,7 @@ export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
     e.preventDefault();
     void busy(submit, formMessages, async () => {
       try {
-        const r = await api('POST', '/v1/monitors', body());
+        const r = await api<Wire<typeof MonitorResponse>>('POST', '/v1/monitors', body());
         navigate(`/monitors/${enc(r.monitor.id)}`);
       } catch (err) {
         formMessages.show(monitorError(err));
@@ -118,7 +120,7 @@ export function recognisedList(): HTMLElement & { set(faces: Recognised[]): void
 export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   const mid = ctx.params.mid!;
   const path = `/v1/monitors/${enc(mid)}`;
-  let m = (await api('GET', path, undefined, ctx.signal)).monitor;
+  let m = (await api<Wire<typeof MonitorResponse>>('GET', path, undefined, ctx.signal)).monitor;
   const top = messageArea();
   const details = h('section', { class: 'card' });
   const stateBox = h('div');
@@ -131,7 +133,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
     h('button', { type: 'button', onclick: () => openKiosk(mid) }, 'Open kiosk view'), del));
   const reload = async () => {
     try {
-      m = (await api('GET', path, undefined, ctx.signal)).monitor;
+      m = (await api<Wire<typeof MonitorResponse>>('GET', path, undefined, ctx.signal)).monitor;
       renderDetails();
     } catch (e) {
       if (!ctx.signal.aborted) top.show(errorBox(e));
@@ -173,7 +175,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
     try {
       const q = new URLSearchParams({ limit: '100' });
       if (cursor) q.set('cursor', cursor);
-      const r = await api('GET', `${path}/events?${q}`, undefined, ctx.signal);
+      const r = await api<Wire<typeof MonitorEventPageResponse>>('GET', `${path}/events?${q}`, undefined, ctx.signal);
       if (r.stream_reset) events.replaceChildren();
       eventNote.textContent = r.truncated ? 'Some events fell out of the buffer before they were shown.' : '';
       for (const ev of r.events) {
@@ -192,7 +194,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   };
   const pollState = async () => {
     try {
-      const s = (await api('GET', `${path}/state`, undefined, ctx.signal)).state;
+      const s = (await api<Wire<typeof MonitorStateResponse>>('GET', `${path}/state`, undefined, ctx.signal)).state;
       stateBox.replaceChildren(facts([
         ['Connected', s.connected ? 'yes' : 'no'], ['Source', s.source.width ? `${s.source.width}×${s.source.height} @ ${fmt.num(s.source.source_fps, 1)} fps` : '—'],
         ['Inference', `${fmt.num(s.inference.actual_fps, 1)} of ${s.inference.configured_fps} fps${s.inference.capacity_limited ? ' (capacity limited)' : ''}`],
@@ -213,7 +215,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
     e.preventDefault();
     void busy(save, formMessages, async () => {
       try {
-        m = (await api('PATCH', path, body())).monitor;
+        m = (await api<Wire<typeof MonitorResponse>>('PATCH', path, body())).monitor;
         renderDetails();
         formMessages.show(notice('Saved.'));
       } catch (err) {

@@ -1,6 +1,7 @@
-import { api, enc, imageUrl } from '../api.js';
+import type { FacePageResponse, FaceRegistrationResponse, FaceSampleT, PersonResponse, RejectedImageT } from '../../contract/collections.js';
+import { api, enc, imageUrl, type Wire } from '../api.js';
 import { facts, field, fmt, h } from '../dom.js';
-import { ImagePicker, livenessLine, type Liveness } from '../images.js';
+import { ImagePicker, livenessLine } from '../images.js';
 import { navigate, type PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
 
@@ -18,12 +19,12 @@ export const reasonText = (code: string): string => `${REASONS[code] ?? 'Rejecte
  * Puts each image's outcome next to it. Rejections carry their multipart index; accepted faces come back
  * in upload order, so they fill the indices that were not rejected.
  */
-export function enrolmentResults(picker: ImagePicker, count: number, faces: { id: string; liveness?: Liveness; quality?: { score: number } }[], rejected: { index: number; reason: string; liveness?: Liveness; detail?: string }[]): void {
+export function enrolmentResults(picker: ImagePicker, count: number, faces: FaceSampleT[], rejected: RejectedImageT[]): void {
   const byIndex = new Map(rejected.map((r) => [r.index, r]));
   let next = 0;
   for (let i = 0; i < count; i++) {
     const r = byIndex.get(i);
-    if (r) picker.setResult(i, false, reasonText(r.reason) + (r.detail ? `: ${r.detail}` : ''), r.liveness);
+    if (r) picker.setResult(i, false, reasonText(r.reason) + (typeof r.detail === 'string' ? `: ${r.detail}` : ''), r.liveness);
     else {
       const f = faces[next++];
       picker.setResult(i, true, f ? `Accepted (quality ${f.quality?.score.toFixed(2) ?? '—'})` : 'Accepted', f?.liveness);
@@ -34,7 +35,7 @@ export function enrolmentResults(picker: ImagePicker, count: number, faces: { id
 export async function personPage(ctx: PageContext): Promise<HTMLElement> {
   const { cid, pid } = ctx.params as { cid: string; pid: string };
   const path = `/v1/collections/${enc(cid)}/persons/${enc(pid)}`;
-  const person = (await api('GET', path, undefined, ctx.signal)).person;
+  const person = (await api<Wire<typeof PersonResponse>>('GET', path, undefined, ctx.signal)).person;
   const top = messageArea();
   const urls: string[] = [];
   ctx.signal.addEventListener('abort', () => { for (const u of urls) URL.revokeObjectURL(u); });
@@ -45,10 +46,10 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
     try {
       const q = new URLSearchParams({ limit: '24' });
       if (pager.cursor) q.set('cursor', pager.cursor);
-      const r = await api('GET', `${path}/faces?${q}`, undefined, ctx.signal);
+      const r = await api<Wire<typeof FacePageResponse>>('GET', `${path}/faces?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
       for (const u of urls.splice(0)) URL.revokeObjectURL(u);
-      const cards = r.faces.map((f: any) => {
+      const cards = r.faces.map((f) => {
         const img = f.has_crop ? h('img', { alt: `Saved crop of face ${f.id}`, width: '112', height: '112' }) : h('div', { class: 'nocrop' }, 'No crop saved');
         if (f.has_crop) {
           imageUrl(`${path}/faces/${enc(f.id)}/image`, ctx.signal).then((u) => {
@@ -85,7 +86,7 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
     void busy(add, addMessages, async () => {
       const fd = new FormData();
       for (const file of files) fd.append('images', file, file.name);
-      const r = await api('POST', `${path}/faces`, fd);
+      const r = await api<Wire<typeof FaceRegistrationResponse>>('POST', `${path}/faces`, fd);
       enrolmentResults(picker, files.length, r.faces, r.rejected_images);
       addMessages.show(notice(`${r.faces.length} of ${files.length} images added.`, r.faces.length ? 'ok' : 'warn'));
       pager.reset();

@@ -1,4 +1,5 @@
-import { api } from '../api.js';
+import type { LivenessManagementResponse, ModelsResponse } from '../../contract/system.js';
+import { api, type Wire } from '../api.js';
 import { facts, fmt, h, replace } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { busy, errorBox, every, messageArea, notice } from '../ui.js';
@@ -10,7 +11,7 @@ export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
   const action = h('button', { type: 'button' }, 'Download and enable after restart');
   let polling = false;
 
-  const render = (l: any) => {
+  const render = (l: Wire<typeof LivenessManagementResponse>) => {
     const stateText: Record<string, string> = { idle: 'Not downloaded', downloading: 'Downloading…', ready: 'Downloaded and verified', error: 'Failed' };
     replace(status, facts([
       ['Running with liveness', h('strong', { class: l.enabled ? 'ok' : 'muted' }, l.enabled ? 'yes' : 'no')],
@@ -28,23 +29,23 @@ export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
   };
   const load = async () => {
     try {
-      render(await api('GET', '/v1/addons/liveness', undefined, ctx.signal));
+      render(await api<Wire<typeof LivenessManagementResponse>>('GET', '/v1/addons/liveness', undefined, ctx.signal));
     } catch (e) {
       if (!ctx.signal.aborted) messages.show(errorBox(e));
     }
   };
   action.addEventListener('click', () => void busy(action, messages, async () => {
     messages.clear();
-    render(await api('POST', '/v1/addons/liveness/enable', {}));
+    render(await api<Wire<typeof LivenessManagementResponse>>('POST', '/v1/addons/liveness/enable', {}));
   }));
   await load();
   every(1000, ctx.signal, () => (polling ? load() : undefined));
 
   const models = h('div');
   try {
-    const m = await api('GET', '/v1/models', undefined, ctx.signal);
+    const m = await api<Wire<typeof ModelsResponse>>('GET', '/v1/models', undefined, ctx.signal);
     models.replaceChildren(h('table', { 'aria-label': 'Models' }, h('thead', null, h('tr', null, ['Model', 'Task', 'Input', 'SHA-256'].map((t) => h('th', { scope: 'col' }, t)))),
-      h('tbody', null, [...m.models, ...(m.addons ?? [])].map((c: any) => h('tr', null, h('td', null, c.model_id), h('td', null, c.task),
+      h('tbody', null, [...m.models, ...(m.addons ?? [])].map((c) => h('tr', null, h('td', null, c.model_id), h('td', null, c.task),
         h('td', null, c.input_size ? c.input_size.join('×') : '—'), h('td', null, h('code', null, String(c.sha256).slice(0, 16))))))),
     h('p', null, `Execution provider: ${m.execution_provider}`),
     h('p', { 'data-testid': 'default-threshold' }, thresholdLine(m)));
@@ -61,7 +62,7 @@ export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
 }
 
 /** Where the default match threshold comes from, in words (the pack's measured value, the config, or upstream). */
-function thresholdLine(m: any): string {
+function thresholdLine(m: Wire<typeof ModelsResponse>): string {
   const r = m.recommended_threshold;
   const pack = r ? `the pack recommends ${r.similarity} (false accept rate ${r.far} per comparison, measured by bench/quality.ts)` : 'the pack declares no measured threshold';
   const from = m.default_threshold_source === 'config' ? 'set in the config' : m.default_threshold_source === 'pack' ? 'from the pack' : 'the upstream default';

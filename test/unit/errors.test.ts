@@ -1,0 +1,45 @@
+import test from 'ava';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ApiError, errorCatalogue, Errors, OperatorError, VigilError } from '../../src/contract/errors.js';
+import { errorTable, withErrorTable } from '../../scripts/error-table.js';
+import { REPO } from '../helpers/shared.js';
+
+test('every code is defined once, with a status and a meaning', (t) => {
+  const codes = errorCatalogue().map((e) => e.code);
+  t.is(new Set(codes).size, codes.length, `duplicated: ${codes.filter((c, i) => codes.indexOf(c) !== i).join(', ')}`);
+  for (const e of errorCatalogue()) {
+    t.regex(e.code, /^[a-z][a-z0-9_]*$/);
+    t.true(e.meaning.length > 10, e.code);
+    t.true(e.status === null || (e.status >= 400 && e.status < 600), e.code);
+  }
+});
+
+test('makers build the catalogued code and status; operator errors are not API errors', (t) => {
+  const e = Errors.collectionNotFound('staff');
+  t.true(e instanceof ApiError);
+  t.deepEqual([e.status, e.code, e.message, e.details], [404, 'collection_not_found', 'Collection "staff" was not found.', { collection_id: 'staff' }]);
+  t.deepEqual(Errors.unauthorized('A valid Bearer API key is required.').headers, { 'WWW-Authenticate': 'Bearer' });
+  const face = Errors.faceNotFound({ faceId: 'f1' });
+  t.deepEqual([face.status, face.code], [404, 'face_not_found'], 'an unknown face sample');
+  t.deepEqual([Errors.faceNotFound().status, Errors.faceNotFound().message], [422, 'No usable face was detected.']);
+  const side = Errors.livenessFake({ status: 'ok' }).withDetails({ side: 'source' });
+  t.deepEqual(side.details, { liveness: { status: 'ok' }, side: 'source' });
+  const op = Errors.configInvalid('server.port: too big', 'server.port');
+  t.true(op instanceof OperatorError && op instanceof VigilError);
+  t.false(op instanceof ApiError);
+});
+
+test('errors are only made by the catalogue', (t) => {
+  t.throws(() => new (ApiError as any)(Symbol('forged'), 400, 'made_up', 'x', {}, {}), { instanceOf: TypeError });
+  // No module outside the catalogue constructs an error with its own code.
+  const hits = execFileSync('grep', ['-rln', '--include=*.ts', 'new ApiError\\|new OperatorError\\|new VigilError', join(REPO, 'src')], { encoding: 'utf8' }).trim().split('\n');
+  t.deepEqual(hits.map((h) => h.slice(REPO.length + 1)), ['src/contract/errors.ts']);
+});
+
+test("the README's error table is the generated one", (t) => {
+  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+  t.true(readme.includes(errorTable()), 'run npm run docs:errors');
+  t.is(withErrorTable(readme), readme);
+});
