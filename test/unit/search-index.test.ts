@@ -2,20 +2,11 @@ import test from 'ava';
 import { CollectionIndex, type IndexRow, type RowHit } from '../../src/search/collectionIndex.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
 import { bfloat16ToFloat, clipSimilarity, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
+import { seededRandom } from '../../bench/seededRandom.js';
 
 // ---- helpers ----
 
-/** mulberry32: a small seeded PRNG so every run sees the same vectors. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = seededRandom;
 
 function gaussian(rand: () => number): number {
   const u = Math.max(rand(), 1e-12), v = rand();
