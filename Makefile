@@ -36,6 +36,7 @@ test: node_modules typecheck lint
 bench: build
 	VIGIL_BENCH_DEPS=1 scripts/install-system-deps.sh
 	npx tsx bench/inference.ts
+	npx tsx bench/quality.ts
 	node --expose-gc --import tsx bench/search.ts
 	npx tsx bench/liveness.ts
 	npx tsx bench/scrape.ts

@@ -18,7 +18,7 @@ import type { DetectionProfile } from '../inference/pipeline.js';
 import { availableProviders } from '../inference/sessions.js';
 import { createLogger } from '../log/logger.js';
 import { loadInstalledPack } from '../models/installed.js';
-import { resolveCatalog } from '../models/catalog.js';
+import { resolveCatalog, resolveDefaultThreshold } from '../models/catalog.js';
 import { LivenessManager } from '../addons/livenessManager.js';
 import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
@@ -77,6 +77,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     };
     const catalog = await resolveCatalog(config.server.model_catalog);
     const inc = config.inference;
+    // An unknown pack fails later, where the pack is loaded, with the list of known packs.
+    const defaultThreshold = resolveDefaultThreshold(inc.default_threshold, Object.hasOwn(catalog.packs, inc.model_pack) ? catalog.packs[inc.model_pack] : undefined);
     // Absent keys (legacy files) mean disabled; nothing in a request can change these.
     const liveness: LivenessPolicy | null = inc.addons.includes('liveness')
       ? { mode: inc.liveness_mode, threshold: inc.liveness_threshold, compareScope: inc.liveness_compare_scope, onRegistration: inc.liveness_on_registration }
@@ -93,7 +95,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
     const collections = new CollectionService(store, indexes, cursors, {
-      collections: config.collections, defaultThreshold: config.inference.default_threshold, systemProfile,
+      collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
     }, () => active?.model ?? null);
     const persons = new PersonService(collections, store, indexes, cursors, () => {
       if (!active) throw Errors.serviceNotReady();
@@ -141,11 +143,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
-        config.detection.max_detected_faces, config.inference.default_threshold, liveness);
+        config.detection.max_detected_faces, defaultThreshold.value, liveness);
       // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
       const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
-      active = { engine, faces, model, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
+      active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
       runtime.inference = active;
       const search = active.search, inferenceEngine = engine;
       monitorDeps = {

@@ -27,8 +27,30 @@ export class SearchService {
     // clean 404/409, never a stale index; a threshold patched meanwhile applies.
     const c = this.collections.getBound(input.collectionId);
     const threshold = input.threshold ?? c.default_threshold;
+    return { query, threshold, matches: this.matches(this.indexes.ready(c), query.face.embedding, input.limit, threshold) };
+  }
+
+  /**
+   * Multi-face search (`faces=all`): every detected face is searched on its own with the same limit and
+   * threshold. A face that cannot be searched (liveness in normal mode, no embedding) gets its problem
+   * and no matches, and the other faces still get theirs.
+   */
+  async searchAll(input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null }, signal?: AbortSignal) {
+    const before = this.collections.getBound(input.collectionId);
+    const analyzed = await this.faces.embedAll({ image: input.image, profile: detectionProfileOf(before) }, signal);
+    const c = this.collections.getBound(input.collectionId);
+    const threshold = input.threshold ?? c.default_threshold;
     const index = this.indexes.ready(c);
-    const hits = index.searchPersons(query.face.embedding, input.limit, { minScore: threshold }).filter((h) => h.score >= threshold);
+    const results = analyzed.faces.map((face) => {
+      const problem = this.faces.faceProblem(face);
+      return problem || !face.embedding ? { face, matches: [], problem } : { face, matches: this.matches(index, face.embedding, input.limit, threshold), problem: null };
+    });
+    return { width: analyzed.width, height: analyzed.height, selected: analyzed.selected, threshold, results };
+  }
+
+  /** The persons at or above `threshold` (unrounded), best first, then by person id. */
+  private matches(index: ReturnType<SearchIndexes['ready']>, embedding: Float32Array, limit: number, threshold: number): SearchMatch[] {
+    const hits = index.searchPersons(embedding, limit, { minScore: threshold }).filter((h) => h.score >= threshold);
     const persons = this.store.personsBySeq(hits.map((h) => h.personKey));
     const faceIds = this.store.faceIdsBySeq(hits.map((h) => h.faceKey));
     const matches: (SearchMatch & { score: number })[] = [];
@@ -37,7 +59,7 @@ export class SearchService {
       if (p && f) matches.push({ person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f, score: h.score });
     }
     matches.sort((a, b) => b.score - a.score || (a.person.id < b.person.id ? -1 : a.person.id > b.person.id ? 1 : 0));
-    return { query, threshold, matches: matches.slice(0, input.limit).map(({ score: _score, ...m }) => m) };
+    return matches.slice(0, limit).map(({ score: _score, ...m }) => m);
   }
 
   /**

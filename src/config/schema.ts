@@ -164,7 +164,8 @@ export const ConfigSchema = z.strictObject({
       intra_op_threads: concurrency.default('auto'),
       /** ONNX Runtime graph optimisation; 'auto' times 'extended' and 'all' per model at startup. */
       graph_optimization: z.enum(['auto', 'basic', 'extended', 'all']).default('auto'),
-      default_threshold: z.number().min(0).max(1).default(0.4),
+      /** Compare's and new collections' default; absent = the pack's recommended_threshold (models/manifest.json), else 0.4. */
+      default_threshold: z.number().min(0).max(1).optional(),
       /** Runtime addons; ["liveness"] turns on the liveness check (absent = disabled, as legacy files). */
       addons: z.array(z.enum(['liveness'])).default([]),
       liveness_mode: z.enum(['normal', 'observe']).default('normal'),

@@ -157,8 +157,24 @@ export const FaceRegistrationResponse = z
   .looseObject({ request_id: requestId, faces: z.array(FaceSample), rejected_images: z.array(RejectedImage) })
   .meta(id('FaceRegistrationResponse'));
 export const Match = z.looseObject({ person: Person, similarity: z.number(), matched_face_id: z.string() }).meta(id('Match'));
+/** Why one face of a multi-face search has no matches (a partial result, never a silent empty one). */
+export const FaceProblem = z
+  .looseObject({ code: z.enum(['liveness_fake', 'liveness_input_rejected', 'embedding_unavailable']), message: z.string() })
+  .meta(id('FaceProblem'));
+export const FaceSearchResult = z
+  .looseObject({
+    face: FaceObservation,
+    selected: z.boolean().describe('The face the collection profile selects: the one searched_face and matches describe.'),
+    matches: z.array(Match),
+    problem: FaceProblem.optional().describe('Present when this face could not be searched; its matches are then empty.'),
+  })
+  .meta(id('FaceSearchResult'));
 export const SearchResponse = z
-  .looseObject({ request_id: requestId, searched_face: FaceObservation, matches: z.array(Match), threshold: z.number(), processing_ms: z.number() })
+  .looseObject({
+    request_id: requestId, searched_face: FaceObservation, matches: z.array(Match), threshold: z.number(), processing_ms: z.number(),
+    faces: z.array(FaceSearchResult).optional()
+      .describe('Only with faces=all (Vigil extension): every detected face, largest first, each searched on its own with the same limit and threshold.'),
+  })
   .meta(id('SearchResponse'));
 
 const registrationFields = {
@@ -184,6 +200,10 @@ export const SearchBody = z
     limit: formInt(1, 100, 5),
     threshold: formNumber(z.number().min(0).max(1)),
     face_selection: formString().meta({ deprecated: true }),
+    faces: formField(z.enum(['selected', 'all']).default('selected')).describe(
+      'selected (default, upstream): search with the one face the collection profile selects. all (Vigil extension): also search every ' +
+      'detected face and return them in faces[], each with its box and matches; a face that fails liveness or has no embedding gets a ' +
+      'problem instead of failing the request.'),
   })
   .meta(id('Body_search_v1_collections__collection_id__search_post'));
 

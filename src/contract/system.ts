@@ -13,6 +13,16 @@ export const ModelComponent = z
     preprocessing_version: z.string().nullable().optional(),
   })
   .meta(id('ModelComponent'));
+export const RecommendedThreshold = z
+  .looseObject({
+    similarity: z.number().describe('Default match threshold for this pack: a match is similarity >= this value.'),
+    far: z.number().describe('False accept rate per comparison at which the value was read (bench/quality.ts).'),
+    basis: z.string().describe('How the value was measured.'),
+  })
+  .meta(id('RecommendedThreshold'));
+const recommendedThreshold = RecommendedThreshold.nullable().optional()
+  .describe("The pack's measured default threshold (Vigil extension); null when the pack has none and the upstream 0.4 applies.");
+
 export const ModelSummary = z
   .looseObject({
     model_id: z.string(),
@@ -23,6 +33,7 @@ export const ModelSummary = z
     models: z.array(ModelComponent),
     license: z.record(z.string(), z.unknown()).nullable(),
     addons: z.array(ModelComponent).nullable().optional(),
+    recommended_threshold: recommendedThreshold,
   })
   .meta(id('ModelSummary'));
 
@@ -36,6 +47,11 @@ export const ModelsResponse = z
     execution_provider: z.string(),
     license: looseRecord.nullable(),
     addons: z.array(ModelComponent).nullable().optional(),
+    recommended_threshold: recommendedThreshold,
+    default_threshold: z.number().optional()
+      .describe('Threshold compare and new collections use when the client sends none (Vigil extension).'),
+    default_threshold_source: z.enum(['config', 'pack', 'upstream']).optional()
+      .describe('config: [inference] default_threshold; pack: recommended_threshold; upstream: 0.4 (Vigil extension).'),
   })
   .meta(id('ModelsResponse'));
 export const SystemResponse = z

@@ -8,6 +8,7 @@ import type { SearchService } from '../collections/searchService.js';
 import type { LivenessManager } from '../addons/livenessManager.js';
 import type { FaceService } from '../inference/faceService.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
+import type { DefaultThreshold } from '../models/catalog.js';
 import type { MonitorManager } from '../monitors/monitorManager.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
@@ -23,6 +24,8 @@ export interface Inference {
   engine: InferenceEngine;
   faces: FaceService;
   model: ModelInfo;
+  /** Compare's and new collections' default match threshold, and where it came from. */
+  defaultThreshold: DefaultThreshold;
   providers: string[];
   availableProviders: string[];
   systemProfile: DetectionProfile;

@@ -91,3 +91,20 @@ export function warpToTensor(
   }
   return out;
 }
+
+/**
+ * How far five detected landmarks are from a face shape: the RMS distance, in pixels of the 112x112
+ * template, between the template and the landmarks mapped onto it by their best similarity transform.
+ * About 1-3 px for frontal faces; large values mean the points do not form a face (a misdetection, a
+ * strong turn or landmarks guessed on a blurred face). Infinity when no transform exists.
+ */
+export function alignmentError(landmarks: readonly [number, number][], template: readonly [number, number][] = ARCFACE_TEMPLATE_112): number {
+  const m = estimateSimilarity(landmarks, template);
+  if (!m || landmarks.length !== template.length) return Infinity;
+  let sq = 0;
+  for (let i = 0; i < landmarks.length; i++) {
+    const [x, y] = landmarks[i]!;
+    sq += (m[0] * x + m[1] * y + m[2] - template[i]![0]) ** 2 + (m[3] * x + m[4] * y + m[5] - template[i]![1]) ** 2;
+  }
+  return Math.sqrt(sq / landmarks.length);
+}

@@ -69,6 +69,24 @@ export class FaceService {
     return { width: r.width, height: r.height, faces: r.faces, face: face as AnalyzedFace & { embedding: Float32Array } };
   }
 
+  /**
+   * Every face of an image (largest first), each with its embedding where one could be made, and the
+   * index of the face the profile selects; 422 face_not_found when there is none. Liveness runs on every
+   * face; in normal mode a face that fails it gets no embedding (see `faceProblem`), the others carry on.
+   */
+  async embedAll(input: { image: Uint8Array; profile?: DetectionProfile | null }, signal?: AbortSignal): Promise<AnalyzedImage & { selected: number }> {
+    const r = await this.engine.analyze(this.request(input.image, input.profile ?? this.systemProfile, this.maxDetectedFaces, 'all', 'all'), signal);
+    if (r.faces.length === 0) throw Errors.faceNotFound();
+    return { width: r.width, height: r.height, faces: r.faces, selected: r.selected };
+  }
+
+  /** Why a face from `embedAll` cannot be searched (the code a single-face request would fail with), or null. */
+  faceProblem(face: AnalyzedFace): { code: 'liveness_fake' | 'liveness_input_rejected' | 'embedding_unavailable'; message: string } | null {
+    // The same catalogue errors a single-face request throws, reported per face instead.
+    const e = livenessBlock(this.liveness, face) ? livenessRejection(face.liveness!) : face.embedding ? null : Errors.embeddingUnavailable(face.liveness ?? null);
+    return e ? { code: e.code as 'liveness_fake' | 'liveness_input_rejected' | 'embedding_unavailable', message: e.message } : null;
+  }
+
   async compare(input: { source: Uint8Array; target: Uint8Array; threshold?: number | null; profile?: DetectionProfile | null }, signal?: AbortSignal) {
     const threshold = input.threshold ?? this.defaultThreshold;
     const scope = this.liveness?.compareScope ?? 'both';

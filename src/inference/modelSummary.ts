@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { basename } from 'node:path';
+import type { RecommendedThreshold } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
 import type { LivenessModelFile } from '../models/catalog.js';
 
@@ -44,6 +45,8 @@ export interface ModelInfo {
   license: Record<string, unknown> | null;
   /** Active addons, listed apart from the base files (they never change model_digest). */
   addons?: ModelComponentInfo[];
+  /** The pack's measured default match threshold; null when the pack has none (upstream 0.4 applies). */
+  recommended_threshold: RecommendedThreshold | null;
 }
 
 const stem = (file: string) => basename(file).replace(/\.onnx$/, '');
@@ -60,6 +63,7 @@ export function describePack(pack: InstalledPack, provider: string, liveness?: L
       { model_id: stem(pack.recognizer.file), task: 'face_recognition', sha256: pack.recognizer.sha256, file: pack.recognizer.file, input_size: [...pack.recognizer.input_size], embedding_dimension: pack.recognizer.embedding_dimension, preprocessing_version: pack.recognizer.preprocessing_version },
     ],
     license: { ...pack.license, components: pack.licenses },
+    recommended_threshold: pack.recommended_threshold ? { ...pack.recommended_threshold } : null,
     ...(liveness ? {
       addons: liveness.map((m) => ({ model_id: 'liveness', task: 'liveness', sha256: m.sha256, file: `addons/liveness/${m.file}`, input_size: [...m.input_size], embedding_dimension: null, preprocessing_version: `silent-face-${m.context_scale}x-${m.channel_order}` })),
     } : {}),

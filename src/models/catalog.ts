@@ -68,10 +68,22 @@ export const RecognizerSpecSchema = z.strictObject({
   preprocessing_version: z.string().min(1),
 });
 
+/** A pack's default match threshold, measured rather than inherited (bench/quality.ts). */
+export const RecommendedThresholdSchema = z.strictObject({
+  /** Cosine similarity; a match is similarity >= this value. */
+  similarity: z.number().min(0).max(1),
+  /** The false accept rate (per comparison) the value was read at. */
+  far: z.number().gt(0).lt(1),
+  /** How it was measured, so an operator can judge whether it applies to their cameras. */
+  basis: z.string().min(1),
+});
+
 export const PackSpecSchema = z.strictObject({
   description: z.string(),
   detector: DetectorSpecSchema,
   recognizer: RecognizerSpecSchema,
+  /** Absent for packs nobody could measure here: they keep the upstream default. */
+  recommended_threshold: RecommendedThresholdSchema.optional(),
 });
 
 /** One model of a liveness addon: a box-context crop (Silent-Face style) classified into live/spoof classes. */
@@ -114,6 +126,7 @@ export type FileSpec = z.infer<typeof FileSpecSchema>;
 export type DetectorSpec = z.infer<typeof DetectorSpecSchema>;
 export type RecognizerSpec = z.infer<typeof RecognizerSpecSchema>;
 export type PackSpec = z.infer<typeof PackSpecSchema>;
+export type RecommendedThreshold = z.infer<typeof RecommendedThresholdSchema>;
 export type LivenessModelSpec = z.infer<typeof LivenessModelSpecSchema>;
 /** A verified liveness model file on disk. */
 export type LivenessModelFile = LivenessModelSpec & { path: string; sha256: string };
@@ -190,6 +203,22 @@ export function getPack(catalog: Catalog, packId: string): PackSpec {
     throw Errors.modelPackUnknown(packId, Object.keys(catalog.packs));
   }
   return pack;
+}
+
+/** InsightFace Server's INSIGHTFACE_DEFAULT_THRESHOLD, calibrated for its ArcFace models. */
+export const UPSTREAM_DEFAULT_THRESHOLD = 0.4;
+
+export interface DefaultThreshold { value: number; source: 'config' | 'pack' | 'upstream' }
+
+/**
+ * The default match threshold of compare and of new collections: `[inference] default_threshold` when
+ * the operator set it, else the active pack's measured recommendation, else the upstream 0.4. A client
+ * that sends a threshold is never affected by any of this.
+ */
+export function resolveDefaultThreshold(configured: number | undefined, pack: PackSpec | undefined): DefaultThreshold {
+  if (configured !== undefined) return { value: configured, source: 'config' };
+  if (pack?.recommended_threshold) return { value: pack.recommended_threshold.similarity, source: 'pack' };
+  return { value: UPSTREAM_DEFAULT_THRESHOLD, source: 'upstream' };
 }
 
 /** The pack's distinct files, detector first (edge packs may share one file in both roles). */

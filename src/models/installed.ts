@@ -20,6 +20,7 @@ import {
   type LicenseEntry,
   type PackSpec,
   type RecognizerSpec,
+  type RecommendedThreshold,
 } from './catalog.js';
 import { hashFile, type Digest } from './fsutil.js';
 
@@ -48,6 +49,8 @@ export interface InstalledPack {
   license: LicenseEntry;
   licenses: (LicenseEntry & { files: string[] })[];
   installed_at: string;
+  /** From the catalog, not pack.json: a re-measured threshold needs no reinstall. */
+  recommended_threshold?: RecommendedThreshold;
 }
 
 export interface PackProblem {
@@ -170,5 +173,6 @@ export async function loadInstalledPack(modelsDir: string, packId: string, catal
     license: state.packJson.license,
     licenses: state.packJson.licenses ?? [{ ...state.packJson.license, files: packFileNames(pack) }],
     installed_at: state.packJson.installed_at,
+    ...(pack.recommended_threshold ? { recommended_threshold: pack.recommended_threshold } : {}),
   };
 }

@@ -113,6 +113,20 @@ test.serial('create a collection, enrol a person from photos with a per-image re
   t.regex((await page.locator('section.result').textContent())!, /Threshold 0\.40/);
   await screenshot(page, '04-search');
 
+  // A group photo: one result per face, numbered left to right; only Obama is enrolled.
+  const group = 'groups/obama_biden_office.jpg';
+  await page.locator('input[type=file]').setInputFiles(file(group));
+  await page.getByRole('button', { name: 'Search', exact: true }).click();
+  await page.locator('section.result').filter({ hasText: '2 faces' }).waitFor();
+  const rows = page.getByTestId('face-result');
+  t.is(await rows.count(), labels.groups[group]!.left_to_right!.length);
+  t.deepEqual(await page.getByTestId('face-who').allTextContents(), labels.groups[group]!.left_to_right!.map((who) => (who === 'obama' ? 'Barack Obama' : 'No match')));
+  t.is(await rows.filter({ hasText: '(selected)' }).count(), 1);
+  t.is(await page.getByTestId('best-match').textContent(), 'Barack Obama · 1 not recognised');
+  t.regex((await page.locator('section.result').textContent())!, /2 faces · Threshold 0\.40/);
+  t.is(await page.locator('section.result canvas.annotated').count(), 1);
+  await screenshot(page, '04b-search-group');
+
   // A photo without a face: the distinct refusal, not a generic error.
   await page.locator('input[type=file]').setInputFiles(blank);
   await page.getByRole('button', { name: 'Search', exact: true }).click();

@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FACES, MODELS_MIRROR, Sink } from './shared.js';
+import { FACES, MODELS_MIRROR, REPO as REPO_ROOT, Sink } from './shared.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
 import { installPack } from '../../src/models/installer.js';
@@ -13,6 +13,14 @@ export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8'
   groups: Record<string, { faces: number; left_to_right?: string[] }>;
   singletons_for_negatives: string[];
 };
+
+/** A pack's measured default match threshold from the bundled manifest (what the daemon falls back to). */
+export function packThreshold(packId: string): number {
+  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'models/manifest.json'), 'utf8')) as { packs: Record<string, { recommended_threshold?: { similarity: number } }> };
+  return manifest.packs[packId]?.recommended_threshold?.similarity ?? 0.4;
+}
+/** The default pack's threshold: compare's and new collections' default in a daemon with no default_threshold set. */
+export const DEFAULT_THRESHOLD = packThreshold('edge_s');
 
 const installed = new Map<string, Promise<string>>();
 

@@ -1,14 +1,7 @@
-/** mulberry32: a small seeded PRNG so every run sees the same vectors. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../bench/seededRandom.js';
+
+/** mulberry32 (bench/seededRandom.ts). */
+export const prng = seededRandom;
 
 /** `n` seeded unit vectors of `dim` values (uniform components, normalised). */
 export function unitVectors(n: number, seed: number, dim = 512): Float32Array[] {

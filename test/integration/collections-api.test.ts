@@ -1,6 +1,6 @@
 import test from 'ava';
 import sharp from 'sharp';
-import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, DEFAULT_THRESHOLD, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 let d: TestDaemon;
 test.before(async () => {
@@ -21,7 +21,7 @@ test('create: defaults, model binding, timestamps; duplicate, bad id, unknown fi
   t.is(r.status, 201);
   const c = r.json.collection;
   t.like(c, {
-    id: 'defaults', name: 'Defaults', description: '', default_threshold: 0.4, search_profile: 'fp32_v1', capacity_rows: 100000, max_faces_per_person: 20,
+    id: 'defaults', name: 'Defaults', description: '', default_threshold: DEFAULT_THRESHOLD, search_profile: 'fp32_v1', capacity_rows: 100000, max_faces_per_person: 20,
     load_policy: 'lazy', search_revision: 0, detection_revision: 1, save_face_crops: false, metadata: {}, person_count: 0, face_count: 0, model_id: 'edge_s', embedding_dimension: 512,
   });
   t.deepEqual(c.detection, { input_sizes: [[96, 96], [512, 512]], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' });

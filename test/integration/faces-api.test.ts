@@ -1,6 +1,6 @@
 import test from 'ava';
 import sharp from 'sharp';
-import { encodeBmp24, face, form, labels, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { DEFAULT_THRESHOLD, encodeBmp24, face, form, labels, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 let d: TestDaemon;
 test.before(async () => {
@@ -67,7 +67,7 @@ test('max_faces caps the result to the largest faces', async (t) => {
   t.deepEqual(two.json.faces, all.json.faces.slice(0, 2));
 });
 
-test('every same-person pair matches at the default threshold 0.4 and no different-person pair does', async (t) => {
+test("every same-person pair matches at the pack's default threshold and no different-person pair does", async (t) => {
   const people = Object.entries(labels.identities);
   const emb = new Map<string, number[]>();
   for (const [, files] of people) {
@@ -87,7 +87,7 @@ test('every same-person pair matches at the default threshold 0.4 and no differe
       for (let j = i + 1; j < files.length; j++) {
         const { json } = await post(d, '/v1/compare', form({ source: face(files[i]!), target: face(files[j]!) }));
         t.true(json.matched, `${files[i]} vs ${files[j]}: ${json.similarity}`);
-        t.is(json.threshold, 0.4);
+        t.is(json.threshold, DEFAULT_THRESHOLD);
         t.true(Math.abs(json.similarity - cosine(emb.get(files[i]!)!, emb.get(files[j]!)!)) < 1e-5, 'compare agrees with embeddings');
         lowestSame = Math.min(lowestSame, json.similarity);
       }
@@ -100,7 +100,7 @@ test('every same-person pair matches at the default threshold 0.4 and no differe
       if (all[i]!.who === all[j]!.who) continue;
       const s = cosine(emb.get(all[i]!.f)!, emb.get(all[j]!.f)!);
       highestDifferent = Math.max(highestDifferent, s);
-      t.true(s < 0.4, `${all[i]!.f} vs ${all[j]!.f}: ${s}`);
+      t.true(s < DEFAULT_THRESHOLD, `${all[i]!.f} vs ${all[j]!.f}: ${s}`);
     }
   }
   // A real compare call for a different-person pair, through the endpoint itself.
@@ -115,7 +115,7 @@ test('compare honours an explicit threshold inclusively and validates it', async
   const high = await post(d, '/v1/compare', form({ source: a, target: b, threshold: '0.99' }));
   t.false(high.json.matched);
   t.is(high.json.threshold, 0.99);
-  t.true(base.json.similarity > 0.4);
+  t.true(base.json.similarity > DEFAULT_THRESHOLD);
   const bad = await post(d, '/v1/compare', form({ source: a, target: b, threshold: '1.5' }));
   t.is(bad.res.status, 400);
   t.is(bad.json.error.code, 'invalid_request');

@@ -5,7 +5,7 @@ import { call, face, form, labels, post, startTestDaemon, type TestDaemon } from
 /**
  * Identification on real photos: every identity with two or more photos is enrolled from all but its
  * last photo; the held-out photo must find it at rank 1. Singletons are never enrolled and must not
- * match anyone at the default threshold 0.4.
+ * match anyone at the pack's default threshold.
  */
 let d: TestDaemon;
 test.before(async () => {

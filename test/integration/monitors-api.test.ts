@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, DEFAULT_THRESHOLD, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FAST_MONITORS_TOML } from '../helpers/monitors.js';
 
 /**
@@ -121,7 +121,7 @@ test.serial('patch: at least one field, nulls refused except match_threshold, re
   t.is((await call(d, 'GET', '/v1/monitors/p1/state')).json.state.threshold, 0.55);
   const reset = await call(d, 'PATCH', '/v1/monitors/p1', { match_threshold: null });
   t.is(reset.json.monitor.match_threshold, null);
-  t.is((await call(d, 'GET', '/v1/monitors/p1/state')).json.state.threshold, 0.4, 'null inherits the collection threshold');
+  t.is((await call(d, 'GET', '/v1/monitors/p1/state')).json.state.threshold, DEFAULT_THRESHOLD, 'null inherits the collection threshold');
   const off = await call(d, 'PATCH', '/v1/monitors/p1', { enabled: false });
   t.like(off.json.monitor, { enabled: false, runtime: { status: 'stopped', stream_epoch: null } });
   const moved = await call(d, 'PATCH', '/v1/monitors/p1', { collection_id: 'nope' });

@@ -1,6 +1,6 @@
 import test from 'ava';
 import sharp from 'sharp';
-import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, DEFAULT_THRESHOLD, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { allEvents, enrollObamaBiden, FAST_MONITORS_TOML, waitFor, type MonitorEvent } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 
@@ -61,8 +61,8 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
   t.is(enter.monitor_id, 'door');
   t.is(enter.stream_epoch, running.stream_epoch);
   t.is(typeof enter.track_id, 'string');
-  t.true((enter.similarity as number) >= 0.4);
-  t.is(enter.threshold, 0.4);
+  t.true((enter.similarity as number) >= DEFAULT_THRESHOLD);
+  t.is(enter.threshold, DEFAULT_THRESHOLD);
   t.is(typeof enter.matched_face_id, 'string');
   t.truthy((enter.face as { bbox: unknown }).bbox);
   t.deepEqual(events.map((e) => e.sequence), events.map((_, i) => i + 1));
@@ -79,7 +79,7 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
   t.true(s.inference.actual_fps > 0 && s.inference.actual_fps <= 4.5, String(s.inference.actual_fps));
   t.is(s.inference.configured_fps, 4);
   t.is(typeof s.inference.processing_ms, 'number');
-  t.is(s.threshold, 0.4);
+  t.is(s.threshold, DEFAULT_THRESHOLD);
   t.is(s.liveness_blocked_faces, 0);
   t.is(s.reconnects, 0, JSON.stringify(events.filter((e) => e.type.startsWith('monitor_'))));
   t.is(s.inference_errors, 0);

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { ARCFACE_TEMPLATE_112, estimateSimilarity, invertAffine, warpToTensor, type Affine } from '../../src/inference/alignment.js';
+import { alignmentError, ARCFACE_TEMPLATE_112, estimateSimilarity, invertAffine, warpToTensor, type Affine } from '../../src/inference/alignment.js';
 
 const apply = (m: Affine, [x, y]: readonly [number, number]): [number, number] => [m[0] * x + m[1] * y + m[2], m[3] * x + m[4] * y + m[5]];
 
@@ -149,4 +149,14 @@ test('warpToTensor writes at the given offset of a shared buffer and throws for 
   t.true(Number.isNaN(buf[0]!));
   t.is(buf[3 * width * height], rgb[0]);
   t.throws(() => warpToTensor(rgb, width, height, [0, 0, 0, 0, 0, 0], 2, 2, { channelOrder: 'rgb', mean: 0, std: 1 }));
+});
+
+test('alignmentError: 0 for any similarity image of the template, grows with distortion, Infinity when degenerate', (t) => {
+  const moved = ARCFACE_TEMPLATE_112.map((p) => apply(similarity(25, 3.1, 400, -20), p));
+  t.true(alignmentError(moved) < 1e-9);
+  // Push the nose 10 template pixels sideways (roughly what a strongly turned head does).
+  const turned = ARCFACE_TEMPLATE_112.map(([x, y], i) => [i === 2 ? x + 10 : x, y] as [number, number]);
+  const e = alignmentError(turned);
+  t.true(e > 3 && e < 10, `error ${e}`);
+  t.is(alignmentError([[1, 1], [1, 1], [1, 1], [1, 1], [1, 1]]), Infinity);
 });

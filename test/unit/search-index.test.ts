@@ -1,10 +1,12 @@
 import test from 'ava';
-import { prng } from '../helpers/vectors.js';
 import { CollectionIndex, type IndexRow, type RowHit } from '../../src/search/collectionIndex.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
 import { bfloat16ToFloat, clipSimilarity, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
+import { seededRandom } from '../../bench/seededRandom.js';
 
 // ---- helpers ----
+
+const prng = seededRandom;
 
 function gaussian(rand: () => number): number {
   const u = Math.max(rand(), 1e-12), v = rand();

@@ -174,7 +174,8 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
     },
     {
       method: 'post', path: `${C}/search`, operationId: 'search_v1_collections__collection_id__search_post', summary: 'Search', tags: ['search'],
-      description: 'Search the collection using the selected face. Each person scores its best face sample; matches are at or above the threshold, by similarity then person id.',
+      description: 'Search the collection using the selected face. Each person scores its best face sample; matches are at or above the threshold, by similarity then person id. ' +
+        'With faces=all (Vigil extension) every detected face is searched and returned in faces[] with its box; searched_face and matches stay those of the selected face.',
       body: { contentType: 'multipart/form-data', schema: SearchBody }, success: { status: 200, schema: SearchResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
@@ -183,7 +184,17 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
           throw Errors.requestDetectionOverrideNotSupported('face_selection', 'the collection detection profile selects the face.');
         }
         const t0 = performance.now();
-        const r = await inf.search.search({ collectionId: ctx.params.collection_id!, image: files[0]!.bytes, limit: fields.limit, threshold: fields.threshold }, ctx.state.signal);
+        const query = { collectionId: ctx.params.collection_id!, image: files[0]!.bytes, limit: fields.limit, threshold: fields.threshold };
+        if (fields.faces === 'all') {
+          const r = await inf.search.searchAll(query, ctx.state.signal);
+          const faces = r.results.map((x, i) => ({
+            face: faceObservation(x.face, r.width, r.height), selected: i === r.selected, matches: x.matches, ...(x.problem ? { problem: x.problem } : {}),
+          }));
+          const selected = faces[r.selected]!;
+          ctx.body = { request_id: ctx.state.requestId, searched_face: selected.face, matches: selected.matches, threshold: r.threshold, faces, processing_ms: processingMs(t0) };
+          return;
+        }
+        const r = await inf.search.search(query, ctx.state.signal);
         ctx.body = {
           request_id: ctx.state.requestId, searched_face: faceObservation(r.query.face, r.query.width, r.query.height),
           matches: r.matches, threshold: r.threshold, processing_ms: processingMs(t0),

@@ -35,6 +35,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
         ctx.body = {
           request_id: ctx.state.requestId, models: inf.model.models, execution_provider: inf.model.provider, license: inf.model.license, model_id: inf.model.model_id, model_digest: inf.model.model_digest,
           ...(inf.model.addons ? { addons: inf.model.addons } : {}),
+          recommended_threshold: inf.model.recommended_threshold, default_threshold: inf.defaultThreshold.value, default_threshold_source: inf.defaultThreshold.source,
         };
       },
     },
@@ -95,7 +96,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             inference_max_concurrency: inc.max_concurrency, inference_intra_op_threads: inc.intra_op_threads, model_pack: inc.model_pack,
             addons: inc.addons, auto_download_addons: config.addons.auto_download, liveness_mode: inc.liveness_mode,
             liveness_threshold: inc.liveness_threshold, liveness_compare_scope: inc.liveness_compare_scope, liveness_on_registration: inc.liveness_on_registration,
-            default_similarity_threshold: inc.default_threshold, save_face_crops: config.collections.save_face_crops,
+            default_similarity_threshold: inf.defaultThreshold.value, save_face_crops: config.collections.save_face_crops,
             default_search_profile: config.collections.default_search_profile, default_search_capacity_rows: config.collections.default_capacity_rows,
             max_search_capacity_rows: config.collections.max_capacity_rows, default_max_faces_per_person: config.collections.default_max_faces_per_person,
             default_search_load_policy: config.collections.default_load_policy, search_backend: 'usearch_exact', registration: config.registration, detector_input_sizes: det.input_sizes, detection: det,

@@ -1,4 +1,5 @@
 import type { CollectionPageResponse, CollectionResponse, CollectionT, PersonPageResponse, PersonRegistrationResponse, RejectedImageT } from '../../contract/collections.js';
+import type { ModelsResponse } from '../../contract/system.js';
 import { ApiFailure, api, enc, type Wire } from '../api.js';
 import { facts, field, fmt, h, replace } from '../dom.js';
 import { navigate, type PageContext } from '../router.js';
@@ -23,7 +24,7 @@ export function parseSizes(text: string): number[][] | undefined {
 /** The detection, threshold and crop fields shared by the create and edit forms. */
 function profileFields(c?: CollectionT) {
   const f = {
-    threshold: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.default_threshold ?? '', placeholder: 'server default (0.4)' }),
+    threshold: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.default_threshold ?? '', placeholder: 'server default' }),
     crops: h('input', { type: 'checkbox', checked: c?.save_face_crops ?? false }),
     detThreshold: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.detection?.threshold ?? '', placeholder: 'system default' }),
     nms: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.detection?.nms_threshold ?? '', placeholder: 'system default' }),
@@ -39,6 +40,8 @@ function profileFields(c?: CollectionT) {
     if (f.selection.value) d.single_face_selection = f.selection.value;
     return d;
   };
+  // The server default follows the model pack; show the number it would use.
+  if (!c) api<Wire<typeof ModelsResponse>>('GET', '/v1/models').then((m) => { f.threshold.placeholder = `server default (${m.default_threshold ?? 0.4})`; }, () => undefined);
   const fields = [
     field('Match threshold', f.threshold, 'Similarity at or above this is a match (0–1).'),
     h('div', { class: 'field inline' }, f.crops, h('label', { for: (f.crops.id = `crops${Math.random().toString(36).slice(2)}`) }, 'Save 112×112 face crops')),

@@ -60,23 +60,53 @@ export async function searchPage(ctx: PageContext): Promise<HTMLElement> {
       fd.append('image', file, file.name);
       fd.append('limit', limit.value || '5');
       if (threshold.value) fd.append('threshold', threshold.value);
+      // Every face of the photo is searched (faces=all); the selected face stays the headline.
+      fd.append('faces', 'all');
       try {
         const r = await api<Wire<typeof SearchResponse>>('POST', `/v1/collections/${encodeURIComponent(collection.value)}/search`, fd);
-        const best = r.matches[0];
-        const label = best ? `${best.person.name ?? best.person.id} ${best.similarity.toFixed(2)}` : 'no match';
-        const img = await annotate(file, [drawn(r.searched_face, label, best ? '#3ddc97' : '#ffb347')], `Searched face: ${label}`);
-        out.show(h('section', { class: 'card result', 'aria-label': 'Search result' },
-          h('p', { class: 'big', 'data-testid': 'best-match' }, best ? `${best.person.name ?? best.person.id}` : 'No match at or above the threshold'),
-          h('p', null, `Threshold ${fmt.num(r.threshold, 2)} · ${fmt.num(r.processing_ms, 1)} ms`),
-          r.matches.length ? h('table', { 'aria-label': 'Matches' }, h('thead', null, h('tr', null, ['Person', 'ID', 'Similarity', 'Matched face'].map((t) => h('th', { scope: 'col' }, t)))),
-            h('tbody', null, r.matches.map((m) => h('tr', null, h('td', null, m.person.name ?? '—'), h('td', null, m.person.id), h('td', null, m.similarity.toFixed(4)), h('td', null, h('code', null, m.matched_face_id)))))) : null,
-          faceFacts(r.searched_face), img));
+        out.show(await searchResult(file, r));
       } catch (err) {
         out.show(refusal(err));
       }
     });
   });
   return h('div', null, h('h1', null, 'Search'), form, out);
+}
+
+type FaceResult = NonNullable<Wire<typeof SearchResponse>['faces']>[number];
+type Match = FaceResult['matches'][number];
+
+const personName = (m: Match): string => m.person.name ?? m.person.id;
+const faceVerdict = (f: FaceResult): string => (f.problem ? `Not searched: ${f.problem.message}` : f.matches[0] ? personName(f.matches[0]) : 'No match');
+
+/** One result per face, numbered left to right on the picture and in the table; the selected face leads. */
+async function searchResult(file: File, r: Wire<typeof SearchResponse>): Promise<HTMLElement> {
+  const faces: FaceResult[] = [...(r.faces ?? [{ face: r.searched_face, selected: true, matches: r.matches }])]
+    .sort((a, b) => a.face.bbox.pixels.x - b.face.bbox.pixels.x);
+  const label = (f: FaceResult, i: number) => `${i + 1} ${f.problem ? f.problem.code : f.matches[0] ? `${personName(f.matches[0])} ${f.matches[0].similarity.toFixed(2)}` : 'no match'}`;
+  const colour = (f: FaceResult) => (f.problem ? '#ff6b6b' : f.matches[0] ? '#3ddc97' : '#ffb347');
+  const img = await annotate(file, faces.map((f, i) => drawn(f.face, label(f, i), colour(f))), `${faces.length} faces: ${faces.map(label).join(', ')}`);
+  // The headline names everyone recognised, left to right, and counts the rest.
+  const named = faces.flatMap((f) => (f.matches[0] ? [personName(f.matches[0])] : []));
+  const others = faces.length - named.length;
+  const headline = named.length ? `${named.join(', ')}${others ? ` · ${others} not recognised` : ''}` : 'No match at or above the threshold';
+  const selected = faces.find((f) => f.selected) ?? faces[0]!;
+  return h('section', { class: 'card result', 'aria-label': 'Search result' },
+    h('p', { class: 'big', 'data-testid': 'best-match' }, headline),
+    h('p', null, `${faces.length} ${faces.length === 1 ? 'face' : 'faces'} · Threshold ${fmt.num(r.threshold, 2)} · ${fmt.num(r.processing_ms, 1)} ms`),
+    img,
+    h('table', { 'aria-label': 'Faces' },
+      h('thead', null, h('tr', null, ['Face', 'Who', 'Similarity', 'Other matches', 'Box'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', null, faces.map((f, i) => {
+        const b = f.face.bbox.pixels;
+        return h('tr', { 'data-testid': 'face-result', 'data-code': f.problem?.code ?? '' },
+          h('td', null, `${i + 1}${f.selected ? ' (selected)' : ''}`),
+          h('td', { 'data-testid': 'face-who' }, faceVerdict(f)),
+          h('td', null, f.matches[0] ? f.matches[0].similarity.toFixed(4) : '—'),
+          h('td', null, f.matches.slice(1).map((m) => `${personName(m)} ${m.similarity.toFixed(2)}`).join(', ') || '—'),
+          h('td', null, `${b.x},${b.y} ${b.width}×${b.height}`));
+      }))),
+    faceFacts(selected.face));
 }
 
 export async function comparePage(ctx: PageContext): Promise<HTMLElement> {

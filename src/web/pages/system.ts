@@ -47,7 +47,8 @@ export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
     models.replaceChildren(h('table', { 'aria-label': 'Models' }, h('thead', null, h('tr', null, ['Model', 'Task', 'Input', 'SHA-256'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', null, [...m.models, ...(m.addons ?? [])].map((c) => h('tr', null, h('td', null, c.model_id), h('td', null, c.task),
         h('td', null, c.input_size ? c.input_size.join('×') : '—'), h('td', null, h('code', null, String(c.sha256).slice(0, 16))))))),
-    h('p', null, `Execution provider: ${m.execution_provider}`));
+    h('p', null, `Execution provider: ${m.execution_provider}`),
+    h('p', { 'data-testid': 'default-threshold' }, thresholdLine(m)));
   } catch (e) {
     models.replaceChildren(errorBox(e));
   }
@@ -58,4 +59,12 @@ export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
       status, action, messages),
     h('section', { class: 'card', 'aria-labelledby': 'mod' }, h('h2', { id: 'mod' }, 'Models'), models),
     h('p', { class: 'muted' }, `Page opened ${fmt.time(new Date().toISOString())}.`));
+}
+
+/** Where the default match threshold comes from, in words (the pack's measured value, the config, or upstream). */
+function thresholdLine(m: Wire<typeof ModelsResponse>): string {
+  const r = m.recommended_threshold;
+  const pack = r ? `the pack recommends ${r.similarity} (false accept rate ${r.far} per comparison, measured by bench/quality.ts)` : 'the pack declares no measured threshold';
+  const from = m.default_threshold_source === 'config' ? 'set in the config' : m.default_threshold_source === 'pack' ? 'from the pack' : 'the upstream default';
+  return `Default match threshold ${m.default_threshold} (${from}); ${pack}.`;
 }
