@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tmp/', 'var/', 'bench/results/'] },
+  { ignores: ['dist/', 'node_modules/', '.tmp/', 'var/', 'bench/results/', 'native/*/build/'] },
   ...tseslint.configs.recommended,
   {
     rules: {
@@ -10,6 +10,8 @@ export default tseslint.config(
       'no-empty': ['error', { allowEmptyCatch: true }],
     },
   },
+  // The native addon's CommonJS loader.
+  { files: ['native/**/*.cjs'], rules: { '@typescript-eslint/no-require-imports': 'off' } },
   { files: ['test/**/*.ts', 'bench/**/*.ts'], rules: { '@typescript-eslint/no-non-null-assertion': 'off' } },
   // The browser code types API responses from the server's contract (src/contract, `import type` only).
   { files: ['src/web/**/*.ts'], rules: { '@typescript-eslint/no-explicit-any': 'error' } },

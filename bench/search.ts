@@ -21,7 +21,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
+import { bestPerPerson, CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
+import { halfKernel } from '../src/search/halfScan.js';
+import { graphCandidates, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph } from '../src/search/hnswGraph.js';
+import usearch from '../src/search/usearchModule.js';
 import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
 
@@ -33,6 +36,12 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '0' },
     'slow-queries': { type: 'string', default: '20' },
     'no-faiss': { type: 'boolean', default: false },
+    data: { type: 'string', default: 'clustered' },
+    'skip-hnsw': { type: 'boolean', default: false },
+    'hnsw-threads': { type: 'string', default: '0' },
+    'hnsw-m': { type: 'string', default: '16' },
+    'hnsw-ef-add': { type: 'string', default: '128' },
+    'hnsw-ef-search': { type: 'string', default: '64,128' },
   },
 });
 
@@ -43,7 +52,7 @@ const FACES_PER_PERSON = 5;
 const ADD_BATCH = 10_000;
 const WARMUP = 5;
 const SLOW_PROFILE_ROWS = 200_000;
-const SLOW_PROFILES = new Set<SearchProfile>(['fp16_v1', 'bf16_v1']);
+const SLOW_PROFILES = new Set<SearchProfile>([]);
 /** Every RANDOM_EVERY-th query is a random unit vector; the others are a dataset row plus noise. */
 const RANDOM_EVERY = 4;
 /** Per-dimension noise of the perturbed queries: |noise| ~ 0.03*sqrt(512) ~ 0.68, cos(query, source) ~ 0.83. */
@@ -137,6 +146,34 @@ function randomUnitRows(n: number, seed: number): Float32Array {
   const m = new Float32Array(n * DIM);
   for (let i = 0; i < m.length; i++) m[i] = g();
   for (let r = 0; r < n; r++) normalise(m, r);
+  return m;
+}
+
+/**
+ * Face-like clustered vectors: 256 group centres (think demographics / capture conditions), one identity
+ * direction per person (cos ~0.25 to its group centre), FACES_PER_PERSON faces per person at cos ~0.64
+ * to each other (the identity plus noise, as photos of one face are). Rows of one person are adjacent.
+ */
+function clusteredRows(n: number, seed: number): Float32Array {
+  const g = gaussians(seed);
+  const GROUPS = 256;
+  const centres = randomUnitRows(GROUPS, seed + 7);
+  const m = new Float32Array(n * DIM);
+  const person = new Float32Array(DIM);
+  const sd = 1 / Math.sqrt(DIM);
+  for (let r = 0; r < n; r++) {
+    if (r % FACES_PER_PERSON === 0) {
+      const c = ((r / FACES_PER_PERSON) % GROUPS) * DIM;
+      let s = 0;
+      for (let j = 0; j < DIM; j++) {
+        person[j] = 0.5 * centres[c + j]! + 0.866 * sd * g();
+        s += person[j]! * person[j]!;
+      }
+      for (let j = 0; j < DIM; j++) person[j]! /= Math.sqrt(s);
+    }
+    for (let j = 0; j < DIM; j++) m[r * DIM + j] = person[j]! + 0.75 * sd * g();
+    normalise(m, r);
+  }
   return m;
 }
 
@@ -323,6 +360,70 @@ async function runProfile(profile: SearchProfile, data: Float32Array, n: number,
   return { run, truth: t };
 }
 
+// ---- usearch raw and HNSW ----
+
+function runUsearchRaw(data: Float32Array, n: number, qs: QuerySet, truth: Truth) {
+  const m = data.subarray(0, n * DIM);
+  // exactSearch reads queries from the start of their ArrayBuffer: each query is copied first.
+  const t = timeQueries(NQ, qs, (q) => Array.from((usearch.exactSearch(m, q.slice(), DIM, K, usearch.MetricKind.IP, 0) as { keys: BigUint64Array }).keys, Number));
+  return { ...summary(t.ms), recall_at_10: r3(mean(t.results.map((r, i) => overlap(r, truth.rows[i]!)))) };
+}
+
+/**
+ * HNSW as a collection uses it: a usearch graph (i8, cosine) built over every row, saved, memory-mapped
+ * (view), its candidates re-ranked exactly from the fp32 CollectionIndex (graphTopRows), and usearch's
+ * raw graph search without re-rank beside it. Recall@10 is against exact fp32.
+ */
+async function runHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth) {
+  const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']), threads = Number(values['hnsw-threads']);
+  const efs = values['hnsw-ef-search']!.split(',').map(Number);
+  const { idx } = build('fp32_v1', data, n, 0);
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-hnsw-'));
+  try {
+    const loadBefore = loadavg()[0]!;
+    let t = performance.now();
+    const graph = newGraph(DIM, { connectivity: M, expansion_add: efAdd, expansion_search: efs[0]! });
+    const keys = new BigUint64Array(ADD_BATCH);
+    for (let from = 0; from < n; from += ADD_BATCH) {
+      const to = Math.min(n, from + ADD_BATCH);
+      for (let i = from; i < to; i++) keys[i - from] = BigInt(i);
+      graph.add(keys.subarray(0, to - from), data.subarray(from * DIM, to * DIM), threads);
+      if (from % 100_000 === 0 && from > 0) process.stdout.write(`  hnsw build ${from}/${n} ${((performance.now() - t) / 1000).toFixed(0)} s\n`);
+    }
+    const buildS = (performance.now() - t) / 1000;
+    const meta = saveGraph(dir, graph, { format: 1, collection_id: 'bench', index_epoch: 'bench', dimension: DIM, quantization: HNSW_QUANTIZATION, connectivity: M, expansion_add: efAdd, revision: 0, max_face_key: n - 1, rows: n, build_seconds: r3(buildS), built_at: new Date().toISOString() });
+    const delta = new CollectionIndex(profileCodec('fp32_v1'), DIM, 1);
+    const runs = [];
+    for (const ef of efs) {
+      const rssBefore = await rssMiB();
+      t = performance.now();
+      const loaded = viewGraph(dir, { collectionId: 'bench', epoch: 'bench', dimension: DIM, params: { connectivity: M, expansion_add: efAdd, expansion_search: ef }, revision: 0 });
+      if (!('graph' in loaded)) throw new Error(loaded.problem);
+      const viewMs = performance.now() - t;
+      const g = { graph: loaded.graph, delta, deleted: 0 };
+      const top = timeQueries(NQ, qs, (q) => graphTopRows(idx, g, q, Math.max(PERSON_LIMIT * 8, 64)).slice(0, K).map((h) => h.faceKey));
+      const persons = timeQueries(NQ, qs, (q) => bestPerPerson(graphTopRows(idx, g, q, Math.max(PERSON_LIMIT * 8, 64)), PERSON_LIMIT).map((h) => h.personKey));
+      const rawSearch = timeQueries(NQ, qs, (q) => graphCandidates(loaded.graph, q, K));
+      const rssAfter = await rssMiB();
+      const run = {
+        expansion_search: ef, view_ms: r3(viewMs), top_rows: summary(top.ms), search_persons: summary(persons.ms),
+        recall_at_10: r3(mean(top.results.map((r, i) => overlap(r, truth.rows[i]!)))),
+        recall_at_10_perturbed: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
+        recall_at_10_random: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'random' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
+        persons_agreement_at_5: r3(mean(persons.results.map((p, i) => overlap(p, truth.persons[i]!)))),
+        usearch_raw_search: { ...summary(rawSearch.ms), recall_at_10: r3(mean(rawSearch.results.map((r, i) => overlap(r, truth.rows[i]!)))) },
+        rss_delta_after_queries_mib: r1(rssAfter - rssBefore),
+      };
+      runs.push(run);
+      log(`hnsw M=${M} ef_add=${efAdd} ef_search=${ef}: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (perturbed ${run.recall_at_10_perturbed.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); usearch raw p50 ${run.usearch_raw_search.p50_ms.toFixed(3)} ms R@10 ${run.usearch_raw_search.recall_at_10.toFixed(3)}; view ${run.view_ms.toFixed(1)} ms`);
+    }
+    log(`hnsw build ${buildS.toFixed(1)} s (${threads || 'all'} threads), file ${r1(meta.file_bytes / MiB)} MiB (${HNSW_QUANTIZATION}), load ${loadBefore.toFixed(1)}/${loadavg()[0]!.toFixed(1)}`);
+    return { connectivity: M, expansion_add: efAdd, quantization: HNSW_QUANTIZATION, build_threads: threads, build_s: r3(buildS), file_bytes: meta.file_bytes, runs, loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)] };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 // ---- main ----
 
 const pad = (s: string | number, w: number) => String(s).padStart(w);
@@ -332,18 +433,17 @@ const HEADER = `${padEnd('profile', 14)}${pad('thr', 4)}${pad('nq', 5)}${pad('bu
 const line = (r: ProfileRun) => `${padEnd(r.profile, 14)}${pad(r.threads, 4)}${pad(r.queries, 5)}${pad(r.build_s.toFixed(2), 9)}${pad(r.top_rows.p50_ms.toFixed(2), 10)}${pad(r.top_rows.p99_ms.toFixed(2), 10)}${pad(r.search_persons.p50_ms.toFixed(2), 10)}${pad(r.search_persons.p99_ms.toFixed(2), 10)}${pad(r.recall_at_10.toFixed(3), 7)}${pad(r.recall_at_10_perturbed.toFixed(3), 10)}${pad(r.recall_at_10_random.toFixed(3), 10)}${pad(r.self_hit_at_1.toFixed(3), 8)}${pad(r.persons_agreement_at_5.toFixed(3), 8)}${pad(r.int8_exact_agreement === null ? '-' : r.int8_exact_agreement.toFixed(3), 9)}${pad(r.index_mib_per_100k.toFixed(1), 10)}${pad(r.rss_delta_mib_per_100k.toFixed(1), 10)}${pad(r.loadavg_1m.map((x) => x.toFixed(1)).join('/'), 11)}`;
 
 const usearchVersion = (JSON.parse(readFileSync(join(REPO, 'node_modules/usearch/package.json'), 'utf8')) as { version: string }).version;
-const machine = { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, usearch: usearchVersion, total_mem_gib: r1(totalmem() / 2 ** 30), free_mem_gib_at_start: r1(freemem() / 2 ** 30), expose_gc: typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'flag' : 'v8.setFlagsFromString' };
+const machine = { half_kernel: halfKernel(), data: values.data, cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, usearch: usearchVersion, total_mem_gib: r1(totalmem() / 2 ** 30), free_mem_gib_at_start: r1(freemem() / 2 ** 30), expose_gc: typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'flag' : 'v8.setFlagsFromString' };
 const started = performance.now();
 log(`search bench: sizes ${SIZES.join(', ')}, ${NQ} queries (every ${RANDOM_EVERY}th random, others a dataset row + N(0, ${NOISE_SIGMA}^2) noise), dim ${DIM}, k ${K}`);
 log(`machine: ${machine.cpus} cpus (${machine.cpu}), node ${machine.node}, usearch ${machine.usearch}; threads settings ${THREADS.join(', ')} (0 = all cores)`);
-if (PROFILES.some((p) => SLOW_PROFILES.has(p)) && SIZES.some((n) => n > SLOW_PROFILE_ROWS)) log(`note: fp16_v1/bf16_v1 are decoded in JS per query; above ${SLOW_PROFILE_ROWS} rows they run only ${Math.min(SLOW_QUERIES, NQ)} queries (--slow-queries)`);
 
 const sizes: unknown[] = [];
 for (const n of SIZES) {
   log();
   log(`== N = ${n} ==`);
   let t = performance.now();
-  const data = randomUnitRows(n, 0x5eed + n);
+  const data = values.data === 'random' ? randomUnitRows(n, 0x5eed + n) : clusteredRows(n, 0x5eed + n);
   const qs = makeQueries(data, n, NQ, 0xc0ffee + n);
   const genSeconds = (performance.now() - t) / 1000;
   log(`generated ${n} x ${DIM} unit vectors + ${NQ} queries in ${genSeconds.toFixed(1)} s`);
@@ -368,6 +468,10 @@ for (const n of SIZES) {
       log(line(r.run));
     }
   }
+
+  const raw = runUsearchRaw(data, n, qs, truth!);
+  log(`usearch raw exactSearch fp32 (one call over the whole matrix): p50 ${raw.p50_ms.toFixed(2)} ms p99 ${raw.p99_ms.toFixed(2)} ms`);
+  const hnsw = !values['skip-hnsw'] ? await runHnsw(data, n, qs, truth!) : null;
 
   const faissRecall = faiss && truth ? r3(mean(faiss.ids.map((ids, i) => overlap(ids, truth!.rows[i]!)))) : null;
   const comparisons = THREADS.map((threads) => {
@@ -404,6 +508,8 @@ for (const n of SIZES) {
     generate_s: r3(genSeconds),
     faiss: faiss ? { version: faiss.faiss_version, compile_options: faiss.faiss_compile_options, omp_default_threads: faiss.omp_default_threads, load_s: faiss.load_s, build_s: faiss.build_s, runs: faiss.runs, loadavg_1m: faiss.loadavg_1m, top10_agreement_with_ours_fp32: faissRecall } : null,
     profiles: runs,
+    usearch_raw_exact_fp32: raw,
+    hnsw,
     comparisons,
   });
 }

@@ -13,6 +13,8 @@ Usage:
   vigil addons install|verify liveness     manage the liveness addon's models (vigil addons --help)
   vigil workspaces create|list|set-quota   scraper workspaces (vigil workspaces --help)
   vigil keys create|list|revoke            workspace API keys
+  vigil gallery import COLLECTION FILE.ndjson [--url URL] [--contract ID] [--batch-size N]
+                                           bulk import into the running daemon (API key in VIGIL_API_KEY)
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
 `;
@@ -40,6 +42,22 @@ async function main(argv: string[]): Promise<number> {
     case 'keys': {
       const { runWorkspacesCommand } = await import('./workspaces.js');
       return runWorkspacesCommand(command, rest);
+    }
+    case 'gallery': {
+      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
+        config: { type: 'string', short: 'c' }, url: { type: 'string' }, contract: { type: 'string' }, 'batch-size': { type: 'string', default: '1000' },
+      } });
+      if (positionals[0] !== 'import' || positionals.length !== 3) {
+        process.stderr.write('usage: vigil gallery import COLLECTION FILE.ndjson [--url http://127.0.0.1:8080] [--contract ID] [--batch-size N] [--config FILE]\n');
+        return 2;
+      }
+      const { config } = loadConfig(values.config);
+      const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+      const { runGalleryImport } = await import('./gallery.js');
+      return runGalleryImport({
+        url: values.url ?? `http://${host}:${config.server.port}`, key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]!,
+        contractId: values.contract ?? null, batchSize: Number(values['batch-size']),
+      });
     }
     case 'mcp': {
       const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });

@@ -1,4 +1,4 @@
-import { resolve as resolvePath } from 'node:path';
+import { join, resolve as resolvePath } from 'node:path';
 import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
@@ -10,6 +10,7 @@ import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
 import { PersonService } from '../collections/personService.js';
+import { GalleryImportService } from '../collections/galleryImport.js';
 import { SearchService } from '../collections/searchService.js';
 import { FaceService } from '../inference/faceService.js';
 import { describePack } from '../inference/modelSummary.js';
@@ -86,7 +87,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       catalog, modelsDir: config.server.models_dir, configFile: loaded.file ? resolvePath(loaded.file) : null, enabled: liveness !== null, mirror: config.addons.mirror, log,
     });
     const store = new CollectionStore(db.db);
-    const indexes = new SearchIndexes(store, config.collections.search_threads);
+    const cc = config.collections;
+    const indexes = new SearchIndexes(store, {
+      threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
+      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000,
+    });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
     const collections = new CollectionService(store, indexes, cursors, {
@@ -108,7 +113,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month)), new ScrapeWorker(config, log), config, log);
     const runtime: Runtime = {
-      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons,
+      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes,
     };
     const { app } = createApp(runtime);
@@ -169,6 +174,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await ready.catch(() => undefined);
       await Promise.all([monitorsStopped, monitors.close()]);
       await engine?.close();
+      await indexes.close();
       db.close();
     };
     return { runtime, server, ready, url, close };

@@ -4,7 +4,7 @@ import { type ApiError, Errors } from '../contract/errors.js';
 import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
-import { CollectionStore, nowIso } from './collectionStore.js';
+import { CollectionStore, indexColumns, nowIso } from './collectionStore.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
 import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
 
@@ -56,6 +56,11 @@ export class CollectionService {
         { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version });
     }
     return c;
+  }
+
+  /** The collection as the API shows it: the stored settings plus what its search index is doing now. */
+  describe(c: CollectionT): CollectionT {
+    return { ...c, search_index: { ...c.search_index, status: this.indexes.status(c) } };
   }
 
   /** The collection or null (for reports that must not fail on a deleted collection). */
@@ -113,6 +118,13 @@ export class CollectionService {
       search_profile: search.profile ?? d.default_search_profile, capacity_rows: capacity,
       max_faces_per_person: search.max_faces_per_person ?? d.default_max_faces_per_person,
       load_policy: search.load_policy ?? (body.id === '_default' ? 'eager' : d.default_load_policy),
+      search_index: {
+        type: search.index ?? d.default_search_index,
+        hnsw: {
+          connectivity: search.hnsw?.connectivity ?? d.hnsw_connectivity, expansion_add: search.hnsw?.expansion_add ?? d.hnsw_expansion_add,
+          expansion_search: search.hnsw?.expansion_search ?? d.hnsw_expansion_search,
+        },
+      },
       save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
     });
     if (!inserted) throw Errors.collectionExists(body.id);
@@ -166,10 +178,16 @@ export class CollectionService {
         }
         if (s.max_faces_per_person !== undefined) set('max_faces_per_person', s.max_faces_per_person, c.max_faces_per_person);
         if (s.load_policy !== undefined) set('load_policy', s.load_policy, c.load_policy);
+        if (s.index !== undefined || s.hnsw !== undefined) {
+          const next = indexColumns({ type: s.index ?? c.search_index.type, hnsw: { ...c.search_index.hnsw, ...s.hnsw } });
+          const now = indexColumns(c.search_index);
+          set('search_index', next.search_index_type, now.search_index_type);
+          for (const k of ['hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'] as const) set(k, next[k], now[k]);
+        }
       }
       this.store.updateCollection(id, cols);
       const updated = this.get(id);
-      if ('capacity_rows' in cols || 'load_policy' in cols) this.indexes.configure(updated);
+      if (['capacity_rows', 'load_policy', 'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'].some((k) => k in cols)) this.indexes.configure(updated);
       return updated;
     });
   }

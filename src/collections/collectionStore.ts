@@ -1,4 +1,6 @@
-import type { CollectionT, FaceSampleT, PersonT } from '../contract/collections.js';
+import { randomBytes } from 'node:crypto';
+import type { Statement } from 'better-sqlite3';
+import type { CollectionT, FaceSampleT, PersonT, SearchIndexSettingsT } from '../contract/collections.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { Db } from '../store/database.js';
 
@@ -12,6 +14,7 @@ interface CollectionRow {
   save_face_crops: number; metadata_json: string; detector_input_sizes_json: string; detector_threshold: number;
   detector_nms_threshold: number; single_face_selection: 'largest' | 'center_largest'; detection_revision: number;
   person_count: number; face_count: number; created_at: string; updated_at: string;
+  search_index: 'exact' | 'hnsw'; hnsw_connectivity: number; hnsw_expansion_add: number; hnsw_expansion_search: number;
 }
 interface PersonRow { seq: number; collection_id: string; id: string; name: string | null; external_id: string | null; metadata_json: string; face_count: number; created_at: string; updated_at: string }
 interface FaceRow {
@@ -33,9 +36,18 @@ export interface NewFace {
   createdAt: string;
 }
 
-export interface NewCollection extends Omit<CollectionT, 'person_count' | 'face_count' | 'search_revision' | 'detection_revision' | 'detection'> {
+export interface NewCollection extends Omit<CollectionT, 'person_count' | 'face_count' | 'search_revision' | 'detection_revision' | 'detection' | 'search_index'> {
   detection: DetectionProfile;
+  /** Absent: exact, with usearch's default graph parameters. */
+  search_index?: SearchIndexSettingsT;
 }
+
+const EXACT_INDEX: SearchIndexSettingsT = { type: 'exact', hnsw: { connectivity: 16, expansion_add: 128, expansion_search: 64 } };
+
+/** The collections columns of a search index setting. */
+export const indexColumns = (s: SearchIndexSettingsT) => ({
+  search_index_type: s.type, hnsw_connectivity: s.hnsw.connectivity, hnsw_expansion_add: s.hnsw.expansion_add, hnsw_expansion_search: s.hnsw.expansion_search,
+});
 
 function collectionFromRow(r: CollectionRow): CollectionT {
   return {
@@ -50,6 +62,10 @@ function collectionFromRow(r: CollectionRow): CollectionT {
       nms_threshold: r.detector_nms_threshold, single_face_selection: r.single_face_selection,
     },
     detection_revision: r.detection_revision,
+    search_index: {
+      type: r.search_index,
+      hnsw: { connectivity: r.hnsw_connectivity, expansion_add: r.hnsw_expansion_add, expansion_search: r.hnsw_expansion_search },
+    },
   };
 }
 
@@ -73,6 +89,9 @@ function faceFromRow(r: FaceRow): FaceSampleT {
 const FACE_COLUMNS = `f.seq, f.id, p.id AS person_id, f.bounding_box_json, f.landmarks_json, f.detection_score, f.quality_json, f.model_id,
   f.model_digest, f.preprocessing_version, f.embedding_source, f.embedding_contract_id, f.crop_image IS NOT NULL AS has_crop, f.liveness_json, f.created_at`;
 
+
+const IMPORTED_BOX = JSON.stringify({ pixels: { x: 0, y: 0, width: 0, height: 0 }, normalized: { left: 0, top: 0, width: 0, height: 0 } });
+const IMPORTED_QUALITY = JSON.stringify({ score: 0, sharpness: 0, brightness: 0, pose: 0 });
 
 export const embeddingToBlob = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 export function blobToEmbedding(b: Buffer): Float32Array {
@@ -115,12 +134,15 @@ export class CollectionStore {
   insertCollection(c: NewCollection): boolean {
     const r = this.db.prepare(`INSERT INTO collections (id, name, description, default_threshold, model_id, model_digest, embedding_dimension,
       preprocessing_version, embedding_contract_id, search_profile, capacity_rows, max_faces_per_person, load_policy, save_face_crops,
-      metadata_json, detector_input_sizes_json, detector_threshold, detector_nms_threshold, single_face_selection, created_at, updated_at)
+      metadata_json, detector_input_sizes_json, detector_threshold, detector_nms_threshold, single_face_selection, created_at, updated_at,
+      search_index, hnsw_connectivity, hnsw_expansion_add, hnsw_expansion_search, index_epoch)
       VALUES (@id, @name, @description, @default_threshold, @model_id, @model_digest, @embedding_dimension, @preprocessing_version,
       @embedding_contract_id, @search_profile, @capacity_rows, @max_faces_per_person, @load_policy, @save_face_crops, @metadata_json,
-      @detector_input_sizes_json, @detector_threshold, @detector_nms_threshold, @single_face_selection, @created_at, @updated_at)
+      @detector_input_sizes_json, @detector_threshold, @detector_nms_threshold, @single_face_selection, @created_at, @updated_at,
+      @search_index_type, @hnsw_connectivity, @hnsw_expansion_add, @hnsw_expansion_search, @index_epoch)
       ON CONFLICT (id) DO NOTHING`).run({
-      ...c, save_face_crops: c.save_face_crops ? 1 : 0, metadata_json: JSON.stringify(c.metadata),
+      ...c, search_index: undefined, ...indexColumns(c.search_index ?? EXACT_INDEX),
+      index_epoch: randomBytes(16).toString('hex'), save_face_crops: c.save_face_crops ? 1 : 0, metadata_json: JSON.stringify(c.metadata),
       detector_input_sizes_json: JSON.stringify(c.detection.input_sizes), detector_threshold: c.detection.threshold,
       detector_nms_threshold: c.detection.nms_threshold, single_face_selection: c.detection.single_face_selection,
     });
@@ -133,6 +155,12 @@ export class CollectionStore {
     if (names.length === 0) return;
     const set = [...names.map((n) => `${n} = @${n}`), 'updated_at = @updated_at'].join(', ');
     this.db.prepare(`UPDATE collections SET ${set} WHERE id = @id`).run({ ...columns, updated_at: nowIso(), id });
+  }
+
+  /** The incarnation id of a collection id (index files carry it); null when the collection does not exist. */
+  indexEpoch(id: string): string | null {
+    const r = this.db.prepare('SELECT index_epoch FROM collections WHERE id = ?').get(id) as { index_epoch: string } | undefined;
+    return r?.index_epoch ?? null;
   }
 
   /** search_revision + 1 (every index-affecting write), with updated_at. Returns the new revision. */
@@ -246,6 +274,27 @@ export class CollectionStore {
   personEmbeddings(personSeq: number): Float32Array[] {
     return (this.db.prepare('SELECT embedding FROM face_samples WHERE person_seq = ? ORDER BY seq').all(personSeq) as { embedding: Buffer }[]).map((r) => blobToEmbedding(r.embedding));
   }
+
+  /**
+   * Inserts one imported person with its trusted embeddings (bulk gallery import): statements are
+   * prepared once per store, and the caller runs a whole batch in one transaction. Imported faces have
+   * no image: an empty box, no landmarks, zero detection and quality scores.
+   */
+  insertImportedPerson(collectionId: string, p: { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> },
+    embeddings: Float32Array[], binding: { model_id: string; model_digest: string; preprocessing_version: string; embedding_contract_id: string }, at: string, newId: () => string): { personSeq: number; faceSeqs: number[] } {
+    const st = (this.importStatements ??= {
+      person: this.db.prepare(`INSERT INTO persons (collection_id, id, name, external_id, metadata_json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+      face: this.db.prepare(`INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
+        detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at)
+        VALUES (?, ?, ?, ?, ?, '${IMPORTED_BOX}', NULL, 0, '${IMPORTED_QUALITY}', ?, ?, ?, 'external_trusted', ?, ?)`),
+    });
+    const personSeq = Number(st.person.run(collectionId, p.id, p.name, p.external_id, JSON.stringify(p.metadata), at, at).lastInsertRowid);
+    const faceSeqs = embeddings.map((v) => Number(st.face.run(newId(), collectionId, personSeq, embeddingToBlob(v), v.length, binding.model_id, binding.model_digest,
+      binding.preprocessing_version, binding.embedding_contract_id, at).lastInsertRowid));
+    return { personSeq, faceSeqs };
+  }
+
+  private importStatements?: { person: Statement; face: Statement };
 
   /** Streams every vector of a collection (for index rebuilds). */
   *vectors(collectionId: string): Generator<{ faceKey: number; personKey: number; vector: Float32Array }> {

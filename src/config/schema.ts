@@ -194,6 +194,19 @@ export const ConfigSchema = z.strictObject({
       default_load_policy: z.enum(['eager', 'lazy']).default('lazy'),
       /** Threads one exact search may use; 0 = every core. */
       search_threads: z.number().int().min(0).max(256).default(0),
+      /** exact | hnsw: the search index of new collections (a create request may choose). */
+      default_search_index: z.enum(['exact', 'hnsw']).default('exact'),
+      hnsw_connectivity: z.number().int().min(4).max(64).default(16),
+      hnsw_expansion_add: z.number().int().min(16).max(1024).default(128),
+      hnsw_expansion_search: z.number().int().min(16).max(4096).default(64),
+      /** Threads a background index build (HNSW graph, snapshot) may use; 0 = every core. */
+      index_build_threads: z.number().int().min(0).max(256).default(1),
+      /** HNSW graphs are rebuilt when rows added or deleted since the build exceed this share of the graph. */
+      hnsw_rebuild_ratio: z.number().min(0.001).max(1).default(0.05),
+      /** ... or when anything changed since the build and this long has passed. */
+      hnsw_rebuild_interval_seconds: z.number().int().min(10).default(3600),
+      /** Changed rows after which a collection's exact index snapshot is rewritten in the background. */
+      snapshot_after_changes: z.number().int().min(1).default(10_000),
     })
     .refine((c) => c.default_capacity_rows <= c.max_capacity_rows, { message: 'default_capacity_rows must not exceed max_capacity_rows', path: ['default_capacity_rows'] })
     .prefault({}),

@@ -35,8 +35,22 @@ export const DetectionProfileSchema = z
 export const CollectionDetectionCreate = z
   .strictObject({ input_sizes: inputSizes.nullish(), threshold: unit.nullish(), nms_threshold: unit.nullish(), single_face_selection: selection.nullish() })
   .meta(id('CollectionDetectionCreate'));
+// Vigil extension (additive): the search index of a collection. Absent = the deployment default.
+const searchIndexType = z.enum(['exact', 'hnsw']);
+const hnswParams = { connectivity: z.int().min(4).max(64), expansion_add: z.int().min(16).max(1024), expansion_search: z.int().min(16).max(4096) };
+export const HnswSettingsInput = z
+  .strictObject({ connectivity: hnswParams.connectivity.optional(), expansion_add: hnswParams.expansion_add.optional(), expansion_search: hnswParams.expansion_search.optional() })
+  .meta(id('HnswSettingsInput'));
+export const SearchIndexSettings = z
+  .looseObject({ type: searchIndexType, hnsw: z.looseObject(hnswParams) })
+  .describe('The search index: exact (every row scanned) or hnsw (approximate graph, candidates re-ranked exactly; exact while it is built or stale).')
+  .meta(id('SearchIndexSettings'));
+export type SearchIndexSettingsT = z.infer<typeof SearchIndexSettings>;
 export const CollectionSearchCreate = z
-  .strictObject({ profile: z.enum(SEARCH_PROFILES).nullish(), capacity_rows: capacityRows.nullish(), max_faces_per_person: maxFaces.nullish(), load_policy: loadPolicy.nullish() })
+  .strictObject({
+    profile: z.enum(SEARCH_PROFILES).nullish(), capacity_rows: capacityRows.nullish(), max_faces_per_person: maxFaces.nullish(), load_policy: loadPolicy.nullish(),
+    index: searchIndexType.nullish(), hnsw: HnswSettingsInput.nullish(),
+  })
   .meta(id('CollectionSearchCreate'));
 export const CollectionCreate = z
   .strictObject({
@@ -57,7 +71,7 @@ export const CollectionDetectionPatch = z
   .strictObject({ input_sizes: noNull(inputSizes), threshold: noNull(unit), nms_threshold: noNull(unit), single_face_selection: noNull(selection) })
   .meta(id('CollectionDetectionPatch'));
 export const CollectionSearchPatch = z
-  .strictObject({ capacity_rows: noNull(capacityRows), max_faces_per_person: noNull(maxFaces), load_policy: noNull(loadPolicy) })
+  .strictObject({ capacity_rows: noNull(capacityRows), max_faces_per_person: noNull(maxFaces), load_policy: noNull(loadPolicy), index: noNull(searchIndexType), hnsw: noNull(HnswSettingsInput) })
   .meta(id('CollectionSearchPatch'));
 export const CollectionPatch = z
   .strictObject({
@@ -82,6 +96,7 @@ export const Collection = z
     search_profile: z.string(), capacity_rows: z.int(), max_faces_per_person: z.int(), load_policy: loadPolicy, search_revision: z.int(),
     save_face_crops: z.boolean(), metadata, person_count: z.int(), face_count: z.int(), created_at: z.string(), updated_at: z.string(),
     detection: DetectionProfileSchema, detection_revision: z.int(),
+    search_index: SearchIndexSettings,
   })
   .meta(id('Collection'));
 

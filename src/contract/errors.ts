@@ -223,6 +223,8 @@ export const Errors = {
       message: 'The embedding contract does not match this collection; copy embedding_contract_id from the collection.',
       details: { expected_embedding_contract_id: expected, provided_embedding_contract_id: provided },
     })),
+  invalidImportLine: api('invalid_import_line', 400, 'A line of a gallery import is not a valid person with trusted embeddings (`details.line`, `details.problem`); its batch changed nothing.',
+    (line: number, problem: string) => ({ message: `Line ${line}: ${problem}`, details: { line, problem } })),
   invalidExternalEmbeddings: api('invalid_external_embeddings', 400, '`external_embeddings` is not a JSON array of vectors.', fixed('external_embeddings must be a JSON array of vectors.')),
   externalEmbeddingCountMismatch: api('external_embedding_count_mismatch', 400, 'Not one external vector per image.',
     (images: number, embeddings: number) => ({ message: `Got ${embeddings} vectors for ${images} images.`, details: { image_count: images, embedding_count: embeddings } })),

@@ -10,6 +10,7 @@ import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
 import { addonRoutes } from './routes/addons.js';
 import { collectionRoutes } from './routes/collections.js';
+import { GALLERY_IMPORT_PATH, galleryImportRoutes } from './routes/galleryImport.js';
 import { faceRoutes } from './routes/faces.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { systemRoutes } from './routes/system.js';
@@ -18,7 +19,7 @@ import { webUi } from './webUi.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...monitorRoutes(rt), ...scraperRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...scraperRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -46,7 +47,7 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(cors(config.server.cors_origins));
   app.use(errorEnvelope(rt.log, rt.recentErrors));
   app.use(deadline(config.server.request_timeout_seconds));
-  app.use(bodySizeLimit(config.server.max_request_bytes));
+  app.use(bodySizeLimit(config.server.max_request_bytes, (path) => GALLERY_IMPORT_PATH.test(path)));
   // The browser UI answers only its own paths; API paths and their 404 envelopes pass through.
   if (!config.web.disabled) app.use(webUi());
   app.use(router.routes());

@@ -85,8 +85,9 @@ export function cors(origins: string[]): Koa.Middleware {
 }
 
 /** Rejects a declared body over the limit before reading a byte of it. Streaming is bounded by the parsers' own limits. */
-export function bodySizeLimit(maxBytes: number): Koa.Middleware {
+export function bodySizeLimit(maxBytes: number, exempt: (path: string) => boolean = () => false): Koa.Middleware {
   return async (ctx, next) => {
+    if (exempt(ctx.path)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
     if (declared > maxBytes) {
       // The rest of the upload is not wanted: close the connection after answering.

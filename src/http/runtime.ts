@@ -3,6 +3,7 @@ import type { LoadedConfig } from '../config/load.js';
 import type { InferenceEngine } from '../inference/engine.js';
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
+import type { GalleryImportService } from '../collections/galleryImport.js';
 import type { SearchService } from '../collections/searchService.js';
 import type { LivenessManager } from '../addons/livenessManager.js';
 import type { FaceService } from '../inference/faceService.js';
@@ -45,6 +46,7 @@ export interface Runtime {
   inference: Inference | null;
   collections: CollectionService;
   persons: PersonService;
+  galleryImport: GalleryImportService;
   liveness: LivenessManager;
   monitors: MonitorManager;
   startedAt: Date;

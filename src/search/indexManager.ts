@@ -1,9 +1,31 @@
+import { mkdirSync } from 'node:fs';
+import type { Worker } from 'node:worker_threads';
 import type { CollectionT, SearchProfile } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
-import { CollectionIndex, type IndexRow } from './collectionIndex.js';
+import { startModuleWorker } from '../system/workerThread.js';
+import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
+import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
+import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
 import { profileCodec } from './profiles.js';
+import type { Index } from './usearchModule.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
+export type GraphState = 'none' | 'building' | 'ready' | 'failed';
+
+interface Graph {
+  state: GraphState;
+  graph: Index | null;
+  meta: HnswMeta | null;
+  /** Live rows added after the graph was built (face key above meta.max_face_key), scanned exactly. */
+  delta: CollectionIndex | null;
+  /** Graph rows deleted since the build (filtered out of every candidate list). */
+  deleted: number;
+  progress: { done: number; total: number } | null;
+  rebuilding: boolean;
+  lastError?: string;
+  /** Why a persisted file was not used at load. */
+  fileProblem?: string;
+}
 
 interface Entry {
   index: CollectionIndex | null;
@@ -12,26 +34,68 @@ interface Entry {
   appliedRevision: number;
   lastError?: string;
   buildMs?: number;
+  graph: Graph;
 }
 
-export interface VectorSource { vectors(collectionId: string): Iterable<IndexRow> }
+export interface VectorSource {
+  vectors(collectionId: string): Iterable<IndexRow>;
+  /** The incarnation id of a collection (persisted graphs carry it). */
+  indexEpoch(collectionId: string): string | null;
+  getCollection(id: string): CollectionT | null;
+}
 export interface IndexChange { add?: IndexRow[]; remove?: number[] }
+
+export interface SearchIndexOptions {
+  /** Threads of one exact search; 0 = every core. */
+  threads: number;
+  /** Where HNSW graphs are persisted (`<data_dir>/search-indexes`) and the database their builds read. */
+  dir: string;
+  dbPath: string;
+  buildThreads: number;
+  /** Rebuild when rows added or deleted since the build exceed this share of the graph. */
+  rebuildRatio: number;
+  rebuildIntervalMs: number;
+}
+
+/** Candidates asked of the graph: as many as the exact path's first batch. */
+const candidatesFor = (limit: number) => Math.max(limit * 8, 64);
+/** A graph whose delta + deletions exceed this share of its rows is stale: searches fall back to exact. */
+const STALE_RATIO = 0.25;
+const STALE_MIN_ROWS = 256;
+
+const noGraph = (): Graph => ({ state: 'none', graph: null, meta: null, delta: null, deleted: 0, progress: null, rebuilding: false });
+const hnswParams = (c: CollectionT): HnswParams => ({ ...c.search_index.hnsw });
+const usesGraph = (c: CollectionT) => c.search_index.type === 'hnsw';
 
 /**
  * The in-memory indexes of all collections. SQLite is authoritative: an index is (re)built from it on
  * first use, at startup for eager collections, and whenever it is found behind the committed
  * search_revision. Writes commit first, then update the index before the response returns, so an
  * acknowledged add is searchable and an acknowledged delete is gone.
+ *
+ * Collections with `search_index.type = "hnsw"` also get a graph: built by a worker thread from SQLite,
+ * persisted under the data directory with the revision it covers, memory-mapped when the collection
+ * loads. Adds after the build sit in an exact delta, deletes are filtered, and the graph is rebuilt in
+ * the background once the changes pass `rebuildRatio` (or `rebuildIntervalMs` after any change).
+ * While no usable graph exists (first build, stale or failed) searches are exact.
  */
 export class SearchIndexes {
   private readonly entries = new Map<string, Entry>();
+  private readonly queue: string[] = [];
+  private running: { collectionId: string; worker: Worker } | null = null;
+  private readonly timer: NodeJS.Timeout;
+  private closed = false;
 
-  constructor(private readonly source: VectorSource, private readonly threads = 0) {}
+  constructor(private readonly source: VectorSource, private readonly opts: SearchIndexOptions) {
+    mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+    removeStaleTempFiles(opts.dir);
+    this.timer = setInterval(() => this.periodicCheck(), Math.min(60_000, opts.rebuildIntervalMs)).unref();
+  }
 
   private entry(id: string): Entry {
     let e = this.entries.get(id);
     if (!e) {
-      e = { index: null, state: 'unloaded', generation: 0, appliedRevision: -1 };
+      e = { index: null, state: 'unloaded', generation: 0, appliedRevision: -1, graph: noGraph() };
       this.entries.set(id, e);
     }
     return e;
@@ -48,7 +112,7 @@ export class SearchIndexes {
     e.state = e.index ? 'dirty' : 'building';
     const t0 = performance.now();
     try {
-      const index = new CollectionIndex(profileCodec(c.search_profile as SearchProfile), c.embedding_dimension, Math.max(c.capacity_rows, c.face_count), this.threads);
+      const index = new CollectionIndex(profileCodec(c.search_profile as SearchProfile), c.embedding_dimension, Math.max(c.capacity_rows, c.face_count), this.opts.threads);
       let batch: IndexRow[] = [];
       for (const row of this.source.vectors(c.id)) {
         batch.push(row);
@@ -64,6 +128,7 @@ export class SearchIndexes {
       e.appliedRevision = c.search_revision;
       e.buildMs = performance.now() - t0;
       delete e.lastError;
+      this.attachGraph(c, e);
       return index;
     } catch (err) {
       e.index = null;
@@ -83,9 +148,25 @@ export class SearchIndexes {
     if (!e?.index) return;
     try {
       if (e.state !== 'ready' || e.appliedRevision !== revisionBefore) throw new Error('index behind the committed revision');
-      if (change.remove?.length) e.index.remove(change.remove);
-      if (change.add?.length) e.index.add(change.add);
+      const g = e.graph;
+      if (change.remove?.length) {
+        if (g.state === 'ready' && g.meta) {
+          for (const key of change.remove) if (key <= g.meta.max_face_key && e.index.has(key)) g.deleted++;
+          g.delta!.remove(change.remove);
+        }
+        e.index.remove(change.remove);
+      }
+      if (change.add?.length) {
+        e.index.add(change.add);
+        if (g.state === 'ready' && g.meta) {
+          const max = g.meta.max_face_key;
+          const fresh = change.add.filter((r) => r.faceKey > max);
+          g.delta!.setCapacity(Math.max(g.delta!.capacity, e.index.capacity));
+          g.delta!.add(fresh);
+        }
+      }
       e.appliedRevision = after.search_revision;
+      this.maybeRebuild(after, e);
     } catch {
       try {
         this.build(after, e);
@@ -95,18 +176,32 @@ export class SearchIndexes {
     }
   }
 
-  /** Capacity or load-policy changes. A lazy collection's index is released and rebuilt on next use. */
+  /** Capacity, load-policy or index-setting changes. A lazy collection's index is released and rebuilt on next use. */
   configure(c: CollectionT): void {
     const e = this.entries.get(c.id);
+    if (e) {
+      const m = e.graph.meta;
+      const p = c.search_index.hnsw;
+      // A graph of other parameters (or an exact collection) is dropped with its files.
+      if (!usesGraph(c) || (m && (m.connectivity !== p.connectivity || m.expansion_add !== p.expansion_add))) this.dropGraph(c.id, e);
+    }
     if (c.load_policy === 'lazy') {
-      if (e) this.entries.delete(c.id);
+      if (e) {
+        this.cancel(c.id);
+        this.entries.delete(c.id);
+      }
       return;
     }
-    if (e?.index && e.state === 'ready') e.index.setCapacity(Math.max(c.capacity_rows, e.index.size));
-    else this.ready(c);
+    if (e?.index && e.state === 'ready') {
+      e.index.setCapacity(Math.max(c.capacity_rows, e.index.size));
+      this.attachGraph(c, e);
+    } else this.ready(c);
   }
 
   drop(id: string): void {
+    const e = this.entries.get(id);
+    if (e) this.dropGraph(id, e);
+    else removeGraphFiles(this.opts.dir, id);
     this.entries.delete(id);
   }
 
@@ -126,6 +221,196 @@ export class SearchIndexes {
     return { built, failed };
   }
 
+  /** Stops a running build (its temp file is removed at the next start). */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    this.queue.length = 0;
+    const r = this.running;
+    this.running = null;
+    if (r) await r.worker.terminate();
+  }
+
+  // ---- graphs ----
+
+  /** The search a usable graph answers; null sends it to the exact scan. */
+  private approximate(e: Entry): ApproximateSearch {
+    return {
+      searchPersons: (index, query, limit) => {
+        const g = e.graph;
+        if (!this.graphServes(g)) return null;
+        // Exact re-rank at the profile's precision from the in-memory rows; deleted faces are not there.
+        return bestPerPerson(graphTopRows(index, { graph: g.graph!, delta: g.delta!, deleted: g.deleted }, query, candidatesFor(limit)), limit);
+      },
+    };
+  }
+
+  private graphServes(g: Graph): boolean {
+    if (g.state !== 'ready' || !g.graph || !g.meta || !g.delta) return false;
+    return g.delta.size + g.deleted <= Math.max(STALE_MIN_ROWS, STALE_RATIO * g.meta.rows);
+  }
+
+  /** Maps the persisted graph when it fits this collection, else queues a build. */
+  private attachGraph(c: CollectionT, e: Entry): void {
+    if (!e.index) return;
+    e.index.approximate = usesGraph(c) ? this.approximate(e) : null;
+    if (!usesGraph(c)) return;
+    const g = e.graph;
+    if (g.state === 'ready' && g.meta) {
+      // A rebuilt exact index: recompute the delta and deletions against the graph we have.
+      this.adoptGraph(c, e, g.graph!, g.meta);
+      return;
+    }
+    const epoch = this.source.indexEpoch(c.id);
+    const loaded = epoch === null ? { problem: 'the collection no longer exists' } : viewGraph(this.opts.dir, {
+      collectionId: c.id, epoch, dimension: c.embedding_dimension, params: hnswParams(c), revision: c.search_revision,
+    });
+    if ('graph' in loaded) {
+      this.adoptGraph(c, e, loaded.graph, loaded.meta);
+      this.maybeRebuild(c, e);
+    } else {
+      g.fileProblem = loaded.problem;
+      this.schedule(c.id);
+    }
+  }
+
+  private adoptGraph(c: CollectionT, e: Entry, graph: Index, meta: HnswMeta): void {
+    const index = e.index!;
+    const g = e.graph;
+    let covered = 0;
+    for (const key of index.liveFaceKeys()) if (key <= meta.max_face_key) covered++;
+    g.graph = graph;
+    g.meta = meta;
+    g.delta = index.subset((key) => key > meta.max_face_key);
+    g.deleted = Math.max(0, meta.rows - covered);
+    g.state = 'ready';
+    g.progress = null;
+    delete g.lastError;
+    delete g.fileProblem;
+    index.approximate = usesGraph(c) ? this.approximate(e) : null;
+  }
+
+  private changesSinceBuild(g: Graph): number {
+    return (g.delta?.size ?? 0) + g.deleted;
+  }
+
+  private maybeRebuild(c: CollectionT, e: Entry): void {
+    const g = e.graph;
+    if (!usesGraph(c) || g.state !== 'ready' || !g.meta) return;
+    if (this.changesSinceBuild(g) >= Math.max(1, this.opts.rebuildRatio * g.meta.rows)) this.schedule(c.id);
+  }
+
+  private periodicCheck(): void {
+    const now = Date.now();
+    for (const [id, e] of this.entries) {
+      const g = e.graph;
+      const c = this.source.getCollection(id);
+      if (!c || !usesGraph(c) || !e.index) continue;
+      const due = g.meta ? now - Date.parse(g.meta.built_at) >= this.opts.rebuildIntervalMs : true;
+      if ((g.state === 'ready' && this.changesSinceBuild(g) > 0 && due) || (g.state === 'failed' && due)) this.schedule(id);
+    }
+  }
+
+  private schedule(id: string): void {
+    if (this.closed || this.queue.includes(id) || this.running?.collectionId === id) return;
+    const e = this.entries.get(id);
+    if (!e) return;
+    if (e.graph.state === 'ready') e.graph.rebuilding = true;
+    else e.graph.state = 'building';
+    this.queue.push(id);
+    this.next();
+  }
+
+  private cancel(id: string): void {
+    const at = this.queue.indexOf(id);
+    if (at >= 0) this.queue.splice(at, 1);
+    if (this.running?.collectionId === id) {
+      void this.running.worker.terminate();
+      this.running = null;
+      this.next();
+    }
+  }
+
+  private dropGraph(id: string, e: Entry): void {
+    this.cancel(id);
+    e.graph = noGraph();
+    if (e.index) e.index.approximate = null;
+    removeGraphFiles(this.opts.dir, id);
+  }
+
+  /** Runs the next queued build in a worker thread (one at a time: builds share the box with serving). */
+  private next(): void {
+    if (this.running || this.closed) return;
+    const id = this.queue.shift();
+    if (id === undefined) return;
+    const c = this.source.getCollection(id);
+    const e = this.entries.get(id);
+    if (!c || !e || !usesGraph(c)) return this.next();
+    const job: BuildJob = { dbPath: this.opts.dbPath, dir: this.opts.dir, collectionId: id, dimension: c.embedding_dimension, params: hnswParams(c), threads: this.opts.buildThreads };
+    const worker = startModuleWorker(import.meta.url, 'indexBuildWorker', job);
+    const run = { collectionId: id, worker };
+    this.running = run;
+    e.graph.progress = { done: 0, total: c.face_count };
+    const finish = (error: string | null, meta: HnswMeta | null) => {
+      if (this.running !== run) return;
+      this.running = null;
+      void worker.terminate();
+      const entry = this.entries.get(id);
+      const now = this.source.getCollection(id);
+      if (entry && now && usesGraph(now)) {
+        const g = entry.graph;
+        g.rebuilding = false;
+        g.progress = null;
+        if (error) {
+          g.lastError = error;
+          if (g.state !== 'ready') g.state = 'failed';
+        } else if (meta && entry.index) {
+          // The new file is mapped when it still fits the collection (its settings may have changed meanwhile).
+          const loaded = viewGraph(this.opts.dir, { collectionId: id, epoch: meta.index_epoch, dimension: now.embedding_dimension, params: hnswParams(now), revision: now.search_revision });
+          if ('graph' in loaded) {
+            this.adoptGraph(now, entry, loaded.graph, loaded.meta);
+            // Rows committed while it was built may already call for the next build.
+            setImmediate(() => this.maybeRebuild(now, entry));
+          } else {
+            g.lastError = loaded.problem;
+            if (g.state !== 'ready') g.state = 'failed';
+          }
+        }
+      }
+      this.next();
+    };
+    worker.on('message', (m: BuildMessage) => {
+      if (m.type === 'progress') {
+        const entry = this.entries.get(id);
+        if (entry && this.running === run) entry.graph.progress = { done: m.done, total: m.total };
+      } else if (m.type === 'done') finish(null, m.meta);
+      else finish(m.message, null);
+    });
+    worker.on('error', (err) => finish(err.message, null));
+    worker.on('exit', (code) => finish(`the build worker exited with code ${code}`, null));
+  }
+
+  // ---- reporting ----
+
+  /** What a collection's search index is doing (the collection resource's search_index.status). */
+  status(c: CollectionT): Record<string, unknown> {
+    const e = this.entries.get(c.id);
+    const g = e?.graph ?? noGraph();
+    const serving = e?.index && usesGraph(c) && this.graphServes(g) ? 'hnsw' : 'exact';
+    const base: Record<string, unknown> = { state: e?.state ?? 'unloaded', serving };
+    if (!usesGraph(c)) return base;
+    return {
+      ...base,
+      graph: {
+        state: g.state, rebuilding: g.rebuilding,
+        progress: g.progress ? { done_rows: g.progress.done, total_rows: g.progress.total, ratio: g.progress.total ? Math.round((g.progress.done / g.progress.total) * 1000) / 1000 : 0 } : null,
+        revision: g.meta?.revision ?? null, rows: g.meta?.rows ?? null, added_rows_since: g.delta?.size ?? 0, deleted_rows_since: g.deleted,
+        file_bytes: g.meta?.file_bytes ?? null, build_seconds: g.meta?.build_seconds ?? null, built_at: g.meta?.built_at ?? null,
+        ...(g.lastError ? { last_error: g.lastError } : {}), ...(g.fileProblem ? { file_problem: g.fileProblem } : {}),
+      },
+    };
+  }
+
   summary(collections: CollectionT[]): Record<string, unknown>[] {
     return collections.map((c) => {
       const e = this.entries.get(c.id);
@@ -134,6 +419,7 @@ export class SearchIndexes {
         ...(e?.lastError ? { last_error: e.lastError } : {}), profile: c.search_profile, live_rows: e?.index?.size ?? c.face_count,
         physical_rows: e?.index?.allocatedRows ?? 0, capacity_rows: c.capacity_rows, tombstone_rows: 0, reallocations: e?.index?.reallocations ?? 0,
         memory_bytes: e?.index?.bytes ?? 0, build_ms: e?.buildMs === undefined ? null : Math.round(e.buildMs * 1000) / 1000,
+        index_type: c.search_index.type, index_status: this.status(c),
       };
     });
   }

@@ -1,4 +1,5 @@
 import type { SearchProfile } from '../contract/collections.js';
+import { decodeHalfInto, encodeHalfInto, HALF_BF16, HALF_F16 } from './halfScan.js';
 
 /**
  * Search profiles are the quantisation contract of a collection (§4): how a stored vector is encoded and
@@ -46,10 +47,9 @@ export function encodeInto(codec: ProfileCodec, v: Float32Array, out: StoredVect
       (out as Float32Array).set(v, offset);
       return;
     case 'f16':
-      for (let i = 0; i < n; i++) out[offset + i] = toHalf(v[i]!);
-      return;
     case 'bf16':
-      for (let i = 0; i < n; i++) out[offset + i] = toBfloat16(v[i]!);
+      // Native (F16C where available); the same rounding as toHalf/toBfloat16 below (unit-tested).
+      encodeHalfInto(v, out as Uint16Array, offset, codec.storage === 'f16' ? HALF_F16 : HALF_BF16);
       return;
     case 'i8':
       for (let i = 0; i < n; i++) out[offset + i] = Math.max(-128, Math.min(127, roundHalfAway(v[i]! * codec.scale)));
@@ -63,17 +63,11 @@ export function encode(codec: ProfileCodec, v: Float32Array): StoredVectors {
   return out;
 }
 
-/** Decodes rows [from, to) of `data` into float32 (for the 16-bit profiles, which usearch cannot scan). */
-export function decodeRows(codec: ProfileCodec, data: StoredVectors, from: number, to: number, dim: number, out: Float32Array): void {
-  const src = data as Uint16Array;
-  const start = from * dim, end = to * dim;
-  if (codec.storage === 'f16') {
-    const table = halfTable();
-    for (let i = start, o = 0; i < end; i++, o++) out[o] = table[src[i]!]!;
-  } else {
-    const u32 = new Uint32Array(out.buffer, out.byteOffset, end - start);
-    for (let i = start, o = 0; i < end; i++, o++) u32[o] = src[i]! << 16;
-  }
+/** Decodes an encoded 16-bit vector into float32 (the query of the native fp16/bf16 scan). */
+export function decodeHalfVector(codec: ProfileCodec, data: Uint16Array): Float32Array {
+  const out = new Float32Array(data.length);
+  decodeHalfInto(data, 0, out, codec.storage === 'f16' ? HALF_F16 : HALF_BF16);
+  return out;
 }
 
 /** The profile score of two encoded vectors (unclipped). */

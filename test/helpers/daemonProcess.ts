@@ -78,3 +78,24 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
     },
   };
 }
+
+/** `vigil serve --config FILE` as a child process (VIGIL_API_KEY = TEST_KEY); `url` resolves when it logs "listening". */
+export function startChild(config: string): { child: ChildProcess; url: Promise<string> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', config], {
+    cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = new Promise<string>((resolve, reject) => {
+    let buf = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buf += chunk.toString();
+      for (const line of buf.split('\n')) {
+        try {
+          const rec = JSON.parse(line) as { msg?: string; url?: string };
+          if (rec.msg === 'listening' && rec.url) resolve(rec.url);
+        } catch { /* partial line */ }
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}`)));
+  });
+  return { child, url };
+}

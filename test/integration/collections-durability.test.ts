@@ -1,10 +1,11 @@
 import test from 'ava';
 import Database from 'better-sqlite3';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { call, face, form, labels, modelsDirWith, post, REPO, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
+import { startChild } from '../helpers/daemonProcess.js';
+import { call, face, form, labels, modelsDirWith, post, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
 
 const PHOTOS = Object.values(labels.identities).flat();
 
@@ -50,26 +51,6 @@ test('restart: indexes are rebuilt from SQLite; another model pack gives collect
     await d.close();
   }
 });
-
-function startChild(config: string): { child: ChildProcess; url: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', config], {
-    cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const url = new Promise<string>((resolve, reject) => {
-    let buf = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buf += chunk.toString();
-      for (const line of buf.split('\n')) {
-        try {
-          const rec = JSON.parse(line) as { msg?: string; url?: string };
-          if (rec.msg === 'listening' && rec.url) resolve(rec.url);
-        } catch { /* partial line */ }
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`daemon exited with ${code}`)));
-  });
-  return { child, url };
-}
 
 const exited = (child: ChildProcess) =>
   child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((res) => child.once('exit', () => res()));

@@ -92,8 +92,14 @@ test('insertCollection round-trips every field and returns false for a duplicate
     person_count: 0, face_count: 0, created_at: T0, updated_at: T0,
     detection: { input_sizes: [[96, 96], [512, 512]], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' },
     detection_revision: 1,
+    search_index: { type: 'exact', hnsw: { connectivity: 16, expansion_add: 128, expansion_search: 64 } },
   });
   t.is(store.getCollection('missing'), null);
+  t.true(store.insertCollection(collection('ch', { search_index: { type: 'hnsw', hnsw: { connectivity: 8, expansion_add: 64, expansion_search: 200 } } })));
+  t.deepEqual(store.getCollection('ch')?.search_index, { type: 'hnsw', hnsw: { connectivity: 8, expansion_add: 64, expansion_search: 200 } });
+  t.regex(store.indexEpoch('ch') ?? '', /^[0-9a-f]{32}$/);
+  t.not(store.indexEpoch('ch'), store.indexEpoch('c1'));
+  store.deleteCollection('ch');
   t.true(store.insertCollection(collection('c0', { save_face_crops: true, search_profile: 'int8_x736_v1' })));
   t.is(store.getCollection('c0')?.save_face_crops, true);
   t.deepEqual(store.allCollections().map((x) => x.id), ['c0', 'c1']);

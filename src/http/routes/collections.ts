@@ -38,7 +38,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
         requireInference(rt);
         const body = await json<CollectionCreateT>(ctx, CollectionCreate);
         ctx.status = 201;
-        ctx.body = { request_id: ctx.state.requestId, collection: col.create(body) };
+        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(col.create(body)) };
       },
     },
     {
@@ -47,14 +47,14 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       handler: async (ctx) => {
         const q = readQuery(ctx, ListQuery);
         const page = col.list(q.cursor, q.limit);
-        ctx.body = { request_id: ctx.state.requestId, collections: page.items, next_cursor: page.next_cursor };
+        ctx.body = { request_id: ctx.state.requestId, collections: page.items.map((c) => col.describe(c)), next_cursor: page.next_cursor };
       },
     },
     {
       method: 'get', path: C, operationId: 'get_collection_v1_collections__collection_id__get', summary: 'Get Collection', tags: ['collections'],
       success: { status: 200, schema: CollectionResponse },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, collection: col.getBound(ctx.params.collection_id!) };
+        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(col.getBound(ctx.params.collection_id!)) };
       },
     },
     {
@@ -63,7 +63,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'application/json', schema: CollectionPatch }, success: { status: 200, schema: CollectionResponse },
       handler: async (ctx) => {
         const body = await json<CollectionPatchT>(ctx, CollectionPatch);
-        ctx.body = { request_id: ctx.state.requestId, collection: col.patch(ctx.params.collection_id!, body) };
+        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(col.patch(ctx.params.collection_id!, body)) };
       },
     },
     {

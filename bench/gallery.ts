@@ -1,0 +1,186 @@
+/**
+ * Gallery bench against a real daemon (a child process running the built dist/, like systemd does):
+ * bulk import rate through POST /v1/collections/{id}/import (NDJSON, base64 float32 embeddings, and a
+ * smaller JSON-numbers run), idle RSS with the gallery loaded next to the RSS of the same daemon with an
+ * empty collection (the models), and restart timings: process start -> port open -> ready -> first
+ * exact search (a real photo: detection + embedding + scan) completed.
+ *
+ * Usage: npx tsx bench/gallery.ts [--faces 100000] [--profile fp32_v1] [--batch 2000] [--json-faces 20000]
+ * Needs `npm run build` and the models in ../shared/models. Writes bench/results/gallery-<faces>.json.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { modelsDirWith } from '../test/helpers/daemon.js';
+import { FACES } from '../test/helpers/shared.js';
+import { prng } from '../test/helpers/vectors.js';
+
+const { values } = parseArgs({ options: {
+  faces: { type: 'string', default: '100000' }, profile: { type: 'string', default: 'fp32_v1' }, batch: { type: 'string', default: '2000' },
+  'json-faces': { type: 'string', default: '20000' },
+} });
+const N = Number(values.faces), BATCH = Number(values.batch), JSON_FACES = Number(values['json-faces']);
+const DIM = 512;
+const KEY = 'vigil-bench-key-0123456789';
+const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const auth = { Authorization: `Bearer ${KEY}` };
+const log = (s: string) => process.stdout.write(`${s}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const r1 = (v: number) => Math.round(v * 10) / 10;
+
+function rssMiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m![1]) / 1024;
+}
+
+function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number } {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [join(REPO, 'dist/cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const listening = new Promise<{ url: string; ms: number }>((res, rej) => {
+    let buf = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      buf += c.toString();
+      const lines = buf.split('\n');
+      buf = lines.pop()!;
+      for (const l of lines) {
+        try {
+          const rec = JSON.parse(l) as { msg?: string; url?: string };
+          if (rec.msg === 'listening' && rec.url) res({ url: rec.url, ms: performance.now() - t0 });
+        } catch { /* not JSON */ }
+      }
+    });
+    child.once('exit', (code) => rej(new Error(`daemon exited ${code}`)));
+  });
+  return { child, listening, t0 };
+}
+
+async function ready(url: string): Promise<void> {
+  for (;;) {
+    if ((await fetch(`${url}/v1/health`).catch(() => null))?.status === 200) return;
+    await sleep(20);
+  }
+}
+
+const stop = async (c: ChildProcess) => {
+  c.kill('SIGTERM');
+  await new Promise((r) => c.once('exit', r));
+};
+
+/** Clustered unit vectors, as bench/search.ts (5 faces per person around an identity direction). */
+function* persons(n: number, seed: number, asJson: boolean): Generator<string> {
+  const rand = prng(seed);
+  const unit = (base: Float32Array | null, noise: number) => {
+    const v = new Float32Array(DIM);
+    let s = 0;
+    for (let j = 0; j < DIM; j++) {
+      v[j] = (base ? base[j]! : 0) + noise * (rand() - 0.5);
+      s += v[j]! * v[j]!;
+    }
+    for (let j = 0; j < DIM; j++) v[j]! /= Math.sqrt(s);
+    return v;
+  };
+  for (let p = 0; p * 5 < n; p++) {
+    const id = unit(null, 1);
+    const embeddings = [];
+    for (let f = 0; f < 5 && p * 5 + f < n; f++) {
+      const v = unit(id, 0.15);
+      embeddings.push(asJson ? Array.from(v) : Buffer.from(v.buffer).toString('base64'));
+    }
+    yield `${JSON.stringify({ id: `${asJson ? 'j' : 'p'}${p}`, embeddings })}\n`;
+  }
+}
+
+async function importInto(url: string, collection: string, contract: string, n: number, asJson: boolean) {
+  const gen = persons(n, asJson ? 2 : 1, asJson);
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let chunk = '';
+      for (let i = 0; i < 200; i++) {
+        const next = gen.next();
+        if (next.done) {
+          if (chunk) controller.enqueue(new TextEncoder().encode(chunk));
+          controller.close();
+          return;
+        }
+        chunk += next.value;
+      }
+      controller.enqueue(new TextEncoder().encode(chunk));
+    },
+  });
+  const t = performance.now();
+  const res = await fetch(`${url}/v1/collections/${collection}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${BATCH}`, {
+    method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body, duplex: 'half',
+  } as RequestInit);
+  const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; faces: number });
+  const s = (performance.now() - t) / 1000;
+  const last = lines.at(-1)!;
+  if (last.type !== 'done') throw new Error(`import failed: ${JSON.stringify(last)}`);
+  return { faces: last.faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(last.faces / s) };
+}
+
+async function search(url: string, collection: string) {
+  const fd = new FormData();
+  fd.append('image', new Blob([readFileSync(join(FACES, 'identities/obama/1.jpg'))]), 'q.jpg');
+  const t = performance.now();
+  const res = await fetch(`${url}/v1/collections/${collection}/search`, { method: 'POST', headers: auth, body: fd });
+  if (res.status !== 200) throw new Error(`search ${res.status}: ${await res.text()}`);
+  await res.json();
+  return performance.now() - t;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-gallery-'));
+const config = join(dir, 'server.toml');
+writeFileSync(config, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+  `models_dir = ${JSON.stringify(await modelsDirWith('edge_s'))}`, 'log_level = "info"', `max_request_bytes = ${64 * 2 ** 20}`].join('\n'));
+try {
+  log(`gallery bench: ${N} faces, profile ${values.profile}, batches of ${BATCH} persons; load ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  let d = start(config);
+  let { url } = await d.listening;
+  await ready(url);
+  const create = await fetch(`${url}/v1/collections`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'g', name: 'G', search: { profile: values.profile, capacity_rows: N + JSON_FACES, max_faces_per_person: 10, load_policy: 'eager' } }) });
+  const contract = ((await create.json()) as { collection: { embedding_contract_id: string } }).collection.embedding_contract_id;
+  await search(url, 'g');
+  await sleep(2000);
+  const rssModels = rssMiB(d.child.pid!);
+  log(`daemon with models and an empty collection: RSS ${rssModels.toFixed(0)} MiB`);
+  const b64 = await importInto(url, 'g', contract, N, false);
+  log(`import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s`);
+  const json = JSON_FACES > 0 ? await importInto(url, 'g', contract, JSON_FACES, true) : null;
+  if (json) log(`import (JSON numbers): ${json.faces} faces in ${json.seconds} s = ${json.faces_per_second} faces/s`);
+  const total = N + (json?.faces ?? 0);
+  await search(url, 'g');
+  await sleep(3000);
+  const rssLoaded = rssMiB(d.child.pid!);
+  await stop(d.child);
+
+  d = start(config);
+  const listen = await d.listening;
+  url = listen.url;
+  await ready(url);
+  const readyMs = performance.now() - d.t0;
+  const searchMs = await search(url, 'g');
+  const firstSearchMs = performance.now() - d.t0;
+  const warm: number[] = [];
+  for (let i = 0; i < 5; i++) warm.push(await search(url, 'g'));
+  await sleep(3000);
+  const rssRestart = rssMiB(d.child.pid!);
+  await stop(d.child);
+  const bytesPer = { fp32_v1: 4, fp16_v1: 2, bf16_v1: 2, int8_x736_v1: 1, int8_x1000_v1: 1 }[values.profile as 'fp32_v1'] ?? 4;
+  const rawMiB = (total * DIM * bytesPer) / 2 ** 20;
+  const out = {
+    bench: 'gallery', at: new Date().toISOString(), faces: total, profile: values.profile, batch_persons: BATCH, loadavg: loadavg(),
+    import_base64: b64, import_json_numbers: json,
+    rss_models_empty_mib: r1(rssModels), rss_after_import_mib: r1(rssLoaded), rss_after_restart_mib: r1(rssRestart), raw_vector_mib: r1(rawMiB),
+    rss_ratio_after_restart: r1(((rssRestart - rssModels) / rawMiB) * 100) / 100,
+    restart: { port_open_ms: Math.round(listen.ms), ready_ms: Math.round(readyMs), first_search_done_ms: Math.round(firstSearchMs), first_search_request_ms: Math.round(searchMs), warm_search_ms: warm.map(Math.round) },
+  };
+  log(`restart: port open ${out.restart.port_open_ms} ms, ready ${out.restart.ready_ms} ms, first search done ${out.restart.first_search_done_ms} ms (the request ${out.restart.first_search_request_ms} ms; warm ${out.restart.warm_search_ms.join('/')} ms)`);
+  log(`RSS: models ${out.rss_models_empty_mib} MiB, after import ${out.rss_after_import_mib} MiB, after restart ${out.rss_after_restart_mib} MiB; raw vectors ${out.raw_vector_mib} MiB -> (RSS - models) / raw = ${out.rss_ratio_after_restart}`);
+  mkdirSync(join(REPO, 'bench/results'), { recursive: true });
+  writeFileSync(join(REPO, `bench/results/gallery-${N}.json`), JSON.stringify(out, null, 2));
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

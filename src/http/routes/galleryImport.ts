@@ -1,0 +1,107 @@
+import { PassThrough } from 'node:stream';
+import { z } from 'zod';
+import { parseImportPerson, type ImportPerson, type ImportTotals } from '../../collections/galleryImport.js';
+import { ApiError, Errors, isApiError } from '../../contract/errors.js';
+import { readQuery } from '../input.js';
+import type { AppContext, RouteSpec } from '../route.js';
+import type { Runtime } from '../runtime.js';
+
+/** Lines longer than this are refused (a 512-d vector as JSON numbers is ~6 KB; 1000 faces per person fit). */
+const MAX_LINE_BYTES = 16 * 2 ** 20;
+
+const ImportQuery = z.strictObject({
+  embedding_contract_id: z.string().max(256).optional(),
+  batch_size: z.coerce.number().int().min(1).max(100_000).default(1000),
+});
+
+/** The path is exempt from [server].max_request_bytes: the stream is bounded per line and per batch instead. */
+export const GALLERY_IMPORT_PATH = /^\/v1\/collections\/[^/]+\/import$/;
+
+/** Splits a byte stream into lines without holding more than one partial line. */
+async function* lines(source: AsyncIterable<Buffer>): AsyncGenerator<string> {
+  let rest = '';
+  for await (const chunk of source) {
+    const text = rest + chunk.toString('utf8');
+    const parts = text.split('\n');
+    rest = parts.pop()!;
+    if (Buffer.byteLength(rest) > MAX_LINE_BYTES) throw Errors.requestTooLarge(MAX_LINE_BYTES);
+    yield* parts;
+  }
+  if (rest.length) yield rest;
+}
+
+/**
+ * POST /v1/collections/{id}/import (Vigil extension): NDJSON persons in, NDJSON progress out. The
+ * first batch is committed before the status is chosen, so a request that fails at once gets the usual
+ * error envelope and status; after that every committed batch is acknowledged by a progress line, and a
+ * later failure ends the stream with an error line naming what was committed (nothing of the failed batch).
+ */
+export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
+  const imports = rt.galleryImport;
+  return [{
+    method: 'post', path: '/v1/collections/{collection_id}/import', operationId: 'import_gallery_v1_collections__collection_id__import_post',
+    summary: 'Import Gallery', tags: ['collections'],
+    description: 'Bulk import of persons with trusted embeddings (external_trusted semantics). Body: application/x-ndjson, one person per line: '
+      + '{"id","name"?,"external_id"?,"metadata"?,"embeddings":[[...512 numbers] or "base64 of little-endian float32"]}. Batches of batch_size persons commit '
+      + 'all-or-nothing and are searchable before their progress line {"type":"progress",...} is written; the stream ends with {"type":"done",...} or {"type":"error","error":{...},"committed":{...}}.',
+    query: ImportQuery,
+    success: { status: 200, schema: null, media: 'application/x-ndjson', description: 'Progress lines, one per committed batch, then done or error.' },
+    handler: async (ctx: AppContext) => {
+      const q = readQuery(ctx, ImportQuery);
+      const collectionId = ctx.params.collection_id!;
+      const c = imports.begin(collectionId, q.embedding_contract_id);
+      const contract = q.embedding_contract_id!;
+      const totals: ImportTotals = { batches: 0, persons: 0, faces: 0 };
+      const started = performance.now();
+      const progress = () => ({ ...totals, faces_per_second: Math.round(totals.faces / Math.max(1e-3, (performance.now() - started) / 1000)) });
+      const out = new PassThrough();
+      const write = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
+      let lineNo = 0;
+      let batch: ImportPerson[] = [];
+      const commit = () => {
+        const r = imports.commitBatch(collectionId, contract, batch);
+        batch = [];
+        totals.batches++;
+        totals.persons += r.persons;
+        totals.faces += r.faces;
+      };
+      const input = lines(ctx.req as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+      /** Reads and commits until one batch is committed (true) or the input ends (false). */
+      const step = async (): Promise<boolean> => {
+        for (;;) {
+          const next = await input.next();
+          if (next.done) {
+            if (batch.length) commit();
+            return false;
+          }
+          lineNo++;
+          if (next.value.trim() === '') continue;
+          batch.push(parseImportPerson(next.value, lineNo, c.embedding_dimension));
+          if (batch.length >= q.batch_size) {
+            commit();
+            return true;
+          }
+        }
+      };
+      // Errors here are ordinary responses (status + envelope): nothing was acknowledged yet.
+      const more = await step();
+      ctx.status = 200;
+      ctx.type = 'application/x-ndjson';
+      ctx.body = out;
+      write({ type: 'progress', ...progress() });
+      const finish = async () => {
+        try {
+          if (more) while (await step()) write({ type: 'progress', ...progress() });
+          write({ type: 'done', ...progress() });
+        } catch (e) {
+          const err: ApiError = isApiError(e) ? e : Errors.internalError();
+          rt.log.warn({ collection_id: collectionId, code: err.code, committed: totals }, 'gallery import stopped');
+          write({ type: 'error', error: { code: err.code, message: err.message, details: err.details }, status: err.status, committed: progress(), request_id: ctx.state.requestId });
+          ctx.req.resume();
+        }
+        out.end();
+      };
+      void finish();
+    },
+  }];
+}
