@@ -57,7 +57,7 @@ async function scenario(name: string, body: Record<string, unknown>) {
   const req = PlacesScrapeRequest.parse(body);
   const before = client.stats.requests;
   const t = performance.now();
-  const out = await new PlacesScraper(client, new HttpPlaceMediaProvider(client), req, { places: req.max_places, reviews: req.max_places * req.max_reviews }, undefined, 50).run();
+  const out = await new PlacesScraper(client, new HttpPlaceMediaProvider(client), req, { places: req.max_places, reviews: req.max_places * req.max_reviews }, { maxSearchPages: 50 }).run();
   const seconds = (performance.now() - t) / 1000;
   if (out.sources.some((s) => s.status !== 'ok')) throw new Error(`${name}: ${JSON.stringify(out.sources)}`);
   const reviews = out.items.reduce((s: number, i) => s + (i as { reviews: unknown[] }).reviews.length, 0);

@@ -12,6 +12,8 @@ need+=(pkg-config build-essential libgstreamer1.0-dev libgstreamer-plugins-base1
 # browser download); `make test`, `make bench` and CI ask for it, an appliance (`make run`) does not.
 if [ "${VIGIL_TEST_DEPS:-0}" = 1 ] || [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
   need+=(chromium)
+  # The MQTT tests and bench/events.ts publish to a real broker (Debian's mosquitto, started by the test helpers).
+  need+=(mosquitto)
 fi
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   need+=(nodejs npm)

@@ -36,6 +36,15 @@ import { CredentialCipher } from '../monitors/credentialCipher.js';
 import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
 import { MonitorStore } from '../monitors/monitorStore.js';
+import { EventHistory } from '../events/eventHistory.js';
+import { EventService } from '../events/eventService.js';
+import { HistoryStore } from '../events/historyStore.js';
+import { MqttPublisher } from '../events/mqttPublisher.js';
+import { SnapshotStore } from '../events/snapshotStore.js';
+import { WebhookEventOutput } from '../events/webhookOutput.js';
+import { WebhookOutbox } from '../webhooks/webhookOutbox.js';
+import { WebhookService } from '../webhooks/webhookService.js';
+import { WebhookStore } from '../webhooks/webhookStore.js';
 
 export interface Daemon {
   runtime: Runtime;
@@ -62,6 +71,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;
+  let outputs: { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null = null;
   try {
     const keys = new ApiKeyStore(db.db);
     if (config.auth.api_key) {
@@ -110,11 +120,45 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const mc = config.monitors;
     const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
     warnSmallThreadpool(mc.max_streams, log);
+    // The event history and its outputs: every monitor event is written to SQLite in batches, with the
+    // webhook outbox and the MQTT queue in the same transaction.
+    const ev = config.events, wh = config.webhooks, mq = config.mqtt;
+    const historyStore = new HistoryStore(db.db);
+    const snapshots = new SnapshotStore(config.server.data_dir, { maxSide: ev.snapshot_max_side, cropMargin: ev.crop_margin, cropMaxSide: ev.crop_max_side, quality: ev.jpeg_quality });
+    const history = new EventHistory(historyStore, snapshots, {
+      flushIntervalMs: ev.flush_interval_ms, snapshots: ev.snapshots,
+      retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, maxSnapshotBytes: ev.max_snapshot_bytes, intervalMs: ev.retention_interval_seconds * 1000 },
+    }, log);
+    history.recover();
+    const webhookStore = new WebhookStore(db.db);
+    const retry = { firstRetryMs: wh.first_retry_seconds * 1000, maxDelayMs: wh.max_retry_delay_seconds * 1000, jitter: wh.jitter };
+    const outbox = new WebhookOutbox(webhookStore, {
+      timeoutMs: wh.timeout_seconds * 1000, retry, disableAfterFailures: wh.disable_after_failures, maxPendingPerEndpoint: wh.max_pending_per_endpoint,
+      logSize: wh.log_size, maxRedirects: wh.max_redirects,
+    }, log);
+    history.addOutput(new WebhookEventOutput(outbox));
+    const mqtt = mq.enabled ? new MqttPublisher(db.db, historyStore, {
+      url: mq.url, username: mq.username, password: mq.password, clientId: mq.client_id, topicPrefix: mq.topic_prefix, qos: mq.qos, retain: mq.retain,
+      caFile: mq.ca_file, certFile: mq.cert_file, keyFile: mq.key_file, tlsVerify: mq.tls_verify, discovery: mq.discovery, discoveryPrefix: mq.discovery_prefix,
+      snapshots: mq.snapshots, queueMaxMessages: mq.queue_max_messages, reconnectDelayMs: mq.reconnect_delay_seconds * 1000,
+      maxReconnectDelayMs: mq.max_reconnect_delay_seconds * 1000, keepaliveSeconds: mq.keepalive_seconds,
+    }, () => monitors.all(), log) : null;
+    if (mqtt) {
+      history.addOutput(mqtt);
+      monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
+    }
+    outputs = { history, outbox, mqtt };
+    const events = new EventService(historyStore, history, snapshots, persons, collections, cursors, {
+      mqtt, mqttPrefix: mq.topic_prefix, webhooks: webhookStore, retry,
+      retention: { max_age_days: ev.max_age_days, max_events: ev.max_events, max_snapshot_bytes: ev.max_snapshot_bytes },
+    });
+    const webhooks = new WebhookService(webhookStore, outbox, cursors, { allowHttp: wh.allow_http });
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
-    scrapes = new ScrapeRunService(new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month)), new ScrapeWorker(config, log), config, log);
+    const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
+    scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
     const runtime: Runtime = {
       loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
-      liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes,
+      liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
     };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
@@ -128,6 +172,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
     log.info({ url, config_file: loaded.file }, 'listening');
     scrapes.start();
+    history.start();
+    outbox.start();
+    mqtt?.start();
 
     let closed = false;
     const ready = (async () => {
@@ -157,7 +204,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
           pipeline: mc.pipeline, latencyMs: mc.latency_ms, openTimeoutMs: mc.open_timeout_seconds * 1000,
           readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
         },
-        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log,
+        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,
       };
       if (!closed) monitors.restore();
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
@@ -173,12 +220,18 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await scrapes?.close();
       await ready.catch(() => undefined);
       await Promise.all([monitorsStopped, monitors.close()]);
+      // The sessions have stopped: write what they pushed, then stop the outputs (their queues stay on disk).
+      await history.close();
+      await Promise.all([outbox.close(), mqtt?.close()]);
       await engine?.close();
       await indexes.close();
       db.close();
     };
     return { runtime, server, ready, url, close };
   } catch (e) {
+    const o = outputs as { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null;
+    await o?.history.close();
+    await Promise.all([o?.outbox.close(), o?.mqtt?.close()]);
     await (scrapes as ScrapeRunService | null)?.close();
     await (engine as InferenceEngine | null)?.close();
     db.close();

@@ -75,6 +75,8 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
     if (!proxy.success) throw Errors.configInvalid('VIGIL_PLACES_PROXY_URL must be an http(s):// proxy URL.', 'VIGIL_PLACES_PROXY_URL');
     c.scrapers.places.proxy_url = proxy.data;
   }
+  if (env.VIGIL_MQTT_USERNAME) c.mqtt.username = env.VIGIL_MQTT_USERNAME;
+  if (env.VIGIL_MQTT_PASSWORD) c.mqtt.password = env.VIGIL_MQTT_PASSWORD;
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }

@@ -56,6 +56,8 @@ export const ScrapersConfigSchema = z.strictObject({
   sync_wait_seconds: z.number().positive().max(3600).default(50),
   /** Scraped items of finished runs are deleted after this (Reddit asks for deletions to propagate within 48 h); counts and billing stay. */
   result_retention_hours: z.number().positive().default(48),
+  /** The only_new seen-set: item keys remembered per workspace and scraper kind; past it the least recently delivered are forgotten. */
+  seen_items_per_kind: z.int().min(100).max(10_000_000).default(100_000),
   /** MCP tool names: "underscore" (forum_scrape, what Claude/OpenAI clients accept) or "dotted" (forum.scrape). Both are callable. */
   mcp_tool_names: z.enum(['underscore', 'dotted']).default('underscore'),
   forum: z
@@ -125,6 +127,79 @@ export function pipelineProblem(p: string): string | null {
   if (!/format=RGB\b/.test(p)) return 'the monitor pipeline must deliver video/x-raw,format=RGB to the appsink';
   return null;
 }
+
+/** The durable event history, its snapshots and retention. */
+export const EventsConfigSchema = z.strictObject({
+  /** Events are written in batches at most this often (a crash loses at most this much, plus a slow snapshot). */
+  flush_interval_ms: z.int().min(10).max(1000).default(200),
+  /** Identity events keep a face crop and a downscaled frame JPEG under <data_dir>/events/. */
+  snapshots: z.boolean().default(true),
+  /** Longest side of the frame snapshot (never upscaled). */
+  snapshot_max_side: z.int().min(64).max(4096).default(640),
+  /** The face crop: the face box grown by this fraction of its size on every side, longest side at most crop_max_side. */
+  crop_margin: z.number().min(0).max(2).default(0.5),
+  crop_max_side: z.int().min(64).max(1024).default(320),
+  jpeg_quality: z.int().min(1).max(100).default(80),
+  /** Retention, enforced in the background: events older than this (0 = no age limit). */
+  max_age_days: z.number().min(0).max(36_500).default(30),
+  /** At most this many events (the oldest go first; 0 = no limit). */
+  max_events: z.int().min(0).default(200_000),
+  /** Snapshot files take at most this many bytes: the oldest events lose their pictures first (0 = no limit). */
+  max_snapshot_bytes: z.int().min(0).default(2 * 1024 ** 3),
+  retention_interval_seconds: z.number().min(1).max(86_400).default(60),
+});
+
+/** MQTT output (Frigate-style topics and Home Assistant discovery). Credentials: VIGIL_MQTT_USERNAME / VIGIL_MQTT_PASSWORD. */
+export const MqttConfigSchema = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** mqtt://host:1883, mqtts://host:8883, ws:// or wss://. */
+  url: z.string().regex(/^(mqtts?|wss?):\/\/[^\s]+$/, 'url must be mqtt://, mqtts://, ws:// or wss://').default('mqtt://127.0.0.1:1883'),
+  username: z.string().min(1).optional(),
+  password: z.string().min(1).optional(),
+  /** Client id; default vigil-<hostname>. */
+  client_id: z.string().min(1).max(128).optional(),
+  topic_prefix: z.string().regex(/^[^#+\s]+$/, 'topic_prefix may not contain #, + or spaces').default('vigil'),
+  /** QoS of event messages (retained state topics use the same). */
+  qos: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(1),
+  /** Retain the per-event messages on <prefix>/<monitor>/events (state, presence, snapshot and discovery are always retained). */
+  retain: z.boolean().default(false),
+  /** TLS (mqtts:// or wss://): a CA file for a private broker, client certificate and key, and whether to verify the broker. */
+  ca_file: z.string().min(1).optional(),
+  cert_file: z.string().min(1).optional(),
+  key_file: z.string().min(1).optional(),
+  tls_verify: z.boolean().default(true),
+  /** Home Assistant MQTT discovery. */
+  discovery: z.boolean().default(true),
+  discovery_prefix: z.string().regex(/^[^#+\s]+$/).default('homeassistant'),
+  /** Publish each identity event's frame snapshot (JPEG bytes) on the retained <prefix>/<monitor>/snapshot topic. */
+  snapshots: z.boolean().default(true),
+  /** Messages kept while the broker is away; beyond this the oldest are dropped and counted. */
+  queue_max_messages: z.int().min(10).max(10_000_000).default(100_000),
+  reconnect_delay_seconds: z.number().min(0.1).max(300).default(1),
+  max_reconnect_delay_seconds: z.number().min(0.1).max(3600).default(30),
+  keepalive_seconds: z.int().min(5).max(3600).default(30),
+});
+
+/** Signed webhooks (Standard Webhooks) from the durable outbox. */
+export const WebhooksConfigSchema = z.strictObject({
+  /** Per-attempt timeout (connect + response). */
+  timeout_seconds: z.number().min(0.5).max(120).default(10),
+  /** Retry delays: first_retry_seconds doubling up to max_retry_delay_seconds, each with +-jitter. */
+  first_retry_seconds: z.number().min(0.1).max(3600).default(5),
+  max_retry_delay_seconds: z.number().min(0.1).max(86_400).default(300),
+  /** A retry waits delay * (1 +- jitter). */
+  jitter: z.number().min(0).max(1).default(0.2),
+  /** Consecutive failed attempts after which an endpoint is disabled (with the reason); 0 = never. */
+  disable_after_failures: z.int().min(0).default(100),
+  /** Messages waiting per endpoint; beyond this the endpoint is disabled with reason backlog_full. */
+  max_pending_per_endpoint: z.int().min(1).default(100_000),
+  /** Attempts kept in each endpoint's delivery log. */
+  log_size: z.int().min(10).max(100_000).default(500),
+  /** Same-host redirects followed per attempt (redirects to another host are never followed). */
+  max_redirects: z.int().min(0).max(10).default(3),
+  /** Endpoints may use http:// (LAN receivers); false = https:// only. */
+  allow_http: z.boolean().default(true),
+});
 
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
 const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
@@ -221,6 +296,9 @@ export const ConfigSchema = z.strictObject({
     .prefault({}),
   web: z.strictObject({ disabled: z.boolean().default(false) }).prefault({}),
   scrapers: ScrapersConfigSchema.prefault({}),
+  events: EventsConfigSchema.prefault({}),
+  mqtt: MqttConfigSchema.prefault({}),
+  webhooks: WebhooksConfigSchema.prefault({}),
 
   /** RTSP monitors (upstream's INSIGHTFACE_RTSP_* settings) and the GStreamer pipeline that decodes them. */
   monitors: z

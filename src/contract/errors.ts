@@ -67,7 +67,7 @@ export const isVigilError = (e: unknown): e is VigilError => e instanceof VigilE
  * One catalogue entry, as the README's table lists it: an HTTP response (with its status), an operator
  * error (CLI / start-up), or a condition reported in a monitor's state and events.
  */
-export interface ErrorSpec { code: string; status: number | null; meaning: string; kind: 'response' | 'operator' | 'monitor' }
+export interface ErrorSpec { code: string; status: number | null; meaning: string; kind: 'response' | 'operator' | 'monitor' | 'problem' }
 
 interface Shaped { message: string; details?: Details; headers?: Headers; status?: number }
 const specs: ErrorSpec[] = [];
@@ -88,6 +88,18 @@ function operator<const C extends string, A extends unknown[]>(code: C, meaning:
     return new OperatorError(CATALOGUE, code, s.message, s.details ?? {});
   };
   return Object.assign(make, { code, meaning });
+}
+
+/**
+ * A problem a scrape run reports about one item or one source (`sources[].problems`) while it still
+ * delivers the rest: never thrown, never an HTTP response; it makes the run `partial`.
+ */
+function scrapeProblem<const C extends string, A extends unknown[]>(code: C, meaning: string, shape: (...args: A) => Shaped) {
+  specs.push({ code, status: null, meaning, kind: 'problem' });
+  return Object.assign((...args: A) => {
+    const s = shape(...args);
+    return { code, message: s.message, details: s.details ?? {} };
+  }, { code, meaning });
 }
 
 /** A condition a monitor reports in `last_error` and `monitor_error` events (never thrown). */
@@ -241,6 +253,15 @@ export const Errors = {
   streamUnavailable: api('stream_unavailable', 503, 'The monitor has no connected stream right now.',
     (id: string, status: string) => ({ message: `Monitor ${q(id)} has no connected stream right now.`, details: { monitor_id: id, status } })),
 
+  // ---- event history and webhooks ----
+  eventNotFound: api('event_not_found', 404, 'No event with this id in the history (deleted, or removed by retention).',
+    (id: string) => ({ message: `Event ${q(id)} was not found.`, details: { event_id: id } })),
+  eventSnapshotNotFound: api('event_snapshot_not_found', 404, 'The event has no snapshot picture (`details.snapshot` says why: none, pending, failed, expired).',
+    (id: string, snapshot: string) => ({ message: `Event ${q(id)} has no snapshot (${snapshot}).`, details: { event_id: id, snapshot } })),
+  eventNotEnrollable: api('event_not_enrollable', 409, 'The event has no face crop to enrol from (not an identity event, or its snapshot is gone).',
+    (id: string, why: string) => ({ message: `Event ${q(id)} cannot be enrolled from: ${why}.`, details: { event_id: id } })),
+  webhookNotFound: api('webhook_not_found', 404, 'No webhook endpoint with this id.', (id: string) => ({ message: `Webhook ${q(id)} was not found.`, details: { webhook_id: id } })),
+
   // ---- models and the liveness addon ----
   modelPackUnknown: api('model_pack_unknown', 404, 'The catalog has no such model pack.',
     (packId: string, known: string[]) => ({ message: `unknown model pack "${packId}" (known packs: ${known.join(', ')})`, details: { pack: packId, known_packs: known } })),
@@ -318,15 +339,33 @@ export const Errors = {
   consentWall: api('consent_wall', 502, 'Google answered with its cookie-consent wall; later requests fail fast for `blocked_cooldown_seconds`.', (message: string, details: Details) => ({ message, details })),
   unusualTraffic: api('unusual_traffic', 502, 'Google answered with its "unusual traffic" page; later requests fail fast for `blocked_cooldown_seconds`.', (message: string, details: Details) => ({ message, details })),
   unexpectedDocument: api('unexpected_document', 502, 'The upstream document is not in a format we understand (it may have changed).',
-    (what: string) => ({ message: `Google answered with ${what}; the format may have changed.` })),
+    (what: string, details: Details = {}) => ({ message: `Google answered with ${what}; the format may have changed.`, details })),
   unexpectedRedirect: api('unexpected_redirect', 502, 'The upstream redirected to an unexpected page.',
     (what: string, status: number) => ({ message: `Google redirected the ${what} request (HTTP ${status}) to an unexpected page.`, details: { status } })),
   silentTruncation: api('silent_truncation', 502, 'Google served the same search page again; the result is cut there.',
     (page: number, seen: number) => ({ message: `Google served page ${page} of the search again instead of the next one (results stopped at ${seen}); the result is cut there.`, details: { page, places_seen: seen } })),
   scrapeFailed: api('scrape_failed', 502, 'The scraper failed unexpectedly inside the worker (a bug; the log has the stack).',
     (why: string) => ({ message: `The scraper failed: ${why}` })),
+  runNotActive: api('run_not_active', 409, 'The run already finished (succeeded, partial or failed); only queued or running runs can be cancelled.',
+    (id: string, status: string) => ({ message: `Run "${id}" already finished (${status}); there is nothing to cancel.`, details: { status } })),
+  runItemsPurged: api('run_items_purged', 410, 'The run\'s items were deleted after `[scrapers] result_retention_hours`; its counts and billing remain.',
+    (id: string, purgedAt: string) => ({ message: `The items of run "${id}" were deleted at ${purgedAt} (retention period); counts and billing remain.`, details: { purged_at: purgedAt } })),
   daemonUnreachable: api('daemon_unreachable', 503, 'MCP over stdio: the daemon\'s REST API could not be reached.',
     (url: string, why: string) => ({ message: `The Vigil daemon at ${url} could not be reached: ${why}.` })),
+
+  // ---- scrape problems (in a run's sources[].problems; the run is partial, the rest is delivered) ----
+  commentsUnavailable: scrapeProblem('comments_unavailable', 'A run problem: a post\'s comments could not be read; the post is delivered without them.',
+    (postId: string, cause: { code: string; message: string }) => ({ message: `The comments of ${postId} could not be read (${cause.message}); the post is delivered without them.`, details: { item_id: postId, cause: cause.code } })),
+  commentsIncomplete: scrapeProblem('comments_incomplete', 'A run problem: some comment branches of a post could not be expanded; the comments read so far are delivered.',
+    (postId: string, branches: number, cause: { code: string; message: string }) => ({
+      message: `${branches} comment branch(es) of ${postId} could not be expanded (${cause.message}); the comments read before are delivered.`, details: { item_id: postId, branches, cause: cause.code },
+    })),
+  communityInfoUnavailable: scrapeProblem('community_info_unavailable', 'A run problem: a community\'s about page could not be read; its listing was still scraped, without the community item.',
+    (name: string, cause: { code: string; message: string }) => ({ message: `r/${name}/about could not be read (${cause.message}); the listing is scraped without the community item.`, details: { community: name, cause: cause.code } })),
+  detailsUnavailable: scrapeProblem('details_unavailable', 'A run problem: a place\'s details (include_details) could not be read; the search data is delivered without them.',
+    (itemId: string, cause: { code: string; message: string }) => ({ message: `The details of ${itemId} could not be read (${cause.message}); the search data is delivered without them.`, details: { item_id: itemId, cause: cause.code } })),
+  invalidItem: scrapeProblem('invalid_item', 'A run problem: an upstream record did not validate against the item schema (e.g. no id); it was dropped and not billed.',
+    (itemId: string | null, issues: string[]) => ({ message: `An upstream record${itemId ? ` (${itemId})` : ''} is not a valid item and was dropped: ${issues.slice(0, 3).join('; ')}.`, details: { item_id: itemId, issues } })),
 
   // ---- monitor conditions (in state.last_error and monitor_error events) ----
   rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; the monitor reconnects with backoff.',

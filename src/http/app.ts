@@ -13,13 +13,15 @@ import { collectionRoutes } from './routes/collections.js';
 import { GALLERY_IMPORT_PATH, galleryImportRoutes } from './routes/galleryImport.js';
 import { faceRoutes } from './routes/faces.js';
 import { monitorRoutes } from './routes/monitors.js';
+import { eventRoutes } from './routes/events.js';
+import { webhookRoutes } from './routes/webhooks.js';
 import { systemRoutes } from './routes/system.js';
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...scraperRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {

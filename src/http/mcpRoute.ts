@@ -17,6 +17,12 @@ export function inProcessBackend(scrapes: ScrapeRunService, workspaceId: string)
     async getRun(runId) {
       return scrapes.view(workspaceId, runId);
     },
+    async runItems(runId, cursor, limit) {
+      return { ...scrapes.items(workspaceId, runId, cursor, limit) };
+    },
+    async cancelRun(runId) {
+      return scrapes.cancel(workspaceId, runId);
+    },
   };
 }
 

@@ -16,6 +16,8 @@ import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
 import type { ScrapeRunService } from '../scrapers/runService.js';
 import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
+import type { EventService } from '../events/eventService.js';
+import type { WebhookService } from '../webhooks/webhookService.js';
 
 export interface HostInfo { os: string; architecture: string; cpu: { model: string; logical_cores: number } }
 
@@ -52,4 +54,7 @@ export interface Runtime {
   startedAt: Date;
   workspaces: WorkspaceStore;
   scrapes: ScrapeRunService;
+  /** The durable event history and its outputs' status. */
+  events: EventService;
+  webhooks: WebhookService;
 }

@@ -24,7 +24,7 @@ export function restBackend(baseUrl: string, workspaceId: string, key: string): 
     return { status: res.status, run };
   };
   const untilFinal = async (run: Record<string, unknown>, signal: AbortSignal) => {
-    while (run.status === 'queued' || run.status === 'running') {
+    while (run.status === 'queued' || run.status === 'running' || run.status === 'waiting_for_rate_limit') {
       await sleep(1000, undefined, { signal });
       run = (await call('GET', `/runs/${run.run_id as string}`, signal)).run;
     }
@@ -37,6 +37,13 @@ export function restBackend(baseUrl: string, workspaceId: string, key: string): 
     },
     async getRun(runId, signal) {
       return (await call('GET', `/runs/${encodeURIComponent(runId)}`, signal)).run;
+    },
+    async runItems(runId, cursor, limit, signal) {
+      const q = new URLSearchParams({ limit: String(limit), ...(cursor ? { cursor } : {}) });
+      return (await call('GET', `/runs/${encodeURIComponent(runId)}/items?${q.toString()}`, signal)).run;
+    },
+    async cancelRun(runId, signal) {
+      return (await call('POST', `/runs/${encodeURIComponent(runId)}/cancel`, signal)).run;
     },
   };
 }

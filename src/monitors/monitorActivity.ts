@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Errors } from '../contract/errors.js';
 import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
+import type { EventFrame, MonitorEventSink } from './eventSink.js';
 import type { FacePayload, ProcessedFrame } from './frameProcessor.js';
 import type { MonitorEventT, MonitorFaceT, MonitorStateT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
@@ -38,8 +39,10 @@ export class MonitorActivity {
   private lastInferenceAt: number | null = null;
   private processingMs: number | null = null;
   lastError: ErrorInfo | null = null;
+  /** The frame each live track was last seen in, for the snapshot of its exit (the sink's frame). */
+  private readonly trackFrames = new Map<string, { frame: EventFrame; at: number }>();
 
-  constructor(private record: MonitorRecord, readonly epoch: string) {
+  constructor(private record: MonitorRecord, readonly epoch: string, private readonly sink: MonitorEventSink | null = null) {
     this.ring = new EventRing(epoch, record.event_buffer_size);
     this.tracker = new Tracker<FacePayload>(record.event_policy, () => randomUUID());
   }
@@ -60,13 +63,14 @@ export class MonitorActivity {
   }
 
   /** Tracks the frame's faces, emits their enter/exit events and counts the frame. */
-  frameProcessed(sequence: number, result: ProcessedFrame, now: number, processingMs: number): void {
+  frameProcessed(sequence: number, result: ProcessedFrame, now: number, processingMs: number, frame: EventFrame | null = null): void {
     const { detections } = result;
     const { events, trackIds } = this.tracker.update(detections, now);
     this.faces = detections.map((d, i) => ({
       status: d.kind, face: d.payload.face, person: d.payload.person, similarity: d.payload.similarity, matched_face_id: d.payload.matched_face_id, track_id: trackIds[i]!,
     }));
-    this.emitTrackEvents(events);
+    this.emitTrackEvents(events, frame);
+    if (this.sink && frame) for (const id of trackIds) this.trackFrames.set(id, { frame, at: now });
     this.processed++;
     this.dropped += sequence - this.lastProcessed - 1;
     this.lastProcessed = sequence;
@@ -76,7 +80,10 @@ export class MonitorActivity {
 
   /** Exits of tracks unseen for the absence timeout. */
   expire(now: number): void {
-    this.emitTrackEvents(this.tracker.expire(now));
+    this.emitTrackEvents(this.tracker.expire(now), null);
+    // Tracks that ended without an exit (never confirmed) leave their frame here: drop what is stale.
+    const stale = now - this.record.event_policy.absence_timeout_seconds * 1000 - 1000;
+    for (const [id, f] of this.trackFrames) if (f.at < stale) this.trackFrames.delete(id);
   }
 
   inferenceFailed(message: string): void {
@@ -121,16 +128,21 @@ export class MonitorActivity {
     };
   }
 
-  private push(type: string, extra: Partial<MonitorEventT>): void {
-    this.ring.push((sequence) => ({
+  private push(type: string, extra: Partial<MonitorEventT>, frame: EventFrame | null = null): void {
+    const event = this.ring.push((sequence) => ({
       id: randomUUID(), sequence, type, monitor_id: this.record.id, stream_epoch: this.epoch, occurred_at: new Date().toISOString(), ...extra,
     }));
+    this.sink?.event(event, { collectionId: this.record.collection_id, frame });
   }
 
-  private emitTrackEvents(events: TrackEvent<FacePayload>[]): void {
+  /** Enters carry the current frame; exits the frame their track was last seen in. */
+  private emitTrackEvents(events: TrackEvent<FacePayload>[], current: EventFrame | null): void {
     for (const e of events) {
       const p = e.payload;
-      this.push(e.type, { track_id: e.trackId, person: p.person, similarity: p.similarity, threshold: p.threshold, matched_face_id: p.matched_face_id, face: p.face });
+      const exit = e.type.endsWith('_exit');
+      const frame = exit ? (this.trackFrames.get(e.trackId)?.frame ?? null) : current;
+      if (exit) this.trackFrames.delete(e.trackId);
+      this.push(e.type, { track_id: e.trackId, person: p.person, similarity: p.similarity, threshold: p.threshold, matched_face_id: p.matched_face_id, face: p.face }, frame);
     }
   }
 

@@ -15,6 +15,12 @@ export interface MonitorEventPage {
   has_more: boolean; truncated: boolean; stream_reset: boolean; next_cursor: string;
 }
 
+/** Told of monitor changes (the MQTT publisher keeps Home Assistant's entities in step). */
+export interface MonitorObserver {
+  changed(monitor: MonitorT): void;
+  deleted(id: string): void;
+}
+
 const RESTART_FIELDS = ['url', 'collection_id', 'inference_fps', 'match_threshold'] as const;
 
 /**
@@ -27,6 +33,7 @@ export class MonitorManager {
   private readonly sessions = new Map<string, MonitorSession>();
   /** Enabled monitors that could not be restored at startup (status "error"). */
   private readonly restoreErrors = new Map<string, { code: string; message: string; occurred_at: string }>();
+  private readonly observers: MonitorObserver[] = [];
 
   constructor(
     private readonly store: MonitorStore,
@@ -37,6 +44,22 @@ export class MonitorManager {
     private readonly sessionDeps: () => SessionDeps | null,
     private readonly log: Logger,
   ) {}
+
+  observe(o: MonitorObserver): void {
+    this.observers.push(o);
+  }
+
+  /** Every monitor as the API shows it (for the outputs that mirror them). */
+  all(): MonitorT[] {
+    const out: MonitorT[] = [];
+    let after: string | null = null;
+    for (;;) {
+      const rows = this.store.list(after, 500);
+      out.push(...rows.map((r) => this.toMonitor(r)));
+      if (rows.length < 500) return out;
+      after = rows[rows.length - 1]!.id;
+    }
+  }
 
   private record(id: string): MonitorRecord {
     const r = this.store.get(id);
@@ -117,7 +140,9 @@ export class MonitorManager {
       this.sessions.set(record.id, session);
     }
     this.log.info({ monitor_id: record.id, enabled: record.enabled, source: redactRtspUrl(record.url) }, 'monitor created');
-    return this.toMonitor(record);
+    const created = this.toMonitor(record);
+    for (const o of this.observers) o.changed(created);
+    return created;
   }
 
   patch(id: string, body: MonitorPatchT): MonitorT {
@@ -151,7 +176,9 @@ export class MonitorManager {
       this.sessions.delete(id);
     } else running?.applyLive(next);
     if (started || !next.enabled) this.restoreErrors.delete(id);
-    return this.toMonitor(next);
+    const patched = this.toMonitor(next);
+    for (const o of this.observers) o.changed(patched);
+    return patched;
   }
 
   delete(id: string): void {
@@ -160,6 +187,7 @@ export class MonitorManager {
     this.sessions.delete(id);
     this.restoreErrors.delete(id);
     this.store.delete(id);
+    for (const o of this.observers) o.deleted(id);
   }
 
   private threshold(r: MonitorRecord): number | null {

@@ -5,6 +5,7 @@ import type { FrameProcessorDeps } from './frameProcessor.js';
 import { FrameProcessor } from './frameProcessor.js';
 import type { Frame } from './frameSource.js';
 import type { EventPage, EventPosition } from './eventRing.js';
+import type { MonitorEventSink } from './eventSink.js';
 import { MonitorActivity, isoOrNull } from './monitorActivity.js';
 import type { MonitorEventT, MonitorRuntimeT, MonitorStateT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
@@ -16,6 +17,8 @@ export interface SessionDeps extends FrameProcessorDeps {
   source: StreamReaderOptions;
   preview: { fps: number; quality: number };
   log: Logger;
+  /** The durable history and its outputs (MQTT, webhooks); every ring event also goes here. */
+  events?: MonitorEventSink;
 }
 
 export type MonitorStatus = 'starting' | 'running' | 'reconnecting' | 'degraded' | 'stopped' | 'error';
@@ -40,7 +43,7 @@ export class MonitorSession {
 
   constructor(record: MonitorRecord, private readonly deps: SessionDeps) {
     this.record = record;
-    this.activity = new MonitorActivity(record, this.epoch);
+    this.activity = new MonitorActivity(record, this.epoch, deps.events ?? null);
     this.processor = new FrameProcessor(deps);
     this.preview = new PreviewHub(deps.preview.fps, deps.preview.quality);
     this.reader = new StreamReader(record.url, deps.source, {
@@ -71,6 +74,7 @@ export class MonitorSession {
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.deps.events?.sessionEnded(this.record.id, this.epoch);
     this.abort.abort(new Error('monitor stopped'));
     this.reader.stop();
     this.preview.close();
@@ -136,7 +140,7 @@ export class MonitorSession {
       try {
         const result = await this.processor.process(frame, this.record, this.abort.signal);
         if (this.stopped) break;
-        this.activity.frameProcessed(frame.sequence, result, Date.now(), performance.now() - started);
+        this.activity.frameProcessed(frame.sequence, result, Date.now(), performance.now() - started, frame);
         this.activity.clearError('inference');
       } catch (e) {
         if (this.stopped) break;

@@ -2,11 +2,24 @@ import type { z } from 'zod';
 import type { VigilConfig } from '../config/schema.js';
 import type { ScrapeOutcome } from './scrapeResult.js';
 
-/**
- * Runs one request of a kind inside the worker process; `limit` is the quota-capped item limit and
- * `reviewLimit` the quota-capped review units (0 for kinds without reviews).
- */
-export type ScrapeRunner = (request: unknown, ctx: { limit: number; reviewLimit: number; signal: AbortSignal }) => Promise<ScrapeOutcome>;
+/** What a runner gets besides its request, in the worker process. */
+export interface RunContext {
+  /** The quota-capped item limit. */
+  limit: number;
+  /** The quota-capped review units (0 for kinds without reviews). */
+  reviewLimit: number;
+  /** Aborted when the run is cancelled: the runner stops and returns what it delivered. */
+  signal: AbortSignal;
+  /** Item keys delivered to the workspace before (only_new); empty otherwise. */
+  seen: ReadonlySet<string>;
+  /** A long upstream wait started (its end) or ended (null): the run shows waiting_for_rate_limit. */
+  onWait: (resumeAt: Date | null) => void;
+  /** Keeps a copy of an upstream document the scraper did not understand; returns its file name. */
+  saveSample: (what: string, body: string) => string | null;
+}
+
+/** Runs one request of a kind inside the worker process. */
+export type ScrapeRunner = (request: unknown, ctx: RunContext) => Promise<ScrapeOutcome>;
 
 /**
  * A scraper kind: everything the REST routes, the MCP tools, metering and the worker need to know.

@@ -7,7 +7,21 @@ import { ApiError, Errors } from '../contract/errors.js';
 import type { ScrapeOutcome } from './scrapeResult.js';
 import type { WorkerReply, WorkerRequest } from './workerProtocol.js';
 
-interface Pending { resolve(o: ScrapeOutcome): void; reject(e: ApiError): void }
+interface Pending { resolve(o: ScrapeOutcome): void; reject(e: ApiError): void; onWait(resumeAt: Date | null): void }
+
+/** One run as the worker gets it. */
+export interface WorkerRun {
+  id: string;
+  kind: string;
+  request: unknown;
+  /** Quota-capped item and review limits. */
+  limit: number;
+  reviewLimit: number;
+  /** Item keys the workspace was delivered before (only_new), else empty. */
+  seen: string[];
+  /** The run started (a date) or stopped (null) waiting for the upstream's rate limit. */
+  onWait?: (resumeAt: Date | null) => void;
+}
 
 /**
  * The child process that runs scrapes, started on first use with a raised nice value so that the face
@@ -25,13 +39,20 @@ export class ScrapeWorker {
     return this.child?.pid ?? null;
   }
 
-  run(id: string, kind: string, request: unknown, limit: number, reviewLimit = 0): Promise<ScrapeOutcome> {
+  run(r: WorkerRun): Promise<ScrapeOutcome> {
     if (this.closed) return Promise.reject(Errors.shuttingDown());
     const child = this.ensure();
     return new Promise<ScrapeOutcome>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.post(child, { type: 'run', id, kind, request, limit, reviewLimit });
+      this.pending.set(r.id, { resolve, reject, onWait: r.onWait ?? (() => undefined) });
+      this.post(child, { type: 'run', id: r.id, kind: r.kind, request: r.request, limit: r.limit, reviewLimit: r.reviewLimit, seen: r.seen });
     });
+  }
+
+  /** Asks the worker to stop a run: it answers with what the run delivered so far. False when it is not running here. */
+  cancel(id: string): boolean {
+    if (!this.pending.has(id) || !this.child) return false;
+    this.post(this.child, { type: 'cancel', id });
+    return true;
   }
 
   /** Stops the child. Runs in flight stay "running" in SQLite and are re-queued at the next start. */
@@ -66,6 +87,7 @@ export class ScrapeWorker {
       if (m.type === 'ready') return;
       const p = this.pending.get(m.id);
       if (!p) return;
+      if (m.type === 'waiting') return p.onWait(m.resumeAt === null ? null : new Date(m.resumeAt));
       this.pending.delete(m.id);
       if (m.type === 'done') p.resolve(m.outcome);
       else p.reject(ApiError.revive({ status: 502, ...m.error }));

@@ -1,5 +1,32 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
+/** A wait at least this long (a pause from the upstream, not the normal pacing) is reported to the run. */
+export const VISIBLE_WAIT_MS = 5000;
+
+/**
+ * What an upstream request of a run carries: the run's abort signal (cancellation) and where to report
+ * a long wait for the upstream's rate limit (`resumeAt`, then null when it ends), so the run can say
+ * `waiting_for_rate_limit` instead of stalling silently.
+ */
+export interface RequestScope {
+  signal?: AbortSignal | undefined;
+  onWait?: ((resumeAt: Date | null) => void) | undefined;
+}
+
+/**
+ * Sleeps `ms` for a run's request; a wait of VISIBLE_WAIT_MS or more is reported through the scope
+ * before it starts and cleared when it ends (also when the run is cancelled during it).
+ */
+export async function waitFor(ms: number, scope?: RequestScope): Promise<void> {
+  const visible = ms >= VISIBLE_WAIT_MS && scope?.onWait;
+  if (visible) scope.onWait!(new Date(Date.now() + ms));
+  try {
+    await sleep(Math.ceil(ms), undefined, { signal: scope?.signal });
+  } finally {
+    if (visible) scope.onWait!(null);
+  }
+}
+
 /**
  * One per upstream credential or egress: a token bucket at the configured rate with a small burst, plus
  * pauses from the upstream's own signals (rate-limit headers, retry-after), which can only slow it down.
@@ -16,8 +43,8 @@ export class TokenBucket {
     this.last = now();
   }
 
-  acquire(signal?: AbortSignal): Promise<void> {
-    const turn = this.chain.then(() => this.take(signal));
+  acquire(scope?: RequestScope): Promise<void> {
+    const turn = this.chain.then(() => this.take(scope));
     this.chain = turn.catch(() => undefined);
     return turn;
   }
@@ -27,9 +54,14 @@ export class TokenBucket {
     this.notBefore = Math.max(this.notBefore, this.now() + ms);
   }
 
-  private async take(signal?: AbortSignal): Promise<void> {
+  /** When the next request may leave because of an upstream pause (0 when none is pending). */
+  get pausedUntil(): number {
+    return this.notBefore > this.now() ? this.notBefore : 0;
+  }
+
+  private async take(scope?: RequestScope): Promise<void> {
     for (;;) {
-      signal?.throwIfAborted();
+      scope?.signal?.throwIfAborted();
       const now = this.now();
       this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 60_000) * this.perMinute);
       this.last = now;
@@ -38,7 +70,7 @@ export class TokenBucket {
         this.tokens -= 1;
         return;
       }
-      await sleep(Math.ceil(wait), undefined, { signal });
+      await waitFor(wait, scope);
     }
   }
 }

@@ -9,6 +9,7 @@ import { personPage } from './pages/person.js';
 import { comparePage, detectPage, searchPage } from './pages/faces.js';
 import { monitorPage, monitorsPage } from './pages/monitors.js';
 import { systemPage } from './pages/system.js';
+import { eventsPage } from './pages/events.js';
 import { answerKioskRequests } from './kioskHandoff.js';
 
 const routes: Route[] = [
@@ -21,11 +22,12 @@ const routes: Route[] = [
   route('/detect', 'Detect', detectPage),
   route('/monitors', 'Monitors', monitorsPage),
   route('/monitors/:mid', 'Monitor', monitorPage),
+  route('/events', 'Events', eventsPage),
   route('/system', 'System', systemPage),
 ];
 
 const NAV: [string, string][] = [
-  ['/', 'Dashboard'], ['/collections', 'Collections'], ['/search', 'Search'], ['/compare', 'Compare'], ['/detect', 'Detect'], ['/monitors', 'Monitors'], ['/system', 'System'],
+  ['/', 'Dashboard'], ['/collections', 'Collections'], ['/search', 'Search'], ['/compare', 'Compare'], ['/detect', 'Detect'], ['/monitors', 'Monitors'], ['/events', 'Events'], ['/system', 'System'],
 ];
 
 export function startApp(root: HTMLElement): void {

@@ -16,7 +16,12 @@ export interface DaemonProcess {
   /** stdout + stderr of every start so far. */
   output(): string;
   stop(): Promise<void>;
+  /** SIGKILL: no shutdown code runs. */
+  kill(): Promise<void>;
   restart(): Promise<void>;
+  /** Starts it again after stop() or kill() (same port, same data dir). */
+  start(): Promise<void>;
+  dataDir: string;
 }
 
 export async function startDaemonProcess(opts: { toml?: string; logLevel?: string } = {}): Promise<DaemonProcess> {
@@ -72,6 +77,17 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
     url, key: TEST_KEY, auth: { Authorization: `Bearer ${TEST_KEY}` },
     output: () => out,
     stop,
+    dataDir: join(dir, 'data'),
+    async kill() {
+      const c = child;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = new Promise<void>((r) => c.once('exit', () => r()));
+      c.kill('SIGKILL');
+      await exited;
+    },
+    async start() {
+      await start();
+    },
     async restart() {
       await stop();
       await start();

@@ -42,6 +42,8 @@ export class FakeMaps {
   readonly limitedView = new Set<string>();
   limitedMode: 'forbidden' | 'empty' = 'empty';
   latencyMs = 0;
+  /** Rewrites a search document (parsed `)]}'` JSON) before it is served, by query: derive variants (ads, drift). */
+  searchTransform: (q: string, doc: any) => any = (_q, d) => d;
   private readonly places = new Map<string, any[]>();
   private readonly faults: { match: RegExp; fault: Fault; times: number }[] = [];
   private readonly search = gmapsJson('search_tbm_map.txt');
@@ -85,7 +87,7 @@ export class FakeMaps {
   }
 
   /** Place `idx` of a derived search: a real place array (alternating) with distinct ids, title and link. */
-  private derived(idx: number): any[] {
+  derived(idx: number): any[] {
     const base = this.search[0][1][1 + (idx % 2)][14];
     const p = clone(base);
     const hex = (0x5000_0000 + idx).toString(16);
@@ -142,10 +144,11 @@ export class FakeMaps {
       const q = u.searchParams.get('q') ?? '';
       if (q.includes('consent')) return this.failWith(res, { kind: 'consent' });
       if (q.includes('sorry')) return this.failWith(res, { kind: 'sorry' });
-      if (q.includes('xhr') && !/!8i[1-9]/.test(pb)) return this.send(res, 200, 'application/json; charset=UTF-8', gmapsText('search_tbm_map_xhr_variant.txt'));
+      // The XHR variant; "xhr trailing": with the closing /*""*/ the browser's XHR answers carry.
+      if (q.includes('xhr') && !/!8i[1-9]/.test(pb)) return this.send(res, 200, 'application/json; charset=UTF-8', gmapsText('search_tbm_map_xhr_variant.txt') + (q.includes('trailing') ? '/*""*/' : ''));
       const offset = Number(/!8i(\d+)/.exec(pb)?.[1] ?? 0);
       const size = Number(/!7i(\d+)/.exec(pb)?.[1] ?? 20);
-      return this.send(res, 200, 'application/json; charset=UTF-8', xssi(this.searchPage(q, offset, size)));
+      return this.send(res, 200, 'application/json; charset=UTF-8', xssi(this.searchTransform(q, this.searchPage(q, offset, size))));
     }
     if (u.pathname === '/maps/preview/place') {
       const id = /!1s([^!]+)/.exec(pb)?.[1] ?? '';

@@ -159,7 +159,9 @@ export class FakeReddit {
     if (p === '/r/typescript/about') return fixture('r_typescript_about.json');
     if (p === '/r/private_sub/about' || p.startsWith('/r/private_sub/')) return { __status: 403, body: fixture('error_private.json') };
     if (p === '/r/banned_sub/about' || p.startsWith('/r/banned_sub/')) return { __status: 404, body: fixture('error_banned.json') };
-    if ((m = /^\/r\/typescript\/(new|hot|top|rising|controversial)$/.exec(p))) {
+    // r/all, r/popular and multi-community listings that include typescript answer with its pages (derived);
+    // r/all and r/popular have no about page (404), as on Reddit.
+    if ((m = /^\/r\/([A-Za-z0-9_+]+)\/(new|hot|top|rising|controversial)$/.exec(p)) && ['typescript', 'all', 'popular'].some((n) => m![1]!.split('+').includes(n))) {
       return q.get('after') === 't3_1q2w3e5' ? fixture('r_typescript_new_page2.json') : fixture('r_typescript_new_page1.json');
     }
     if (p === '/search' || p === '/r/typescript/search') {

@@ -193,8 +193,12 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
   t.deepEqual(ours.components.securitySchemes.bearerAuth, { type: 'http', scheme: 'bearer' });
   // The upstream contract covers /v1; the scraper routes (/workspaces/…) are ours and only need to be documented.
   // Vigil extensions under /v1 (additive; upstream clients never call them) are documented, not compared.
+  // Whole route families that upstream has no path under (event history, webhooks) count as extensions too.
   const extensions = new Set(['post /v1/collections/{collection_id}/import']);
-  const isExtension = (x: { method: string; path: string }) => extensions.has(`${x.method} ${x.path}`);
+  const extensionFamilies = ['/v1/events', '/v1/webhooks'];
+  for (const family of extensionFamilies) t.false(Object.keys(snapshot.paths).some((p) => p === family || p.startsWith(`${family}/`)), `${family} is not an upstream path`);
+  const isExtension = (x: { method: string; path: string }) =>
+    extensions.has(`${x.method} ${x.path}`) || extensionFamilies.some((f) => x.path === f || x.path.startsWith(`${f}/`));
   for (const r of apiRoutes(d.runtime).filter((x) => !x.path.startsWith('/v1/') || isExtension(x))) t.truthy(ours.paths[r.path]?.[r.method]?.requestBody ?? ours.paths[r.path]?.[r.method], `${r.method} ${r.path} documented`);
   for (const r of apiRoutes(d.runtime).filter((x) => x.path.startsWith('/v1/') && !isExtension(x))) {
     const theirs = snapshot.paths[r.path]?.[r.method];

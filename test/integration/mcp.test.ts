@@ -28,7 +28,7 @@ const CLIENT_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 async function exercise(t: any, client: Client) {
   const { tools } = await client.listTools();
-  t.deepEqual(tools.map((x) => x.name).sort(), ['forum_scrape', 'places_scrape', 'runs_get']);
+  t.deepEqual(tools.map((x) => x.name).sort(), ['forum_scrape', 'places_scrape', 'runs_cancel', 'runs_get', 'runs_items']);
   t.true(tools.every((x) => CLIENT_NAME.test(x.name)), 'names Claude/OpenAI clients accept');
   const forum = tools.find((x) => x.name === 'forum_scrape')!;
   t.is(forum.inputSchema.type, 'object');
@@ -61,6 +61,24 @@ async function exercise(t: any, client: Client) {
 
   const run = await client.callTool({ name: 'runs_get', arguments: { run_id: out.run_id } });
   t.is((run.structuredContent as any).run_id, out.run_id);
+
+  // The run's dataset a page at a time, through the same service as GET …/runs/{id}/items.
+  const page1 = await client.callTool({ name: 'runs_items', arguments: { run_id: out.run_id, limit: 1 } });
+  t.falsy(page1.isError);
+  const p1 = page1.structuredContent as any;
+  t.deepEqual(p1.items.map((i: any) => i.id), ['t3_1q2w3e4']);
+  t.truthy(p1.next_cursor);
+  const page2 = await client.callTool({ name: 'runs.items', arguments: { run_id: out.run_id, cursor: p1.next_cursor } });
+  t.deepEqual((page2.structuredContent as any).items.map((i: any) => i.id), ['t1_kq1a']);
+  t.is((page2.structuredContent as any).next_cursor, null);
+  const forged = await client.callTool({ name: 'runs_items', arguments: { run_id: pout.run_id, cursor: p1.next_cursor } });
+  t.true(forged.isError, 'a cursor of another run');
+  t.regex((forged.content as any)[0].text, /invalid_cursor/);
+  const cancelDone = await client.callTool({ name: 'runs_cancel', arguments: { run_id: out.run_id } });
+  t.true(cancelDone.isError);
+  t.regex((cancelDone.content as any)[0].text, /run_not_active/);
+  const tool = tools.find((x) => x.name === 'runs_cancel')!;
+  t.false(tool.annotations?.readOnlyHint, 'cancel changes a run');
 
   const bad = await client.callTool({ name: 'forum_scrape', arguments: { community: 'typescript', max_items: 1000 } });
   t.true(bad.isError);

@@ -59,7 +59,7 @@ test('search paging: !8i offsets until max_places, ranks across pages, one unit 
   t.is(new Set(r.json.items.map((i: any) => i.fid)).size, 45);
   t.deepEqual(searches(q).map((s) => /!8i(\d+)/.exec(s.query.get('pb')!)![1]), ['0', '20', '40']);
   t.like(r.json.billing, { billed_units: 45, billed_reviews: 0 });
-  t.deepEqual(r.json.sources, [{ source: `search:${q}`, status: 'ok', items: 45, filtered: {} }]);
+  t.deepEqual(r.json.sources, [{ source: `search:${q}`, status: 'ok', items: 45, filtered: {}, problems: [], stop_reason: 'max_items' }]);
   // max_places stops paging early; the upstream's end (a short page) stops it too.
   const q2 = 'bakery 60 places';
   const cut = await scrape('paging', { search_queries: [q2], max_places: 25 });

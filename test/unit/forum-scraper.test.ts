@@ -42,7 +42,7 @@ test.serial('community listing: OAuth, raw_json, paging with after, comment tree
   t.true(requests.some((r) => r.path === '/comments/1q2w3e4/_/kq2b'), 'continue this thread expanded');
   t.deepEqual(ids(out.items), ['t5_2rj4w', 't3_1q2w3e4', 't1_kq1a', 't1_kq2b', 't1_kq3c', 't1_kq9z', 't1_kq9y', 't3_1q2w3e5', 't3_1q2w3e6', 't3_1q2w3e7']);
   t.false(requests.some((r) => r.path === '/comments/1q2w3e5'), 'no comment request for a post with num_comments 0');
-  t.deepEqual(out.sources, [{ source: 'community:typescript', status: 'ok', items: 10, filtered: {} }]);
+  t.deepEqual(out.sources, [{ source: 'community:typescript', status: 'ok', items: 10, filtered: {}, problems: [], stop_reason: 'exhausted' }]);
   t.false(out.hitLimit);
 
   const community = byId(out.items, 't5_2rj4w');
@@ -86,13 +86,15 @@ test.serial('post URLs (www, old, redd.it) give the post and its comments; max_c
   t.deepEqual(ids(zero.out.items), ['t3_1q2w3e4']);
 });
 
-test.serial('max_items is global after dedupe; later sources are not_started; max_posts stops paging', async (t) => {
+test.serial('max_items is global after dedupe and shared fairly across sources; max_posts stops paging', async (t) => {
   const { out } = await scrape({ community: 'typescript', search_queries: ['strict'], max_items: 3, skip_comments: true }, {});
   // community + search: community alone is only a listing when there is no search; here it scopes the search.
   t.deepEqual(ids(out.items), ['t3_1q2w3e5', 't3_1q2w3e4', 't3_1q2w3e6']);
   t.true(out.hitLimit);
+  // Before: the first source took both items and the second said not_started. Now each gets its share.
   const two = await scrape({ urls: ['https://www.reddit.com/r/typescript/new', 'https://www.reddit.com/user/ts_dev_42'], max_items: 2, skip_comments: true });
-  t.deepEqual(two.out.sources.map((s) => s.status), ['ok', 'not_started']);
+  t.deepEqual(two.out.sources.map((s) => [s.status, s.items, s.stop_reason]), [['ok', 1, 'max_items'], ['ok', 1, 'max_items']]);
+  t.deepEqual(ids(two.out.items), ['t5_2rj4w', 't2_8abcd12']);
   const capped = await scrape({ community: 'typescript', max_posts: 1, skip_comments: true });
   t.deepEqual(ids(capped.out.items), ['t5_2rj4w', 't3_1q2w3e4']);
   t.is(capped.requests.filter((r) => r.path === '/r/typescript/new').length, 1, 'no second page once max_posts is reached');

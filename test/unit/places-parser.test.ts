@@ -36,7 +36,7 @@ test('a search place maps to every item field of the seed', (t) => {
     title: 'Blue Fern Coffee', categoryName: 'Coffee shop', categories: ['Coffee shop', 'Cafe'], placeId: 'ChIJFAKEplaceId0000000001',
     fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081', cid: '1885667171979194497',
     url: 'https://www.google.com/maps/place/Blue+Fern+Coffee/data=!4m2!3m1!1s0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081!10m1!1e1',
-    address: '1200 Fake St, San Francisco, 94103', street: '1200 Fake St', neighborhood: '1200 Fake St', city: 'San Francisco', postalCode: '94103', state: 'CA', countryCode: 'US',
+    address: '1200 Fake St, San Francisco, 94103', street: '1200 Fake St', neighborhood: null, city: 'San Francisco', postalCode: '94103', state: 'CA', countryCode: 'US',
     plusCode: '849V+Q2 San Francisco', location: { lat: 37.7712345, lng: -122.4123456 }, website: 'https://bluefern.example/', phone: '(415) 555-0100',
     phoneUnformatted: '+14155550100', phoneInternational: '+1 415-555-0100', price: '$$', totalScore: 4.6, reviewsCount: 214,
     reviewsDistribution: { oneStar: 4, twoStar: 3, threeStar: 10, fourStar: 38, fiveStar: 159 }, permanentlyClosed: false, temporarilyClosed: false,
@@ -48,6 +48,10 @@ test('a search place maps to every item field of the seed', (t) => {
   t.is(item.popularTimes!.length, 2);
   t.is(item.description, null);
   t.true(PlaceItem.safeParse(item).success, 'the item matches its published schema');
+  // [183][1] = [borough, street, street, city, …]: the neighborhood is the borough (null here), not the repeated street.
+  const inBorough = structuredClone(search()[0]) as any[];
+  inBorough[183][1][0] = 'Mission District';
+  t.like(mapPlace(inBorough, ctx()), { neighborhood: 'Mission District', street: '1200 Fake St' });
 });
 
 test('website is exactly null when absent, a closed place is flagged, details are null unless asked for', (t) => {
@@ -109,11 +113,15 @@ test('reviews map from the listugcposts element, owner reply and µs timestamps 
   const [a, b] = els.map(mapReview);
   t.deepEqual(a, {
     reviewId: 'ChZDSUhNMG9nS0VJQ0FnRkFLRTAwMRAB', text: 'Great cortado, friendly staff.', textTranslated: null, stars: 5, publishedAtDate: new Date(1771000000000).toISOString(),
-    publishAt: '3 weeks ago', likesCount: null, language: 'en',
-    reviewer: { name: 'Ana P.', url: 'https://www.google.com/maps/contrib/100000000000000000111/reviews?hl=en', photoUrl: 'https://lh3.googleusercontent.com/a/FAKE=s120-c-rp-mo-br100' },
+    publishAt: '3 weeks ago', likesCount: 2, language: 'en',
+    reviewer: {
+      name: 'Ana P.', url: 'https://www.google.com/maps/contrib/100000000000000000111/reviews?hl=en', photoUrl: 'https://lh3.googleusercontent.com/a/FAKE=s120-c-rp-mo-br100',
+      id: '100000000000000000111', numberOfReviews: 12,
+    },
     ownerResponse: { text: 'Thanks Ana, see you soon!', publishedAtDate: new Date(1771086400000).toISOString() }, imageUrls: [],
   });
   t.is(b!.stars, 3);
+  t.is(b!.likesCount, 0, 'no likes is 0, not unknown');
   t.is(b!.ownerResponse, null);
   t.is(mapReview([null]), null);
   t.deepEqual(reviewElements([null, null, null]), []);

@@ -36,6 +36,8 @@ test('keys are stored as sha256 only, shown once, scoped, revocable', (t) => {
   }
 });
 
+const items = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `k${i}`, item: { i } }));
+
 test('quota reservations hold across connections: two writers never reserve past the quota; finishing bills once', (t) => {
   const dir = fresh();
   const a = openDatabase(dir, undefined, { lock: false });
@@ -47,17 +49,19 @@ test('quota reservations hold across connections: two writers never reserve past
     const runs = [ra, rb, ra, rb].map((s) => { try { return s.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 10, maxActive: 100 }); } catch (e) { return e as Error; } });
     t.deepEqual(runs.map((r) => ('reserved_units' in r ? r.reserved_units : (r as { code?: string }).code)), [10, 10, 10, 'quota_exceeded']);
     const [r1, r2, r3] = runs as { id: string }[];
-    rb.finish(r1!.id, { status: 'succeeded', itemCount: 7, result: { items: [] }, error: null });
-    ra.finish(r1!.id, { status: 'succeeded', itemCount: 7, result: { items: [] }, error: null }); // a second finish is a no-op
-    ra.finish(r2!.id, { status: 'failed', itemCount: 5, result: null, error: { code: 'x', message: 'x', details: {} } });
+    rb.finish(r1!.id, { status: 'succeeded', items: items(7), result: {}, error: null });
+    ra.finish(r1!.id, { status: 'succeeded', items: items(7), result: {}, error: null }); // a second finish is a no-op
+    ra.finish(r2!.id, { status: 'failed', items: items(5), result: null, error: { code: 'x', message: 'x', details: {} } });
     const period = billingPeriod(new Date());
     t.like(ra.meter.snapshot('acme', period), { quota: 30, used: 7, reserved: 10, remaining: 13 });
-    ra.finish(r3!.id, { status: 'partial', itemCount: 99, result: null, error: null });
+    ra.finish(r3!.id, { status: 'partial', items: items(99), result: null, error: null });
     t.like(rb.meter.snapshot('acme', period), { used: 17, reserved: 0, remaining: 13, by_kind: { forum: { units: 17, runs: 2 } } });
     t.is(ra.byId(r3!.id)!.billed_units, 10, 'never more than the reservation');
     t.is(ra.byId(r2!.id)!.billed_units, 0, 'failed runs bill nothing');
-    t.is(ra.purgeResults(new Date(Date.now() + 1000)), 1);
+    t.deepEqual([ra.items(r1!.id, -1, 100).length, ra.items(r2!.id, -1, 100).length, ra.items(r3!.id, -1, 100).length], [7, 0, 10], 'stored items = billed units');
+    t.is(ra.purgeResults(new Date(Date.now() + 1000)), 2, 'the runs with items');
     t.truthy(ra.byId(r1!.id)!.result_purged_at);
+    t.is(ra.items(r1!.id, -1, 100).length, 0);
     t.is(periodEnd('2026-12'), '2027-01-01T00:00:00.000Z');
   } finally {
     a.close();
@@ -75,11 +79,11 @@ test('reviews are metered apart: reserved beside items, capped at their own quot
     const b = runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
     t.deepEqual([a.reserved_reviews, b.reserved_reviews], [40, 10], 'the second run gets what is left, and is not refused for it');
     t.like(runs.meter.snapshot('acme', period).reviews, { quota: 50, used: 0, reserved: 50, remaining: 0 });
-    runs.finish(a.id, { status: 'succeeded', itemCount: 5, reviewCount: 12, result: null, error: null });
-    runs.finish(b.id, { status: 'partial', itemCount: 2, reviewCount: 99, result: null, error: null });
+    runs.finish(a.id, { status: 'succeeded', items: items(5), reviewCount: 12, result: null, error: null });
+    runs.finish(b.id, { status: 'partial', items: items(2), reviewCount: 99, result: null, error: null });
     t.deepEqual([runs.byId(a.id)!.billed_reviews, runs.byId(b.id)!.billed_reviews], [12, 10], 'delivered reviews, never past the reservation');
     const forum = runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 3, maxActive: 100 });
-    runs.finish(forum.id, { status: 'succeeded', itemCount: 3, result: null, error: null });
+    runs.finish(forum.id, { status: 'succeeded', items: items(3), result: null, error: null });
     const u = runs.meter.snapshot('acme', period);
     t.like(u, { used: 10, reserved: 0, reviews: { quota: 50, used: 22, reserved: 0, remaining: 28 } });
     t.deepEqual(u.by_kind, { forum: { units: 3, runs: 1, reviews: 0 }, places: { units: 7, runs: 2, reviews: 22 } });

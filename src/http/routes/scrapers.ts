@@ -1,6 +1,7 @@
 import { z } from 'zod';
+import { EXPORT_FORMATS } from '../../scrapers/datasetExport.js';
 import { scraperKinds } from '../../scrapers/kinds.js';
-import { runResourceSchema } from '../../scrapers/scrapeResult.js';
+import { RunStatus, runResourceSchema } from '../../scrapers/scrapeResult.js';
 import { billingPeriod } from '../../workspaces/usageMeter.js';
 import { readJson, readQuery } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
@@ -21,12 +22,26 @@ export const UsageResponse = z
     by_kind: z.record(z.string(), z.object({ units: z.int(), runs: z.int(), reviews: z.int().describe('Review units billed (places).') })),
     reviews: z.object({ quota: z.int(), used: z.int(), reserved: z.int(), remaining: z.int() })
       .describe('Reviews are metered apart from items: [scrapers] free_reviews_per_month per workspace.'),
+    seen_items: z.object({ by_kind: z.record(z.string(), z.int()), capacity_per_kind: z.int() })
+      .describe('The only_new seen-set: item keys remembered per scraper kind; past the capacity the least recently delivered are forgotten.'),
   })
   .meta({ id: 'WorkspaceUsageResponse' });
 const UsageQuery = z.strictObject({ period: z.string().regex(/^\d{4}-(0[1-9]|1[0-2])$/, 'expected YYYY-MM').optional() });
 const RunListQuery = z.strictObject({ limit: z.coerce.number().int().min(1).max(100).default(20), before: z.string().max(64).optional() });
 const AnyRun = runResourceSchema(z.unknown(), 'ScrapeRun');
 const RunPage = z.object({ request_id: z.string(), runs: z.array(AnyRun), next_before: z.string().nullable() }).meta({ id: 'ScrapeRunPage' });
+export const RunItemsQuery = z.strictObject({
+  cursor: z.string().max(2048).optional().describe('next_cursor of the previous page (signed, bound to this run).'),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+});
+export const RunItemsPage = z
+  .object({
+    request_id: z.string(), run_id: z.string(), status: RunStatus,
+    items: z.array(z.unknown()).describe('Items in delivery order (the kind\'s item schema: ForumItem, PlaceItem).'),
+    next_cursor: z.string().nullable().describe('Null once the run is final and every item was read; while the run is active, poll with it.'),
+  })
+  .meta({ id: 'ScrapeRunItemsPage' });
+const ExportQuery = z.strictObject({ format: z.enum(EXPORT_FORMATS).default('json') });
 
 export function scraperRoutes(rt: Runtime): RouteSpec[] {
   const maxBytes = rt.loaded.config.server.max_request_bytes;
@@ -69,6 +84,39 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 200, schema: AnyRun },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.view(ws(ctx), ctx.params.run_id!) };
+      },
+    },
+    {
+      method: 'get', path: `${W}/runs/{run_id}/items`, operationId: 'list_scrape_run_items', summary: 'Page a scrape run\'s items', tags: ['scrapers'], auth: 'workspace',
+      description: 'The run\'s dataset in delivery order, paged with a signed cursor. 410 run_items_purged after [scrapers] result_retention_hours.',
+      query: RunItemsQuery, success: { status: 200, schema: RunItemsPage },
+      handler: async (ctx) => {
+        const q = readQuery(ctx, RunItemsQuery);
+        ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.items(ws(ctx), ctx.params.run_id!, q.cursor, q.limit) };
+      },
+    },
+    {
+      method: 'get', path: `${W}/runs/{run_id}/export`, operationId: 'export_scrape_run_items', summary: 'Download a scrape run\'s items (JSON, JSONL, CSV)', tags: ['scrapers'], auth: 'workspace',
+      description: 'Streams the items as a JSON array, JSON Lines or CSV (one row per item; columns are the item schema\'s fields, nested objects flattened with dots, arrays as JSON; see the README).',
+      query: ExportQuery, success: { status: 200, schema: null, media: 'text/csv', description: 'The items, as an attachment (application/json, application/x-ndjson or text/csv).' },
+      handler: async (ctx) => {
+        const q = readQuery(ctx, ExportQuery);
+        const out = rt.scrapes.export(ws(ctx), ctx.params.run_id!, q.format);
+        ctx.set('Content-Disposition', `attachment; filename="${out.filename}"`);
+        ctx.set('Cache-Control', 'no-store');
+        ctx.type = out.contentType;
+        ctx.body = out.stream;
+      },
+    },
+    {
+      method: 'post', path: `${W}/runs/{run_id}/cancel`, operationId: 'cancel_scrape_run', summary: 'Cancel a scrape run', tags: ['scrapers'], auth: 'workspace',
+      description: 'A queued run ends at once (cancelled, nothing billed); a running one stops at its next upstream request and keeps, and bills, what it delivered. 409 run_not_active for a run that already finished.',
+      success: { status: 202, schema: AnyRun },
+      handler: async (ctx) => {
+        const run = rt.scrapes.cancel(ws(ctx), ctx.params.run_id!);
+        ctx.status = 202;
+        ctx.set('Location', `/workspaces/${ws(ctx)}/runs/${run.run_id as string}`);
+        ctx.body = { request_id: ctx.state.requestId, ...run };
       },
     },
     {

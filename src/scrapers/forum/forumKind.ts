@@ -40,7 +40,9 @@ export const forumKind: ScraperKind = {
     return {
       run: async (request, ctx) => {
         client ??= new RedditClient(redditClientOptions(config));
-        return new ForumScraper(client, request as ForumScrapeRequestT, ctx.limit, ctx.signal, config.scrapers.forum.max_more_requests_per_post).run();
+        return new ForumScraper(client, request as ForumScrapeRequestT, ctx.limit, {
+          signal: ctx.signal, onWait: ctx.onWait, seen: ctx.seen, saveSample: ctx.saveSample, maxMoreRequests: config.scrapers.forum.max_more_requests_per_post,
+        }).run();
       },
       close: async () => { await client?.close(); },
     };

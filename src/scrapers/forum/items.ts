@@ -2,36 +2,51 @@ import { z } from 'zod';
 
 /**
  * The flat forum item, keyed by dataType (field names as the Apify reddit scraper users know them).
- * A value the upstream did not give is null, never a placeholder.
+ * Every item carries every field of every dataType: a field that does not apply to its dataType is null
+ * (a comment's `title`, a post's `numberOfReplies`), and a value the upstream did not give is null too,
+ * never a placeholder. Ids and URLs are required: a record without them is not delivered (or billed).
  */
-const common = {
-  id: z.string().describe('Reddit fullname (t3_…, t1_…, t5_…, t2_…): unique across dataTypes.'),
-  url: z.string(),
-  createdAt: z.string().nullable(),
-  scrapedAt: z.string(),
-};
 const s = z.string().nullable();
 const n = z.number().nullable();
 const b = z.boolean().nullable();
+const NA = z.null();
+const fullname = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[a-z0-9]+$`), `a Reddit fullname ${prefix}_…`)
+  .describe(`Reddit fullname (${prefix}_…): unique across dataTypes.`);
+const common = {
+  url: z.string().regex(/^https:\/\/www\.reddit\.com\/\S+$/, 'a https://www.reddit.com/… URL'),
+  createdAt: s,
+  scrapedAt: z.string(),
+};
+/** Every field any dataType has, null unless its dataType sets it. */
+const ALL_FIELDS = {
+  username: NA, userId: NA, title: NA, body: NA, communityName: NA, upVotes: NA, upVoteRatio: NA, numberOfComments: NA, numberOfReplies: NA,
+  flair: NA, over18: NA, isVideo: NA, link: NA, thumbnailUrl: NA, imageUrls: NA, videoUrls: NA, postId: NA, parentId: NA, postTitle: NA,
+  name: NA, numberOfMembers: NA, postKarma: NA, commentKarma: NA,
+};
 
 export const ForumPost = z.object({
-  dataType: z.literal('post'), ...common, username: s, userId: s, title: s, body: s, communityName: s, upVotes: n, upVoteRatio: n,
+  dataType: z.literal('post'), id: fullname('t3'), ...common, ...ALL_FIELDS, username: s, userId: s, title: s, body: s, communityName: s, upVotes: n, upVoteRatio: n,
   numberOfComments: n, flair: s, over18: b, isVideo: b, link: s, thumbnailUrl: s, imageUrls: z.array(z.string()), videoUrls: z.array(z.string()),
 });
 export const ForumComment = z.object({
-  dataType: z.literal('comment'), ...common, username: s, userId: s, body: s, communityName: s, upVotes: n, numberOfReplies: n, flair: s,
-  over18: b, postId: s, parentId: s, postTitle: s,
+  dataType: z.literal('comment'), id: fullname('t1'), ...common, ...ALL_FIELDS, username: s, userId: s, body: s, communityName: s, upVotes: n,
+  numberOfReplies: n.describe('Direct replies: those read plus what Reddit declares in unexpanded "more" stubs.'), flair: s, over18: b, postId: s, parentId: s, postTitle: s,
 });
 export const ForumCommunity = z.object({
-  dataType: z.literal('community'), ...common, name: s, title: s, body: s, communityName: s, numberOfMembers: n, over18: b, thumbnailUrl: s,
+  dataType: z.literal('community'), id: fullname('t5'), ...common, ...ALL_FIELDS, name: s, title: s, body: s, communityName: s, numberOfMembers: n, over18: b, thumbnailUrl: s,
 });
 export const ForumUser = z.object({
-  dataType: z.literal('user'), ...common, username: s, body: s, over18: b, thumbnailUrl: s, postKarma: n, commentKarma: n,
+  dataType: z.literal('user'), id: fullname('t2'), ...common, ...ALL_FIELDS, username: s, body: s, over18: b, thumbnailUrl: s, postKarma: n, commentKarma: n,
 });
 export const ForumItem = z.discriminatedUnion('dataType', [ForumPost, ForumComment, ForumCommunity, ForumUser]).meta({ id: 'ForumItem' });
 export type ForumItemT = z.infer<typeof ForumItem>;
 export type ForumPostT = z.infer<typeof ForumPost>;
 export type ForumCommentT = z.infer<typeof ForumComment>;
+/** A mapped record before validation: its id or URL may be missing (then the sink drops it). */
+export type Draft<T> = Omit<T, 'id' | 'url'> & { id: string | null; url: string | null };
+
+/** The all-null base every mapped item starts from (fields of other dataTypes stay null). */
+const NULLS: { [K in keyof typeof ALL_FIELDS]: null } = Object.fromEntries(Object.keys(ALL_FIELDS).map((k) => [k, null])) as never;
 
 type Raw = Record<string, unknown>;
 const WWW = 'https://www.reddit.com';
@@ -45,6 +60,14 @@ const person = (v: unknown): string | null => { const x = str(v); return x === '
 const text = (v: unknown): string | null => { const x = str(v); return x === '[deleted]' || x === '[removed]' ? null : x; };
 const permalink = (v: unknown): string | null => { const p = str(v); return p ? (p.startsWith('http') ? p : WWW + p) : null; };
 const httpUrl = (v: unknown): string | null => { const x = str(v); return x && /^https?:\/\//.test(x) ? x : null; };
+/** A Reddit base-36 id, or null: never "undefined" spliced into an id or URL. */
+const id36 = (v: unknown): string | null => { const x = str(v); return x && /^[a-z0-9]+$/i.test(x) ? x.toLowerCase() : null; };
+const fullnameOf = (d: Raw, prefix: string): string | null => {
+  const name = str(d.name);
+  if (name && name.startsWith(`${prefix}_`)) return name;
+  const id = id36(d.id);
+  return id ? `${prefix}_${id}` : null;
+};
 
 function imageUrls(d: Raw): string[] {
   const meta = obj(d.media_metadata);
@@ -67,10 +90,11 @@ function videoUrls(d: Raw): string[] {
   return out;
 }
 
-export function mapPost(d: Raw, scrapedAt: string): ForumPostT {
+export function mapPost(d: Raw, scrapedAt: string): Draft<ForumPostT> {
   const isSelf = bool(d.is_self);
+  const id = fullnameOf(d, 't3');
   return {
-    dataType: 'post', id: str(d.name) ?? `t3_${String(d.id)}`, url: permalink(d.permalink) ?? `${WWW}/comments/${String(d.id)}/`,
+    ...NULLS, dataType: 'post', id, url: permalink(d.permalink) ?? (id ? `${WWW}/comments/${id.slice(3)}/` : null),
     username: person(d.author), userId: person(d.author) ? str(d.author_fullname) : null, title: str(d.title),
     // selftext is "" for link posts: no body, which is null here.
     body: text(d.selftext), communityName: str(d.subreddit_name_prefixed), upVotes: num(d.score), upVoteRatio: num(d.upvote_ratio),
@@ -81,9 +105,11 @@ export function mapPost(d: Raw, scrapedAt: string): ForumPostT {
   };
 }
 
-export function mapComment(d: Raw, scrapedAt: string, context: { over18?: boolean | null; postTitle?: string | null } = {}): ForumCommentT {
+export function mapComment(d: Raw, scrapedAt: string, context: { over18?: boolean | null; postTitle?: string | null } = {}): Draft<ForumCommentT> {
+  const id = fullnameOf(d, 't1');
+  const post = id36(str(d.link_id)?.replace(/^t3_/, ''));
   return {
-    dataType: 'comment', id: str(d.name) ?? `t1_${String(d.id)}`, url: permalink(d.permalink) ?? `${WWW}/comments/${String(d.link_id).replace(/^t3_/, '')}/_/${String(d.id)}/`,
+    ...NULLS, dataType: 'comment', id, url: permalink(d.permalink) ?? (id && post ? `${WWW}/comments/${post}/_/${id.slice(3)}/` : null),
     username: person(d.author), userId: person(d.author) ? str(d.author_fullname) : null, body: text(d.body), communityName: str(d.subreddit_name_prefixed),
     upVotes: d.score_hidden === true ? null : num(d.score), numberOfReplies: null, flair: str(d.author_flair_text),
     over18: bool(d.over_18) ?? context.over18 ?? null, postId: str(d.link_id), parentId: str(d.parent_id),
@@ -91,19 +117,22 @@ export function mapComment(d: Raw, scrapedAt: string, context: { over18?: boolea
   };
 }
 
-export function mapCommunity(d: Raw, scrapedAt: string): z.infer<typeof ForumCommunity> {
+export function mapCommunity(d: Raw, scrapedAt: string): Draft<z.infer<typeof ForumCommunity>> {
+  const name = str(d.display_name);
   return {
-    dataType: 'community', id: str(d.name) ?? `t5_${String(d.id)}`, url: permalink(d.url) ?? `${WWW}/r/${String(d.display_name)}/`,
+    ...NULLS, dataType: 'community', id: fullnameOf(d, 't5'), url: permalink(d.url) ?? (name ? `${WWW}/r/${name}/` : null),
     name: str(d.display_name), title: str(d.title), body: str(d.public_description), communityName: str(d.display_name_prefixed),
     numberOfMembers: num(d.subscribers), over18: bool(d.over18), thumbnailUrl: httpUrl(d.community_icon) ?? httpUrl(d.icon_img),
     createdAt: iso(d.created_utc), scrapedAt,
   };
 }
 
-export function mapUser(d: Raw, scrapedAt: string): z.infer<typeof ForumUser> {
+export function mapUser(d: Raw, scrapedAt: string): Draft<z.infer<typeof ForumUser>> {
   const sub = obj(d.subreddit);
+  const id = id36(d.id);
+  const name = str(d.name);
   return {
-    dataType: 'user', id: `t2_${String(d.id)}`, url: `${WWW}/user/${String(d.name)}/`, username: str(d.name), body: str(sub?.public_description),
+    ...NULLS, dataType: 'user', id: id ? `t2_${id}` : null, url: name ? `${WWW}/user/${name}/` : null, username: name, body: str(sub?.public_description),
     over18: bool(sub?.over_18), thumbnailUrl: httpUrl(d.icon_img), postKarma: num(d.link_karma), commentKarma: num(d.comment_karma),
     createdAt: iso(d.created_utc), scrapedAt,
   };

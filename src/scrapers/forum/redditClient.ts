@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request, type Dispatcher } from 'undici';
 import { type ApiError, Errors } from '../../contract/errors.js';
-import { TokenBucket } from '../tokenBucket.js';
+import { TokenBucket, waitFor, type RequestScope } from '../tokenBucket.js';
 import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { headerDelaySeconds, parseRateLimitHeaders } from './rateLimiter.js';
 
@@ -67,13 +66,13 @@ export class RedditClient {
   }
 
   /** GET a JSON document. `path` starts with "/"; raw_json=1 is always added (no HTML-escaped text). */
-  get(path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<unknown> {
-    return this.call('GET', path, params, signal);
+  get(path: string, params: Record<string, string | number | undefined>, scope?: RequestScope): Promise<unknown> {
+    return this.call('GET', path, params, scope);
   }
 
   /** /api/morechildren, one call at a time per credential. */
-  moreChildren(linkId: string, children: string[], sort: string, signal?: AbortSignal): Promise<unknown> {
-    const run = this.moreChain.then(() => this.call('GET', '/api/morechildren', { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' }, signal));
+  moreChildren(linkId: string, children: string[], sort: string, scope?: RequestScope): Promise<unknown> {
+    const run = this.moreChain.then(() => this.call('GET', '/api/morechildren', { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' }, scope));
     this.moreChain = run.catch(() => undefined);
     return run;
   }
@@ -87,14 +86,15 @@ export class RedditClient {
     return u.toString();
   }
 
-  private async call(method: 'GET', path: string, params: Record<string, string | number | undefined>, signal?: AbortSignal): Promise<unknown> {
+  private async call(method: 'GET', path: string, params: Record<string, string | number | undefined>, scope?: RequestScope): Promise<unknown> {
+    const signal = scope?.signal;
     const url = this.url(path, params);
     let refreshed = false;
     for (let attempt = 0; ; attempt++) {
       if (Date.now() < this.blockedUntil) throw this.blockedError!;
       const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: 'application/json' };
       if (this.o.authMode === 'oauth') headers.authorization = `bearer ${await this.accessToken(signal)}`;
-      await this.limiter.acquire(signal);
+      await this.limiter.acquire(scope);
       this.stats.requests++;
       let res: Dispatcher.ResponseData;
       try {
@@ -137,7 +137,7 @@ export class RedditClient {
         if (attempt < this.o.maxRetries && waitS * 1000 <= this.o.maxRetryWaitMs) {
           this.stats.rateLimitWaits++;
           this.stats.retries++;
-          await sleep(waitS * 1000, undefined, { signal });
+          await waitFor(waitS * 1000, scope);
           continue;
         }
         throw Errors.upstreamRateLimited(Math.ceil(waitS), path);

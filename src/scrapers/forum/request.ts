@@ -13,7 +13,7 @@ const COMMUNITY = /^(?:\/?r\/)?([A-Za-z0-9][A-Za-z0-9_]{1,20})$/;
 export const ForumScrapeRequest = z
   .strictObject({
     urls: z.array(z.url({ protocol: /^https?$/ }).max(2048)).max(MAX_SOURCES).default([])
-      .describe('Reddit post, /r/<name>, /user/<name> or search URLs (www/old/new/np/m.reddit.com, redd.it).'),
+      .describe('Reddit post, /r/<name> (also /r/a+b), /user/<name> or search URLs (www/old/new/np/m.reddit.com, redd.it).'),
     search_queries: z.array(z.string().trim().min(1).max(512)).max(MAX_SOURCES).default([])
       .describe('Searches to run; scoped to `community` when it is given.'),
     search_types: z.array(z.enum(['post', 'community', 'user'])).min(1).max(3).default(['post'])
@@ -30,6 +30,8 @@ export const ForumScrapeRequest = z
     max_comments: z.int().min(0).max(10000).optional().describe('Comments per post (0 = none).'),
     post_date_limit: z.iso.datetime({ offset: true }).optional().describe('Only posts created at or after this instant; paging stops early on time-ordered sorts.'),
     comment_date_limit: z.iso.datetime({ offset: true }).optional().describe('Only comments created at or after this instant.'),
+    only_new: z.boolean().default(false)
+      .describe('Deliver (and bill) only posts, comments, communities and users this workspace was not delivered before (its bounded seen-set; see the README). A post URL still reads its thread for new comments.'),
   })
   .superRefine((r, ctx) => {
     const sources = r.urls.length + r.search_queries.length;

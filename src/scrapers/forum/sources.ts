@@ -11,6 +11,7 @@ export type SearchType = 'link' | 'sr' | 'user';
 export type ForumSource =
   | { kind: 'post'; label: string; postId: string }
   | { kind: 'community'; label: string; name: string; sort: ListingSort; t: TimeFilter | null }
+  // `name` of a multi-community listing is "a+b" (one listing); its about pages are read one by one.
   | { kind: 'user'; label: string; name: string; section: 'submitted' | 'comments' | 'overview'; sort: UserSort; t: TimeFilter | null }
   | { kind: 'search'; label: string; q: string; community: string | null; types: SearchType[]; sort: SearchSort; t: TimeFilter | null };
 
@@ -24,6 +25,12 @@ export type UrlTarget =
 const REDDIT_HOST = /^(?:(?:www|old|new|np|m|i)\.)?reddit\.com$/i;
 const ID36 = /^[a-z0-9]{1,13}$/i;
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{1,20}$/;
+/** Communities Reddit lists together in one URL (`/r/a+b+c`); more is refused rather than truncated. */
+export const MAX_MULTI_COMMUNITIES = 20;
+/** Listings of many communities that have no about page of their own. */
+export const PSEUDO_COMMUNITIES = new Set(['all', 'popular']);
+/** The communities of a (multi-)community name, "a+b" → ["a", "b"]. */
+export const communitiesOf = (name: string): string[] => name.split('+');
 const LISTING_SORTS = new Set(['hot', 'new', 'top', 'rising', 'controversial', 'best']);
 const SEARCH_TYPES: Record<string, SearchType> = { link: 'link', sr: 'sr', user: 'user' };
 
@@ -43,7 +50,10 @@ export function classifyRedditUrl(raw: string): UrlTarget {
   if (a === 'comments' && b && ID36.test(b)) return { kind: 'post', postId: b.toLowerCase() };
   if (a === 'search') return search(raw, q, null);
   if (a === 'r' && b) {
-    if (!NAME.test(b) || b.includes('-')) throw unsupportedUrl(raw, 'does not name a community');
+    const names = b.split('+');
+    if (names.length > MAX_MULTI_COMMUNITIES) throw unsupportedUrl(raw, `lists more than ${MAX_MULTI_COMMUNITIES} communities`);
+    if (names.some((n) => !NAME.test(n) || n.includes('-'))) throw unsupportedUrl(raw, 'does not name a community');
+    if (names.length > 1 && c !== undefined && !(LISTING_SORTS.has(c) && parts.length === 3)) throw unsupportedUrl(raw, 'is a multi-community page this scraper does not read (use the listing or a sort)');
     if (c === 'comments' && d && ID36.test(d)) return { kind: 'post', postId: d.toLowerCase() };
     if (c === 's') throw unsupportedUrl(raw, 'is a share link: open it once and pass the post URL it redirects to');
     if (c === 'search') return search(raw, q, ['0', 'off', 'false'].includes(q.get('restrict_sr') ?? '') ? null : b);

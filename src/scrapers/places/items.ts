@@ -10,7 +10,7 @@ const s = z.string().nullable();
 const n = z.number().nullable();
 
 export const REVIEWS_STATUS = [
-  'not_requested', 'complete', 'limited_by_max_reviews', 'limited_by_quota', 'ended_early', 'unavailable_signed_out', 'failed',
+  'not_requested', 'complete', 'limited_by_max_reviews', 'limited_by_quota', 'limited_by_start_date', 'ended_early', 'unavailable_signed_out', 'failed',
 ] as const;
 export const IMAGES_STATUS = ['not_requested', 'complete', 'limited_by_max_images', 'none', 'unavailable_signed_out'] as const;
 
@@ -22,9 +22,9 @@ export const PlaceReview = z
     stars: n,
     publishedAtDate: s.describe('ISO 8601, from the upstream microsecond timestamp.'),
     publishAt: s.describe('The relative date as Google shows it ("3 weeks ago"), localised.'),
-    likesCount: n.describe('Not decoded from the current format: null.'),
+    likesCount: n.describe('"Helpful" votes (`[4][2]` of the review element in the recorded format).'),
     language: s,
-    reviewer: z.object({ name: s, url: s, photoUrl: s }),
+    reviewer: z.object({ name: s, url: s, photoUrl: s, id: s, numberOfReviews: n.describe('Reviews the reviewer has written.') }),
     ownerResponse: z.object({ text: s, publishedAtDate: s }).nullable(),
     imageUrls: z.array(z.string()),
   })
@@ -74,6 +74,7 @@ export const PlaceItem = z
     reviewsStatus: z.enum(REVIEWS_STATUS).describe('Why `reviews` holds what it holds; unavailable_signed_out is Google withholding them, not "no reviews".'),
     images: z.array(z.object({ title: s, url: z.string() })),
     imagesStatus: z.enum(IMAGES_STATUS),
+    isAdvertisement: z.boolean().describe('A sponsored result of the search (kept, flagged).'),
     searchString: s.describe('The query this place was found by; null for urls/place_ids.'),
     rank: z.int().nullable().describe('1-based position in its search, across pages.'),
     language: z.string(),
@@ -113,16 +114,22 @@ function address(place: unknown, title: string | null): string | null {
 const CLOSED_PERMANENTLY = /permanently closed|dauerhaft geschlossen|définitivement fermé|cerrado permanentemente|chiuso definitivamente|permanentemente fechado/i;
 const CLOSED_TEMPORARILY = /temporarily closed|vorübergehend geschlossen|fermé temporairement|cerrado temporalmente|chiuso temporaneamente|temporariamente fechado/i;
 
+/**
+ * One day of an hours block: `[day, dayNum, [y,m,d], [[text, [[h],[h]]], …]]` (the 2025 layout) or the
+ * alternate `[day, [text, …]]` layout, which also appears inside the new block; both are read per day.
+ */
+function dayHours(d: unknown): { day: string; hours: string } | null {
+  const day = str(at(d, 0));
+  if (!day) return null;
+  const slots = strings((arr(at(d, 3)) ?? []).map((slot) => at(slot, 0)));
+  const hours = slots.length ? slots : strings(at(d, 1));
+  return hours.length ? { day, hours: hours.join(', ') } : null;
+}
+
+/** The days of the first hours block that has any (`[203][0]`, else `[34][1]`), each day read in either layout. */
 function openingHours(place: unknown): PlaceItemT['openingHours'] {
-  const fresh = arr(at(place, ...PATHS.hoursNew[0]!));
-  if (fresh && fresh.length) {
-    const out = fresh.map((d) => ({ day: str(at(d, 0)), hours: strings((arr(at(d, 3)) ?? []).map((slot) => at(slot, 0))).join(', ') }))
-      .filter((d): d is { day: string; hours: string } => d.day !== null && d.hours !== '');
-    if (out.length) return out;
-  }
-  const old = arr(at(place, ...PATHS.hoursOld[0]!));
-  if (old && old.length) {
-    const out = old.map((d) => ({ day: str(at(d, 0)), hours: strings(at(d, 1)).join(', ') })).filter((d): d is { day: string; hours: string } => d.day !== null && d.hours !== '');
+  for (const path of [PATHS.hoursNew[0]!, PATHS.hoursOld[0]!]) {
+    const out = (arr(at(place, ...path)) ?? []).map(dayHours).filter((d): d is { day: string; hours: string } => d !== null);
     if (out.length) return out;
   }
   return null;
@@ -161,6 +168,8 @@ export interface PlaceContext {
   /** The cid the detail document states beside the place (preferred when present). */
   cid?: string | null;
   kgmid?: string | null;
+  /** A sponsored search result. */
+  isAdvertisement?: boolean;
 }
 
 /**
@@ -176,6 +185,7 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
   const lat = firstAt(place, PATHS.lat, num);
   const lng = firstAt(place, PATHS.lng, num);
   const status = firstAt(place, PATHS.statusText, str);
+  const statuses = PATHS.statusText.map((p) => str(at(place, ...p))).filter((x): x is string => x !== null);
   const link = firstAt(place, PATHS.link, (v) => { const x = str(v); return x && /^https?:\/\//.test(x) ? x : null; });
   const details = ctx.includeDetails;
   return {
@@ -201,9 +211,10 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
     totalScore: firstAt(place, PATHS.totalScore, num),
     reviewsCount: firstAt(place, PATHS.reviewsCount, num),
     reviewsDistribution: distribution(place),
-    permanentlyClosed: firstAt(place, PATHS.closedFlag, str) === 'CLOSED' || (status !== null && CLOSED_PERMANENTLY.test(status)),
-    temporarilyClosed: status !== null && CLOSED_TEMPORARILY.test(status),
-    openingStatus: status,
+    permanentlyClosed: firstAt(place, PATHS.closedFlag, str) === 'CLOSED' || statuses.some((x) => CLOSED_PERMANENTLY.test(x)),
+    temporarilyClosed: statuses.some((x) => CLOSED_TEMPORARILY.test(x)),
+    // The closure line wins over an "Open ⋅ …" line from the other block.
+    openingStatus: statuses.find((x) => CLOSED_TEMPORARILY.test(x) || CLOSED_PERMANENTLY.test(x)) ?? status,
     timezone: firstAt(place, PATHS.timezone, str),
     description: firstAt(place, PATHS.description, str),
     imageUrl: firstAt(place, PATHS.imageUrl, str),
@@ -217,6 +228,7 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
     reviewsStatus: 'not_requested',
     images: [],
     imagesStatus: 'not_requested',
+    isAdvertisement: ctx.isAdvertisement ?? false,
     searchString: ctx.searchString,
     rank: ctx.rank,
     language: ctx.language,
@@ -224,7 +236,11 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
   };
 }
 
-/** One review element (`listugcposts` `json[2][i][0]`), or null without an id. Paths as gosom `parseReviews`. */
+/**
+ * One review element (`listugcposts` `json[2][i][0]`), or null without an id. Paths as gosom `parseReviews`;
+ * likes (`[4][2]`) and the reviewer's id and review count (`[1][4][5][3]`, `[1][4][5][5]`) as the recorded
+ * payloads carry them.
+ */
 export function mapReview(el: unknown): PlaceReviewT | null {
   const reviewId = str(at(el, 0));
   if (!reviewId) return null;
@@ -237,9 +253,11 @@ export function mapReview(el: unknown): PlaceReviewT | null {
     stars: num(at(el, 2, 0, 0)) ?? num(at(el, 2, 8, 1)),
     publishedAtDate: micros(at(el, 1, 2)),
     publishAt: str(at(el, 1, 6)),
-    likesCount: null,
+    likesCount: num(at(el, 4, 2)),
     language: str(at(el, 2, 14, 0)),
-    reviewer: { name: str(at(el, 1, 4, 5, 0)), url: str(at(el, 1, 4, 2, 0)), photoUrl: str(at(el, 1, 4, 5, 1)) },
+    reviewer: {
+      name: str(at(el, 1, 4, 5, 0)), url: str(at(el, 1, 4, 2, 0)), photoUrl: str(at(el, 1, 4, 5, 1)), id: str(at(el, 1, 4, 5, 3)), numberOfReviews: num(at(el, 1, 4, 5, 5)),
+    },
     ownerResponse: hasReply ? { text: str(at(reply, 14, 0, 0)), publishedAtDate: micros(at(reply, 1)) } : null,
     imageUrls: (arr(at(el, 2, 2)) ?? []).map((p) => str(at(p, 1, 6, 0))).filter((u): u is string => u !== null),
   };

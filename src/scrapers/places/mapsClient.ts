@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
 import { type ApiError, Errors } from '../../contract/errors.js';
-import { TokenBucket } from '../tokenBucket.js';
+import { TokenBucket, type RequestScope } from '../tokenBucket.js';
 import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { detectBlock } from './upstreamProblems.js';
 
@@ -54,12 +54,13 @@ export class MapsClient {
    * GET `path` (relative to the base URL). Resolves with 2xx/3xx/4xx answers that are not blocks (the
    * caller decides what a 403 or 404 means for it); rejects with a typed ApiError otherwise.
    */
-  async get(path: string, signal?: AbortSignal): Promise<MapsResponse> {
+  async get(path: string, scope?: RequestScope): Promise<MapsResponse> {
+    const signal = scope?.signal;
     const url = this.o.baseUrl.replace(/\/+$/, '') + path;
     const label = path.split('?')[0]!;
     for (let attempt = 0; ; attempt++) {
       if (Date.now() < this.blockedUntil) throw this.blockedError!;
-      await this.limiter.acquire(signal);
+      await this.limiter.acquire(scope);
       if (this.o.jitterMs > 0) await sleep(Math.round(Math.random() * this.o.jitterMs), undefined, { signal });
       this.stats.requests++;
       const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: '*/*', 'accept-language': 'en' };

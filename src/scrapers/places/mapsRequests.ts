@@ -46,10 +46,26 @@ export function placePagePath(path: string, language: string): string {
   return `${path}?${new URLSearchParams({ hl: language }).toString()}`;
 }
 
-/** A listugcposts page: `!2m2!1i<size>!2s<token>` pages, `!5m2!1s<request id>` (21 random characters). */
-export function reviewsPath(id: string, language: string, pageSize: number, token: string | null, requestId: string): string {
-  const pb = `!1m6!1s${id}!6m4!4m1!1e1!4m1!1e3!2m2!1i${pageSize}!2s${token ?? ''}!5m2!1s${requestId}!7e81!8m9!2b1!3b1!5b1!7b1!12m4!1b1!2b1!4m1!1e1!11m0!13m1!1e1`;
+export const REVIEW_SORTS = ['newest', 'most_relevant', 'highest_rating', 'lowest_rating'] as const;
+export type ReviewSort = (typeof REVIEW_SORTS)[number];
+/**
+ * The sort enum of listugcposts' last field, `!13m1!1e<n>`: 1 most relevant, 2 newest, 3 highest, 4 lowest.
+ * gosom's template fixes it at 1; the values are those of YasogaN/google-maps-review-scraper (its
+ * listugcposts.ts and endpoint notes) and of HazelnutParadise/insyra's GetReviews. Not in the recordings
+ * and not verified against live Google.
+ */
+export const REVIEW_SORT_ENUM: Record<ReviewSort, number> = { most_relevant: 1, newest: 2, highest_rating: 3, lowest_rating: 4 };
+
+/** A listugcposts page: `!2m2!1i<size>!2s<token>` pages, `!5m2!1s<request id>` (21 random characters), `!13m1!1e<sort>`. */
+export function reviewsPath(id: string, language: string, pageSize: number, token: string | null, requestId: string, sort: ReviewSort = 'most_relevant'): string {
+  const pb = `!1m6!1s${id}!6m4!4m1!1e1!4m1!1e3!2m2!1i${pageSize}!2s${token ?? ''}!5m2!1s${requestId}!7e81!8m9!2b1!3b1!5b1!7b1!12m4!1b1!2b1!4m1!1e1!11m0!13m1!1e${REVIEW_SORT_ENUM[sort]}`;
   return `/maps/rpc/listugcposts?${new URLSearchParams({ authuser: '0', hl: language, pb }).toString()}`;
+}
+
+/** The sort a listugcposts `pb` asks for (`!13m1!1e<n>`), or null. */
+export function pbReviewSort(pb: string): ReviewSort | null {
+  const n = Number(/!13m1!1e(\d)/.exec(pb)?.[1]);
+  return (Object.entries(REVIEW_SORT_ENUM).find(([, v]) => v === n)?.[0] as ReviewSort | undefined) ?? null;
 }
 
 /** The page token a listugcposts `pb` carries (`!2s…` after the page size), or null on the first page. */

@@ -34,7 +34,8 @@ export const PATHS = {
   fullAddress: [[18]],
   addressLines: [[2]],
   street: [[183, 1, 1]],
-  neighborhood: [[183, 1, 2]],
+  // gosom's borough: [183][1][2] repeats the street in the recorded payloads, so it is not a neighborhood.
+  neighborhood: [[183, 1, 0]],
   city: [[183, 1, 3]],
   postalCode: [[183, 1, 4]],
   state: [[183, 1, 5]],
@@ -54,6 +55,7 @@ export const PATHS = {
   link: [[27]],
   timezone: [[30]],
   description: [[32, 1, 1]],
+  /** Every status line is read: a temporarily closed place can say "Open ⋅ …" in one block and "Temporarily closed" in the other. */
   statusText: [[203, 1, 4, 0], [34, 4, 4]],
   closedFlag: [[88, 0]],
   hoursNew: [[203, 0]],
@@ -69,11 +71,18 @@ export const PATHS = {
   detailCid: [[25, 3, 0, 13, 0, 0, 1]],
 } as const;
 
-/** Parses past Google's anti-JSON-hijacking prefix `)]}'`; also unwraps the XHR variant (a `/*""*` + `/` comment, then `{"c":0,"d":")]}'\n…"}`). */
+const XHR_MARK = '/*""*/';
+
+/**
+ * Parses past Google's anti-JSON-hijacking prefix `)]}'`; also unwraps the XHR variant (a `/*""*` + `/`
+ * comment, then `{"c":0,"d":")]}'\n…"}`, sometimes followed by the same comment again).
+ */
 export function parseGoogleJson(body: string): unknown {
-  let text = body.trimStart();
-  if (text.startsWith('/*""*/')) {
-    const outer = JSON.parse(text.slice(6)) as { d?: unknown };
+  let text = body.trim();
+  if (text.startsWith(XHR_MARK)) {
+    text = text.slice(XHR_MARK.length).trimStart();
+    if (text.endsWith(XHR_MARK)) text = text.slice(0, -XHR_MARK.length).trimEnd();
+    const outer = JSON.parse(text) as { d?: unknown };
     if (typeof outer.d !== 'string') throw new SyntaxError('XHR wrapper without a "d" string');
     text = outer.d.trimStart();
   }
@@ -85,6 +94,31 @@ export function parseGoogleJson(body: string): unknown {
 export function searchPlaces(data: unknown): unknown[] {
   const rows = arr(at(data, 0, 1)) ?? [];
   return rows.slice(1).map((r) => at(r, 14)).filter((p): p is unknown[] => Array.isArray(p));
+}
+
+/**
+ * A search answer as we understand it: places (organic, then sponsored), a genuinely empty list, or a
+ * document we do not recognise. "Empty" needs the list's own marker: the container `data[0]` with the
+ * query echo (`data[0][0]`, a string) and its list `data[0][1]` holding only the metadata row. `[]`, a
+ * container without the list, or result rows none of which holds a place array (a moved structure) are
+ * not empty results: they are unrecognised, never a silent success.
+ *
+ * Sponsored places sit in `data[2][1][0][i][15]` (Apify's 2022 crawler reads them there; the recorded
+ * payloads carry none).
+ */
+export type SearchPage = { kind: 'places'; places: unknown[]; ads: unknown[] } | { kind: 'empty' } | { kind: 'unrecognised'; why: string };
+
+export function readSearchPage(data: unknown): SearchPage {
+  const container = arr(at(data, 0));
+  if (!container) return { kind: 'unrecognised', why: 'no result container (data[0])' };
+  const rows = arr(at(container, 1));
+  if (!rows) return { kind: 'unrecognised', why: 'no result list (data[0][1])' };
+  const places = searchPlaces(data);
+  const ads = (arr(at(data, 2, 1, 0)) ?? []).map((r) => at(r, 15)).filter((p): p is unknown[] => Array.isArray(p));
+  if (places.length || ads.length) return { kind: 'places', places, ads };
+  if (rows.length > 1) return { kind: 'unrecognised', why: `${rows.length - 1} result rows without a place array at [14]` };
+  if (typeof at(container, 0) === 'string' && Array.isArray(rows[0])) return { kind: 'empty' };
+  return { kind: 'unrecognised', why: 'a result list without its query metadata' };
 }
 
 /**

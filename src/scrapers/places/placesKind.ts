@@ -38,8 +38,9 @@ export const placesKind: ScraperKind = {
     return {
       run: async (request, ctx) => {
         client ??= new MapsClient(mapsClientOptions(config));
-        return new PlacesScraper(client, new HttpPlaceMediaProvider(client), request as PlacesScrapeRequestT, { places: ctx.limit, reviews: ctx.reviewLimit }, ctx.signal,
-          config.scrapers.places.max_search_pages).run();
+        return new PlacesScraper(client, new HttpPlaceMediaProvider(client), request as PlacesScrapeRequestT, { places: ctx.limit, reviews: ctx.reviewLimit }, {
+          signal: ctx.signal, onWait: ctx.onWait, seen: ctx.seen, saveSample: ctx.saveSample, maxSearchPages: config.scrapers.places.max_search_pages,
+        }).run();
       },
       close: async () => { await client?.close(); },
     };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { REVIEW_SORTS } from './mapsRequests.js';
 import { PLACE_ID } from './placeIds.js';
 
 export const MAX_PER_SOURCE_FIELD = 20;
@@ -25,8 +26,19 @@ export const PlacesScrapeRequest = z
     include_details: z.boolean().default(false)
       .describe('Fetch each search result\'s place details: adds opening hours, popular times and extra contact info (phoneInternational, owner).'),
     max_reviews: z.int().min(0).max(100_000).default(0)
-      .describe('Reviews per place (0 = none), newest pages first; each delivered review is billed as one review unit. Signed-out access usually gets none (reviewsStatus says why).'),
+      .describe('Reviews per place (0 = none), in reviews_sort order; each delivered review is billed as one review unit. Signed-out access usually gets none (reviewsStatus says why).'),
+    reviews_sort: z.enum(REVIEW_SORTS).default('newest').describe('The order Google is asked to page reviews in (the encoding is unverified against live Google; see the README).'),
+    reviews_start_date: z.iso.datetime({ offset: true }).optional()
+      .describe('Only reviews published at or after this instant: paging stops at the first older review with reviews_sort "newest"; other sorts only filter.'),
     max_images: z.int().min(0).max(100).default(0).describe('Images per place (0 = none): the category images of the place.'),
+    skip_without_phone: z.boolean().default(false).describe('Drop (and do not bill) places without a phone number.'),
+    skip_without_website: z.boolean().default(false).describe('Drop (and do not bill) places without a website.'),
+    skip_without_reviews: z.boolean().default(false).describe('Drop (and do not bill) places with no reviews (reviewsCount 0 or unknown).'),
+    skip_closed: z.boolean().default(false).describe('Drop (and do not bill) permanently or temporarily closed places.'),
+    min_rating: z.number().min(0).max(5).optional().describe('Drop (and do not bill) places rated below this (or without a rating).'),
+    categories: z.array(z.string().trim().min(1).max(100)).max(50).optional()
+      .describe('Keep only places with a category containing one of these words (case-insensitive: "coffee" keeps "Coffee shop").'),
+    only_new: z.boolean().default(false).describe('Deliver (and bill) only places this workspace was not delivered before (its bounded seen-set; see the README).'),
   })
   .superRefine((r, ctx) => {
     if (r.search_queries.length + r.urls.length + r.place_ids.length === 0) {

@@ -119,6 +119,7 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
   return h('div', null,
     h('p', null, h('a', { href: `/collections/${enc(cid)}` }, `← ${cid}`)),
     h('h1', null, person.name ?? pid), top,
+    h('p', null, h('a', { href: `/events?collection_id=${enc(cid)}&person_id=${enc(pid)}` }, 'History: when and where this person was seen')),
     h('section', { class: 'card' }, facts([['ID', h('code', null, person.id)], ['External ID', person.external_id ?? '—'], ['Faces', person.face_count], ['Created', fmt.time(person.created_at)]]), del),
     h('section', { class: 'card', 'aria-labelledby': 'facesh' }, h('h2', { id: 'facesh' }, 'Saved faces'), faces),
     addForm, edit);

@@ -3,6 +3,7 @@ import { api, type Wire } from '../api.js';
 import { facts, fmt, h, replace } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { busy, errorBox, every, messageArea, notice } from '../ui.js';
+import { outputsSection } from './outputs.js';
 
 /** System → Liveness: the addon's status and the "download and enable after restart" job. */
 export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
@@ -58,6 +59,7 @@ export async function systemPage(ctx: PageContext): Promise<HTMLElement> {
       h('p', { class: 'muted' }, 'Liveness rejects photos of photos and screens. Enabling it downloads the model, checks its SHA-256 and turns it on in the config file; it applies after the daemon restarts.'),
       status, action, messages),
     h('section', { class: 'card', 'aria-labelledby': 'mod' }, h('h2', { id: 'mod' }, 'Models'), models),
+    await outputsSection(ctx),
     h('p', { class: 'muted' }, `Page opened ${fmt.time(new Date().toISOString())}.`));
 }
 

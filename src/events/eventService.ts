@@ -1,0 +1,129 @@
+import type { CollectionService } from '../collections/collectionService.js';
+import type { PersonService } from '../collections/personService.js';
+import { Errors } from '../contract/errors.js';
+import type { EventDeleteQueryT, EventEnrolT, EventListQueryT, HistoryEventT, MqttStatusT } from '../contract/events.js';
+import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
+import type { EventHistory } from './eventHistory.js';
+import type { MqttPublisher } from './mqttPublisher.js';
+import { ADMIN_SCOPE } from './webhookOutput.js';
+import { nominalSchedule, type RetryPolicy } from '../webhooks/retrySchedule.js';
+import type { WebhookStore } from '../webhooks/webhookStore.js';
+import { eventView } from './eventView.js';
+import type { EventFilter, HistoryStore, StoredEvent } from './historyStore.js';
+import type { SnapshotStore } from './snapshotStore.js';
+
+const ms = (iso: string | undefined) => (iso === undefined ? undefined : Date.parse(iso));
+
+/** The filter of a list or range-delete query. */
+export function filterOf(q: Omit<EventDeleteQueryT, 'all'>): EventFilter {
+  return {
+    monitor_id: q.monitor_id, collection_id: q.collection_id, person_id: q.person_id, types: q.type, unknown_only: q.unknown_only,
+    since_ms: ms(q.since), until_ms: ms(q.until),
+  };
+}
+
+/**
+ * The history API: list (filters, newest first, signed cursors bound to the filter), get, pictures,
+ * delete one or a range, and enrol an event's face crop into a person through the normal registration.
+ */
+export class EventService {
+  constructor(
+    private readonly store: HistoryStore,
+    private readonly history: EventHistory,
+    private readonly snapshots: SnapshotStore,
+    private readonly persons: PersonService,
+    private readonly collections: CollectionService,
+    private readonly cursors: CursorCodec,
+    private readonly outputs: {
+      mqtt: MqttPublisher | null; mqttPrefix: string; webhooks: WebhookStore; retry: RetryPolicy;
+      retention: { max_age_days: number; max_events: number; max_snapshot_bytes: number };
+    },
+  ) {}
+
+  /** The history's size and retention, and the state of the MQTT and webhook outputs. */
+  status() {
+    const o = this.outputs;
+    const mqtt: MqttStatusT = o.mqtt?.status() ?? {
+      enabled: false, connected: false, broker: null, client_id: null, topic_prefix: o.mqttPrefix, queued: 0, queue_max_messages: 0, dropped: 0, published: 0,
+      last_error: null, connected_since: null, discovery: false,
+    };
+    return {
+      history: { ...this.store.stats(), pending_writes: this.history.pendingWrites, retention: o.retention, removed_by_retention: this.store.counter('retention_deleted') },
+      mqtt,
+      webhooks: { ...o.webhooks.summary(ADMIN_SCOPE), retry_schedule_seconds: nominalSchedule(o.retry, 10).map((ms) => ms / 1000) },
+    };
+  }
+
+  private row(id: string): StoredEvent {
+    const r = this.store.get(id);
+    if (!r) throw Errors.eventNotFound(id);
+    return r;
+  }
+
+  list(q: EventListQueryT): Page<HistoryEventT> {
+    const f = filterOf(q);
+    const scope = `events:${JSON.stringify(f)}`;
+    let before: number | null = null;
+    if (q.cursor) {
+      before = Number(this.cursors.decode(q.cursor, scope));
+      if (!Number.isSafeInteger(before)) throw Errors.invalidCursor('malformed');
+    }
+    const page = toPage(this.store.list(f, before, q.limit + 1), q.limit, (r) => String(r.seq), this.cursors, scope);
+    return { items: page.items.map(eventView), next_cursor: page.next_cursor };
+  }
+
+  get(id: string): HistoryEventT {
+    return eventView(this.row(id));
+  }
+
+  /** The frame snapshot or the face crop (JPEG). */
+  async picture(id: string, kind: 'frame' | 'crop'): Promise<Buffer> {
+    const r = this.row(id);
+    if (r.snapshot !== 'ready' || !r.snapshot_path) throw Errors.eventSnapshotNotFound(id, r.snapshot);
+    try {
+      return await this.snapshots.read(r.snapshot_path, kind);
+    } catch {
+      throw Errors.eventSnapshotNotFound(id, 'missing');
+    }
+  }
+
+  delete(id: string): void {
+    if (this.store.deleteWhere('id = ?', [id]) === 0) throw Errors.eventNotFound(id);
+    this.history.sweepTrash();
+  }
+
+  /** Deletes every event matching the filters; a query without any filter needs all=true. */
+  deleteRange(q: EventDeleteQueryT): number {
+    const f = filterOf(q);
+    const filtered = Object.values(f).some((v) => v !== undefined);
+    if (!filtered && !q.all) throw Errors.invalidRequest('give at least one filter (monitor_id, collection_id, person_id, type, unknown_only, since, until) or all=true', { field: 'all' });
+    const n = this.store.deleteFiltered(f);
+    this.history.sweepTrash();
+    return n;
+  }
+
+  /**
+   * Adds the event's face crop to an existing person (or creates one) with the normal registration:
+   * detection on the crop, the review of `review_mode`, the collection's limits, the index update.
+   */
+  async enrol(id: string, body: EventEnrolT, signal?: AbortSignal) {
+    const r = this.row(id);
+    if (!r.face_json) throw Errors.eventNotEnrollable(id, 'it is not an identity event');
+    if (r.snapshot !== 'ready' || !r.snapshot_path) throw Errors.eventNotEnrollable(id, `its snapshot is ${r.snapshot}`);
+    const collectionId = body.collection_id ?? r.collection_id;
+    if (!collectionId) throw Errors.invalidRequest('collection_id: the event names no collection; give one', { field: 'collection_id' });
+    this.collections.get(collectionId);
+    const bytes = await this.snapshots.read(r.snapshot_path, 'crop').catch(() => {
+      throw Errors.eventNotEnrollable(id, 'its snapshot file is missing');
+    });
+    const input = { collectionId, images: [{ filename: `event-${id}.jpg`, bytes }], reviewMode: body.review_mode, embeddingMode: 'server' as const };
+    if (body.create) {
+      const created = await this.persons.createPerson({
+        ...input, person: { id: body.person_id, name: body.name ?? null, external_id: body.external_id ?? null, metadata: { enrolled_from_event: id } },
+      }, signal);
+      return { created: true, ...created };
+    }
+    const added = await this.persons.addFaces({ ...input, personId: body.person_id }, signal);
+    return { created: false, faces: added.faces, rejected_images: added.rejected_images, person: this.persons.get(collectionId, body.person_id) };
+  }
+}

@@ -1,0 +1,149 @@
+import { mkdirSync, readdirSync, unlinkSync, rmdirSync } from 'node:fs';
+import { readFile, rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import sharp from 'sharp';
+import type { EventFrame } from '../monitors/eventSink.js';
+
+export interface SnapshotOptions {
+  /** Longest side of the frame JPEG (never upscaled). */
+  maxSide: number;
+  /** The crop is the face box grown by this fraction of its size on every side. */
+  cropMargin: number;
+  cropMaxSide: number;
+  quality: number;
+  /** Encodes at once; more wait, and past `maxQueued` a snapshot is skipped (counted). */
+  concurrency?: number;
+  maxQueued?: number;
+}
+
+/** What was written: `path` is the base name under the snapshot folder (`<day>/<event id>`). */
+export interface SnapshotFiles { path: string; bytes: number; width: number; height: number; cropWidth: number; cropHeight: number; frameJpeg: Buffer }
+
+export interface PixelBox { x: number; y: number; width: number; height: number }
+
+/**
+ * The crop rectangle: the face box grown by `margin` × its size on each side, clipped to the frame.
+ * A recognizer needs context around the face (the detector must find it again in the crop), so the
+ * crop is never just the tight box. Null when nothing of the box lies inside the frame.
+ */
+export function cropRect(box: PixelBox, frameWidth: number, frameHeight: number, margin: number): { left: number; top: number; width: number; height: number } | null {
+  const mx = box.width * margin, my = box.height * margin;
+  const left = Math.max(0, Math.floor(box.x - mx)), top = Math.max(0, Math.floor(box.y - my));
+  const right = Math.min(frameWidth, Math.ceil(box.x + box.width + mx)), bottom = Math.min(frameHeight, Math.ceil(box.y + box.height + my));
+  if (right - left < 2 || bottom - top < 2) return null;
+  return { left, top, width: right - left, height: bottom - top };
+}
+
+/** Size that fits inside `maxSide` keeping the aspect ratio (never larger than the source). */
+export function fitInside(width: number, height: number, maxSide: number): { width: number; height: number } {
+  const s = Math.min(1, maxSide / Math.max(width, height));
+  return { width: Math.max(1, Math.round(width * s)), height: Math.max(1, Math.round(height * s)) };
+}
+
+const dayOf = (iso: string) => iso.slice(0, 10);
+const SAFE = /^[0-9]{4}-[0-9]{2}-[0-9]{2}\/[0-9a-f-]{36}$/;
+
+/**
+ * Event pictures as files under `<data_dir>/events/snapshots/<day>/`: `<event id>.jpg` (the frame,
+ * downscaled) and `<event id>.crop.jpg` (the face with margin). Encoding runs in sharp's thread pool,
+ * never on the inference loop; files are written under a temporary name and renamed, so a crash leaves
+ * either nothing or a whole file.
+ */
+export class SnapshotStore {
+  readonly root: string;
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+  /** Snapshots skipped because too many were waiting to be encoded. */
+  skipped = 0;
+
+  constructor(dataDir: string, private readonly o: SnapshotOptions) {
+    this.root = join(dataDir, 'events', 'snapshots');
+    mkdirSync(this.root, { recursive: true, mode: 0o700 });
+  }
+
+  file(path: string, kind: 'frame' | 'crop'): string {
+    if (!SAFE.test(path)) throw new Error(`not a snapshot path: ${path}`);
+    return join(this.root, kind === 'frame' ? `${path}.jpg` : `${path}.crop.jpg`);
+  }
+
+  /** Null when the encoder queue is full (the event is recorded without a picture). */
+  make(eventId: string, occurredAt: string, frame: EventFrame, box: PixelBox): Promise<SnapshotFiles> | null {
+    if (this.waiting.length >= (this.o.maxQueued ?? 64)) {
+      this.skipped++;
+      return null;
+    }
+    return this.slot(() => this.encode(eventId, occurredAt, frame, box));
+  }
+
+  private async slot<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= (this.o.concurrency ?? 2)) await new Promise<void>((r) => this.waiting.push(r));
+    this.running++;
+    try {
+      return await fn();
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  private async encode(eventId: string, occurredAt: string, frame: EventFrame, box: PixelBox): Promise<SnapshotFiles> {
+    const raw = { raw: { width: frame.width, height: frame.height, channels: 3 as const } };
+    const input = Buffer.from(frame.data.buffer, frame.data.byteOffset, frame.data.byteLength);
+    const size = fitInside(frame.width, frame.height, this.o.maxSide);
+    const rect = cropRect(box, frame.width, frame.height, this.o.cropMargin);
+    if (!rect) throw new Error('the face box lies outside the frame');
+    const cropSize = fitInside(rect.width, rect.height, this.o.cropMaxSide);
+    const [frameJpeg, cropJpeg] = await Promise.all([
+      sharp(input, raw).resize(size.width, size.height, { fit: 'fill' }).jpeg({ quality: this.o.quality, mozjpeg: false }).toBuffer(),
+      sharp(input, raw).extract(rect).resize(cropSize.width, cropSize.height, { fit: 'fill' }).jpeg({ quality: Math.max(this.o.quality, 90) }).toBuffer(),
+    ]);
+    const path = `${dayOf(occurredAt)}/${eventId}`;
+    mkdirSync(join(this.root, dayOf(occurredAt)), { recursive: true, mode: 0o700 });
+    await Promise.all([this.writeAtomic(this.file(path, 'frame'), frameJpeg), this.writeAtomic(this.file(path, 'crop'), cropJpeg)]);
+    return { path, bytes: frameJpeg.length + cropJpeg.length, width: size.width, height: size.height, cropWidth: cropSize.width, cropHeight: cropSize.height, frameJpeg };
+  }
+
+  private async writeAtomic(file: string, data: Buffer): Promise<void> {
+    const tmp = `${file}.tmp`;
+    await writeFile(tmp, data, { mode: 0o600 });
+    await rename(tmp, file);
+  }
+
+  read(path: string, kind: 'frame' | 'crop'): Promise<Buffer> {
+    return readFile(this.file(path, kind));
+  }
+
+  /** Removes both files (missing ones are fine). */
+  remove(path: string): void {
+    for (const kind of ['frame', 'crop'] as const) {
+      try {
+        unlinkSync(this.file(path, kind));
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      }
+    }
+  }
+
+  /** Every snapshot base path on disk (and leftover temporary files, removed on the way), for the startup sweep. */
+  onDisk(): Set<string> {
+    const out = new Set<string>();
+    for (const day of readdirSync(this.root)) {
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) continue;
+      const names = readdirSync(join(this.root, day));
+      for (const name of names) {
+        if (name.endsWith('.tmp')) {
+          unlinkSync(join(this.root, day, name));
+          continue;
+        }
+        const m = /^([0-9a-f-]{36})(?:\.crop)?\.jpg$/.exec(name);
+        if (m) out.add(`${day}/${m[1]}`);
+      }
+      if (names.length === 0) {
+        try {
+          rmdirSync(join(this.root, day));
+        } catch { /* a snapshot was just written there */ }
+      }
+    }
+    return out;
+  }
+}
