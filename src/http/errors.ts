@@ -41,7 +41,8 @@ export function errorEnvelope(log: Logger, recent: RecentErrors): Koa.Middleware
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw Errors.routeNotFound();
     } catch (err) {
-      const api = toApiError(err);
+      // Whatever a reader made of a body cut at the size limit, the cause is its size.
+      const api = ctx.state.bodyTooLarge ?? toApiError(err);
       if (api.status >= 500 && api.code === 'internal_error') log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');
       recent.add({ code: api.code, path: ctx.path, request_id: ctx.state.requestId, status: api.status, at: new Date().toISOString() });
       ctx.status = api.status;
