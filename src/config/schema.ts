@@ -227,6 +227,9 @@ export const ConfigSchema = z.strictObject({
       enabled: z.boolean().default(true),
       /** Prefer VIGIL_API_KEY in the environment; a key here is convenient on a dev box only. */
       api_key: ApiKeySchema.optional(),
+      /** Wrong keys one source address may present per window before it gets 429 until the window ends. */
+      max_failures: z.number().int().min(1).default(20),
+      failure_window_seconds: z.number().int().min(1).max(86_400).default(60),
     })
     .prefault({}),
   inference: z

@@ -138,6 +138,11 @@ export const Errors = {
   httpError: api('http_error', 400, 'Another 4xx raised by the HTTP framework, with its status.', (status: number, message: string) => ({ status, message })),
   unauthorized: api('unauthorized', 401, 'No valid Bearer key (the admin key, or a workspace key for /workspaces routes).',
     (message: string) => ({ message, headers: { 'WWW-Authenticate': 'Bearer' } })),
+  tooManyAuthFailures: api('too_many_auth_failures', 429, 'This source address presented too many wrong keys (`[auth] max_failures` per `failure_window_seconds`); retry after `Retry-After` seconds.',
+    (retryAfterSeconds: number) => ({
+      message: `Too many failed authentication attempts from this address. Retry in ${retryAfterSeconds} s.`,
+      details: { retry_after_seconds: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) },
+    })),
   originNotAllowed: api('origin_not_allowed', 403, 'A browser action came from an origin that is neither this one nor a configured CORS origin.',
     (origin: string) => ({ message: 'This action is only accepted from the same origin or a configured CORS origin.', details: { origin } })),
   requestTimeout: api('request_timeout', 503, 'The request deadline (`[server] request_timeout_seconds`) passed.',

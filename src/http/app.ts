@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { FailureThrottle } from '../auth/failureThrottle.js';
 import { requireApiKey } from './auth.js';
 import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
@@ -32,8 +33,10 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const routes = apiRoutes(rt);
   const openapi = buildOpenApi(routes);
   const router = new Router<AppState>();
-  const auth = requireApiKey(rt.keys);
-  const workspaceAuth = requireWorkspaceKey(rt.workspaces);
+  // Wrong keys per source address, shared by the admin and the workspace keys.
+  const throttle = new FailureThrottle({ maxFailures: config.auth.max_failures, windowMs: config.auth.failure_window_seconds * 1000 });
+  const auth = requireApiKey(rt.keys, throttle);
+  const workspaceAuth = requireWorkspaceKey(rt.workspaces, throttle);
   for (const r of routes) {
     // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
     const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : [auth];

@@ -129,3 +129,29 @@ test('a chunked body under the limit is read whole (the counter does not cut leg
   t.is(r.body.error.code, 'invalid_request');
   t.notRegex(r.body.error.message, /not valid JSON/);
 });
+
+test('wrong keys: the upstream 401 message, then 429 too_many_auth_failures with Retry-After past [auth] max_failures; the right key still works', async (t) => {
+  const agent = new Agent({ keepAlive: false });
+  const wrong = (): Promise<Reply> => new Promise((resolve, reject) => {
+    const u = new URL(`${d.url}/v1/collections`);
+    request({ host: u.hostname, port: u.port, path: u.pathname, agent, headers: { Authorization: 'Bearer wrong-key-0123456789abcdef' } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (b: Buffer) => parts.push(b));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(parts).toString()) }));
+    }).on('error', reject).end();
+  });
+  const first = await wrong();
+  t.is(first.status, 401);
+  t.is(first.body.error.message, 'A valid Bearer API key is required.');
+  let r = first;
+  for (let i = 0; i < 25 && r.status === 401; i++) r = await wrong();
+  t.is(r.status, 429);
+  t.is(r.body.error.code, 'too_many_auth_failures');
+  t.regex(r.headers['retry-after'] ?? '', /^\d+$/);
+  t.is(r.body.error.details.retry_after_seconds, Number(r.headers['retry-after']));
+  t.regex(r.body.request_id, /^[0-9a-f-]{36}$/);
+  // The configured key was verified at start-up: no wrong key ran scrypt.
+  t.is(d.runtime.keys.scryptVerifications, 0);
+  t.is((await get('/v1/collections', agent)).status, 200);
+  t.is((await wrong()).status, 401, 'the success reset the address');
+});
