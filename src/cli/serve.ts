@@ -6,6 +6,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
+import { replyToClientErrors } from '../http/clientError.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
@@ -162,6 +163,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
+    replyToClientErrors(server, log);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);

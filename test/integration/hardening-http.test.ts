@@ -1,5 +1,6 @@
 import test from 'ava';
 import { request, Agent, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 const LIMIT = 64 * 1024;
@@ -155,3 +156,43 @@ test('wrong keys: the upstream 401 message, then 429 too_many_auth_failures with
   t.is((await get('/v1/collections', agent)).status, 200);
   t.is((await wrong()).status, 401, 'the success reset the address');
 });
+
+/** Sends raw bytes on a fresh TCP connection and returns everything the server wrote before closing. */
+function raw(bytes: Buffer | string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(d.url);
+    const sock = connect(Number(u.port), u.hostname, () => sock.end(bytes));
+    const parts: Buffer[] = [];
+    sock.on('data', (b: Buffer) => parts.push(b));
+    sock.on('close', () => resolve(Buffer.concat(parts).toString('latin1')));
+    sock.on('error', (e) => (parts.length ? resolve(Buffer.concat(parts).toString('latin1')) : reject(e)));
+  });
+}
+
+function parseRaw(text: string): { status: number; headers: Record<string, string>; body: any } {
+  const [head, body = ''] = text.split('\r\n\r\n');
+  const lines = head!.split('\r\n');
+  const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  return { status: Number(lines[0]!.split(' ')[1]), headers, body: JSON.parse(body) };
+}
+
+for (const [name, bytes, status, code] of [
+  ['an unknown method', 'FROB /v1/health HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_http_request'],
+  ['raw bytes in the path', 'GET /v1/\x01\x7f health HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_http_request'],
+  ['a header without a colon', 'GET /v1/health HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n', 400, 'malformed_http_request'],
+  ['a broken chunked encoding', 'POST /v1/collections HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400, 'malformed_http_request'],
+  ['huge headers', `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Bomb: ${'a'.repeat(40_000)}\r\n\r\n`, 431, 'headers_too_large'],
+  ['not HTTP at all', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 TLS hello\r\n\r\n', 400, 'malformed_http_request'],
+] as const) {
+  test(`parser-level refusal in the envelope: ${name} -> ${status} ${code}`, async (t) => {
+    const r = parseRaw(await raw(bytes));
+    t.is(r.status, status);
+    t.is(r.body.error.code, code);
+    t.is(typeof r.body.error.message, 'string');
+    t.is(typeof r.body.error.details, 'object');
+    t.regex(r.body.request_id, /^[0-9a-f-]{36}$/);
+    t.is(r.headers['x-request-id'], r.body.request_id);
+    t.is(r.headers.connection, 'close');
+    t.regex(r.headers['content-type'] ?? '', /^application\/json/);
+  });
+}
