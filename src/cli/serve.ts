@@ -68,7 +68,7 @@ async function hostInfo(): Promise<HostInfo> {
 export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
-  const db = openDatabase(config.server.data_dir);
+  const db = openDatabase(config.server.data_dir, undefined, { reserveBytes: config.server.storage_reserve_bytes });
   if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;

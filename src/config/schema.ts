@@ -214,6 +214,8 @@ export const ConfigSchema = z.strictObject({
       /** The model catalog (packs, addons, pinned sources); the bundled models/manifest.json when absent. */
       model_catalog: z.string().min(1).optional(),
       max_request_bytes: z.number().int().min(1024).default(64 * 1024 * 1024),
+      /** Space kept free in data_dir and released when the disk fills, so deletes can still free space. */
+      storage_reserve_bytes: z.number().int().min(0).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
       max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
       max_image_pixels: z.number().int().min(1).default(40_000_000),
       max_registration_images: z.number().int().min(1).max(100).default(20),

@@ -157,6 +157,8 @@ export const Errors = {
   requestTimeout: api('request_timeout', 503, 'The request deadline (`[server] request_timeout_seconds`) passed.',
     (seconds?: number) => ({ message: seconds === undefined ? 'The request deadline passed while waiting for inference.' : `The request did not complete within ${seconds} seconds.` })),
   clientClosedRequest: api('client_closed_request', 499, 'The client went away; the work was cancelled (never sent, only logged).', fixed('The client closed the request.')),
+  insufficientStorage: api('insufficient_storage', 507, 'The data directory\'s disk is full: writes that add data are refused until space is freed (deletes still work; health says `degraded`).',
+    (details: Details = {}) => ({ message: 'There is not enough free space in the data directory to store this. Delete data or free disk space, then retry.', details })),
   internalError: api('internal_error', 500, 'An unexpected failure; the log has the stack under the request id.', fixed(Messages.internal)),
   serviceNotReady: api('service_not_ready', 503, 'The models are still loading (or failed to load); retry shortly.', fixed(Messages.serviceNotReady)),
   shuttingDown: api('shutting_down', 503, 'The service is stopping.', fixed('The service is stopping.')),

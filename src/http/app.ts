@@ -5,7 +5,7 @@ import { requireApiKey } from './auth.js';
 import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
-import { errorEnvelope } from './errors.js';
+import { errorEnvelope, storageGate } from './errors.js';
 import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
@@ -50,8 +50,9 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(requestId(rt.log));
   app.use(securityHeaders());
   app.use(cors(config.server.cors_origins));
-  app.use(errorEnvelope(rt.log, rt.recentErrors));
+  app.use(errorEnvelope(rt.log, rt.recentErrors, rt.db.storage));
   app.use(deadline(config.server.request_timeout_seconds));
+  app.use(storageGate(rt.db.storage));
   app.use(bodySizeLimit(config.server.max_request_bytes, (path) => GALLERY_IMPORT_PATH.test(path)));
   // The browser UI answers only its own paths; API paths and their 404 envelopes pass through.
   if (!config.web.disabled) app.use(webUi());

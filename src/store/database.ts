@@ -4,10 +4,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Errors } from '../contract/errors.js';
 import { acquireDataDirLock } from './dataDirLock.js';
+import { StorageGuard } from './storageGuard.js';
 
 export type Db = Database.Database;
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+/** The data dir's space reserve, released on a full disk so deletes can still run (see StorageGuard). */
+export const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
 const MIGRATION_FILE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 
 export interface OpenedDatabase {
@@ -16,6 +19,8 @@ export interface OpenedDatabase {
   migrationCount: number;
   /** PRAGMA quick_check at open ('ok' when healthy). Run once: it reads the whole file, too slow per request. */
   integrity: string;
+  /** Full-disk handling of the data dir (its space reserve, 507 while full). */
+  storage: StorageGuard;
   close(): void;
 }
 
@@ -24,7 +29,7 @@ export interface OpenedDatabase {
  * every pending numbered migration, each in its own transaction and recorded. A kernel-released lock on
  * the data directory makes a second daemon refuse to start instead of corrupting state.
  */
-export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: { lock?: boolean } = {}): OpenedDatabase {
+export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: { lock?: boolean; reserveBytes?: number } = {}): OpenedDatabase {
   const path = join(dataDir, 'vigil.db');
   assertWritableDataDir(dataDir, path);
   // Admin CLI commands (workspaces, keys) share the file with a running daemon: SQLite's own locking
@@ -51,8 +56,11 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   }
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
   const opened = db;
+  // Only the daemon (the lock holder) keeps the data dir's space reserve; admin commands share its file.
+  const storage = new StorageGuard(dataDir, { reserveBytes: opts.lock === false ? 0 : opts.reserveBytes ?? DEFAULT_RESERVE_BYTES });
+  if (opts.lock !== false) storage.init();
   return {
-    db: opened, path, migrationCount, integrity: quickCheck(opened),
+    db: opened, path, migrationCount, integrity: quickCheck(opened), storage,
     close() {
       if (opened.open) opened.close();
       releaseLock();

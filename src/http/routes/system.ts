@@ -13,6 +13,12 @@ function pathState(path: string) {
   return { path, exists: existsSync(path), readable: can(constants.R_OK), writable: can(constants.W_OK) };
 }
 
+/** The data dir as writes see it: not writable while the disk is full, with the free space and the reason. */
+function storageState(rt: Runtime) {
+  const st = rt.db.storage.status();
+  return { ...(st.writable ? {} : { writable: false }), free_bytes: st.free_bytes, reserve_bytes: st.reserve_bytes, full_reason: st.reason };
+}
+
 export function systemRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
@@ -22,9 +28,15 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       extraResponses: { 503: { schema: HealthResponse, description: 'The process is running but is not ready.' } },
       handler: async (ctx) => {
         // Ready = startup finished and the database passes quick_check; not_ready uses the same body, not the error envelope.
+        // Degraded = ready, but something needs the operator (a full disk): reads and deletes still work.
         const ready = rt.inference !== null && rt.db.integrity === 'ok';
+        const storage = rt.db.storage.status();
+        const degraded = ready && !storage.writable ? [{ code: 'insufficient_storage', message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.` }] : [];
         ctx.status = ready ? 200 : 503;
-        ctx.body = { request_id: ctx.state.requestId, status: ready ? 'ready' : 'not_ready', version: VERSION, auth_enabled: config.auth.enabled };
+        ctx.body = {
+          request_id: ctx.state.requestId, status: !ready ? 'not_ready' : degraded.length ? 'degraded' : 'ready', version: VERSION, auth_enabled: config.auth.enabled,
+          ...(degraded.length ? { reasons: degraded } : {}),
+        };
       },
     },
     {
@@ -81,7 +93,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           execution_provider: inf.model.provider,
           model: inf.model,
           database: { path: rt.db.path, quick_check: rt.db.integrity, migration_count: rt.db.migrationCount, wal: true },
-          data: pathState(s.data_dir),
+          data: { ...pathState(s.data_dir), ...storageState(rt) },
           models: pathState(s.models_dir),
           stats: rt.collections.stats(),
           search: {
