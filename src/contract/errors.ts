@@ -112,6 +112,8 @@ function monitorCondition<const C extends string, A extends unknown[]>(code: C, 
 }
 
 const q = (v: string) => JSON.stringify(v);
+/** Upstream's not-found quoting: 'id' (Python's f-string with single quotes, no escaping). */
+const sq = (v: string) => `'${v}'`;
 const fixed = (message: string) => () => ({ message });
 const withReason = (reason: string) => ({ message: reason });
 const withOptions = (message: string, o: { details?: Details; status?: number } = {}) => ({ message, ...o });
@@ -165,10 +167,10 @@ export const Errors = {
   serverStopping: api('server_stopping', 503, 'The service is stopping; the action did nothing.', (what: string) => ({ message: `The service is shutting down; ${what}` })),
 
   // ---- images and inference ----
-  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, or cannot be decoded; `details.reason` says why when known.',
-    (kind: 'empty' | 'unsupported' | 'undecodable', reason?: string) => ({
+  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, or cannot be decoded (`details` is `{}`, as upstream).',
+    // Upstream's body is exactly {code, message, details: {}}: the decoder's reason is not sent.
+    (kind: 'empty' | 'unsupported' | 'undecodable', _reason?: string) => ({
       message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage,
-      details: reason ? { reason } : {},
     })),
   imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes` or `max_image_pixels`.',
     (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number }) => 'maxBytes' in limit
@@ -176,7 +178,7 @@ export const Errors = {
       : { message: `The image is ${limit.width}x${limit.height} pixels; at most ${limit.maxPixels} pixels are accepted.`, details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
   faceNotFound: api('face_not_found', 422, 'No usable face in the image (422; compare names `details.side`, `details.reason` tells of unusable landmarks or embedding), or no face sample with this id (404).',
     (what?: 'degenerate_landmarks' | 'invalid_embedding' | { faceId: string }) => typeof what === 'object'
-      ? { status: 404, message: `Face ${q(what.faceId)} was not found.`, details: { face_id: what.faceId } }
+      ? { status: 404, message: `Face ${sq(what.faceId)} was not found.`, details: {} }
       : { message: Messages.faceNotFound, details: what ? { reason: what } : {} }),
   embeddingUnavailable: api('embedding_unavailable', 422, 'The selected face has no usable embedding (liveness observe mode).',
     (liveness: unknown) => ({ message: 'The face has no usable embedding.', details: { liveness } })),
@@ -198,8 +200,8 @@ export const Errors = {
     })),
 
   // ---- collections, persons, faces, search ----
-  collectionNotFound: api('collection_not_found', 404, 'No collection with this id.', (id: string) => ({ message: `Collection ${q(id)} was not found.`, details: { collection_id: id } })),
-  personNotFound: api('person_not_found', 404, 'No person with this id in the collection.', (id: string) => ({ message: `Person ${q(id)} was not found.`, details: { person_id: id } })),
+  collectionNotFound: api('collection_not_found', 404, 'No collection with this id.', (id: string) => ({ message: `Collection ${sq(id)} was not found.`, details: {} })),
+  personNotFound: api('person_not_found', 404, 'No person with this id in the collection.', (id: string) => ({ message: `Person ${sq(id)} was not found.`, details: {} })),
   collectionExists: api('collection_exists', 409, 'A collection with this id exists.', (id: string) => ({ message: `Collection ${q(id)} already exists.`, details: { collection_id: id } })),
   collectionModelMismatch: api('collection_model_mismatch', 409, 'The collection is pinned to another model than the active one; embeddings are never converted.',
     (id: string, collectionModel: Details, activeModel: Details) => ({
@@ -214,7 +216,8 @@ export const Errors = {
     (id: string) => ({ message: `Collection ${q(id)} is used by a monitor; delete or move the monitor first.`, details: { collection_id: id } })),
   collectionCapacityExceeded: api('collection_capacity_exceeded', 409, 'The write would take the collection past `capacity_rows` (or shrink it below its faces).',
     (capacityRows: number, requestedRows: number, shrinking = false) => ({
-      message: shrinking ? `The collection holds ${requestedRows} faces, more than capacity_rows ${capacityRows}.` : `The collection is limited to ${capacityRows} faces.`,
+      // Upstream's text for both cases (the details tell them apart).
+      message: shrinking ? 'The Collection has reached its configured search capacity.' : 'The Collection has reached its configured search capacity.',
       details: { capacity_rows: capacityRows, requested_rows: requestedRows },
     })),
   searchCapacityTooLarge: api('search_capacity_too_large', 400, '`capacity_rows` is over `[collections] max_capacity_rows`.',
@@ -239,7 +242,11 @@ export const Errors = {
   personFaceLimitExceeded: api('person_face_limit_exceeded', 409, 'The person would hold more than the collection\'s `max_faces_per_person`.',
     (max: number, requested: number) => ({ message: `A person may hold at most ${max} faces in this collection.`, details: { max_faces: max, requested_faces: requested } })),
   registrationFailed: api('registration_failed', 422, 'Creating a person: no image was accepted (`details.rejected_images`).',
-    (rejected: unknown[]) => ({ message: 'No image was accepted; see details.rejected_images.', details: { rejected_images: rejected } })),
+    // Upstream's two texts: nothing could even be loaded, or nothing loaded held one registrable face.
+    (rejected: { reason: string }[]) => ({
+      message: rejected.every((r) => r.reason === 'invalid_image' || r.reason === 'image_too_large') ? 'None of the uploaded images were valid.' : 'None of the uploaded images contained one registrable face.',
+      details: { rejected_images: rejected },
+    })),
   faceImageNotFound: api('face_image_not_found', 404, 'The face has no stored crop (its collection did not save crops).',
     (faceId: string) => ({ message: `Face ${q(faceId)} has no stored crop (the collection did not save crops when it was registered).`, details: { face_id: faceId } })),
   unexpectedExternalEmbedding: api('unexpected_external_embedding', 400, 'External embeddings sent without `embedding_mode=external_trusted`.',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { VERSION } from '../contract/version.js';
+import { API_CONTRACT_VERSION, VERSION } from '../contract/version.js';
 import type { RouteSpec } from './route.js';
 import '../contract/common.js'; // registers ErrorEnvelope
 
@@ -59,9 +59,11 @@ export function buildOpenApi(routes: RouteSpec[]): Json {
     const bodyId = r.body ? (z.globalRegistry.get(r.body.schema) as { id?: string } | undefined)?.id : undefined;
     if (bodyId && inputs.schemas[bodyId]) all.schemas[bodyId] = inputs.schemas[bodyId];
   }
+  // So are the request-side parts they reference (e.g. MonitorSource-Input: `type` has a default, so it is optional).
+  for (const id of Object.keys(all.schemas)) if (id.endsWith('-Input') && inputs.schemas[id]) all.schemas[id] = inputs.schemas[id];
   return {
     openapi: '3.1.0',
-    info: { title: 'Vigil', version: VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
+    info: { title: 'Vigil', version: API_CONTRACT_VERSION, 'x-vigil-version': VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
     paths,
     components: { schemas: clean(all.schemas), securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
   };

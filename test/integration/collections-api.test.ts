@@ -98,12 +98,12 @@ test('patch: nulls and unknown fields rejected, profile immutable, no-op bumps n
   t.is((await call(d, 'PATCH', '/v1/collections/nope', { name: 'x' })).json.error.code, 'collection_not_found');
 });
 
-test('registration: partial success in multipart order, all-fail 422, id/metadata/count errors, duplicates', async (t) => {
+test('registration: partial success (unloadable images first, then the rest, as upstream), all-fail 422, id/metadata/count errors, duplicates', async (t) => {
   t.is((await create({ id: 'reg', name: 'Reg' })).status, 201);
   const r = await register('reg', { id: 'obama', name: 'Barack', images: [face('noface/landscape.jpg'), face(OBAMA[0]!), Buffer.from('not an image'), face(OBAMA[1]!)] });
   t.is(r.res.status, 201);
   t.is(r.json.faces.length, 2);
-  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[0, 'face_not_found'], [2, 'invalid_image']]);
+  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[2, 'invalid_image'], [0, 'face_not_found']]);
   t.like(r.json.person, { id: 'obama', name: 'Barack', external_id: null, face_count: 2 });
   const f = r.json.faces[0];
   t.like(f, { person_id: 'obama', embedding_source: 'server', embedding_contract_id: null, has_crop: false, model_id: 'edge_s' });
