@@ -15,7 +15,7 @@ test.after.always(async () => {
 const pkgVersion = (JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string }).version;
 
 test('a wrong key and a missing key get the same upstream 401 message', async (t) => {
-  for (const headers of [{}, { Authorization: 'Bearer not-the-key-0123456789' }]) {
+  for (const headers of [{}, { Authorization: 'Bearer not-the-key-0123456789' }] as Record<string, string>[]) {
     const r = await call(d, 'GET', '/v1/system', undefined, headers);
     t.is(r.status, 401);
     t.deepEqual(r.json.error, { code: 'unauthorized', message: 'A valid Bearer API key is required.', details: {} });
