@@ -1,5 +1,6 @@
 import { createHmac, randomBytes, scrypt, scryptSync, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
+import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.js';
 
 const scryptAsync = promisify(scrypt) as (pw: string, salt: Buffer, len: number, opts: { N: number; r: number; p: number; maxmem: number }) => Promise<Buffer>;
@@ -28,7 +29,11 @@ export class ApiKeyStore {
   /** How many presented keys needed scrypt in this process (0 while the fast path holds). */
   scryptVerifications = 0;
 
-  constructor(private readonly db: Db) {}
+  private readonly activeStmt: Database.Statement<[], unknown>;
+
+  constructor(private readonly db: Db) {
+    this.activeStmt = db.prepare('SELECT id, salt, digest FROM api_keys WHERE active = 1 ORDER BY id DESC LIMIT 1');
+  }
 
   /** Makes `key` the active key. The same key again is a no-op; a different one rotates atomically. */
   ensureKey(key: string, label = 'startup'): 'unchanged' | 'created' | 'rotated' {
@@ -94,6 +99,6 @@ export class ApiKeyStore {
   }
 
   private activeKey(): KeyRow | null {
-    return (this.db.prepare('SELECT id, salt, digest FROM api_keys WHERE active = 1 ORDER BY id DESC LIMIT 1').get() as KeyRow | undefined) ?? null;
+    return (this.activeStmt.get() as KeyRow | undefined) ?? null;
   }
 }
