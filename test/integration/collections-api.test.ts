@@ -113,7 +113,8 @@ test('registration: partial success (unloadable images first, then the rest, as 
   const fail = await register('reg', { id: 'ghost', images: [face('noface/landscape.jpg'), Buffer.from('')] });
   t.is(fail.res.status, 422);
   t.is(fail.json.error.code, 'registration_failed');
-  t.deepEqual(fail.json.error.details.rejected_images.map((x: { reason: string }) => x.reason), ['face_not_found', 'invalid_image']);
+  t.deepEqual(fail.json.error.details.rejected_images.map((x: { reason: string }) => x.reason), ['invalid_image', 'face_not_found']);
+  t.is(fail.json.error.message, 'None of the uploaded images contained one registrable face.');
   t.is((await call(d, 'GET', '/v1/collections/reg/persons/ghost')).json.error.code, 'person_not_found');
 
   t.is((await register('reg', { id: 'obama', images: [face(OBAMA[2]!)] })).json.error.code, 'person_exists');
