@@ -136,7 +136,8 @@ export const Errors = {
   invalidCursor: api('invalid_cursor', 400, 'The cursor is malformed, tampered with or belongs to another list.',
     (reason: string) => ({ message: Messages.invalidCursor, details: { reason } })),
   requestTooLarge: api('request_too_large', 413, 'The request body is larger than `[server] max_request_bytes`.',
-    (maxBytes?: number) => (maxBytes === undefined ? { message: 'The request body is too large.' } : { message: `The request body exceeds ${maxBytes} bytes.`, details: { max_request_bytes: maxBytes } })),
+        // Upstream's text; the limit is a Vigil addition in details.
+    (maxBytes?: number) => (maxBytes === undefined ? { message: 'The request body is too large.' } : { message: 'The request body is too large.', details: { max_request_bytes: maxBytes } })),
   jsonRequired: api('json_required', 415, 'The action needs a JSON body.', fixed('Send Content-Type: application/json with the body {}.')),
   routeNotFound: api('route_not_found', 404, 'No route matches the path.', fixed('No route matches this path.')),
   methodNotAllowed: api('method_not_allowed', 405, 'The path exists but not for this method.', fixed('The method is not allowed for this path.')),
@@ -157,7 +158,8 @@ export const Errors = {
   originNotAllowed: api('origin_not_allowed', 403, 'A browser action came from an origin that is neither this one nor a configured CORS origin.',
     (origin: string) => ({ message: 'This action is only accepted from the same origin or a configured CORS origin.', details: { origin } })),
   requestTimeout: api('request_timeout', 503, 'The request deadline (`[server] request_timeout_seconds`) passed.',
-    (seconds?: number) => ({ message: seconds === undefined ? 'The request deadline passed while waiting for inference.' : `The request did not complete within ${seconds} seconds.` })),
+    // Upstream's text; the deadline is a Vigil addition in details.
+    (seconds?: number) => ({ message: 'The request timed out.', details: seconds === undefined ? {} : { request_timeout_seconds: seconds } })),
   clientClosedRequest: api('client_closed_request', 499, 'The client went away; the work was cancelled (never sent, only logged).', fixed('The client closed the request.')),
   insufficientStorage: api('insufficient_storage', 507, 'The data directory\'s disk is full: writes that add data are refused until space is freed (deletes still work; health says `degraded`).',
     (details: Details = {}) => ({ message: 'There is not enough free space in the data directory to store this. Delete data or free disk space, then retry.', details })),
@@ -174,8 +176,9 @@ export const Errors = {
     })),
   imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes` or `max_image_pixels`.',
     (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number }) => 'maxBytes' in limit
-      ? { message: limit.bytes === undefined ? `An image exceeds ${limit.maxBytes} bytes.` : `The image is ${limit.bytes} bytes; at most ${limit.maxBytes} bytes are accepted.`, details: { max_image_bytes: limit.maxBytes } }
-      : { message: `The image is ${limit.width}x${limit.height} pixels; at most ${limit.maxPixels} pixels are accepted.`, details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
+      // Upstream's texts; the limits are a Vigil addition in details.
+      ? { message: 'The image exceeds the byte limit.', details: { max_image_bytes: limit.maxBytes } }
+      : { message: 'The image pixel limit was exceeded.', details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
   faceNotFound: api('face_not_found', 422, 'No usable face in the image (422; compare names `details.side`, `details.reason` tells of unusable landmarks or embedding), or no face sample with this id (404).',
     (what?: 'degenerate_landmarks' | 'invalid_embedding' | { faceId: string }) => typeof what === 'object'
       ? { status: 404, message: `Face ${sq(what.faceId)} was not found.`, details: {} }

@@ -122,3 +122,22 @@ test('capacity: upstream\'s text and details', async (t) => {
   t.is(r.res.status, 409);
   t.deepEqual(r.json.error, { code: 'collection_capacity_exceeded', message: 'The Collection has reached its configured search capacity.', details: { capacity_rows: 1, requested_rows: 2 } });
 });
+
+test('limit errors carry upstream\'s texts (request_too_large, image_too_large by bytes and by pixels)', async (t) => {
+  const small = await startTestDaemon({ server: ['max_request_bytes = 1000000', 'max_image_bytes = 200000', 'max_image_pixels = 1000000'] });
+  try {
+    const body = await call(small, 'POST', '/v1/collections', { id: 'x', name: 'x'.repeat(1_200_000) });
+    t.is(body.status, 413);
+    t.is(body.json.error.message, 'The request body is too large.');
+    const bytes = await post(small, '/v1/detect', form({ image: face('identities/obama/1.jpg') })); // 280 KB
+    t.is(bytes.res.status, 413);
+    t.is(bytes.json.error.message, 'The image exceeds the byte limit.');
+    const sharp = (await import('sharp')).default;
+    const bomb = await sharp({ create: { width: 2000, height: 1000, channels: 3, background: '#808080' } }).png().toBuffer();
+    const pixels = await post(small, '/v1/detect', form({ image: bomb }));
+    t.is(pixels.res.status, 413);
+    t.is(pixels.json.error.message, 'The image pixel limit was exceeded.');
+  } finally {
+    await small.close();
+  }
+});
