@@ -1,4 +1,7 @@
 import test from 'ava';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FakeMaps, REAL_QUERY } from '../helpers/fakeMaps.js';
 import { FakeReddit, fixture } from '../helpers/fakeReddit.js';
@@ -206,6 +209,37 @@ test.serial('a workspace only ever receives its own runs and sees only its own e
   // Deleting an endpoint stops its deliveries.
   t.is((await api('other', 'DELETE', `/webhooks/${mine.webhook.id}`)).status, 204);
   t.is((await api('other', 'GET', `/webhooks/${mine.webhook.id}`)).status, 404);
+});
+
+test.serial('a run that ends while its receiver is down is delivered after a restart (the outbox row is written with the run)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-runhooks-'));
+  const toml = `[scrapers]\nfree_items_per_month = 100\n${reddit.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 0.5`;
+  let first: TestDaemon | null = await startTestDaemon({ dir, toml });
+  let second: TestDaemon | null = null;
+  const r = await startReceiver();
+  receivers.push(r);
+  try {
+    first.runtime.workspaces.create({ id: 'durable', name: 'durable' });
+    const key = { Authorization: `Bearer ${first.runtime.workspaces.createKey('durable').token}` };
+    const created = await call(first, 'POST', '/workspaces/durable/webhooks', { url: r.url }, key);
+    r.secret = created.json.secret;
+    await r.down();
+    const run = (await call(first, 'POST', '/workspaces/durable/scrapers/forum/scrape', { urls: ['https://redd.it/1q2w3e6'], skip_comments: true }, key)).json;
+    t.is(run.status, 'succeeded');
+    await until(async () => (await call(first!, 'GET', `/workspaces/durable/webhooks/${created.json.webhook.id}/deliveries`, undefined, key)).json.deliveries.length >= 1);
+    await first.close();
+    first = null;
+    await r.up();
+    second = await startTestDaemon({ dir, toml });
+    await until(() => forRun(r, run.run_id).length === 1);
+    const msg = forRun(r, run.run_id)[0]!;
+    t.is(msg.id, `msg_${run.run_id}`);
+    t.like(msg.json, { type: 'scrape.run.succeeded', data: { workspace_id: 'durable', counts: { items: run.items.length } } });
+    t.is(r.rejected, 0);
+  } finally {
+    await first?.close();
+    await second?.close();
+  }
 });
 
 test('the OpenAPI document lists the workspace webhook routes and the run webhook payloads', async (t) => {
