@@ -44,8 +44,11 @@ export class WebhookService {
     };
   }
 
-  create(scope: string, body: CreateBody): { webhook: WebhookT; secret: string } {
+  /** `maxEndpoints`: how many endpoints the scope may have (a workspace's bound); none = unbounded (admin). */
+  create(scope: string, body: CreateBody, maxEndpoints?: number): { webhook: WebhookT; secret: string } {
     this.checkUrl(body.url);
+    // Synchronous from the count to the insert: concurrent creates cannot both pass.
+    if (maxEndpoints !== undefined && this.store.summary(scope).endpoints >= maxEndpoints) throw Errors.webhookLimitReached(maxEndpoints);
     const now = new Date().toISOString();
     const e: WebhookEndpoint = {
       id: `wh_${randomBytes(9).toString('base64url')}`, scope, url: body.url, description: body.description, event_types: [...new Set(body.event_types)],

@@ -16,13 +16,13 @@ let reddit: FakeReddit;
 let maps: FakeMaps;
 let d: TestDaemon;
 const keys: Record<string, string> = {};
-const WORKSPACES = ['hooks', 'other', 'retry', 'filtered'];
+const WORKSPACES = ['hooks', 'other', 'retry', 'filtered', 'limits'];
 const receivers: Receiver[] = [];
 
 test.before(async () => {
   reddit = await FakeReddit.start();
   maps = await FakeMaps.start();
-  d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 1000\n${reddit.toml()}\n${maps.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 1` });
+  d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 1000\n${reddit.toml()}\n${maps.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 1\nmax_endpoints_per_workspace = 2` });
   for (const id of WORKSPACES) {
     d.runtime.workspaces.create({ id, name: id });
     keys[id] = d.runtime.workspaces.createKey(id).token;
@@ -209,6 +209,19 @@ test.serial('a workspace only ever receives its own runs and sees only its own e
   // Deleting an endpoint stops its deliveries.
   t.is((await api('other', 'DELETE', `/webhooks/${mine.webhook.id}`)).status, 204);
   t.is((await api('other', 'GET', `/webhooks/${mine.webhook.id}`)).status, 404);
+});
+
+test.serial('a workspace may register [webhooks] max_endpoints_per_workspace endpoints', async (t) => {
+  const make = () => api('limits', 'POST', '/webhooks', { url: 'http://127.0.0.1:9/none' });
+  t.is((await make()).status, 201);
+  const second = await make();
+  t.is(second.status, 201);
+  const third = await make();
+  t.is(third.status, 409);
+  t.like(third.json.error, { code: 'webhook_limit_reached', details: { limit: 2 } });
+  t.is((await api('limits', 'DELETE', `/webhooks/${second.json.webhook.id}`)).status, 204);
+  t.is((await make()).status, 201, 'room again after a delete');
+  t.is((await call(d, 'POST', '/v1/webhooks', { url: 'http://127.0.0.1:9/admin' })).status, 201, 'the admin endpoints are not bounded by it');
 });
 
 test.serial('a run that ends while its receiver is down is delivered after a restart (the outbox row is written with the run)', async (t) => {

@@ -31,11 +31,11 @@ export function workspaceWebhookRoutes(rt: Runtime): RouteSpec[] {
   return [
     {
       ...common, method: 'post', path: W, operationId: 'create_workspace_webhook', summary: 'Create a run webhook',
-      description: `A receiver of this workspace's scrape run outcomes (${RUN_WEBHOOK_TYPES.join(', ')}; see the webhooks section), signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and retried with backoff. The secret is returned only here.`,
+      description: `A receiver of this workspace's scrape run outcomes (${RUN_WEBHOOK_TYPES.join(', ')}; see the webhooks section), signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) and retried with backoff. The secret is returned only here. At most [webhooks] max_endpoints_per_workspace endpoints (409 webhook_limit_reached).`,
       body: { contentType: 'application/json', schema: WorkspaceWebhookCreate }, success: { status: 201, schema: WorkspaceWebhookCreatedResponse },
       handler: async (ctx) => {
         const body = (await readJson(ctx, WorkspaceWebhookCreate, maxBytes)) as WorkspaceWebhookCreateT;
-        const r = webhooks.create(scope(ctx), body);
+        const r = webhooks.create(scope(ctx), body, rt.loaded.config.webhooks.max_endpoints_per_workspace);
         ctx.status = 201;
         ctx.body = { request_id: ctx.state.requestId, webhook: shape(r.webhook), secret: r.secret };
       },
