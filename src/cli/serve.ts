@@ -28,6 +28,7 @@ import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { RunStore } from '../scrapers/runStore.js';
+import { RunWebhooks } from '../scrapers/runWebhooks.js';
 import { ScrapeRunService } from '../scrapers/runService.js';
 import { ScrapeWorker } from '../scrapers/scrapeWorker.js';
 import { UsageMeter } from '../workspaces/usageMeter.js';
@@ -156,6 +157,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
+    // Run webhooks: each finished run is queued in the shared outbox for its own workspace's endpoints.
+    const runWebhooks = new RunWebhooks(outbox);
+    scrapes.onRecorded((row) => runWebhooks.recorded(row));
     const runtime: Runtime = {
       loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,

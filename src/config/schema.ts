@@ -199,6 +199,8 @@ export const WebhooksConfigSchema = z.strictObject({
   max_redirects: z.int().min(0).max(10).default(3),
   /** Endpoints may use http:// (LAN receivers); false = https:// only. */
   allow_http: z.boolean().default(true),
+  /** Run webhook endpoints a workspace may register (/workspaces/{id}/webhooks); more is 409 webhook_limit_reached. */
+  max_endpoints_per_workspace: z.int().min(1).max(1000).default(10),
 });
 
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);

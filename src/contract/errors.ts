@@ -261,6 +261,8 @@ export const Errors = {
   eventNotEnrollable: api('event_not_enrollable', 409, 'The event has no face crop to enrol from (not an identity event, or its snapshot is gone).',
     (id: string, why: string) => ({ message: `Event ${q(id)} cannot be enrolled from: ${why}.`, details: { event_id: id } })),
   webhookNotFound: api('webhook_not_found', 404, 'No webhook endpoint with this id.', (id: string) => ({ message: `Webhook ${q(id)} was not found.`, details: { webhook_id: id } })),
+  webhookLimitReached: api('webhook_limit_reached', 409, 'The workspace already has as many webhook endpoints as [webhooks] max_endpoints_per_workspace allows; delete one first.',
+    (limit: number) => ({ message: `This workspace already has ${limit} webhook endpoints (the most allowed); delete one before creating another.`, details: { limit } })),
 
   // ---- models and the liveness addon ----
   modelPackUnknown: api('model_pack_unknown', 404, 'The catalog has no such model pack.',

@@ -16,12 +16,13 @@ import { monitorRoutes } from './routes/monitors.js';
 import { eventRoutes } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { systemRoutes } from './routes/system.js';
+import { RUN_WEBHOOK_EVENTS, workspaceWebhookRoutes } from './routes/workspaceWebhooks.js';
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt), ...workspaceWebhookRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -30,7 +31,7 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   // Errors are shaped and logged by our middleware; Koa's default handler would print them again.
   app.silent = true;
   const routes = apiRoutes(rt);
-  const openapi = buildOpenApi(routes);
+  const openapi = buildOpenApi(routes, RUN_WEBHOOK_EVENTS);
   const router = new Router<AppState>();
   const auth = requireApiKey(rt.keys);
   const workspaceAuth = requireWorkspaceKey(rt.workspaces);
