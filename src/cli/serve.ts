@@ -186,6 +186,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
+        decode: { timeoutMs: config.server.image_decode_timeout_seconds * 1000, maxSide: config.server.max_image_side, maxAspectRatio: config.server.max_image_aspect_ratio },
       });
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,

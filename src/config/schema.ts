@@ -216,6 +216,11 @@ export const ConfigSchema = z.strictObject({
       max_request_bytes: z.number().int().min(1024).default(64 * 1024 * 1024),
       max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
       max_image_pixels: z.number().int().min(1).default(40_000_000),
+      /** Longest image side and side ratio, checked from the header before decoding (a 1 x 39,000,000 PNG passes the pixel cap). */
+      max_image_side: z.number().int().min(16).max(2 ** 30).default(16_384),
+      max_image_aspect_ratio: z.number().min(1).max(2 ** 30).default(20),
+      /** An image decode running longer than this is stopped (422 invalid_image, reason decode_timeout). */
+      image_decode_timeout_seconds: z.number().int().min(1).max(600).default(10),
       max_registration_images: z.number().int().min(1).max(100).default(20),
       request_timeout_seconds: z.number().positive().max(3600).default(60),
       cors_origins: z.array(z.string().url()).default([]),

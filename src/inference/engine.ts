@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { ApiError, Errors } from '../contract/errors.js';
 import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
+import { DecodeStage, type DecodeStageOptions } from './decodeStage.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
@@ -20,7 +21,12 @@ export interface EngineOptions {
   warmupSizes: [number, number][];
   /** Verified liveness model files; absent when the addon is disabled. */
   liveness?: (LivenessModelSpec & { path: string })[];
+  /** The decode stage in front of the workers ([server] image limits); defaults when absent (tests, benches). */
+  decode?: DecodeStageOptions;
 }
+
+/** [server] defaults of the image shape and time limits. */
+export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 16_384, maxAspectRatio: 20 };
 
 interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
 
@@ -42,12 +48,14 @@ function createWorker(workerData: WorkerInit): Worker {
 export class InferenceEngine {
   private readonly slots: Slot[] = [];
   private readonly limiter: ConcurrencyLimiter;
+  private readonly decoder: DecodeStage;
   private nextId = 1;
   private closed = false;
   readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
   private constructor(readonly options: EngineOptions) {
     this.limiter = new ConcurrencyLimiter(options.workers);
+    this.decoder = new DecodeStage(options.decode ?? DEFAULT_DECODE);
   }
 
   static async start(options: EngineOptions): Promise<InferenceEngine> {
@@ -119,10 +127,21 @@ export class InferenceEngine {
     });
   }
 
-  /** Runs one analysis; waits (FIFO) for a free worker, leaving the queue if `signal` aborts first. */
+  /**
+   * Runs one analysis. An encoded image is decoded first, in the decode stage (libuv's pool, bounded by
+   * shape and time) and outside the inference limiter; then the job waits (FIFO) for a free worker. Both
+   * waits are left if `signal` aborts first.
+   */
   async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
     if (this.closed) throw Errors.engineStopped();
-    return this.limiter.run(() => this.dispatch(request), signal);
+    if (!('encoded' in request.image)) return this.limiter.run(() => this.dispatch(request), signal);
+    const t0 = performance.now();
+    const img = await this.decoder.decode(request.image.encoded, request.limits, signal);
+    const decodeMs = performance.now() - t0;
+    const raw: AnalyzeRequest = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
+    const result = await this.limiter.run(() => this.dispatch(raw), signal);
+    result.timings.decode_ms = decodeMs;
+    return result;
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
@@ -136,8 +155,8 @@ export class InferenceEngine {
     });
   }
 
-  stats(): ReturnType<ConcurrencyLimiter['stats']> & { workers: number; intra_op_threads: number } {
-    return { ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads };
+  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number } {
+    return { ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads, ...this.decoder.stats() };
   }
 
   async close(): Promise<void> {
