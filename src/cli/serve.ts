@@ -202,7 +202,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
         source: {
-          pipeline: mc.pipeline, latencyMs: mc.latency_ms, openTimeoutMs: mc.open_timeout_seconds * 1000,
+          pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, openTimeoutMs: mc.open_timeout_seconds * 1000,
           readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
         },
         preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,

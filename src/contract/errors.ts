@@ -381,7 +381,7 @@ export const Errors = {
     (itemId: string | null, issues: string[]) => ({ message: `An upstream record${itemId ? ` (${itemId})` : ''} is not a valid item and was dropped: ${issues.slice(0, 3).join('; ')}.`, details: { item_id: itemId, issues } })),
 
   // ---- monitor conditions (in state.last_error and monitor_error events) ----
-  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; the monitor reconnects with backoff.',
+  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; `cause` says why (connection_refused, host_not_found, not_found, unauthorized, not_rtsp, no_video, timeout); the monitor reconnects by itself.',
     (reason: string, retryMs: number) => ({ message: `The RTSP source is unavailable: ${reason}. Reconnecting in ${retryMs / 1000} s.` })),
   monitorInferenceFailed: monitorCondition('monitor_inference_failed', 'Inference on the monitor\'s frames fails; the monitor is degraded until it works again.',
     (message: string) => ({ message: `Inference failed: ${message}` })),

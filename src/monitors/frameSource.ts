@@ -12,9 +12,13 @@ export interface Frame {
 }
 
 export interface FrameSourceOptions {
-  /** The [monitors].pipeline template; `{latency_ms}` is substituted, the URL is set as src.location. */
+  /** The [monitors].pipeline template; `{latency_ms}`, `{max_fps}` and `{max_side}` are substituted, the URL is set as src.location. */
   pipeline: string;
   latencyMs: number;
+  /** Frames per second the pipeline lets through to conversion ({max_fps}); default 30. */
+  maxFps?: number;
+  /** Longest side of the frames delivered ({max_side}); default 1280. */
+  maxSide?: number;
   openTimeoutMs: number;
   readTimeoutMs: number;
 }
@@ -76,7 +80,9 @@ export class GstFrameSource {
 
   /** Throws when the pipeline template cannot be built (a configuration error, not a source error). */
   start(): void {
-    const launch = this.options.pipeline.replaceAll('{latency_ms}', String(this.options.latencyMs));
+    const launch = this.options.pipeline.replaceAll('{latency_ms}', String(this.options.latencyMs))
+      .replaceAll('{max_fps}', String(Math.max(1, Math.ceil(this.options.maxFps ?? 30))))
+      .replaceAll('{max_side}', String(this.options.maxSide ?? 1280));
     const pipeline = new (gstreamer().Pipeline)(launch);
     livePipelines++;
     const src = pipeline.findChild('src');

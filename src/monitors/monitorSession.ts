@@ -46,10 +46,12 @@ export class MonitorSession {
     this.activity = new MonitorActivity(record, this.epoch, deps.events ?? null);
     this.processor = new FrameProcessor(deps);
     this.preview = new PreviewHub(deps.preview.fps, deps.preview.quality);
-    this.reader = new StreamReader(record.url, deps.source, {
+    // Only the frames this monitor uses are converted: its inference rate, or the preview's when higher.
+    const maxFps = Math.max(record.inference_fps, record.preview_enabled ? deps.preview.fps : 0);
+    this.reader = new StreamReader(record.url, { ...deps.source, maxFps }, {
       frame: (frame) => this.onFrame(frame),
       connected: () => this.activity.clearError('source'),
-      failed: (reason, retryMs) => this.activity.sourceFailed(reason, retryMs),
+      failed: (cause, reason, retryMs) => this.activity.sourceFailed(cause, reason, retryMs),
     }, deps.log, record.id);
   }
 

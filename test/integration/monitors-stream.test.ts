@@ -99,6 +99,7 @@ test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, t
   });
   t.false(down.connected);
   t.is(down.last_error.code, 'rtsp_source_unavailable');
+  await waitFor('the cause', async () => ((await call(d, 'GET', '/v1/monitors/flaky')).json.monitor.runtime.last_error?.cause === 'connection_refused' ? true : undefined));
   const restarted = await startRtspServer({ frames: still.frames, fps: FPS, port });
   servers.push(restarted);
   const events = await waitFor('monitor_recovered', async () => {
@@ -108,6 +109,8 @@ test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, t
   const types = events.map((e) => e.type);
   const error = events.find((e) => e.type === 'monitor_error')!;
   t.is(error.error?.code, 'rtsp_source_unavailable');
+  t.is(types.filter((x) => x === 'monitor_error').length, 1, 'one monitor_error per outage, however many retries');
+  t.true(['connection_refused', 'timeout'].includes(error.error?.cause as string), String(error.error?.cause));
   t.true(types.indexOf('monitor_error') < types.indexOf('monitor_recovered'));
   const s = (await call(d, 'GET', '/v1/monitors/flaky/state')).json.state;
   t.is(s.status, 'running');
