@@ -124,7 +124,7 @@ export const ScrapersConfigSchema = z.strictObject({
  * `src`, so it cannot inject elements.
  */
 export const DEFAULT_MONITOR_PIPELINE =
-  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videorate drop-only=true max-rate={max_fps} ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false';
+  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videorate name=rate drop-only=true max-rate={max_fps} ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false';
 
 /** What the monitor pipeline template must contain for FrameSource to drive it. */
 export function pipelineProblem(p: string): string | null {

@@ -30,10 +30,15 @@ export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 
 
 interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
 
-/** "auto" sizing for this host: one worker per two cores, and the cores split between the workers. */
+/**
+ * "auto" sizing for this host, chosen by measurement (bench/inference.ts, README "Throughput"): two
+ * workers with two ONNX Runtime threads each on up to 4 cores, else one worker per two cores with two
+ * threads. Two workers keep a core busy while the other worker's request is in its single-threaded parts
+ * (letterbox, NMS, alignment, the hop back); two threads per worker keep a lone request fast.
+ */
 export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length): { workers: number; intraOpThreads: number } {
-  const workers = maxConcurrency === 'auto' ? Math.max(1, Math.floor(cores / 2)) : maxConcurrency;
-  const intraOpThreads = intraOp === 'auto' ? Math.max(1, Math.floor(cores / workers)) : intraOp;
+  const workers = maxConcurrency === 'auto' ? (cores <= 1 ? 1 : Math.max(2, Math.floor(cores / 2))) : maxConcurrency;
+  const intraOpThreads = intraOp === 'auto' ? Math.min(2, cores) : intraOp;
   return { workers, intraOpThreads };
 }
 

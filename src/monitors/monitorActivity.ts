@@ -119,7 +119,9 @@ export class MonitorActivity {
       inference: {
         configured_fps: fps, actual_fps: span > 0 ? round3(((n - 1) * 1000) / span) : 0, processing_ms: this.processingMs,
         last_frame_at: isoOrNull(rc.lastFrameAt), last_inference_at: isoOrNull(this.lastInferenceAt), frame_sequence: rc.frameSequence,
-        decoded_frames: rc.decoded, processed_frames: this.processed, dropped_frames: this.dropped,
+        decoded_frames: rc.decoded, processed_frames: this.processed,
+        // Frames the pipeline dropped before conversion (past the monitor's rate) plus those the loop skipped.
+        dropped_frames: this.dropped + Math.max(0, rc.decoded - rc.frameSequence),
         capacity_limited: this.processingMs !== null && this.processingMs > 1000 / fps,
       },
       threshold: base.threshold, faces: this.faces,

@@ -104,7 +104,8 @@ function describe(o: { address: string; host: string; port: number; tls: boolean
     socket.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'ECONNREFUSED') finish({ ok: false, cause: 'connection_refused', detail: `nothing accepts connections on ${o.host}:${o.port}` });
       else if (e.code === 'ETIMEDOUT' || e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH') finish({ ok: false, cause: 'timeout', detail: `${o.host}:${o.port} cannot be reached (${e.code})` });
-      else if (data.length === 0 && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) finish({ ok: false, cause: 'not_rtsp', detail: 'the server closed the connection without an RTSP reply' });
+      // A reset before any byte: a server going down (or a firewall), not one speaking another protocol.
+      else if (data.length === 0 && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) finish({ ok: false, cause: 'connection_refused', detail: `${o.host}:${o.port} reset the connection` });
       else finish({ ok: false, cause: 'not_rtsp', detail: `the connection failed: ${e.message}` });
     });
     socket.on('data', (chunk: Buffer) => {

@@ -99,12 +99,17 @@ export class StreamReader {
   }
 
   private startPipeline(attempt: number, initial: boolean): void {
+    let connectionDecoded = 0;
     const source = new GstFrameSource(this.url, this.options, {
       caps: (info) => {
         if (attempt === this.attempt) this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
       },
-      frame: (data, width, height) => {
-        if (attempt === this.attempt) this.onFrame(data, width, height);
+      frame: (data, width, height, decoded, sourceFps) => {
+        if (attempt !== this.attempt) return;
+        this.decoded += Math.max(0, decoded - connectionDecoded);
+        connectionDecoded = decoded;
+        if (sourceFps !== null) this.sourceInfo.source_fps = sourceFps;
+        this.onFrame(data, width, height);
       },
       failed: (reason) => {
         if (attempt === this.attempt) this.pipelineFailed(attempt, reason);
@@ -136,7 +141,6 @@ export class StreamReader {
     if (this.stopped) return;
     const now = Date.now();
     this.frameSequence++;
-    this.decoded++;
     const frame: Frame = { data, width, height, sequence: this.frameSequence, at: now };
     this.latest = frame;
     this.lastFrameAt = now;
