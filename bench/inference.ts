@@ -26,7 +26,7 @@ import { loadInstalledPack } from '../src/models/installed.js';
 const { values } = parseArgs({
   options: {
     requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,1x2,2x1,2x2' },
-    'raw-child': { type: 'string' }, 'models-dir': { type: 'string' },
+    'raw-child': { type: 'string' }, rounds: { type: 'string', default: '5' }, 'models-dir': { type: 'string' },
   },
 });
 const N = Number(values.requests);
@@ -138,14 +138,21 @@ async function rawChild(modelsDir: string, threads: number): Promise<void> {
   const one = () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'selected' });
   for (let i = 0; i < 3; i++) await one();
   process.stdout.write('READY\n');
-  await new Promise<void>((r) => process.stdin.once('data', () => r()));
-  const t = performance.now();
-  for (let i = 0; i < N; i++) await one();
-  process.stdout.write(`DONE ${performance.now() - t}\n`);
+  // One round of N embeddings per "GO" line, until stdin closes.
+  let pending = '';
+  for await (const chunk of process.stdin) {
+    pending += String(chunk);
+    while (pending.includes('\n')) {
+      pending = pending.slice(pending.indexOf('\n') + 1);
+      const t = performance.now();
+      for (let i = 0; i < N; i++) await one();
+      process.stdout.write(`DONE ${performance.now() - t}\n`);
+    }
+  }
 }
 
-/** Photos/s of `processes` raw pipelines started together, each doing N embeddings. */
-async function rawThroughput(modelsDir: string, processes: number, threads: number): Promise<number> {
+/** `processes` raw pipelines (children, models loaded once); `round()` runs N embeddings in each at once and returns photos/s. */
+async function rawPipelines(modelsDir: string, processes: number, threads: number): Promise<{ round: () => Promise<number>; close: () => void }> {
   const kids = Array.from({ length: processes }, () => spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--raw-child', String(threads), '--models-dir', modelsDir, '--requests', String(N), '--pack', values.pack!], { stdio: ['pipe', 'pipe', 'inherit'] }));
   const lines = kids.map((k) => {
     let buf = '';
@@ -161,15 +168,67 @@ async function rawThroughput(modelsDir: string, processes: number, threads: numb
     });
     return () => new Promise<string>((r) => waiters.push(r));
   });
-  const ready = lines.map((next) => next());
-  await Promise.all(ready);
-  const done = lines.map((next) => next());
-  const t = performance.now();
-  for (const k of kids) k.stdin!.write('GO\n');
-  await Promise.all(done);
-  const wall = performance.now() - t;
-  for (const k of kids) k.kill();
-  return r3((processes * N) / (wall / 1000));
+  await Promise.all(lines.map((next) => next()));
+  return {
+    round: async () => {
+      const done = lines.map((next) => next());
+      const t = performance.now();
+      for (const k of kids) k.stdin!.write('GO\n');
+      await Promise.all(done);
+      return r3((processes * N) / ((performance.now() - t) / 1000));
+    },
+    close: () => { for (const k of kids) k.kill(); },
+  };
+}
+
+async function rawThroughput(modelsDir: string, processes: number, threads: number): Promise<number> {
+  const raw = await rawPipelines(modelsDir, processes, threads);
+  try {
+    return await raw.round();
+  } finally {
+    raw.close();
+  }
+}
+
+/**
+ * The paired comparison on a shared, noisy machine: the daemon (layout `auto`, 4 clients on
+ * /v1/embeddings) and the raw pipeline in two processes take turns, `rounds` times, so both see the same
+ * background load; the ratio is the median of the per-round ratios.
+ */
+async function paired(modelsDir: string, rounds: number, threads: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
+  const file = join(dir, 'server.toml');
+  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n`);
+  const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
+  await d.ready;
+  const raw = await rawPipelines(modelsDir, 2, threads);
+  const call = async () => {
+    const fd = new FormData();
+    fd.append('image', new Blob([IMAGE]), 'image.jpg');
+    const res = await fetch(d.url + '/v1/embeddings', { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
+    if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+  };
+  const daemonRound = async () => {
+    let next = 0;
+    const t = performance.now();
+    await Promise.all(Array.from({ length: 4 }, async () => { while (next++ < 2 * N) await call(); }));
+    return r3((2 * N) / ((performance.now() - t) / 1000));
+  };
+  for (let i = 0; i < 4; i++) await call();
+  const pairs: { daemon: number; raw: number; ratio: number }[] = [];
+  try {
+    for (let r = 0; r < rounds; r++) {
+      const daemon = await daemonRound();
+      const rawRps = await raw.round();
+      pairs.push({ daemon, raw: rawRps, ratio: r3(daemon / rawRps) });
+    }
+  } finally {
+    raw.close();
+    await d.close();
+  }
+  const ratios = pairs.map((p) => p.ratio);
+  return { raw_threads_per_process: threads, rounds: pairs, median_ratio: pct(ratios, 50), min_ratio: Math.min(...ratios), max_ratio: Math.max(...ratios) };
 }
 
 if (values['raw-child']) {
@@ -190,6 +249,7 @@ const primary = layouts[0]!;
 const raw: Record<string, number> = {};
 for (const [p, t] of [[1, cores], [2, 1], [2, Math.min(2, cores)]] as const) raw[`${p}proc_x${t}threads`] = await rawThroughput(modelsDir, p, t);
 const rawBest = Math.max(...Object.values(raw));
+const pairedRuns = [await paired(modelsDir, Number(values.rounds), 1), await paired(modelsDir, Number(values.rounds), Math.min(2, cores))];
 const out = {
   bench: 'inference',
   at: new Date().toISOString(),
@@ -201,6 +261,7 @@ const out = {
   http: layouts,
   raw_pipeline_embeddings_per_s: raw,
   raw_best_embeddings_per_s: rawBest,
+  paired_auto_4_clients_vs_raw_2_processes: pairedRuns,
   ratio_4_clients_to_raw_best: Object.fromEntries(layouts.map((l) => [l.layout, r3(l.embeddings_rps_concurrency4 / rawBest)])),
   ratio_single_request_to_in_process: Object.fromEntries(layouts.map((l) => [l.layout, r3(l.embeddings.p50_ms / floor.in_process_pipeline_embeddings.p50_ms)])),
   ratio_http_p50_to_floor: {
