@@ -89,7 +89,7 @@ async function states(d: TestDaemon, ids: string[]) {
 
 /** The daemon's pipeline for a 0.1 fps monitor, run by gst-launch-1.0 with a fakesink instead of the appsink. */
 function gstLaunchArgs(url: string): string[] {
-  const launch = DEFAULT_MONITOR_PIPELINE.replaceAll('{latency_ms}', '0').replaceAll('{max_fps}', '1').replaceAll('{max_side}', '1280')
+  const launch = DEFAULT_MONITOR_PIPELINE.replaceAll('{latency_ms}', '0').replaceAll('{max_fps}', '2').replaceAll('{max_side}', '1280')
     .replace('rtspsrc name=src', `rtspsrc name=src location=${url}`).replace(/appsink name=sink.*$/, 'fakesink sync=false');
   return ['-q', ...launch.split(' ')];
 }

@@ -118,8 +118,8 @@ export const ScrapersConfigSchema = z.strictObject({
  * appsink keeping only the newest frame. `videorate drop-only=true max-rate={max_fps}` drops surplus
  * frames right after the decoder, so colour conversion, scaling and the copy into JavaScript happen
  * only for frames the monitor will use (5 of 25 at 5 inference fps), and `videoscale` works on the
- * decoder's YUV before conversion. `{max_fps}` is the monitor's inference rate (rounded up; the preview
- * rate too when its preview is enabled), `{max_side}` is [monitors] frame_max_side.
+ * decoder's YUV before conversion. `{max_fps}` is the monitor's inference rate (or the preview's when
+ * enabled and higher) rounded up, plus one (see MonitorSession), `{max_side}` is [monitors] frame_max_side.
  * The URL is never spliced into this string: it is set as the `location` property of the element named
  * `src`, so it cannot inject elements.
  */

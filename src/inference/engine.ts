@@ -70,7 +70,10 @@ export class InferenceEngine {
     }
     const engine = new InferenceEngine(options);
     try {
-      await Promise.all(Array.from({ length: options.workers }, () => engine.spawn()));
+      // The first worker times the graph optimisation levels ('auto'); the others reuse its choice, so a
+      // request gives the same numbers whichever worker runs it.
+      await engine.spawn();
+      await Promise.all(Array.from({ length: options.workers - 1 }, () => engine.spawn()));
     } catch (e) {
       await engine.close();
       throw e;
@@ -83,6 +86,7 @@ export class InferenceEngine {
     return {
       detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
       deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
+      ...(this.slots.length > 0 && this.startup.optimization.detector ? { optimization: this.startup.optimization as { detector: OptimizationLevel; recognizer: OptimizationLevel } } : {}),
       ...(this.options.liveness ? { liveness: this.options.liveness } : {}),
     };
   }
