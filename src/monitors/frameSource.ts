@@ -153,7 +153,7 @@ export class GstFrameSource {
       const now = Date.now();
       if (this.lastFrameAt === 0 && now - this.startedAt > this.options.openTimeoutMs) this.fail(`no frame within ${this.options.openTimeoutMs / 1000} s of connecting`);
       else if (this.lastFrameAt > 0 && now - this.lastFrameAt > this.options.readTimeoutMs) this.fail(`no frame for ${this.options.readTimeoutMs / 1000} s`);
-    }, 100);
+    }, 250);
   }
 
   /** Idempotent. Stopping the pipeline also releases a pull that is waiting for a frame. */
