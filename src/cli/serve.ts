@@ -190,6 +190,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
+        decode: { timeoutMs: config.server.image_decode_timeout_seconds * 1000, maxSide: config.server.max_image_side, maxAspectRatio: config.server.max_image_aspect_ratio },
       });
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
@@ -205,7 +206,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
         source: {
-          pipeline: mc.pipeline, latencyMs: mc.latency_ms, openTimeoutMs: mc.open_timeout_seconds * 1000,
+          pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, openTimeoutMs: mc.open_timeout_seconds * 1000,
           readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
         },
         preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,

@@ -149,15 +149,28 @@ export const Errors = {
   serverStopping: api('server_stopping', 503, 'The service is stopping; the action did nothing.', (what: string) => ({ message: `The service is shutting down; ${what}` })),
 
   // ---- images and inference ----
-  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, or cannot be decoded; `details.reason` says why when known.',
-    (kind: 'empty' | 'unsupported' | 'undecodable', reason?: string) => ({
-      message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage,
-      details: reason ? { reason } : {},
-    })),
-  imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes` or `max_image_pixels`.',
-    (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number }) => 'maxBytes' in limit
+  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, cannot be decoded, is too thin (`[server] max_image_aspect_ratio`) or too slow to decode (`image_decode_timeout_seconds`); `details.reason` says why when known.',
+    (kind: 'empty' | 'unsupported' | 'undecodable' | 'shape' | 'timeout', reason?: string | { width: number; height: number; maxAspectRatio: number } | { seconds: number }) => {
+      if (kind === 'shape' && typeof reason === 'object' && 'maxAspectRatio' in reason) {
+        return {
+          message: `The image is ${reason.width}x${reason.height} pixels; its sides may differ at most ${reason.maxAspectRatio} times.`,
+          details: { reason: 'aspect_ratio', max_image_aspect_ratio: reason.maxAspectRatio, width: reason.width, height: reason.height },
+        };
+      }
+      if (kind === 'timeout' && typeof reason === 'object' && 'seconds' in reason) {
+        return { message: `The image could not be decoded within ${reason.seconds} s.`, details: { reason: 'decode_timeout', image_decode_timeout_seconds: reason.seconds } };
+      }
+      return {
+        message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage,
+        details: typeof reason === 'string' ? { reason } : {},
+      };
+    }),
+  imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes`, `max_image_pixels` or `max_image_side`.',
+    (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number } | { maxSide: number; width: number; height: number }) => 'maxBytes' in limit
       ? { message: limit.bytes === undefined ? `An image exceeds ${limit.maxBytes} bytes.` : `The image is ${limit.bytes} bytes; at most ${limit.maxBytes} bytes are accepted.`, details: { max_image_bytes: limit.maxBytes } }
-      : { message: `The image is ${limit.width}x${limit.height} pixels; at most ${limit.maxPixels} pixels are accepted.`, details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
+      : 'maxSide' in limit
+        ? { message: `The image is ${limit.width}x${limit.height} pixels; sides of at most ${limit.maxSide} pixels are accepted.`, details: { max_image_side: limit.maxSide, width: limit.width, height: limit.height } }
+        : { message: `The image is ${limit.width}x${limit.height} pixels; at most ${limit.maxPixels} pixels are accepted.`, details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
   faceNotFound: api('face_not_found', 422, 'No usable face in the image (422; compare names `details.side`, `details.reason` tells of unusable landmarks or embedding), or no face sample with this id (404).',
     (what?: 'degenerate_landmarks' | 'invalid_embedding' | { faceId: string }) => typeof what === 'object'
       ? { status: 404, message: `Face ${q(what.faceId)} was not found.`, details: { face_id: what.faceId } }
@@ -370,7 +383,7 @@ export const Errors = {
     (itemId: string | null, issues: string[]) => ({ message: `An upstream record${itemId ? ` (${itemId})` : ''} is not a valid item and was dropped: ${issues.slice(0, 3).join('; ')}.`, details: { item_id: itemId, issues } })),
 
   // ---- monitor conditions (in state.last_error and monitor_error events) ----
-  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; the monitor reconnects with backoff.',
+  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; `cause` says why (connection_refused, host_not_found, not_found, unauthorized, not_rtsp, no_video, timeout); the monitor reconnects by itself.',
     (reason: string, retryMs: number) => ({ message: `The RTSP source is unavailable: ${reason}. Reconnecting in ${retryMs / 1000} s.` })),
   monitorInferenceFailed: monitorCondition('monitor_inference_failed', 'Inference on the monitor\'s frames fails; the monitor is degraded until it works again.',
     (message: string) => ({ message: `Inference failed: ${message}` })),
