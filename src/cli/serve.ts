@@ -67,8 +67,13 @@ async function hostInfo(): Promise<HostInfo> {
 export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
-  const db = openDatabase(config.server.data_dir);
-  if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
+  // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
+  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background' });
+  const integrityOk = db.integrityChecked.then((result) => {
+    if (result === 'ok') log.info('database integrity check passed');
+    else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
+    return result === 'ok';
+  });
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;
   let outputs: { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null = null;
@@ -171,10 +176,15 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const address = server.address();
     const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
     log.info({ url, config_file: loaded.file }, 'listening');
-    scrapes.start();
-    history.start();
-    outbox.start();
-    mqtt?.start();
+    // Background writers start once the database passed its check.
+    const startedScrapes = scrapes;
+    void integrityOk.then((ok) => {
+      if (!ok || closed) return;
+      startedScrapes.start();
+      history.start();
+      outbox.start();
+      mqtt?.start();
+    });
 
     let closed = false;
     const ready = (async () => {
@@ -206,7 +216,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         },
         preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,
       };
-      if (!closed) monitors.restore();
+      // Monitors write events: they start only on a database that passed its check.
+      if (!closed && (await integrityOk) && !closed) monitors.restore();
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
     })();
 
