@@ -105,7 +105,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const cc = config.collections;
     const indexes = new SearchIndexes(store, {
       threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
-      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000,
+      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, snapshotAfterChanges: cc.snapshot_after_changes,
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
@@ -192,17 +192,19 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
       const livenessModels = liveness ? await requireLiveness(catalog, config.server.models_dir) : undefined;
       const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads);
-      engine = await InferenceEngine.start({
+      const starting = InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
       });
+      // Eager collections load (snapshot file or SQLite) while the inference workers load and warm up
+      // their models on other threads; both are done before the service reports ready.
+      const eager = indexes.loadEager(store.allCollections());
+      engine = await starting;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, defaultThreshold.value, liveness);
-      // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
-      const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
       active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
       runtime.inference = active;

@@ -82,6 +82,18 @@ export class CollectionIndex {
 
   has(faceKey: number): boolean { return this.rowOf.has(faceKey); }
 
+  /** The live rows' keys in row order (views of the index's own arrays). */
+  keyArrays(): { faceKeys: Float64Array; personKeys: Float64Array } {
+    return { faceKeys: this.faceKeys.subarray(0, this.rows), personKeys: this.personKeys.subarray(0, this.rows) };
+  }
+
+  /** The live encoded rows in row order, one view per block (the index's own memory, not copies). */
+  encodedRowViews(): StoredVectors[] {
+    const out: StoredVectors[] = [];
+    for (let b = 0, first = 0; first < this.rows; b++, first += this.blockRows) out.push(this.blocks[b]!.subarray(0, Math.min(this.blockRows, this.rows - first) * this.dimension));
+    return out;
+  }
+
   /** Every live face key (any order): the delta of an HNSW graph is computed from it. */
   liveFaceKeys(): Float64Array { return this.faceKeys.subarray(0, this.rows); }
 
