@@ -39,7 +39,9 @@ interface Snapshot {
   loadMs?: number;
   /** null while the background checksum of a loaded snapshot runs (or none was loaded). */
   verified: boolean | null;
+  /** Why the last load did not use (or dropped) the file. */
   problem?: string;
+  writeError?: string;
 }
 
 interface Entry {
@@ -329,9 +331,9 @@ export class SearchIndexes {
         if (!h) return;
         snap.revision = h.revision;
         snap.changes = Math.max(0, snap.changes - changesAtStart);
-        delete snap.problem;
+        delete snap.writeError;
       }, (err: unknown) => {
-        snap.problem = `writing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
+        snap.writeError = `writing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
       })
       .finally(() => { snap.writing = null; });
   }
@@ -526,7 +528,7 @@ export class SearchIndexes {
         memory_bytes: e?.index?.bytes ?? 0, build_ms: e?.buildMs === undefined ? null : Math.round(e.buildMs * 1000) / 1000,
         snapshot: e ? {
           loaded_from: e.snapshot.loadedFrom, revision: e.snapshot.revision, changes_since: e.snapshot.changes, verified: e.snapshot.verified,
-          ...(e.snapshot.problem ? { problem: e.snapshot.problem } : {}),
+          ...(e.snapshot.problem ? { problem: e.snapshot.problem } : {}), ...(e.snapshot.writeError ? { write_error: e.snapshot.writeError } : {}),
         } : null,
         index_type: c.search_index.type, index_status: this.status(c),
       };
