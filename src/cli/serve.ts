@@ -68,9 +68,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
   // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
+  const checkStarted = performance.now();
   const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background' });
   const integrityOk = db.integrityChecked.then((result) => {
-    if (result === 'ok') log.info('database integrity check passed');
+    if (result === 'ok') log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
     else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
     return result === 'ok';
   });
