@@ -311,6 +311,14 @@ export class CollectionStore {
 
   private importStatements?: { person: Statement; face: Statement };
 
+  /** Which of these person ids and external ids a collection already has (one query each for a whole import batch). */
+  takenPersonKeys(collectionId: string, ids: string[], externalIds: string[]): { ids: Set<string>; externals: Set<string> } {
+    const taken = (column: 'id' | 'external_id', values: string[]) => values.length === 0 ? new Set<string>() : new Set((this.db
+      .prepare(`SELECT ${column} AS v FROM persons WHERE collection_id = ? AND ${column} IN (SELECT value FROM json_each(?))`)
+      .all(collectionId, JSON.stringify(values)) as { v: string }[]).map((r) => r.v));
+    return { ids: taken('id', ids), externals: taken('external_id', externalIds) };
+  }
+
   /** Streams every vector of a collection (for index rebuilds). */
   *vectors(collectionId: string): Generator<{ faceKey: number; personKey: number; vector: Float32Array }> {
     const stmt = this.db.prepare('SELECT seq, person_seq, embedding FROM face_samples WHERE collection_id = ? ORDER BY seq');

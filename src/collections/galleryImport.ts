@@ -126,14 +126,15 @@ export class GalleryImportService {
         throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + faces);
       }
       const ids = new Set<string>(), externals = new Set<string>();
+      const taken = store.takenPersonKeys(c.id, batch.map((p) => p.id), batch.flatMap((p) => (p.external_id === null ? [] : [p.external_id])));
       for (const p of batch) {
         if (p.embeddings.length > c.max_faces_per_person) {
           throw Errors.personFaceLimitExceeded(c.max_faces_per_person, p.embeddings.length).withDetails({ person_id: p.id });
         }
-        if (ids.has(p.id) || store.getPerson(c.id, p.id)) throw Errors.personExists({ id: p.id });
+        if (ids.has(p.id) || taken.ids.has(p.id)) throw Errors.personExists({ id: p.id });
         ids.add(p.id);
         if (p.external_id !== null) {
-          if (externals.has(p.external_id) || store.externalIdTaken(c.id, p.external_id)) {
+          if (externals.has(p.external_id) || taken.externals.has(p.external_id)) {
             throw Errors.personExists({ externalId: p.external_id });
           }
           externals.add(p.external_id);
