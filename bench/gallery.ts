@@ -217,7 +217,7 @@ try {
     await stop(d.child);
     return {
       port_open_ms: Math.round(listen.ms), first_search_done_ms: Math.round(firstSearchMs), health_ready_ms: Math.round(readyMs),
-      integrity_check_done_ms: Math.round(marks['database integrity check passed'] ?? -1), models_ready_log_ms: Math.round(marks.ready ?? -1), warm_search_ms: warm.map(Math.round), rss_mib: r1(rss),
+      integrity_check_done_ms: Math.round(marks['database integrity check passed'] ?? -1), indexes_loaded_ms: Math.round(marks['search indexes loaded'] ?? -1), models_ready_log_ms: Math.round(marks.ready ?? -1), warm_search_ms: warm.map(Math.round), rss_mib: r1(rss),
     };
   };
   const fromSnapshot = await restart();
@@ -236,7 +236,7 @@ try {
     restart_from_snapshot: fromSnapshot, restart_from_sqlite: fromSqlite,
   };
   for (const [name, r] of [['snapshot', fromSnapshot], ['SQLite', fromSqlite]] as const) {
-    log(`restart (${name}): port open ${r.port_open_ms} ms, first search done ${r.first_search_done_ms} ms, health ready ${r.health_ready_ms} ms, quick_check done ${r.integrity_check_done_ms} ms (warm ${r.warm_search_ms.join('/')} ms), RSS ${r.rss_mib} MiB`);
+    log(`restart (${name}): port open ${r.port_open_ms} ms, first search done ${r.first_search_done_ms} ms, health ready ${r.health_ready_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, quick_check done ${r.integrity_check_done_ms} ms (warm ${r.warm_search_ms.join('/')} ms), RSS ${r.rss_mib} MiB`);
   }
   log(`RSS: models ${out.rss_models_empty_mib} MiB, after import ${out.rss_after_import_mib} MiB, after restart ${out.rss_after_restart_mib} MiB; raw vectors ${out.raw_vector_mib} MiB -> (RSS - models) / raw = ${out.rss_ratio_after_restart}`);
   mkdirSync(join(REPO, 'bench/results'), { recursive: true });

@@ -200,7 +200,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       });
       // Eager collections load (snapshot file or SQLite) while the inference workers load and warm up
       // their models on other threads; both are done before the service reports ready.
+      const loadStarted = performance.now();
       const eager = indexes.loadEager(store.allCollections());
+      log.info({ collections: eager.built, ms: Math.round(performance.now() - loadStarted) }, 'search indexes loaded');
       engine = await starting;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
