@@ -70,6 +70,20 @@ export class CollectionIndex {
     return idx;
   }
 
+  /**
+   * Sizes an empty index for `rows` rows in exactly sized blocks (a load whose size is known: no growth
+   * copies left behind as garbage). Adds beyond it grow as usual.
+   */
+  presize(rows: number): void {
+    if (this.rows !== 0) throw new Error('presize needs an empty index');
+    const n = Math.min(rows, this.capacityRows);
+    if (n <= this.allocatedRows) return;
+    this.blocks = [];
+    for (let first = 0; first < n; first += this.blockRows) this.blocks.push(allocate(this.codec.storage, Math.min(this.blockRows, n - first) * this.dimension));
+    this.faceKeys = new Float64Array(n);
+    this.personKeys = new Float64Array(n);
+  }
+
   get size(): number { return this.rows; }
   get capacity(): number { return this.capacityRows; }
   get allocatedRows(): number { return this.blocks.reduce((s, b) => s + b.length / this.dimension, 0); }

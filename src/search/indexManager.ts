@@ -138,6 +138,7 @@ export class SearchIndexes {
       const fromFile = this.snapshotAfter > 0 ? this.loadSnapshot(c, e) : null;
       const index = fromFile ?? new CollectionIndex(profileCodec(c.search_profile as SearchProfile), c.embedding_dimension, Math.max(c.capacity_rows, c.face_count), this.opts.threads);
       if (!fromFile) {
+        index.presize(c.face_count);
         let batch: IndexRow[] = [];
         for (const row of this.source.vectors(c.id)) {
           batch.push(row);
