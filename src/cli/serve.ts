@@ -68,8 +68,14 @@ async function hostInfo(): Promise<HostInfo> {
 export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
-  const db = openDatabase(config.server.data_dir);
-  if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
+  // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
+  const checkStarted = performance.now();
+  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background' });
+  const integrityOk = db.integrityChecked.then((result) => {
+    if (result === 'ok') log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
+    else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
+    return result === 'ok';
+  });
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;
   let outputs: { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null = null;
@@ -101,7 +107,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const cc = config.collections;
     const indexes = new SearchIndexes(store, {
       threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
-      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000,
+      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, snapshotAfterChanges: cc.snapshot_after_changes,
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
@@ -175,10 +181,15 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const address = server.address();
     const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
     log.info({ url, config_file: loaded.file }, 'listening');
-    scrapes.start();
-    history.start();
-    outbox.start();
-    mqtt?.start();
+    // Background writers start once the database passed its check.
+    const startedScrapes = scrapes;
+    void integrityOk.then((ok) => {
+      if (!ok || closed) return;
+      startedScrapes.start();
+      history.start();
+      outbox.start();
+      mqtt?.start();
+    });
 
     let closed = false;
     const ready = (async () => {
@@ -186,18 +197,22 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
       const livenessModels = liveness ? await requireLiveness(catalog, config.server.models_dir) : undefined;
       const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads);
-      engine = await InferenceEngine.start({
+      const starting = InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
         decode: { timeoutMs: config.server.image_decode_timeout_seconds * 1000, maxSide: config.server.max_image_side, maxAspectRatio: config.server.max_image_aspect_ratio },
       });
+      // Eager collections load (snapshot file or SQLite) while the inference workers load and warm up
+      // their models on other threads; both are done before the service reports ready.
+      const loadStarted = performance.now();
+      const eager = indexes.loadEager(store.allCollections());
+      log.info({ collections: eager.built, ms: Math.round(performance.now() - loadStarted) }, 'search indexes loaded');
+      engine = await starting;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, defaultThreshold.value, liveness);
-      // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
-      const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
       active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
       runtime.inference = active;
@@ -211,7 +226,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         },
         preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,
       };
-      if (!closed) monitors.restore();
+      // Monitors write events: they start only on a database that passed its check.
+      if (!closed && (await integrityOk) && !closed) monitors.restore();
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
     })();
 

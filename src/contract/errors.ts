@@ -145,6 +145,8 @@ export const Errors = {
   clientClosedRequest: api('client_closed_request', 499, 'The client went away; the work was cancelled (never sent, only logged).', fixed('The client closed the request.')),
   internalError: api('internal_error', 500, 'An unexpected failure; the log has the stack under the request id.', fixed(Messages.internal)),
   serviceNotReady: api('service_not_ready', 503, 'The models are still loading (or failed to load); retry shortly.', fixed(Messages.serviceNotReady)),
+  databaseNotVerified: api('database_not_verified', 503, 'The database integrity check (quick_check) is still running after a start (writes wait; reads are served) or it failed (nothing but health and system is served); `details.quick_check` says which.',
+    (quickCheck: string) => ({ message: quickCheck === 'pending' ? 'The database integrity check is still running after start-up: writes are accepted once it passes. Retry shortly.' : 'The database failed its integrity check: the service does not serve until it is repaired or restored.', details: { quick_check: quickCheck } })),
   shuttingDown: api('shutting_down', 503, 'The service is stopping.', fixed('The service is stopping.')),
   serverStopping: api('server_stopping', 503, 'The service is stopping; the action did nothing.', (what: string) => ({ message: `The service is shutting down; ${what}` })),
 

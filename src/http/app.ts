@@ -5,6 +5,7 @@ import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
 import { errorEnvelope } from './errors.js';
+import { integrityGate } from './integrityGate.js';
 import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
@@ -50,6 +51,7 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(cors(config.server.cors_origins));
   app.use(errorEnvelope(rt.log, rt.recentErrors));
   app.use(deadline(config.server.request_timeout_seconds));
+  app.use(integrityGate(rt.db));
   app.use(bodySizeLimit(config.server.max_request_bytes, (path) => GALLERY_IMPORT_PATH.test(path)));
   // The browser UI answers only its own paths; API paths and their 404 envelopes pass through.
   if (!config.web.disabled) app.use(webUi());

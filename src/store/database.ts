@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Errors } from '../contract/errors.js';
 import { tryLockFile } from '../system/lockFile.js';
+import { startModuleWorker } from '../system/workerThread.js';
 
 export type Db = Database.Database;
 
@@ -14,9 +15,23 @@ export interface OpenedDatabase {
   db: Db;
   path: string;
   migrationCount: number;
-  /** PRAGMA quick_check at open ('ok' when healthy). Run once: it reads the whole file, too slow per request. */
+  /**
+   * PRAGMA quick_check ('ok' when healthy). Run once: it reads the whole file, too slow per request.
+   * With `integrity: 'background'` it is `'pending'` until the check, run in a worker thread on its own
+   * read-only connection, reports; then 'ok' or what the check found.
+   */
   integrity: string;
+  /** Resolves with the final integrity result (at once for a check run at open). */
+  integrityChecked: Promise<string>;
   close(): void;
+}
+
+export const INTEGRITY_PENDING = 'pending';
+
+export interface OpenOptions {
+  lock?: boolean;
+  /** 'open' (default): quick_check before returning; 'background': in a worker thread after returning. */
+  integrity?: 'open' | 'background';
 }
 
 /**
@@ -24,7 +39,7 @@ export interface OpenedDatabase {
  * every pending numbered migration, each in its own transaction and recorded. A lock file next to it
  * makes a second daemon on the same data directory refuse to start instead of corrupting state.
  */
-export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: { lock?: boolean } = {}): OpenedDatabase {
+export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: OpenOptions = {}): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, 'vigil.db');
   // Admin CLI commands (workspaces, keys) share the file with a running daemon: SQLite's own locking
@@ -49,13 +64,33 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   }
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
   const opened = db;
-  return {
-    db: opened, path, migrationCount, integrity: quickCheck(opened),
+  let stopCheck = () => undefined as unknown;
+  const result: OpenedDatabase = {
+    db: opened, path, migrationCount, integrity: INTEGRITY_PENDING, integrityChecked: Promise.resolve(INTEGRITY_PENDING),
     close() {
+      stopCheck();
       if (opened.open) opened.close();
       releaseLock();
     },
   };
+  if (opts.integrity === 'background') {
+    result.integrityChecked = new Promise<string>((resolve) => {
+      const worker = startModuleWorker(import.meta.url, 'integrityWorker', { path });
+      const settle = (value: string) => {
+        // The first answer wins; a worker stopped by close() leaves the result pending.
+        if (result.integrity === INTEGRITY_PENDING) result.integrity = value;
+        resolve(result.integrity);
+      };
+      worker.once('message', (m: string) => settle(m));
+      worker.once('error', (e) => settle(`quick_check could not run: ${e.message}`));
+      worker.once('exit', () => resolve(result.integrity));
+      stopCheck = () => void worker.terminate();
+    });
+  } else {
+    result.integrity = quickCheck(opened);
+    result.integrityChecked = Promise.resolve(result.integrity);
+  }
+  return result;
 }
 
 export function migrate(db: Db, dir: string): number {
