@@ -2,10 +2,11 @@
  * Gallery bench against a real daemon (a child process running the built dist/, like systemd does):
  * bulk import rate through POST /v1/collections/{id}/import (NDJSON, base64 float32 embeddings, and a
  * smaller JSON-numbers run), idle RSS with the gallery loaded next to the RSS of the same daemon with an
- * empty collection (the models), and restart timings: process start -> port open -> ready -> first
+ * empty collection (the models), and restart timings (from the vector snapshot, then from SQLite with the
+ * file removed): process start -> port open -> first
  * exact search (a real photo: detection + embedding + scan) completed.
  *
- * Usage: npx tsx bench/gallery.ts [--faces 100000] [--profile fp32_v1] [--batch 2000] [--json-faces 20000]
+ * Usage: npx tsx bench/gallery.ts [--faces 100000] [--profile fp32_v1] [--batch 2000] [--json-faces 20000] [--fresh-vectors]
  * Needs `npm run build` and the models in ../shared/models. Writes bench/results/gallery-<faces>.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -20,7 +21,7 @@ import { prng } from '../test/helpers/vectors.js';
 
 const { values } = parseArgs({ options: {
   faces: { type: 'string', default: '100000' }, profile: { type: 'string', default: 'fp32_v1' }, batch: { type: 'string', default: '2000' },
-  'json-faces': { type: 'string', default: '20000' },
+  'json-faces': { type: 'string', default: '20000' }, 'fresh-vectors': { type: 'boolean', default: false },
 } });
 const N = Number(values.faces), BATCH = Number(values.batch), JSON_FACES = Number(values['json-faces']);
 const DIM = 512;
@@ -36,7 +37,8 @@ function rssMiB(pid: number): number {
   return Number(m![1]) / 1024;
 }
 
-function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number } {
+function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number; marks: Record<string, number> } {
+  const marks: Record<string, number> = {};
   const t0 = performance.now();
   const child = spawn(process.execPath, [join(REPO, 'dist/cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const listening = new Promise<{ url: string; ms: number }>((res, rej) => {
@@ -48,13 +50,14 @@ function start(config: string): { child: ChildProcess; listening: Promise<{ url:
       for (const l of lines) {
         try {
           const rec = JSON.parse(l) as { msg?: string; url?: string };
+          if (rec.msg) marks[rec.msg] ??= performance.now() - t0;
           if (rec.msg === 'listening' && rec.url) res({ url: rec.url, ms: performance.now() - t0 });
         } catch { /* not JSON */ }
       }
     });
     child.once('exit', (code) => rej(new Error(`daemon exited ${code}`)));
   });
-  return { child, listening, t0 };
+  return { child, listening, t0, marks };
 }
 
 async function ready(url: string): Promise<void> {
@@ -82,7 +85,21 @@ function* persons(n: number, seed: number, asJson: boolean): Generator<string> {
     for (let j = 0; j < DIM; j++) v[j]! /= Math.sqrt(s);
     return v;
   };
+  // By default the client cycles through 4096 persons' vectors made before the clock starts (ids stay
+  // unique): this 2-core box runs client and daemon, and a client making 512 random values per face
+  // would take CPU from the daemon being measured. --fresh-vectors makes every vector anew.
+  const pool: string[] = [];
+  if (!asJson && !values['fresh-vectors']) {
+    for (let p = 0; p < 4096; p++) {
+      const id = unit(null, 1);
+      pool.push(JSON.stringify(Array.from({ length: 5 }, () => Buffer.from(unit(id, 0.15).buffer).toString('base64'))));
+    }
+  }
   for (let p = 0; p * 5 < n; p++) {
+    if (pool.length && (p + 1) * 5 <= n) {
+      yield `{"id":"p${p}","embeddings":${pool[p % pool.length]}}\n`;
+      continue;
+    }
     const id = unit(null, 1);
     const embeddings = [];
     for (let f = 0; f < 5 && p * 5 + f < n; f++) {
@@ -93,32 +110,59 @@ function* persons(n: number, seed: number, asJson: boolean): Generator<string> {
   }
 }
 
+/** Persons per request, as `vigil gallery import` sends them (a body must arrive within request_timeout_seconds + 5 s). */
+const REQUEST_PERSONS = 20_000;
+
 async function importInto(url: string, collection: string, contract: string, n: number, asJson: boolean) {
   const gen = persons(n, asJson ? 2 : 1, asJson);
-  const body = new ReadableStream<Uint8Array>({
-    pull(controller) {
-      let chunk = '';
-      for (let i = 0; i < 200; i++) {
-        const next = gen.next();
-        if (next.done) {
-          if (chunk) controller.enqueue(new TextEncoder().encode(chunk));
-          controller.close();
-          return;
-        }
-        chunk += next.value;
-      }
-      controller.enqueue(new TextEncoder().encode(chunk));
-    },
-  });
+  const first = gen.next(); // makes the pool before the clock starts
+  let pending: string | null = first.done ? null : first.value;
+  let ended = !!first.done;
   const t = performance.now();
-  const res = await fetch(`${url}/v1/collections/${collection}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${BATCH}`, {
-    method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body, duplex: 'half',
-  } as RequestInit);
-  const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; faces: number });
+  let faces = 0;
+  while (!ended) {
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        let chunk = pending ?? '';
+        if (pending) sent++;
+        pending = null;
+        for (let i = 0; i < 200 && sent < REQUEST_PERSONS; i++) {
+          const next = gen.next();
+          if (next.done) {
+            ended = true;
+            break;
+          }
+          chunk += next.value;
+          sent++;
+        }
+        if (chunk) controller.enqueue(new TextEncoder().encode(chunk));
+        if (ended || sent >= REQUEST_PERSONS) controller.close();
+      },
+    });
+    const res = await fetch(`${url}/v1/collections/${collection}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${BATCH}`, {
+      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body, duplex: 'half',
+    } as RequestInit);
+    const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; faces: number });
+    const last = lines.at(-1)!;
+    if (last.type !== 'done') throw new Error(`import failed: ${JSON.stringify(last)}`);
+    faces += last.faces;
+  }
   const s = (performance.now() - t) / 1000;
-  const last = lines.at(-1)!;
-  if (last.type !== 'done') throw new Error(`import failed: ${JSON.stringify(last)}`);
-  return { faces: last.faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(last.faces / s) };
+  return { faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(faces / s), persons_per_request: REQUEST_PERSONS };
+}
+
+/** Searches as soon as the port is open, retrying while the models load (503): the first search served. */
+async function firstSearch(url: string, collection: string): Promise<void> {
+  for (;;) {
+    try {
+      await search(url, collection);
+      return;
+    } catch (e) {
+      if (!/search 503/.test((e as Error).message)) throw e;
+      await sleep(20);
+    }
+  }
 }
 
 async function search(url: string, collection: string) {
@@ -156,18 +200,31 @@ try {
   const rssLoaded = rssMiB(d.child.pid!);
   await stop(d.child);
 
-  d = start(config);
-  const listen = await d.listening;
-  url = listen.url;
-  await ready(url);
-  const readyMs = performance.now() - d.t0;
-  const searchMs = await search(url, 'g');
-  const firstSearchMs = performance.now() - d.t0;
-  const warm: number[] = [];
-  for (let i = 0; i < 5; i++) warm.push(await search(url, 'g'));
-  await sleep(3000);
-  const rssRestart = rssMiB(d.child.pid!);
-  await stop(d.child);
+  /** Restart timings: port open, first search served (polled from port open), health ready, integrity check, RSS. */
+  const restart = async () => {
+    d = start(config);
+    const listen = await d.listening;
+    url = listen.url;
+    await firstSearch(url, 'g');
+    const firstSearchMs = performance.now() - d.t0;
+    await ready(url);
+    const readyMs = performance.now() - d.t0;
+    const warm: number[] = [];
+    for (let i = 0; i < 5; i++) warm.push(await search(url, 'g'));
+    await sleep(3000);
+    const rss = rssMiB(d.child.pid!);
+    const marks = d.marks;
+    await stop(d.child);
+    return {
+      port_open_ms: Math.round(listen.ms), first_search_done_ms: Math.round(firstSearchMs), health_ready_ms: Math.round(readyMs),
+      integrity_check_done_ms: Math.round(marks['database integrity check passed'] ?? -1), indexes_loaded_ms: Math.round(marks['search indexes loaded'] ?? -1), models_ready_log_ms: Math.round(marks.ready ?? -1), warm_search_ms: warm.map(Math.round), rss_mib: r1(rss),
+    };
+  };
+  const fromSnapshot = await restart();
+  // The same restart without the snapshot file: the index is built from SQLite (and the file written again).
+  rmSync(join(dir, 'data', 'search-indexes', 'g.vectors'), { force: true });
+  const fromSqlite = await restart();
+  const rssRestart = fromSnapshot.rss_mib;
   const bytesPer = { fp32_v1: 4, fp16_v1: 2, bf16_v1: 2, int8_x736_v1: 1, int8_x1000_v1: 1 }[values.profile as 'fp32_v1'] ?? 4;
   const rawMiB = (total * DIM * bytesPer) / 2 ** 20;
   const out = {
@@ -175,9 +232,12 @@ try {
     import_base64: b64, import_json_numbers: json,
     rss_models_empty_mib: r1(rssModels), rss_after_import_mib: r1(rssLoaded), rss_after_restart_mib: r1(rssRestart), raw_vector_mib: r1(rawMiB),
     rss_ratio_after_restart: r1(((rssRestart - rssModels) / rawMiB) * 100) / 100,
-    restart: { port_open_ms: Math.round(listen.ms), ready_ms: Math.round(readyMs), first_search_done_ms: Math.round(firstSearchMs), first_search_request_ms: Math.round(searchMs), warm_search_ms: warm.map(Math.round) },
+    rss_ratio_after_sqlite_restart: r1(((fromSqlite.rss_mib - rssModels) / rawMiB) * 100) / 100,
+    restart_from_snapshot: fromSnapshot, restart_from_sqlite: fromSqlite,
   };
-  log(`restart: port open ${out.restart.port_open_ms} ms, ready ${out.restart.ready_ms} ms, first search done ${out.restart.first_search_done_ms} ms (the request ${out.restart.first_search_request_ms} ms; warm ${out.restart.warm_search_ms.join('/')} ms)`);
+  for (const [name, r] of [['snapshot', fromSnapshot], ['SQLite', fromSqlite]] as const) {
+    log(`restart (${name}): port open ${r.port_open_ms} ms, first search done ${r.first_search_done_ms} ms, health ready ${r.health_ready_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, quick_check done ${r.integrity_check_done_ms} ms (warm ${r.warm_search_ms.join('/')} ms), RSS ${r.rss_mib} MiB`);
+  }
   log(`RSS: models ${out.rss_models_empty_mib} MiB, after import ${out.rss_after_import_mib} MiB, after restart ${out.rss_after_restart_mib} MiB; raw vectors ${out.raw_vector_mib} MiB -> (RSS - models) / raw = ${out.rss_ratio_after_restart}`);
   mkdirSync(join(REPO, 'bench/results'), { recursive: true });
   writeFileSync(join(REPO, `bench/results/gallery-${N}.json`), JSON.stringify(out, null, 2));

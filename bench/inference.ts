@@ -1,9 +1,14 @@
 /**
  * Inference benchmark: HTTP end-to-end latency of /v1/detect and /v1/embeddings for a 1280x886 JPEG
  * against the in-process floor (one sharp decode + the raw ONNX session.run calls of the same models
- * with the same thread settings), and requests/s at concurrency 4, for each worker layout.
- * Usage: npx tsx bench/inference.ts [--requests 60]   -> prints JSON, writes bench/results/inference.json
+ * with the same thread settings), and requests/s at concurrency 4, for each worker layout; beside them
+ * the raw pipeline's best throughput: the in-process pipeline (decode + models, no HTTP, no worker hop)
+ * in one and in two processes at once, 1 and 2 ONNX Runtime threads each (issue 23: 4-client throughput
+ * must reach 0.9x the raw best).
+ * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,1x2,2x1,2x2]
+ *   -> prints JSON, writes bench/results/inference.json
  */
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,7 +23,12 @@ import { ort, tunedSession } from '../src/inference/sessions.js';
 import { installPack } from '../src/models/installer.js';
 import { loadInstalledPack } from '../src/models/installed.js';
 
-const { values } = parseArgs({ options: { requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' } } });
+const { values } = parseArgs({
+  options: {
+    requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,1x2,2x1,2x2' },
+    'raw-child': { type: 'string' }, rounds: { type: 'string', default: '5' }, 'models-dir': { type: 'string' },
+  },
+});
 const N = Number(values.requests);
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
@@ -81,10 +91,10 @@ async function rawFloor(modelsDir: string, intraOpThreads: number) {
   };
 }
 
-async function httpRun(modelsDir: string, maxConcurrency: number | 'auto') {
+async function httpRun(modelsDir: string, maxConcurrency: number | 'auto', intraOp: number | 'auto' = 'auto') {
   const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const file = join(dir, 'server.toml');
-  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(maxConcurrency)}\n`);
+  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(maxConcurrency)}\nintra_op_threads = ${JSON.stringify(intraOp)}\n`);
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
   await d.ready;
   const call = async (path: string) => {
@@ -117,12 +127,151 @@ async function httpRun(modelsDir: string, maxConcurrency: number | 'auto') {
   return result;
 }
 
+/** Child mode: the in-process pipeline with `threads` ORT threads; READY, then N embeddings after GO. */
+async function rawChild(modelsDir: string, threads: number): Promise<void> {
+  const pack = await loadInstalledPack(modelsDir, values.pack!);
+  const settings = { providers: ['cpu' as const], deviceId: 0, intraOpThreads: threads, graphOptimization: 'auto' as const };
+  const det = (await tunedSession(pack.detector.path, settings, [1, 3, 512, 512])).session;
+  const rec = (await tunedSession(pack.recognizer.path, settings, [1, 3, 112, 112])).session;
+  const pipeline = new FacePipeline({ detector: { spec: pack.detector, session: det }, recognizer: { spec: pack.recognizer, session: rec } });
+  const profile = { input_sizes: SIZES, threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
+  const one = () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'selected' });
+  for (let i = 0; i < 3; i++) await one();
+  process.stdout.write('READY\n');
+  // One round of N embeddings per "GO" line, until stdin closes.
+  let pending = '';
+  for await (const chunk of process.stdin) {
+    pending += String(chunk);
+    while (pending.includes('\n')) {
+      pending = pending.slice(pending.indexOf('\n') + 1);
+      const t = performance.now();
+      for (let i = 0; i < N; i++) await one();
+      process.stdout.write(`DONE ${performance.now() - t}\n`);
+    }
+  }
+}
+
+/** `processes` raw pipelines (children, models loaded once); `round()` runs N embeddings in each at once and returns photos/s. */
+async function rawPipelines(modelsDir: string, processes: number, threads: number): Promise<{ round: () => Promise<number>; cpuPerPhotoMs: () => number; close: () => void }> {
+  const kids = Array.from({ length: processes }, () => spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--raw-child', String(threads), '--models-dir', modelsDir, '--requests', String(N), '--pack', values.pack!], { stdio: ['pipe', 'pipe', 'inherit'] }));
+  const lines = kids.map((k) => {
+    let buf = '';
+    const waiters: ((l: string) => void)[] = [];
+    k.stdout!.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const l = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        waiters.shift()?.(l);
+      }
+    });
+    return () => new Promise<string>((r) => waiters.push(r));
+  });
+  await Promise.all(lines.map((next) => next()));
+  const cpu = () => kids.reduce((a, k) => {
+    const f = readFileSync(`/proc/${k.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return a + (Number(f[11]) + Number(f[12])) / 100;
+  }, 0);
+  let lastCpuPerPhotoMs = 0;
+  return {
+    round: async () => {
+      const done = lines.map((next) => next());
+      const c0 = cpu();
+      const t = performance.now();
+      for (const k of kids) k.stdin!.write('GO\n');
+      await Promise.all(done);
+      lastCpuPerPhotoMs = r3(((cpu() - c0) * 1000) / (processes * N));
+      return r3((processes * N) / ((performance.now() - t) / 1000));
+    },
+    cpuPerPhotoMs: () => lastCpuPerPhotoMs,
+    close: () => { for (const k of kids) k.kill(); },
+  };
+}
+
+async function rawThroughput(modelsDir: string, processes: number, threads: number): Promise<number> {
+  const raw = await rawPipelines(modelsDir, processes, threads);
+  try {
+    return await raw.round();
+  } finally {
+    raw.close();
+  }
+}
+
+/**
+ * The paired comparison on a shared, noisy machine: the daemon (layout `auto`, 4 clients on
+ * /v1/embeddings) and the raw pipeline in two processes take turns, `rounds` times, so both see the same
+ * background load; the ratio is the median of the per-round ratios.
+ */
+async function paired(modelsDir: string, rounds: number, threads: number) {
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
+  const file = join(dir, 'server.toml');
+  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n`);
+  const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
+  await d.ready;
+  const raw = await rawPipelines(modelsDir, 2, threads);
+  const call = async () => {
+    const fd = new FormData();
+    fd.append('image', new Blob([IMAGE]), 'image.jpg');
+    const res = await fetch(d.url + '/v1/embeddings', { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
+    if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
+    await res.arrayBuffer();
+  };
+  let daemonCpuPerPhotoMs = 0;
+  const daemonRound = async () => {
+    let next = 0;
+    const c0 = process.cpuUsage();
+    const t = performance.now();
+    await Promise.all(Array.from({ length: 4 }, async () => { while (next++ < 2 * N) await call(); }));
+    const c = process.cpuUsage(c0);
+    // This process: the daemon (main thread, workers, libuv pool) and the 4 HTTP clients.
+    daemonCpuPerPhotoMs = r3((c.user + c.system) / 1000 / (2 * N));
+    return r3((2 * N) / ((performance.now() - t) / 1000));
+  };
+  for (let i = 0; i < 4; i++) await call();
+  const pairs: { daemon: number; raw: number; ratio: number; daemon_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number }[] = [];
+  try {
+    for (let r = 0; r < rounds; r++) {
+      const daemon = await daemonRound();
+      const rawRps = await raw.round();
+      pairs.push({
+        daemon, raw: rawRps, ratio: r3(daemon / rawRps),
+        daemon_cpu_ms_per_photo: daemonCpuPerPhotoMs, raw_cpu_ms_per_photo: raw.cpuPerPhotoMs(), cpu_efficiency_ratio: r3(raw.cpuPerPhotoMs() / daemonCpuPerPhotoMs),
+      });
+    }
+  } finally {
+    raw.close();
+    await d.close();
+  }
+  const ratios = pairs.map((p) => p.ratio);
+  const eff = pairs.map((p) => p.cpu_efficiency_ratio);
+  return {
+    raw_threads_per_process: threads, rounds: pairs, median_ratio: pct(ratios, 50), min_ratio: Math.min(...ratios), max_ratio: Math.max(...ratios),
+    // Raw CPU per photo / daemon CPU per photo: the throughput ratio the daemon would reach on an idle box
+    // where both keep every core busy; robust against other load, which wall-clock throughput is not.
+    median_cpu_efficiency_ratio: pct(eff, 50),
+  };
+}
+
+if (values['raw-child']) {
+  await rawChild(values['models-dir']!, Number(values['raw-child']));
+  process.exit(0);
+}
+
 const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-models-'));
 await installPack({ packId: values.pack!, modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
 const cores = cpus().length;
 const floor = await rawFloor(modelsDir, cores);
-const layouts = [await httpRun(modelsDir, 'auto'), ...(cores >= 2 ? [await httpRun(modelsDir, 2)] : [])];
+const layouts = [];
+for (const l of values.layouts!.split(',')) {
+  const m = /^(\d+)x(\d+)$/.exec(l);
+  layouts.push({ layout: l, ...(await httpRun(modelsDir, m ? Number(m[1]) : 'auto', m ? Number(m[2]) : 'auto')) });
+}
 const primary = layouts[0]!;
+const raw: Record<string, number> = {};
+for (const [p, t] of [[1, cores], [2, 1], [2, Math.min(2, cores)]] as const) raw[`${p}proc_x${t}threads`] = await rawThroughput(modelsDir, p, t);
+const rawBest = Math.max(...Object.values(raw));
+const pairedRuns = [await paired(modelsDir, Number(values.rounds), 1), await paired(modelsDir, Number(values.rounds), Math.min(2, cores))];
 const out = {
   bench: 'inference',
   at: new Date().toISOString(),
@@ -132,6 +281,11 @@ const out = {
   detector_input_sizes: SIZES,
   floor,
   http: layouts,
+  raw_pipeline_embeddings_per_s: raw,
+  raw_best_embeddings_per_s: rawBest,
+  paired_auto_4_clients_vs_raw_2_processes: pairedRuns,
+  ratio_4_clients_to_raw_best: Object.fromEntries(layouts.map((l) => [l.layout, r3(l.embeddings_rps_concurrency4 / rawBest)])),
+  ratio_single_request_to_in_process: Object.fromEntries(layouts.map((l) => [l.layout, r3(l.embeddings.p50_ms / floor.in_process_pipeline_embeddings.p50_ms)])),
   ratio_http_p50_to_floor: {
     detect: r3(primary.detect.p50_ms / floor.floor_detect_p50_ms),
     embeddings: r3(primary.embeddings.p50_ms / floor.floor_embeddings_p50_ms),

@@ -2,16 +2,21 @@
  * RTSP monitor benchmark: N monitors (1 and 4) on a 1280x720 H.264 stream at 25 fps (GStreamer's RTSP
  * server, test/rtsp/server.py; the N monitors are N independent RTSP clients and decoders of one
  * shared mount) with inference at 5 fps, on this machine. Per N:
- *   - decode-only CPU: the same streams with inference at 0.1 fps (process CPU time / wall, 100% = one core)
+ *   - decode-only CPU: the same streams with inference at 0.1 fps (process CPU time / wall, 100% = one core),
+ *     beside N gst-launch-1.0 processes running the same pipeline (appsink -> fakesink) in the same run
+ *   - capacity (--capacity 4,6,8): for each N, whether N streams sustain 5 inference fps (no
+ *     capacity_limited, inference fps >= 95 % of the target on every stream), over --capacity-seconds
  *   - CPU, actual inference fps and decoded fps at 5 fps inference
  *   - end-to-end delay from frame to event: the server prints when the first frame with the face enters
  *     its payloader; the delay is the person_enter event's occurred_at minus that (confirm_frames = 1,
  *     so it is transport + jitter buffer + decode + waiting for the next inference slot + inference)
  *   - RSS sampled every 5 s over the run (it must stay flat)
  * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
+ *          [--capacity 4,6,8] [--capacity-seconds 60]
  *   -> prints JSON, writes bench/results/monitor.json
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -26,7 +31,14 @@ if (!process.env.UV_THREADPOOL_SIZE) {
   process.exit(r.status ?? 1);
 }
 
-const { values } = parseArgs({ options: { duration: { type: 'string', default: '600' }, streams: { type: 'string', default: '1,4' }, 'decode-seconds': { type: 'string', default: '30' } } });
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '600' }, streams: { type: 'string', default: '1,4' }, 'decode-seconds': { type: 'string', default: '30' },
+    capacity: { type: 'string', default: '' }, 'capacity-seconds': { type: 'string', default: '60' },
+  },
+});
+const CAPACITY = values.capacity ? values.capacity.split(',').map(Number) : [];
+const CAPACITY_S = Number(values['capacity-seconds']);
 const DURATION_S = Number(values.duration);
 const DECODE_S = Number(values['decode-seconds']);
 const STREAMS = values.streams.split(',').map(Number);
@@ -75,12 +87,56 @@ async function states(d: TestDaemon, ids: string[]) {
   return Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
 }
 
+/** The daemon's pipeline for a 0.1 fps monitor, run by gst-launch-1.0 with a fakesink instead of the appsink. */
+function gstLaunchArgs(url: string): string[] {
+  const launch = DEFAULT_MONITOR_PIPELINE.replaceAll('{latency_ms}', '0').replaceAll('{max_fps}', '2').replaceAll('{max_side}', '1280')
+    .replace('rtspsrc name=src', `rtspsrc name=src location=${url}`).replace(/appsink name=sink.*$/, 'fakesink sync=false');
+  return ['-q', ...launch.split(' ')];
+}
+
+/** CPU % (100 = one core) of N gst-launch-1.0 processes decoding the same stream with the same pipeline. */
+async function gstLaunchCpu(n: number, url: string): Promise<number> {
+  const kids: ChildProcess[] = Array.from({ length: n }, () => spawn('gst-launch-1.0', gstLaunchArgs(url), { stdio: 'ignore' }));
+  try {
+    await sleep(3000);
+    const c0 = kids.map((k) => childCpuSeconds(k.pid!)), t0 = performance.now();
+    await sleep(DECODE_S * 1000);
+    const used = kids.reduce((a, k, i) => a + childCpuSeconds(k.pid!) - c0[i]!, 0);
+    return r1((used / ((performance.now() - t0) / 1000)) * 100);
+  } finally {
+    for (const k of kids) k.kill('SIGKILL');
+  }
+}
+
+/** N streams at 5 inference fps for `seconds`: sustained when no stream is capacity_limited and each reaches 95 % of the target. */
+async function capacityRun(n: number, d: TestDaemon, url: string, seconds: number) {
+  const ids = await createMonitors(d, n, url, INFER_FPS);
+  await sleep(5000);
+  const s0 = await states(d, ids);
+  const c0 = process.cpuUsage(), t0 = performance.now();
+  let limited = false;
+  const watch = setInterval(() => {
+    void states(d, ids).then((ss) => { if (ss.some((s) => s.inference.capacity_limited)) limited = true; }, () => undefined);
+  }, 2000);
+  await sleep(seconds * 1000);
+  clearInterval(watch);
+  const secs = (performance.now() - t0) / 1000, c = process.cpuUsage(c0);
+  const s1 = await states(d, ids);
+  for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
+  const fps = s1.map((s, i) => r1((s.inference.processed_frames - s0[i].inference.processed_frames) / secs));
+  const sustained = !limited && fps.every((f) => f >= 0.95 * INFER_FPS);
+  return { streams: n, sustained, capacity_limited_seen: limited, inference_fps_per_stream: fps, cpu_percent: r1(((c.user + c.system) / 1000 / (secs * 1000)) * 100), seconds: r1(secs) };
+}
+
 async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
-  // Phase 1: decode-dominated (inference at 0.1 fps).
+  // Phase 0: the daemon with no monitor (HTTP server, event history timers): its floor.
+  const idleCpu = await cpuOver(Math.min(DECODE_S, 10) * 1000);
+  // Phase 1: decode-dominated (inference at 0.1 fps), then gst-launch-1.0 with the same pipeline.
   let ids = await createMonitors(d, n, url, 0.1);
   await sleep(3000);
   const decodeCpu = await cpuOver(DECODE_S * 1000);
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
+  const gstCpu = await gstLaunchCpu(n, url);
   // Phase 2: inference at 5 fps for the run duration.
   ids = await createMonitors(d, n, url, INFER_FPS);
   await sleep(5000);
@@ -113,7 +169,10 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
     streams: n,
+    daemon_idle_cpu_percent: idleCpu,
     decode_only_cpu_percent: decodeCpu,
+    gst_launch_same_pipeline_cpu_percent: gstCpu,
+    decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
     cpu_percent: r1(((c.user + c.system) / 1000 / wallMs) * 100),
     rtsp_server_cpu_percent: srvCpu,
     decoded_fps_per_stream: s1.map((s, i) => r1((s.inference.decoded_frames - s0[i].inference.decoded_frames) / secs)),
@@ -137,14 +196,20 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
 const frames = await renderScenario([{ image: null, seconds: EMPTY_S }, { image: face('identities/obama/1.jpg'), seconds: FACE_S }], { width: W, height: H, fps: FPS });
 const marks: number[] = [];
 const server = await startRtspServer({ frames, fps: FPS, bitrate: 4000, markFrame: EMPTY_S * FPS, onMark: (ms) => marks.push(ms) });
-const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 4` });
+const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 16` });
 await enrollObamaBiden(d, 'bench');
 const results = [];
+const capacity: Awaited<ReturnType<typeof capacityRun>>[] = [];
 try {
   for (const n of STREAMS) {
     const r = await runFor(n, d, server.url(), marks, server.child.pid!);
     console.error(JSON.stringify(r));
     results.push(r);
+  }
+  for (const n of CAPACITY) {
+    const r = await capacityRun(n, d, server.url(), CAPACITY_S);
+    console.error(JSON.stringify(r));
+    capacity.push(r);
   }
 } finally {
   await d.close();
@@ -153,7 +218,9 @@ try {
 const out = {
   machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
-  inference_fps: INFER_FPS, duration_s: DURATION_S, decode_seconds: DECODE_S, results,
+  inference_fps: INFER_FPS, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
+  streams_sustained: capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0),
+  streams_per_core: r1(capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
 };
 console.log(JSON.stringify(out, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });

@@ -9,6 +9,10 @@
  *          [--threads 0,1] [--slow-queries 20] [--no-faiss]
  *   --threads       thread settings to run, 0 = all cores (usearch threads=0, OpenMP default); default 0
  *   --slow-queries  fp16/bf16 are decoded in JS on every query: above 200k rows they run only this many queries
+ *   --hnsw-sizes    sizes that also get the HNSW run (default: every size unless --skip-hnsw)
+ *   --gallery-sizes sizes that also run bench/gallery.ts against a real daemon in the same run (bulk import
+ *                   rate, restart from the vector snapshot and from SQLite to first search, idle RSS); its
+ *                   JSON goes into this one under `gallery`
  * Prints a table, writes bench/results/search.json. global.gc is used when present (node --expose-gc),
  * otherwise it is enabled at runtime through v8.setFlagsFromString.
  */
@@ -42,6 +46,8 @@ const { values } = parseArgs({
     'hnsw-m': { type: 'string', default: '16' },
     'hnsw-ef-add': { type: 'string', default: '128' },
     'hnsw-ef-search': { type: 'string', default: '64,128' },
+    'hnsw-sizes': { type: 'string', default: '' },
+    'gallery-sizes': { type: 'string', default: '' },
   },
 });
 
@@ -471,7 +477,21 @@ for (const n of SIZES) {
 
   const raw = runUsearchRaw(data, n, qs, truth!);
   log(`usearch raw exactSearch fp32 (one call over the whole matrix): p50 ${raw.p50_ms.toFixed(2)} ms p99 ${raw.p99_ms.toFixed(2)} ms`);
-  const hnsw = !values['skip-hnsw'] ? await runHnsw(data, n, qs, truth!) : null;
+  const hnswSizes = values['hnsw-sizes'] ? values['hnsw-sizes'].split(',').map(Number) : SIZES;
+  const hnsw = !values['skip-hnsw'] && hnswSizes.includes(n) ? await runHnsw(data, n, qs, truth!) : null;
+  if (hnsw) {
+    const best = hnsw.runs.find((r) => r.top_rows.p99_ms <= 2 && r.recall_at_10 >= 0.99);
+    for (const r of hnsw.runs) log(`hnsw goal at ${n} (p99 <= 2 ms with recall@10 >= 0.99), ef_search ${r.expansion_search}: p99 ${r.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.recall_at_10.toFixed(3)} (known persons ${r.recall_at_10_perturbed.toFixed(3)}) -> ${best === r ? 'PASS' : 'FAIL'}`);
+  }
+  // The daemon-level numbers of the same size, in the same run (a child process: a real daemon on the built dist/).
+  let gallery: unknown = null;
+  if (values['gallery-sizes'] && values['gallery-sizes'].split(',').map(Number).includes(n)) {
+    // The vectors and indexes of this process are released first: the daemon's RSS and timings should not pay for them.
+    gc();
+    const res = spawnSync(process.execPath, ['--import', 'tsx', join(REPO, 'bench/gallery.ts'), '--faces', String(n), ...(n > 200_000 ? ['--json-faces', '0'] : [])], { stdio: ['ignore', 'inherit', 'inherit'], cwd: REPO });
+    if (res.status === 0) gallery = JSON.parse(readFileSync(join(REPO, `bench/results/gallery-${n}.json`), 'utf8'));
+    else log(`gallery bench at ${n} failed (status ${res.status})`);
+  }
 
   const faissRecall = faiss && truth ? r3(mean(faiss.ids.map((ids, i) => overlap(ids, truth!.rows[i]!)))) : null;
   const comparisons = THREADS.map((threads) => {
@@ -510,6 +530,7 @@ for (const n of SIZES) {
     profiles: runs,
     usearch_raw_exact_fp32: raw,
     hnsw,
+    gallery,
     comparisons,
   });
 }

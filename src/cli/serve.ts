@@ -29,6 +29,7 @@ import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { RunStore } from '../scrapers/runStore.js';
+import { RunWebhooks } from '../scrapers/runWebhooks.js';
 import { ScrapeRunService } from '../scrapers/runService.js';
 import { ScrapeWorker } from '../scrapers/scrapeWorker.js';
 import { UsageMeter } from '../workspaces/usageMeter.js';
@@ -68,8 +69,14 @@ async function hostInfo(): Promise<HostInfo> {
 export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
-  const db = openDatabase(config.server.data_dir, undefined, { reserveBytes: config.server.storage_reserve_bytes });
-  if (db.integrity !== 'ok') log.error({ quick_check: db.integrity, path: db.path }, 'database integrity check failed: the service stays not_ready');
+  // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
+  const checkStarted = performance.now();
+  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background', reserveBytes: config.server.storage_reserve_bytes });
+  const integrityOk = db.integrityChecked.then((result) => {
+    if (result === 'ok') log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
+    else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
+    return result === 'ok';
+  });
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;
   let outputs: { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null = null;
@@ -101,7 +108,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const cc = config.collections;
     const indexes = new SearchIndexes(store, {
       threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
-      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000,
+      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, snapshotAfterChanges: cc.snapshot_after_changes,
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
@@ -157,6 +164,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
+    // Run webhooks: each finished run is queued in the shared outbox for its own workspace's endpoints.
+    const runWebhooks = new RunWebhooks(outbox);
+    scrapes.onRecorded((row) => runWebhooks.recorded(row));
     const runtime: Runtime = {
       loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
@@ -173,10 +183,15 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const address = server.address();
     const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
     log.info({ url, config_file: loaded.file }, 'listening');
-    scrapes.start();
-    history.start();
-    outbox.start();
-    mqtt?.start();
+    // Background writers start once the database passed its check.
+    const startedScrapes = scrapes;
+    void integrityOk.then((ok) => {
+      if (!ok || closed) return;
+      startedScrapes.start();
+      history.start();
+      outbox.start();
+      mqtt?.start();
+    });
 
     let closed = false;
     const ready = (async () => {
@@ -184,17 +199,22 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
       const livenessModels = liveness ? await requireLiveness(catalog, config.server.models_dir) : undefined;
       const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads);
-      engine = await InferenceEngine.start({
+      const starting = InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
+        decode: { timeoutMs: config.server.image_decode_timeout_seconds * 1000, maxSide: config.server.max_image_side, maxAspectRatio: config.server.max_image_aspect_ratio },
       });
+      // Eager collections load (snapshot file or SQLite) while the inference workers load and warm up
+      // their models on other threads; both are done before the service reports ready.
+      const loadStarted = performance.now();
+      const eager = indexes.loadEager(store.allCollections());
+      log.info({ collections: eager.built, ms: Math.round(performance.now() - loadStarted) }, 'search indexes loaded');
+      engine = await starting;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, defaultThreshold.value, liveness);
-      // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
-      const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
       active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
       runtime.inference = active;
@@ -203,12 +223,13 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
         source: {
-          pipeline: mc.pipeline, latencyMs: mc.latency_ms, openTimeoutMs: mc.open_timeout_seconds * 1000,
+          pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, openTimeoutMs: mc.open_timeout_seconds * 1000,
           readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
         },
         preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,
       };
-      if (!closed) monitors.restore();
+      // Monitors write events: they start only on a database that passed its check.
+      if (!closed && (await integrityOk) && !closed) monitors.restore();
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
     })();
 

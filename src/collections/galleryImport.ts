@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { isValidPersonId, type CollectionT } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
 import { l2Normalize } from '../inference/pipeline.js';
@@ -20,6 +20,36 @@ export interface ImportPerson { id: string; name: string | null; external_id: st
 export interface ImportTotals { batches: number; persons: number; faces: number }
 
 const MAX_NAME = 200;
+
+/**
+ * Time-ordered UUIDs (RFC 9562 version 7: 48-bit Unix milliseconds, then a 12-bit counter in rand_a, then
+ * random bits) for imported faces. Face ids are unique-indexed: random v4 ids land all over that B-tree
+ * and made each insert a cache miss (measured 2.5-3.7k faces/s with v4 vs 11-20k with ordered ids on the
+ * same shared box); ordered ids append. Still unguessable enough for ids (62 random bits), never reused.
+ */
+export function uuidV7Generator(): () => string {
+  let lastMs = -1, counter = 0;
+  return () => {
+    let ms = Date.now();
+    if (ms <= lastMs) {
+      ms = lastMs;
+      if (++counter > 0xfff) {
+        counter = 0;
+        ms = ++lastMs;
+      }
+    } else {
+      lastMs = ms;
+      counter = 0;
+    }
+    const b = randomBytes(16);
+    b.writeUIntBE(ms, 0, 6);
+    b[6] = 0x70 | (counter >> 8);
+    b[7] = counter & 0xff;
+    b[8] = 0x80 | (b[8]! & 0x3f);
+    const h = b.toString('hex');
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+  };
+}
 
 /** Parses one NDJSON person line: {id, name?, external_id?, metadata?, embeddings: [number[] | base64 float32-LE string]}. */
 export function parseImportPerson(line: string, lineNo: number, dim: number): ImportPerson {
@@ -66,6 +96,8 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
 }
 
 export class GalleryImportService {
+  private readonly newFaceId = uuidV7Generator();
+
   constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes) {}
 
   private checkContract(c: CollectionT, contractId: string | null | undefined): void {
@@ -86,7 +118,7 @@ export class GalleryImportService {
   commitBatch(collectionId: string, contractId: string, batch: ImportPerson[]): { persons: number; faces: number } {
     if (batch.length === 0) return { persons: 0, faces: 0 };
     const store = this.store;
-    const result = store.transaction(() => {
+    const result = store.bulkTransaction(() => {
       const c = this.collections.getBound(collectionId);
       this.checkContract(c, contractId);
       const faces = batch.reduce((s, p) => s + p.embeddings.length, 0);
@@ -94,14 +126,15 @@ export class GalleryImportService {
         throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + faces);
       }
       const ids = new Set<string>(), externals = new Set<string>();
+      const taken = store.takenPersonKeys(c.id, batch.map((p) => p.id), batch.flatMap((p) => (p.external_id === null ? [] : [p.external_id])));
       for (const p of batch) {
         if (p.embeddings.length > c.max_faces_per_person) {
           throw Errors.personFaceLimitExceeded(c.max_faces_per_person, p.embeddings.length).withDetails({ person_id: p.id });
         }
-        if (ids.has(p.id) || store.getPerson(c.id, p.id)) throw Errors.personExists({ id: p.id });
+        if (ids.has(p.id) || taken.ids.has(p.id)) throw Errors.personExists({ id: p.id });
         ids.add(p.id);
         if (p.external_id !== null) {
-          if (externals.has(p.external_id) || store.externalIdTaken(c.id, p.external_id)) {
+          if (externals.has(p.external_id) || taken.externals.has(p.external_id)) {
             throw Errors.personExists({ externalId: p.external_id });
           }
           externals.add(p.external_id);
@@ -111,7 +144,7 @@ export class GalleryImportService {
       const binding = { model_id: c.model_id, model_digest: c.model_digest, preprocessing_version: c.preprocessing_version, embedding_contract_id: c.embedding_contract_id };
       const rows: IndexRow[] = [];
       for (const p of batch) {
-        const { personSeq, faceSeqs } = store.insertImportedPerson(c.id, p, p.embeddings, binding, at, randomUUID);
+        const { personSeq, faceSeqs } = store.insertImportedPerson(c.id, p, p.embeddings, binding, at, this.newFaceId);
         faceSeqs.forEach((seq, i) => rows.push({ faceKey: seq, personKey: personSeq, vector: p.embeddings[i]! }));
       }
       store.bumpSearchRevision(c.id);

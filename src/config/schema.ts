@@ -114,11 +114,17 @@ export const ScrapersConfigSchema = z.strictObject({
 });
 
 /**
- * rtspsrc -> decode -> RGB -> appsink keeping only the newest frame. The URL is never spliced into this
- * string: it is set as the `location` property of the element named `src`, so it cannot inject elements.
+ * rtspsrc -> decode -> drop to the rate inference uses -> scale to at most frame_max_side -> RGB ->
+ * appsink keeping only the newest frame. `videorate drop-only=true max-rate={max_fps}` drops surplus
+ * frames right after the decoder, so colour conversion, scaling and the copy into JavaScript happen
+ * only for frames the monitor will use (5 of 25 at 5 inference fps), and `videoscale` works on the
+ * decoder's YUV before conversion. `{max_fps}` is the monitor's inference rate (or the preview's when
+ * enabled and higher) rounded up, plus one (see MonitorSession), `{max_side}` is [monitors] frame_max_side.
+ * The URL is never spliced into this string: it is set as the `location` property of the element named
+ * `src`, so it cannot inject elements.
  */
 export const DEFAULT_MONITOR_PIPELINE =
-  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false';
+  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videorate name=rate drop-only=true max-rate={max_fps} ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false';
 
 /** What the monitor pipeline template must contain for FrameSource to drive it. */
 export function pipelineProblem(p: string): string | null {
@@ -199,6 +205,8 @@ export const WebhooksConfigSchema = z.strictObject({
   max_redirects: z.int().min(0).max(10).default(3),
   /** Endpoints may use http:// (LAN receivers); false = https:// only. */
   allow_http: z.boolean().default(true),
+  /** Run webhook endpoints a workspace may register (/workspaces/{id}/webhooks); more is 409 webhook_limit_reached. */
+  max_endpoints_per_workspace: z.int().min(1).max(1000).default(10),
 });
 
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
@@ -218,6 +226,11 @@ export const ConfigSchema = z.strictObject({
       storage_reserve_bytes: z.number().int().min(0).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
       max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
       max_image_pixels: z.number().int().min(1).default(40_000_000),
+      /** Longest image side and side ratio, checked from the header before decoding (a 1 x 39,000,000 PNG passes the pixel cap). */
+      max_image_side: z.number().int().min(16).max(2 ** 30).default(16_384),
+      max_image_aspect_ratio: z.number().min(1).max(2 ** 30).default(20),
+      /** An image decode running longer than this is stopped (422 invalid_image, reason decode_timeout). */
+      image_decode_timeout_seconds: z.number().int().min(1).max(600).default(10),
       max_registration_images: z.number().int().min(1).max(100).default(20),
       request_timeout_seconds: z.number().positive().max(3600).default(60),
       cors_origins: z.array(z.string().url()).default([]),
@@ -313,8 +326,11 @@ export const ConfigSchema = z.strictObject({
       jpeg_quality: z.number().int().min(1).max(100).default(82),
       open_timeout_seconds: z.number().min(0.5).max(60).default(5),
       read_timeout_seconds: z.number().min(0.5).max(60).default(5),
-      reconnect_delay_seconds: z.number().min(0.1).max(30).default(1),
+      /** Retry delay; while the source is known to be down a retry is only a probe (DNS, connect, DESCRIBE), so it stays short. */
+      reconnect_delay_seconds: z.number().min(0.1).max(30).default(0.5),
       latency_ms: z.number().int().min(0).max(10_000).default(200),
+      /** Frames reach inference with their longest side at most this (scaled in GStreamer, before colour conversion): {max_side}. */
+      frame_max_side: z.number().int().min(64).max(16_384).default(1280),
       pipeline: z.string().default(DEFAULT_MONITOR_PIPELINE).superRefine((p, ctx) => {
         const problem = pipelineProblem(p);
         if (problem) ctx.addIssue({ code: 'custom', message: problem });

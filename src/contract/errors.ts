@@ -165,20 +165,33 @@ export const Errors = {
     (details: Details = {}) => ({ message: 'There is not enough free space in the data directory to store this. Delete data or free disk space, then retry.', details })),
   internalError: api('internal_error', 500, 'An unexpected failure; the log has the stack under the request id.', fixed(Messages.internal)),
   serviceNotReady: api('service_not_ready', 503, 'The models are still loading (or failed to load); retry shortly.', fixed(Messages.serviceNotReady)),
+  databaseNotVerified: api('database_not_verified', 503, 'The database integrity check (quick_check) is still running after a start (writes wait; reads are served) or it failed (nothing but health and system is served); `details.quick_check` says which.',
+    (quickCheck: string) => ({ message: quickCheck === 'pending' ? 'The database integrity check is still running after start-up: writes are accepted once it passes. Retry shortly.' : 'The database failed its integrity check: the service does not serve until it is repaired or restored.', details: { quick_check: quickCheck } })),
   shuttingDown: api('shutting_down', 503, 'The service is stopping.', fixed('The service is stopping.')),
   serverStopping: api('server_stopping', 503, 'The service is stopping; the action did nothing.', (what: string) => ({ message: `The service is shutting down; ${what}` })),
 
   // ---- images and inference ----
-  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, or cannot be decoded (`details` is `{}`, as upstream).',
-    // Upstream's body is exactly {code, message, details: {}}: the decoder's reason is not sent.
-    (kind: 'empty' | 'unsupported' | 'undecodable', _reason?: string) => ({
-      message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage,
-    })),
-  imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes` or `max_image_pixels`.',
-    (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number }) => 'maxBytes' in limit
-      // Upstream's texts; the limits are a Vigil addition in details.
+  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, cannot be decoded (`details` is `{}`, as upstream), is too thin (`[server] max_image_aspect_ratio`) or too slow to decode (`image_decode_timeout_seconds`; these two give `details.reason`).',
+    (kind: 'empty' | 'unsupported' | 'undecodable' | 'shape' | 'timeout', reason?: string | { width: number; height: number; maxAspectRatio: number } | { seconds: number }) => {
+      if (kind === 'shape' && typeof reason === 'object' && 'maxAspectRatio' in reason) {
+        return {
+          message: `The image is ${reason.width}x${reason.height} pixels; its sides may differ at most ${reason.maxAspectRatio} times.`,
+          details: { reason: 'aspect_ratio', max_image_aspect_ratio: reason.maxAspectRatio, width: reason.width, height: reason.height },
+        };
+      }
+      if (kind === 'timeout' && typeof reason === 'object' && 'seconds' in reason) {
+        return { message: `The image could not be decoded within ${reason.seconds} s.`, details: { reason: 'decode_timeout', image_decode_timeout_seconds: reason.seconds } };
+      }
+      // Upstream's body is exactly {code, message, details: {}}: the decoder's reason is not sent.
+      return { message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage };
+    }),
+  imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes`, `max_image_pixels` or `max_image_side`.',
+    (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number } | { maxSide: number; width: number; height: number }) => 'maxBytes' in limit
+      // Upstream's texts for bytes and pixels; the limits are a Vigil addition in details.
       ? { message: 'The image exceeds the byte limit.', details: { max_image_bytes: limit.maxBytes } }
-      : { message: 'The image pixel limit was exceeded.', details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
+      : 'maxSide' in limit
+        ? { message: `The image is ${limit.width}x${limit.height} pixels; sides of at most ${limit.maxSide} pixels are accepted.`, details: { max_image_side: limit.maxSide, width: limit.width, height: limit.height } }
+        : { message: 'The image pixel limit was exceeded.', details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
   faceNotFound: api('face_not_found', 422, 'No usable face in the image (422; compare names `details.side`, `details.reason` tells of unusable landmarks or embedding), or no face sample with this id (404).',
     (what?: 'degenerate_landmarks' | 'invalid_embedding' | { faceId: string }) => typeof what === 'object'
       ? { status: 404, message: `Face ${sq(what.faceId)} was not found.`, details: {} }
@@ -287,6 +300,8 @@ export const Errors = {
   eventNotEnrollable: api('event_not_enrollable', 409, 'The event has no face crop to enrol from (not an identity event, or its snapshot is gone).',
     (id: string, why: string) => ({ message: `Event ${q(id)} cannot be enrolled from: ${why}.`, details: { event_id: id } })),
   webhookNotFound: api('webhook_not_found', 404, 'No webhook endpoint with this id.', (id: string) => ({ message: `Webhook ${q(id)} was not found.`, details: { webhook_id: id } })),
+  webhookLimitReached: api('webhook_limit_reached', 409, 'The workspace already has as many webhook endpoints as [webhooks] max_endpoints_per_workspace allows; delete one first.',
+    (limit: number) => ({ message: `This workspace already has ${limit} webhook endpoints (the most allowed); delete one before creating another.`, details: { limit } })),
 
   // ---- models and the liveness addon ----
   modelPackUnknown: api('model_pack_unknown', 404, 'The catalog has no such model pack.',
@@ -394,7 +409,7 @@ export const Errors = {
     (itemId: string | null, issues: string[]) => ({ message: `An upstream record${itemId ? ` (${itemId})` : ''} is not a valid item and was dropped: ${issues.slice(0, 3).join('; ')}.`, details: { item_id: itemId, issues } })),
 
   // ---- monitor conditions (in state.last_error and monitor_error events) ----
-  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; the monitor reconnects with backoff.',
+  rtspSourceUnavailable: monitorCondition('rtsp_source_unavailable', 'The RTSP source cannot be read; `cause` says why (connection_refused, host_not_found, not_found, unauthorized, not_rtsp, no_video, timeout); the monitor reconnects by itself.',
     (reason: string, retryMs: number) => ({ message: `The RTSP source is unavailable: ${reason}. Reconnecting in ${retryMs / 1000} s.` })),
   monitorInferenceFailed: monitorCondition('monitor_inference_failed', 'Inference on the monitor\'s frames fails; the monitor is degraded until it works again.',
     (message: string) => ({ message: `Inference failed: ${message}` })),

@@ -23,6 +23,10 @@ export function rtspUrlProblem(raw: string): string | null {
   return null;
 }
 
+/** Why an RTSP source cannot be read (the `cause` of rtsp_source_unavailable in state and events). */
+export const RTSP_CAUSES = ['connection_refused', 'host_not_found', 'not_found', 'unauthorized', 'not_rtsp', 'no_video', 'timeout'] as const;
+export type RtspCause = (typeof RTSP_CAUSES)[number];
+
 const rtspUrl = z.string().min(8).max(2048).superRefine((url, ctx) => {
   const problem = rtspUrlProblem(url);
   if (problem) ctx.addIssue({ code: 'custom', message: problem });
@@ -131,7 +135,10 @@ export const MonitorEvent = z
     id: z.uuid(), sequence: z.int(), type: z.string(), monitor_id: z.string(), stream_epoch: z.string(), occurred_at: z.string(),
     track_id: z.string().nullable().optional(), person: MonitorPerson.nullable().optional(), similarity: z.number().nullable().optional(),
     threshold: z.number().nullable().optional(), matched_face_id: z.string().nullable().optional(), face: FaceObservation.nullable().optional(),
-    error: z.looseObject({ code: z.string(), message: z.string() }).nullable().optional(),
+    error: z.looseObject({
+      code: z.string(), message: z.string(),
+      cause: z.enum(RTSP_CAUSES).optional().describe('rtsp_source_unavailable: why the source cannot be read.'),
+    }).nullable().optional(),
   })
   .meta(id('MonitorEvent'));
 

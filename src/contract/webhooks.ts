@@ -56,3 +56,54 @@ export type WebhookCreateT = z.infer<typeof WebhookCreate>;
 export type WebhookPatchT = z.infer<typeof WebhookPatch>;
 export type WebhookT = z.infer<typeof Webhook>;
 export type WebhookAttemptT = z.infer<typeof WebhookAttempt>;
+
+// ---- workspace webhooks (/workspaces/{workspace_id}/webhooks): scrape run outcomes of that workspace only ----
+
+/** One type per final run status. */
+export const RUN_WEBHOOK_TYPES = ['scrape.run.succeeded', 'scrape.run.partial', 'scrape.run.failed', 'scrape.run.cancelled'] as const;
+export const WORKSPACE_WEBHOOK_TYPES = [...RUN_WEBHOOK_TYPES, WEBHOOK_TEST_TYPE] as const;
+/** The outbox scope of a workspace's endpoints (the admin endpoints use 'admin'). */
+export const workspaceWebhookScope = (workspaceId: string): string => `workspace:${workspaceId}`;
+
+const runEventTypes = z.array(z.enum(WORKSPACE_WEBHOOK_TYPES)).max(WORKSPACE_WEBHOOK_TYPES.length).describe('Types to deliver; empty = all. webhook.test is always delivered to the endpoint it is sent to.');
+
+export const WorkspaceWebhookCreate = z
+  .strictObject({ url, description: description.default(''), event_types: runEventTypes.default([]), enabled: z.boolean().default(true) })
+  .meta(id('WorkspaceWebhookCreate'));
+export const WorkspaceWebhookPatch = z
+  .strictObject({ url: url.optional(), description: description.optional(), event_types: runEventTypes.optional(), enabled: z.boolean().optional() })
+  .refine((v) => Object.values(v).some((x) => x !== undefined), 'at least one field is required')
+  .meta(id('WorkspaceWebhookPatch'));
+export const WorkspaceWebhook = Webhook.omit({ monitors: true }).meta(id('WorkspaceWebhook'));
+export const WorkspaceWebhookResponse = z.looseObject({ request_id: requestId, webhook: WorkspaceWebhook }).meta(id('WorkspaceWebhookResponse'));
+export const WorkspaceWebhookCreatedResponse = z
+  .looseObject({ request_id: requestId, webhook: WorkspaceWebhook, secret: z.string().describe('whsec_…: shown only here. Verify webhook-signature with it (Standard Webhooks).') })
+  .meta(id('WorkspaceWebhookCreatedResponse'));
+export const WorkspaceWebhookPageResponse = z
+  .looseObject({ request_id: requestId, webhooks: z.array(WorkspaceWebhook), next_cursor: z.string().nullable() })
+  .meta(id('WorkspaceWebhookPageResponse'));
+
+/** The `data` of a scrape.run.* message: the run's outcome and counts (read the items with GET …/runs/{run_id}/items). */
+export const ScrapeRunWebhookData = z
+  .looseObject({
+    run_id: z.string(), workspace_id: z.string(), kind: z.string().describe('Scraper kind (forum, places).'),
+    status: z.enum(['succeeded', 'partial', 'failed', 'cancelled']),
+    counts: z.looseObject({
+      items: z.int().describe('Items delivered (stored in the run\'s dataset).'),
+      billed_units: z.int().describe('Items billed (= items; a failed run bills nothing).'),
+      billed_reviews: z.int().describe('Review units billed (places).'),
+      problems: z.int().describe('Typed problems: failed sources plus problems attached to sources that went on (comments_unavailable, …).'),
+      sources: z.int(), failed_sources: z.int(),
+    }),
+    created_at: z.string(), started_at: z.string().nullable(), finished_at: z.string().nullable(),
+    error: z.looseObject({ code: z.string(), message: z.string(), details: z.unknown() }).nullable().describe('Why a failed run failed; null otherwise.'),
+    links: z.looseObject({ run: z.string(), items: z.string(), export: z.string() }).describe('API paths of the run, its items and its export.'),
+  })
+  .meta(id('ScrapeRunWebhookData'));
+export const ScrapeRunWebhookPayload = z
+  .looseObject({ type: z.enum(RUN_WEBHOOK_TYPES), timestamp: z.string().describe('When the run finished.'), data: ScrapeRunWebhookData })
+  .meta(id('ScrapeRunWebhookPayload'));
+
+export type WorkspaceWebhookCreateT = z.infer<typeof WorkspaceWebhookCreate>;
+export type WorkspaceWebhookPatchT = z.infer<typeof WorkspaceWebhookPatch>;
+export type ScrapeRunWebhookDataT = z.infer<typeof ScrapeRunWebhookData>;

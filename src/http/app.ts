@@ -6,6 +6,7 @@ import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
 import { errorEnvelope, storageGate } from './errors.js';
+import { integrityGate } from './integrityGate.js';
 import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
@@ -17,12 +18,13 @@ import { monitorRoutes } from './routes/monitors.js';
 import { eventRoutes } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { systemRoutes } from './routes/system.js';
+import { RUN_WEBHOOK_EVENTS, workspaceWebhookRoutes } from './routes/workspaceWebhooks.js';
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt), ...workspaceWebhookRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -31,7 +33,7 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   // Errors are shaped and logged by our middleware; Koa's default handler would print them again.
   app.silent = true;
   const routes = apiRoutes(rt);
-  const openapi = buildOpenApi(routes);
+  const openapi = buildOpenApi(routes, RUN_WEBHOOK_EVENTS);
   const router = new Router<AppState>();
   // Wrong keys per source address, shared by the admin and the workspace keys.
   const throttle = new FailureThrottle({ maxFailures: config.auth.max_failures, windowMs: config.auth.failure_window_seconds * 1000 });
@@ -52,6 +54,7 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(cors(config.server.cors_origins));
   app.use(errorEnvelope(rt.log, rt.recentErrors, rt.db.storage));
   app.use(deadline(config.server.request_timeout_seconds));
+  app.use(integrityGate(rt.db));
   app.use(storageGate(rt.db.storage));
   app.use(bodySizeLimit(config.server.max_request_bytes, (path) => GALLERY_IMPORT_PATH.test(path)));
   // The browser UI answers only its own paths; API paths and their 404 envelopes pass through.

@@ -28,7 +28,10 @@ function schemaRef(schema: z.ZodType): Json {
   return clean(z.toJSONSchema(schema, { unrepresentable: 'any', io: 'output' })) as Json;
 }
 
-export function buildOpenApi(routes: RouteSpec[]): Json {
+/** A message the service sends (OpenAPI 3.1 `webhooks`): its type is the key, its schema the POSTed body. */
+export interface WebhookEventSpec { name: string; summary: string; schema: z.ZodType }
+
+export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] = []): Json {
   const paths: Record<string, Json> = {};
   for (const r of routes) {
     const responses: Json = {};
@@ -61,10 +64,24 @@ export function buildOpenApi(routes: RouteSpec[]): Json {
   }
   // So are the request-side parts they reference (e.g. MonitorSource-Input: `type` has a default, so it is optional).
   for (const id of Object.keys(all.schemas)) if (id.endsWith('-Input') && inputs.schemas[id]) all.schemas[id] = inputs.schemas[id];
+  // What the service POSTs to registered receivers (signed with the Standard Webhooks headers).
+  const hooks: Record<string, Json> = {};
+  for (const w of webhooks) {
+    hooks[w.name] = {
+      post: {
+        operationId: `webhook_${w.name.replaceAll('.', '_')}`, summary: w.summary, tags: ['webhooks'],
+        description: 'Signed with Standard Webhooks: webhook-id (stable across retries), webhook-timestamp, webhook-signature (v1, HMAC-SHA256 with the endpoint secret). Any 2xx acknowledges; anything else is retried with backoff.',
+        parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+        requestBody: { required: true, content: { 'application/json': { schema: schemaRef(w.schema) } } },
+        responses: { '2XX': { description: 'Delivered.' } },
+      },
+    };
+  }
   return {
     openapi: '3.1.0',
     info: { title: 'Vigil', version: API_CONTRACT_VERSION, 'x-vigil-version': VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
     paths,
+    ...(webhooks.length ? { webhooks: hooks } : {}),
     components: { schemas: clean(all.schemas), securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },
   };
 }

@@ -100,7 +100,8 @@ function channelTable(bits: number): Uint8Array {
 }
 
 /** Headers only (signature, DIB header, masks, palette, pixel offset); not the pixel data length. */
-function parseHeaders(buf: Buffer): BmpHeader {
+/** The headers alone (no pixel-data check): dimensions for the shape limits. */
+export function parseHeaders(buf: Buffer): BmpHeader {
   if (buf.length < 14 + 12) throw invalidBmp('the file is too short');
   if (buf[0] !== 0x42 || buf[1] !== 0x4d) throw invalidBmp('missing BM signature');
   const pixelOffset = buf.readUInt32LE(10);

@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { ApiError, Errors } from '../contract/errors.js';
 import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
+import { DecodeStage, type DecodeStageOptions } from './decodeStage.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
@@ -20,14 +21,24 @@ export interface EngineOptions {
   warmupSizes: [number, number][];
   /** Verified liveness model files; absent when the addon is disabled. */
   liveness?: (LivenessModelSpec & { path: string })[];
+  /** The decode stage in front of the workers ([server] image limits); defaults when absent (tests, benches). */
+  decode?: DecodeStageOptions;
 }
+
+/** [server] defaults of the image shape and time limits. */
+export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 16_384, maxAspectRatio: 20 };
 
 interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
 
-/** "auto" sizing for this host: one worker per two cores, and the cores split between the workers. */
+/**
+ * "auto" sizing for this host, chosen by measurement (bench/inference.ts, README "Throughput"): two
+ * workers with two ONNX Runtime threads each on up to 4 cores, else one worker per two cores with two
+ * threads. Two workers keep a core busy while the other worker's request is in its single-threaded parts
+ * (letterbox, NMS, alignment, the hop back); two threads per worker keep a lone request fast.
+ */
 export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length): { workers: number; intraOpThreads: number } {
-  const workers = maxConcurrency === 'auto' ? Math.max(1, Math.floor(cores / 2)) : maxConcurrency;
-  const intraOpThreads = intraOp === 'auto' ? Math.max(1, Math.floor(cores / workers)) : intraOp;
+  const workers = maxConcurrency === 'auto' ? (cores <= 1 ? 1 : Math.max(2, Math.floor(cores / 2))) : maxConcurrency;
+  const intraOpThreads = intraOp === 'auto' ? Math.min(2, cores) : intraOp;
   return { workers, intraOpThreads };
 }
 
@@ -42,12 +53,14 @@ function createWorker(workerData: WorkerInit): Worker {
 export class InferenceEngine {
   private readonly slots: Slot[] = [];
   private readonly limiter: ConcurrencyLimiter;
+  private readonly decoder: DecodeStage;
   private nextId = 1;
   private closed = false;
   readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
   private constructor(readonly options: EngineOptions) {
     this.limiter = new ConcurrencyLimiter(options.workers);
+    this.decoder = new DecodeStage(options.decode ?? DEFAULT_DECODE);
   }
 
   static async start(options: EngineOptions): Promise<InferenceEngine> {
@@ -57,7 +70,10 @@ export class InferenceEngine {
     }
     const engine = new InferenceEngine(options);
     try {
-      await Promise.all(Array.from({ length: options.workers }, () => engine.spawn()));
+      // The first worker times the graph optimisation levels ('auto'); the others reuse its choice, so a
+      // request gives the same numbers whichever worker runs it.
+      await engine.spawn();
+      await Promise.all(Array.from({ length: options.workers - 1 }, () => engine.spawn()));
     } catch (e) {
       await engine.close();
       throw e;
@@ -70,6 +86,7 @@ export class InferenceEngine {
     return {
       detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
       deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
+      ...(this.slots.length > 0 && this.startup.optimization.detector ? { optimization: this.startup.optimization as { detector: OptimizationLevel; recognizer: OptimizationLevel } } : {}),
       ...(this.options.liveness ? { liveness: this.options.liveness } : {}),
     };
   }
@@ -119,10 +136,21 @@ export class InferenceEngine {
     });
   }
 
-  /** Runs one analysis; waits (FIFO) for a free worker, leaving the queue if `signal` aborts first. */
+  /**
+   * Runs one analysis. An encoded image is decoded first, in the decode stage (libuv's pool, bounded by
+   * shape and time) and outside the inference limiter; then the job waits (FIFO) for a free worker. Both
+   * waits are left if `signal` aborts first.
+   */
   async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
     if (this.closed) throw Errors.engineStopped();
-    return this.limiter.run(() => this.dispatch(request), signal);
+    if (!('encoded' in request.image)) return this.limiter.run(() => this.dispatch(request), signal);
+    const t0 = performance.now();
+    const img = await this.decoder.decode(request.image.encoded, request.limits, signal);
+    const decodeMs = performance.now() - t0;
+    const raw: AnalyzeRequest = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
+    const result = await this.limiter.run(() => this.dispatch(raw), signal);
+    result.timings.decode_ms = decodeMs;
+    return result;
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
@@ -136,8 +164,8 @@ export class InferenceEngine {
     });
   }
 
-  stats(): ReturnType<ConcurrencyLimiter['stats']> & { workers: number; intra_op_threads: number } {
-    return { ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads };
+  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number } {
+    return { ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads, ...this.decoder.stats() };
   }
 
   async close(): Promise<void> {

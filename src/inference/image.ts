@@ -24,7 +24,7 @@
  */
 import sharp from 'sharp';
 import { type ApiError, Errors } from '../contract/errors.js';
-import { decodeBmp, tooManyPixelsError } from './bmp.js';
+import { decodeBmp, parseHeaders, tooManyPixelsError } from './bmp.js';
 
 export type ImageFormat = 'jpeg' | 'png' | 'webp' | 'bmp';
 
@@ -39,6 +39,24 @@ export interface DecodedImage {
 export interface DecodeLimits {
   maxBytes: number;
   maxPixels: number;
+  /** Longest side accepted ([server] max_image_side); checked from the header, before any decode. */
+  maxSide?: number;
+  /** Longest side / shortest side accepted ([server] max_image_aspect_ratio); from the header too. */
+  maxAspectRatio?: number;
+  /** A decode still running after this long is stopped (sharp's own timeout) and answers 422. */
+  timeoutMs?: number;
+}
+
+/**
+ * The shape check, from the header alone: a 1 x 39,000,000 PNG is 152 KB and under the pixel cap, yet
+ * takes libpng 12-27 s to walk, so the side and the aspect ratio are bounded as well as the area.
+ */
+export function checkShape(width: number, height: number, limits: DecodeLimits): void {
+  if (width * height > limits.maxPixels) throw tooManyPixelsError(width, height, Math.max(1, Math.floor(limits.maxPixels)));
+  if (limits.maxSide !== undefined && Math.max(width, height) > limits.maxSide) throw Errors.imageTooLarge({ maxSide: limits.maxSide, width, height });
+  if (limits.maxAspectRatio !== undefined && Math.max(width, height) / Math.min(width, height) > limits.maxAspectRatio) {
+    throw Errors.invalidImage('shape', { width, height, maxAspectRatio: limits.maxAspectRatio });
+  }
 }
 
 
@@ -83,6 +101,8 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
 
   if (format === 'bmp') {
     // decodeBmp validates the header and checks the pixel limit before allocating.
+    const header = parseHeaders(bytes);
+    checkShape(header.width, header.height, { ...limits, maxPixels });
     const bmp = decodeBmp(bytes, maxPixels);
     return { data: bmp.data, width: bmp.width, height: bmp.height, format };
   }
@@ -104,11 +124,13 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
     throw undecodable(firstLine(e));
   }
   if (!(width > 0 && height > 0)) throw undecodable('missing dimensions');
-  if (width * height > maxPixels) throw tooManyPixelsError(width, height, maxPixels);
+  checkShape(width, height, { ...limits, maxPixels });
 
-  // 2) One pipeline: decode → orient → drop alpha → 8-bit sRGB → raw.
+  // 2) One pipeline: decode → orient → drop alpha → 8-bit sRGB → raw, stopped by sharp after timeoutMs.
+  const timeoutSeconds = limits.timeoutMs === undefined ? 0 : Math.max(1, Math.ceil(limits.timeoutMs / 1000));
   try {
     const { data, info } = await sharp(bytes, { failOn: 'error', limitInputPixels: maxPixels })
+      .timeout({ seconds: timeoutSeconds })
       .rotate()
       .removeAlpha()
       .toColourspace('srgb')
@@ -121,6 +143,7 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
   } catch (e) {
     const msg = firstLine(e);
     if (/pixel limit/i.test(msg)) throw tooManyPixelsError(width, height, maxPixels);
+    if (/timeout/i.test(msg)) throw Errors.invalidImage('timeout', { seconds: timeoutSeconds });
     throw undecodable(msg);
   }
 }

@@ -10,6 +10,8 @@ export interface WorkerInit {
   deviceId: number;
   intraOpThreads: number;
   graphOptimization: OptimizationLevel | 'auto';
+  /** Levels the first worker chose under 'auto': every later worker uses them, so all workers give identical results. */
+  optimization?: { detector: OptimizationLevel; recognizer: OptimizationLevel };
   warmupSizes: [number, number][];
   /** The liveness ensemble, when the addon is enabled. */
   liveness?: (LivenessModelSpec & { path: string })[];

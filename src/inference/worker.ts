@@ -18,8 +18,8 @@ async function start(): Promise<FacePipeline> {
   const t0 = performance.now();
   const [rw, rh] = init.recognizer.input_size;
   const largest = [...init.warmupSizes].sort((a, b) => b[0] * b[1] - a[0] * a[1])[0] ?? [640, 640];
-  const det = await tunedSession(init.detector.path, settings, [1, 3, largest[1], largest[0]]);
-  const rec = await tunedSession(init.recognizer.path, settings, [1, 3, rh, rw]);
+  const det = await tunedSession(init.detector.path, { ...settings, ...(init.optimization ? { graphOptimization: init.optimization.detector } : {}) }, [1, 3, largest[1], largest[0]]);
+  const rec = await tunedSession(init.recognizer.path, { ...settings, ...(init.optimization ? { graphOptimization: init.optimization.recognizer } : {}) }, [1, 3, rh, rw]);
   const detector = det.session, recognizer = rec.session;
   const loadMs = performance.now() - t0;
   const pipeline = new FacePipeline({ detector: { spec: init.detector, session: detector }, recognizer: { spec: init.recognizer, session: recognizer } });

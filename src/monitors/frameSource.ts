@@ -12,9 +12,13 @@ export interface Frame {
 }
 
 export interface FrameSourceOptions {
-  /** The [monitors].pipeline template; `{latency_ms}` is substituted, the URL is set as src.location. */
+  /** The [monitors].pipeline template; `{latency_ms}`, `{max_fps}` and `{max_side}` are substituted, the URL is set as src.location. */
   pipeline: string;
   latencyMs: number;
+  /** Frames per second the pipeline lets through to conversion ({max_fps}); default 30. */
+  maxFps?: number;
+  /** Longest side of the frames delivered ({max_side}); default 1280. */
+  maxSide?: number;
   openTimeoutMs: number;
   readTimeoutMs: number;
 }
@@ -22,7 +26,12 @@ export interface FrameSourceOptions {
 export interface FrameSourceHandlers {
   /** Caps of the first frame (and on a change): size and the source frame rate when known. */
   caps(info: { width: number; height: number; fps: number | null }): void;
-  frame(data: Uint8Array, width: number, height: number): void;
+  /**
+   * A frame for inference. `decoded`: frames the decoder produced on this connection so far (read from the
+   * element named `rate`, the videorate that drops the surplus; without one, every frame is delivered);
+   * `sourceFps`: the source's rate when known (caps, or measured from that counter).
+   */
+  frame(data: Uint8Array, width: number, height: number, decoded: number, sourceFps: number | null): void;
   /** The source stopped by itself (timeout, end of stream, error). Called once; the source is stopped. */
   failed(reason: string): void;
 }
@@ -76,11 +85,19 @@ export class GstFrameSource {
 
   /** Throws when the pipeline template cannot be built (a configuration error, not a source error). */
   start(): void {
-    const launch = this.options.pipeline.replaceAll('{latency_ms}', String(this.options.latencyMs));
+    const launch = this.options.pipeline.replaceAll('{latency_ms}', String(this.options.latencyMs))
+      .replaceAll('{max_fps}', String(Math.max(1, Math.ceil(this.options.maxFps ?? 30))))
+      .replaceAll('{max_side}', String(this.options.maxSide ?? 1280));
     const pipeline = new (gstreamer().Pipeline)(launch);
     livePipelines++;
     const src = pipeline.findChild('src');
     const sink = pipeline.findChild('sink');
+    const rate = pipeline.findChild('rate');
+    let delivered = 0;
+    let rateStart: { at: number; in: number } | null = null;
+    let measuredFps: number | null = null;
+    let firstAt: number | null = null;
+    let capsFps: number | null = null;
     if (!src || !sink?.pull) {
       pipeline.dispose();
       livePipelines--;
@@ -103,10 +120,24 @@ export class GstFrameSource {
       const key = `${width}x${height}@${String(caps.framerate)}`;
       if (key !== this.lastCaps) {
         this.lastCaps = key;
-        this.handlers.caps({ width, height, fps: parseFramerate(caps.framerate) });
+        capsFps = parseFramerate(caps.framerate);
+        const limitedCaps = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
+        this.handlers.caps({ width, height, fps: limitedCaps ? null : capsFps });
       }
+      delivered++;
+      // Behind a videorate the caps say the limited rate; the decoder's own count tells the source's.
+      let decoded = delivered;
+      if (rate) {
+        decoded = Number(rate.in) || delivered;
+        const now = this.lastFrameAt;
+        // Measured from one second after the first frame (the jitter buffer releases a burst at the start).
+        if (!rateStart) firstAt ??= now;
+        if (!rateStart && now - firstAt! >= 1000) rateStart = { at: now, in: decoded };
+        else if (rateStart && now - rateStart.at >= 2000) measuredFps = Math.round(((decoded - rateStart.in) * 1000) / (now - rateStart.at) * 10) / 10;
+      }
+      const limited = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
       const data = packRgb(buf, width, height);
-      if (data) this.handlers.frame(data, width, height);
+      if (data) this.handlers.frame(data, width, height, decoded, limited ? measuredFps : capsFps);
       if (this.stopped) {
         this.dispose(); // a frame handler stopped the source
         return;
@@ -122,7 +153,7 @@ export class GstFrameSource {
       const now = Date.now();
       if (this.lastFrameAt === 0 && now - this.startedAt > this.options.openTimeoutMs) this.fail(`no frame within ${this.options.openTimeoutMs / 1000} s of connecting`);
       else if (this.lastFrameAt > 0 && now - this.lastFrameAt > this.options.readTimeoutMs) this.fail(`no frame for ${this.options.readTimeoutMs / 1000} s`);
-    }, 100);
+    }, 250);
   }
 
   /** Idempotent. Stopping the pipeline also releases a pull that is waiting for a frame. */

@@ -3,12 +3,13 @@ import { Errors } from '../contract/errors.js';
 import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
 import type { EventFrame, MonitorEventSink } from './eventSink.js';
 import type { FacePayload, ProcessedFrame } from './frameProcessor.js';
-import type { MonitorEventT, MonitorFaceT, MonitorStateT } from '../contract/monitors.js';
+import type { MonitorEventT, MonitorFaceT, MonitorStateT, RtspCause } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { Tracker, type TrackEvent } from './tracker.js';
 
 export type ErrorSource = 'source' | 'inference';
-export type ErrorInfo = { code: string; message: string; occurred_at: string };
+/** `cause` names why an RTSP source is unavailable (connection_refused, host_not_found, ...). */
+export type ErrorInfo = { code: string; message: string; occurred_at: string; cause?: RtspCause };
 /** What the stream reader knows, for the state. */
 export interface ReaderView {
   connected: boolean;
@@ -92,9 +93,10 @@ export class MonitorActivity {
     this.raise('inference', Errors.monitorInferenceFailed(message), !this.errorSources.has('inference'));
   }
 
-  sourceFailed(reason: string, retryMs: number): void {
+  /** One `monitor_error` per outage: retries update the state's last_error (and its cause) only. */
+  sourceFailed(cause: RtspCause, reason: string, retryMs: number): void {
     this.faces = [];
-    this.raise('source', Errors.rtspSourceUnavailable(reason, retryMs), true);
+    this.raise('source', { ...Errors.rtspSourceUnavailable(reason, retryMs), cause }, !this.errorSources.has('source'));
   }
 
   /** `monitor_recovered` once every error source has cleared. */
@@ -117,7 +119,9 @@ export class MonitorActivity {
       inference: {
         configured_fps: fps, actual_fps: span > 0 ? round3(((n - 1) * 1000) / span) : 0, processing_ms: this.processingMs,
         last_frame_at: isoOrNull(rc.lastFrameAt), last_inference_at: isoOrNull(this.lastInferenceAt), frame_sequence: rc.frameSequence,
-        decoded_frames: rc.decoded, processed_frames: this.processed, dropped_frames: this.dropped,
+        decoded_frames: rc.decoded, processed_frames: this.processed,
+        // Frames the pipeline dropped before conversion (past the monitor's rate) plus those the loop skipped.
+        dropped_frames: this.dropped + Math.max(0, rc.decoded - rc.frameSequence),
         capacity_limited: this.processingMs !== null && this.processingMs > 1000 / fps,
       },
       threshold: base.threshold, faces: this.faces,
@@ -146,9 +150,9 @@ export class MonitorActivity {
     }
   }
 
-  private raise(source: ErrorSource, { code, message }: { code: string; message: string }, emit: boolean): void {
+  private raise(source: ErrorSource, { code, message, cause }: { code: string; message: string; cause?: RtspCause }, emit: boolean): void {
     this.errorSources.add(source);
-    this.lastError = { code, message, occurred_at: new Date().toISOString() };
-    if (emit) this.push('monitor_error', { error: { code, message } });
+    this.lastError = { code, message, occurred_at: new Date().toISOString(), ...(cause ? { cause } : {}) };
+    if (emit) this.push('monitor_error', { error: { code, message, ...(cause ? { cause } : {}) } });
   }
 }

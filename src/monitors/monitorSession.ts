@@ -46,10 +46,15 @@ export class MonitorSession {
     this.activity = new MonitorActivity(record, this.epoch, deps.events ?? null);
     this.processor = new FrameProcessor(deps);
     this.preview = new PreviewHub(deps.preview.fps, deps.preview.quality);
-    this.reader = new StreamReader(record.url, deps.source, {
+    // Only the frames this monitor uses are converted: its inference rate (or the preview's when higher),
+    // plus one: videorate drop-only keeps a frame only when a full 1/max-rate has passed, so with RTP
+    // timestamp jitter max-rate=5 on a 25 fps source keeps every 6th frame (4.0 fps measured); at 6 it
+    // keeps every 5th and the loop's own pacing holds the configured rate.
+    const maxFps = Math.ceil(Math.max(record.inference_fps, record.preview_enabled ? deps.preview.fps : 0)) + 1;
+    this.reader = new StreamReader(record.url, { ...deps.source, maxFps }, {
       frame: (frame) => this.onFrame(frame),
       connected: () => this.activity.clearError('source'),
-      failed: (reason, retryMs) => this.activity.sourceFailed(reason, retryMs),
+      failed: (cause, reason, retryMs) => this.activity.sourceFailed(cause, reason, retryMs),
     }, deps.log, record.id);
   }
 

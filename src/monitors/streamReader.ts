@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { GstFrameSource, type Frame, type FrameSourceOptions } from './frameSource.js';
+import { probeRtsp, type ProbeResult, type RtspCause } from './rtspProbe.js';
 
 const MAX_BACKOFF_MS = 30_000;
 
@@ -11,13 +12,23 @@ export interface StreamReaderEvents {
   frame(frame: Frame): void;
   /** The first frame after start or after a failure. */
   connected(): void;
-  /** The source failed; the reader retries by itself after `retryMs`. */
-  failed(reason: string, retryMs: number): void;
+  /** The source failed for `cause`; the reader retries by itself after `retryMs`. */
+  failed(cause: RtspCause, reason: string, retryMs: number): void;
 }
 
 /**
- * Reads one RTSP source: a GStreamer pipeline that keeps only the newest frame, reconnecting with
- * exponential backoff (doubling up to 30 s) after any failure. Knows nothing of inference or events.
+ * Reads one RTSP source: a GStreamer pipeline that keeps only the newest frame, reconnecting after any
+ * failure. Knows nothing of inference or events.
+ *
+ * Causes: every attempt is checked by `probeRtsp` (DNS, connect, one DESCRIBE), beside the first
+ * pipeline and before each later one, so a refused connection, an unknown host, a 404 mount, a 401, a
+ * server that is not RTSP or a stream without video fails at once with its cause instead of after the
+ * open timeout. A pipeline that fails although the probe passed is a `timeout` (or the stream ended).
+ *
+ * Retries: while the probe already knows the cause, the next attempt is only a probe, every
+ * `reconnectDelayMs` (cheap: a name lookup and a connect), so a source that comes back is found within
+ * that delay and its pipeline starts at once. Failures of the pipeline itself back off exponentially
+ * (doubling up to 30 s), since each builds a whole decode chain.
  */
 export class StreamReader {
   private source: GstFrameSource | null = null;
@@ -29,9 +40,13 @@ export class StreamReader {
   private decoded = 0;
   private failures = 0;
   private lastFrameAt: number | null = null;
+  /** Bumped per attempt: a probe or a pipeline of an older attempt is ignored. */
+  private attempt = 0;
   /** The newest frame of the current connection; null while disconnected. */
   latest: Frame | null = null;
   connected = false;
+  /** The cause of the current outage (null while connected or before the first failure). */
+  cause: RtspCause | null = null;
   sourceInfo: { width: number | null; height: number | null; source_fps: number | null } = { width: null, height: null, source_fps: null };
 
   constructor(
@@ -40,18 +55,25 @@ export class StreamReader {
     private readonly events: StreamReaderEvents,
     private readonly log: Logger,
     private readonly monitorId: string,
+    private readonly probe: (url: string, timeoutMs: number) => Promise<ProbeResult> = probeRtsp,
   ) {
     this.backoffMs = options.reconnectDelayMs;
   }
 
   /** Throws only when the pipeline cannot be built at all (configuration). */
   start(): void {
-    this.connect(true);
+    const attempt = ++this.attempt;
+    this.startPipeline(attempt, true);
+    // Beside the first pipeline: a definite cause stops it before its open timeout.
+    void this.probe(this.url, this.options.openTimeoutMs).then((r) => {
+      if (!r.ok && attempt === this.attempt && !this.stopped && !this.connected) this.fail(attempt, r.cause, r.detail, false);
+    });
   }
 
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.attempt++;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.source?.stop();
     this.source = null;
@@ -64,53 +86,89 @@ export class StreamReader {
     return { frameSequence: this.frameSequence, decoded: this.decoded, reconnects: this.failures, lastFrameAt: this.lastFrameAt };
   }
 
-  private connect(initial: boolean): void {
+  /** A retry: the probe first, and a pipeline only when the source answers. */
+  private retry(): void {
     this.reconnectTimer = null;
     if (this.stopped) return;
+    const attempt = ++this.attempt;
+    void this.probe(this.url, this.options.openTimeoutMs).then((r) => {
+      if (attempt !== this.attempt || this.stopped) return;
+      if (!r.ok) this.fail(attempt, r.cause, r.detail, false);
+      else this.startPipeline(attempt, false);
+    });
+  }
+
+  private startPipeline(attempt: number, initial: boolean): void {
+    let connectionDecoded = 0;
     const source = new GstFrameSource(this.url, this.options, {
       caps: (info) => {
-        this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
+        if (attempt === this.attempt) this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
       },
-      frame: (data, width, height) => this.onFrame(data, width, height),
-      failed: (reason) => this.onFailed(reason),
+      frame: (data, width, height, decoded, sourceFps) => {
+        if (attempt !== this.attempt) return;
+        this.decoded += Math.max(0, decoded - connectionDecoded);
+        connectionDecoded = decoded;
+        if (sourceFps !== null) this.sourceInfo.source_fps = sourceFps;
+        this.onFrame(data, width, height);
+      },
+      failed: (reason) => {
+        if (attempt === this.attempt) this.pipelineFailed(attempt, reason);
+      },
     });
     try {
       source.start();
     } catch (e) {
       if (initial) throw e;
-      this.onFailed(`the pipeline could not start: ${(e as Error).message}`);
+      this.fail(attempt, 'timeout', `the pipeline could not start: ${(e as Error).message}`, true);
       return;
     }
     this.source = source;
+  }
+
+  /** The pipeline gave up (no frame in time, end of stream): the probe tells whether the source is gone. */
+  private pipelineFailed(attempt: number, reason: string): void {
+    this.source = null;
+    this.connected = false;
+    this.latest = null;
+    void this.probe(this.url, this.options.openTimeoutMs).then((r) => {
+      if (attempt !== this.attempt || this.stopped) return;
+      if (!r.ok) this.fail(attempt, r.cause, r.detail, false);
+      else this.fail(attempt, 'timeout', reason, true);
+    });
   }
 
   private onFrame(data: Uint8Array, width: number, height: number): void {
     if (this.stopped) return;
     const now = Date.now();
     this.frameSequence++;
-    this.decoded++;
     const frame: Frame = { data, width, height, sequence: this.frameSequence, at: now };
     this.latest = frame;
     this.lastFrameAt = now;
     if (!this.connected) {
       this.connected = true;
+      this.cause = null;
       this.backoffMs = this.options.reconnectDelayMs;
       this.events.connected();
     }
     this.events.frame(frame);
   }
 
-  private onFailed(reason: string): void {
-    if (this.stopped) return;
+  /** Ends `attempt` with `cause`; a pipeline failure backs off, a probe failure retries at the base delay. */
+  private fail(attempt: number, cause: RtspCause, reason: string, backOff: boolean): void {
+    if (this.stopped || attempt !== this.attempt) return;
+    this.attempt++;
+    this.source?.stop();
     this.source = null;
     this.connected = false;
     this.everFailed = true;
     this.latest = null;
     this.failures++;
-    const retryMs = this.backoffMs;
-    this.log.warn({ monitor_id: this.monitorId, reason, retry_ms: retryMs }, 'monitor source unavailable');
-    this.events.failed(reason, retryMs);
-    this.reconnectTimer = setTimeout(() => this.connect(false), retryMs);
-    this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    const retryMs = backOff ? this.backoffMs : this.options.reconnectDelayMs;
+    if (backOff) this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
+    // One warning per outage and per change of cause, not one per retry.
+    if (cause !== this.cause) this.log.warn({ monitor_id: this.monitorId, cause, reason, retry_ms: retryMs }, 'monitor source unavailable');
+    this.cause = cause;
+    this.events.failed(cause, reason, retryMs);
+    this.reconnectTimer = setTimeout(() => this.retry(), retryMs);
   }
 }

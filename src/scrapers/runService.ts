@@ -37,6 +37,7 @@ export class ScrapeRunService {
   private readonly running = new Set<string>();
   private readonly waiters = new Map<string, Set<() => void>>();
   private readonly finishedListeners: ((run: FinishedRun) => void)[] = [];
+  private readonly recordedListeners: ((row: RunRow) => void)[] = [];
   private purgeTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -68,6 +69,16 @@ export class ScrapeRunService {
   /** Called with every run that finished (any final status), after it was stored and billed. */
   onFinished(listener: (run: FinishedRun) => void): void {
     this.finishedListeners.push(listener);
+  }
+
+  /**
+   * Called with every run that reached a final status, synchronously inside the transaction that
+   * stores and bills it: what the listener writes to the same database (the run webhooks' outbox rows)
+   * is committed together with the run, so a finished run is never without its webhook. A listener's
+   * throw is logged and does not undo the run.
+   */
+  onRecorded(listener: (row: RunRow) => void): void {
+    this.recordedListeners.push(listener);
   }
 
   /** Validates, reserves quota and queues a run. The row exists before this returns. */
@@ -252,7 +263,15 @@ export class ScrapeRunService {
   }
 
   private finish(id: string, f: RunFinish): RunRow {
-    const done = this.store.finish(id, f);
+    const done = this.store.finish(id, f, (row) => {
+      for (const l of this.recordedListeners) {
+        try {
+          l(row);
+        } catch (e) {
+          this.log.error({ err: e, run_id: id }, 'a run-recorded listener failed');
+        }
+      }
+    });
     if (!isActive(done.status)) {
       const resource = this.resource(done, false);
       for (const l of this.finishedListeners) {

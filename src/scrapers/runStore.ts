@@ -106,9 +106,10 @@ export class RunStore {
    * Finalises a run in one transaction: its items become rows, billed units = those rows and billed
    * reviews = delivered reviews, never more than their reservations (the runner was capped at them); the
    * items' keys join the workspace's seen-set. A failed run stores and bills nothing. A run already final
-   * is left alone.
+   * is left alone. `recorded` runs inside the same transaction with the final row, only when this call
+   * finalised the run (what it writes, e.g. a run webhook in the outbox, commits or rolls back with it).
    */
-  finish(id: string, f: RunFinish): RunRow {
+  finish(id: string, f: RunFinish, recorded?: (row: RunRow) => void): RunRow {
     return this.db.transaction(() => {
       const run = this.byId(id);
       if (!run) throw Errors.runNotFound(id, false);
@@ -127,7 +128,9 @@ export class RunStore {
         this.meter.record(run.workspace_id, run.period, run.kind, items.length, reviews);
         this.remember(run.workspace_id, run.kind, items.map((i) => i.key), now);
       }
-      return this.byId(id)!;
+      const done = this.byId(id)!;
+      recorded?.(done);
+      return done;
     }).immediate();
   }
 

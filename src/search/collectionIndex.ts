@@ -70,6 +70,20 @@ export class CollectionIndex {
     return idx;
   }
 
+  /**
+   * Sizes an empty index for `rows` rows in exactly sized blocks (a load whose size is known: no growth
+   * copies left behind as garbage). Adds beyond it grow as usual.
+   */
+  presize(rows: number): void {
+    if (this.rows !== 0) throw new Error('presize needs an empty index');
+    const n = Math.min(rows, this.capacityRows);
+    if (n <= this.allocatedRows) return;
+    this.blocks = [];
+    for (let first = 0; first < n; first += this.blockRows) this.blocks.push(allocate(this.codec.storage, Math.min(this.blockRows, n - first) * this.dimension));
+    this.faceKeys = new Float64Array(n);
+    this.personKeys = new Float64Array(n);
+  }
+
   get size(): number { return this.rows; }
   get capacity(): number { return this.capacityRows; }
   get allocatedRows(): number { return this.blocks.reduce((s, b) => s + b.length / this.dimension, 0); }
@@ -81,6 +95,18 @@ export class CollectionIndex {
   }
 
   has(faceKey: number): boolean { return this.rowOf.has(faceKey); }
+
+  /** The live rows' keys in row order (views of the index's own arrays). */
+  keyArrays(): { faceKeys: Float64Array; personKeys: Float64Array } {
+    return { faceKeys: this.faceKeys.subarray(0, this.rows), personKeys: this.personKeys.subarray(0, this.rows) };
+  }
+
+  /** The live encoded rows in row order, one view per block (the index's own memory, not copies). */
+  encodedRowViews(): StoredVectors[] {
+    const out: StoredVectors[] = [];
+    for (let b = 0, first = 0; first < this.rows; b++, first += this.blockRows) out.push(this.blocks[b]!.subarray(0, Math.min(this.blockRows, this.rows - first) * this.dimension));
+    return out;
+  }
 
   /** Every live face key (any order): the delta of an HNSW graph is computed from it. */
   liveFaceKeys(): Float64Array { return this.faceKeys.subarray(0, this.rows); }

@@ -8,6 +8,7 @@ import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type H
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
 import { profileCodec } from './profiles.js';
 import type { Index } from './usearchModule.js';
+import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot } from './vectorSnapshot.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
 export type GraphState = 'none' | 'building' | 'ready' | 'failed';
@@ -27,8 +28,25 @@ interface Graph {
   fileProblem?: string;
 }
 
+/** The persisted snapshot of an entry's exact index (vectorSnapshot.ts). */
+interface Snapshot {
+  /** The revision of the file on disk that equals the index's rows; null when none does. */
+  revision: number | null;
+  /** Rows added or removed since that file. */
+  changes: number;
+  writing: Promise<void> | null;
+  loadedFrom: 'snapshot' | 'sqlite' | null;
+  loadMs?: number;
+  /** null while the background checksum of a loaded snapshot runs (or none was loaded). */
+  verified: boolean | null;
+  /** Why the last load did not use (or dropped) the file. */
+  problem?: string;
+  writeError?: string;
+}
+
 interface Entry {
   index: CollectionIndex | null;
+  snapshot: Snapshot;
   state: IndexState;
   generation: number;
   appliedRevision: number;
@@ -55,6 +73,8 @@ export interface SearchIndexOptions {
   /** Rebuild when rows added or deleted since the build exceed this share of the graph. */
   rebuildRatio: number;
   rebuildIntervalMs: number;
+  /** Rewrite a collection's vector snapshot after this many changed rows; 0 = no snapshots. Default 10,000. */
+  snapshotAfterChanges?: number;
 }
 
 /** Candidates asked of the graph: as many as the exact path's first batch. */
@@ -95,7 +115,7 @@ export class SearchIndexes {
   private entry(id: string): Entry {
     let e = this.entries.get(id);
     if (!e) {
-      e = { index: null, state: 'unloaded', generation: 0, appliedRevision: -1, graph: noGraph() };
+      e = { index: null, snapshot: { revision: null, changes: 0, writing: null, loadedFrom: null, verified: null }, state: 'unloaded', generation: 0, appliedRevision: -1, graph: noGraph() };
       this.entries.set(id, e);
     }
     return e;
@@ -108,27 +128,41 @@ export class SearchIndexes {
     return this.build(c, e);
   }
 
+  private get snapshotAfter(): number { return this.opts.snapshotAfterChanges ?? 10_000; }
+
   private build(c: CollectionT, e: Entry): CollectionIndex {
     e.state = e.index ? 'dirty' : 'building';
     const t0 = performance.now();
     try {
-      const index = new CollectionIndex(profileCodec(c.search_profile as SearchProfile), c.embedding_dimension, Math.max(c.capacity_rows, c.face_count), this.opts.threads);
-      let batch: IndexRow[] = [];
-      for (const row of this.source.vectors(c.id)) {
-        batch.push(row);
-        if (batch.length === 4096) {
-          index.add(batch);
-          batch = [];
+      // A snapshot at exactly the committed revision is read straight into the index; else SQLite.
+      const fromFile = this.snapshotAfter > 0 ? this.loadSnapshot(c, e) : null;
+      const index = fromFile ?? new CollectionIndex(profileCodec(c.search_profile as SearchProfile), c.embedding_dimension, Math.max(c.capacity_rows, c.face_count), this.opts.threads);
+      if (!fromFile) {
+        index.presize(c.face_count);
+        let batch: IndexRow[] = [];
+        for (const row of this.source.vectors(c.id)) {
+          batch.push(row);
+          if (batch.length === 4096) {
+            index.add(batch);
+            batch = [];
+          }
         }
+        index.add(batch);
+        e.snapshot.loadedFrom = 'sqlite';
+        e.snapshot.revision = null;
+        e.snapshot.changes = 0;
+        e.snapshot.verified = null;
       }
-      index.add(batch);
       e.index = index;
       e.state = 'ready';
       e.generation++;
       e.appliedRevision = c.search_revision;
       e.buildMs = performance.now() - t0;
+      e.snapshot.loadMs = e.buildMs;
       delete e.lastError;
       this.attachGraph(c, e);
+      // Built from SQLite: persist it so the next start reads one file instead.
+      if (!fromFile && this.snapshotAfter > 0 && index.size > 0) this.saveSnapshot(c.id, e);
       return index;
     } catch (err) {
       e.index = null;
@@ -166,6 +200,8 @@ export class SearchIndexes {
         }
       }
       e.appliedRevision = after.search_revision;
+      e.snapshot.changes += (change.add?.length ?? 0) + (change.remove?.length ?? 0);
+      if (this.snapshotAfter > 0 && e.snapshot.changes >= this.snapshotAfter) this.saveSnapshot(after.id, e);
       this.maybeRebuild(after, e);
     } catch {
       try {
@@ -203,6 +239,7 @@ export class SearchIndexes {
     if (e) this.dropGraph(id, e);
     else removeGraphFiles(this.opts.dir, id);
     this.entries.delete(id);
+    removeSnapshot(this.opts.dir, id);
   }
 
   /** Builds every eager collection (startup, before readiness). Failures are recorded, not thrown. */
@@ -221,7 +258,10 @@ export class SearchIndexes {
     return { built, failed };
   }
 
-  /** Stops a running build (its temp file is removed at the next start). */
+  /**
+   * Stops a running build (its temp file is removed at the next start) and writes the snapshot of every
+   * loaded index whose rows changed since its file, so the next start reads files instead of SQLite.
+   */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
@@ -229,6 +269,74 @@ export class SearchIndexes {
     const r = this.running;
     this.running = null;
     if (r) await r.worker.terminate();
+    for (const [id, e] of this.entries) {
+      await e.snapshot.writing;
+      if (this.snapshotAfter > 0 && e.index && e.state === 'ready' && e.snapshot.revision !== e.appliedRevision) {
+        this.saveSnapshot(id, e, true);
+        await e.snapshot.writing;
+      }
+    }
+  }
+
+  // ---- snapshots of the exact index ----
+
+  private loadSnapshot(c: CollectionT, e: Entry): CollectionIndex | null {
+    const epoch = this.source.indexEpoch(c.id);
+    if (epoch === null) return null;
+    const codec = profileCodec(c.search_profile as SearchProfile);
+    const loaded = readSnapshot(this.opts.dir, {
+      collectionId: c.id, epoch, revision: c.search_revision, profile: c.search_profile, dimension: c.embedding_dimension, rows: c.face_count,
+    }, codec, c.capacity_rows, this.opts.threads);
+    if ('problem' in loaded) {
+      if (loaded.problem !== 'no snapshot file') e.snapshot.problem = loaded.problem;
+      return null;
+    }
+    const index = loaded.index;
+    e.snapshot = { revision: loaded.header.revision, changes: 0, writing: null, loadedFrom: 'snapshot', verified: null };
+    // The rows' checksum is read back from the file by a worker while the index already serves.
+    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', { path: snapshotPath(this.opts.dir, c.id), ...snapshotRowsRange(loaded.header, codec), expected: loaded.header.rows_crc32 });
+    worker.once('message', (ok: boolean) => {
+      void worker.terminate();
+      const now = this.entries.get(c.id);
+      if (now !== e || e.index !== index) return;
+      e.snapshot.verified = ok;
+      if (ok) return;
+      // A damaged file: forget it and this index; the collection is rebuilt from SQLite.
+      e.snapshot.problem = 'the snapshot rows failed their checksum: rebuilt from SQLite';
+      removeSnapshot(this.opts.dir, c.id);
+      e.index = null;
+      e.state = 'unloaded';
+      e.graph = noGraph();
+      const fresh = this.source.getCollection(c.id);
+      if (fresh && fresh.load_policy === 'eager' && !this.closed) {
+        try {
+          this.ready(fresh);
+        } catch { /* recorded on the entry */ }
+      }
+    });
+    worker.once('error', () => undefined);
+    return index;
+  }
+
+  /** Writes the entry's snapshot in the background (one at a time per collection). */
+  private saveSnapshot(id: string, e: Entry, closing = false): void {
+    if (e.snapshot.writing || !e.index || (this.closed && !closing)) return;
+    const epoch = this.source.indexEpoch(id);
+    if (epoch === null) return;
+    const index = e.index, revision = e.appliedRevision;
+    const snap = e.snapshot;
+    const changesAtStart = snap.changes;
+    snap.writing = writeSnapshot(this.opts.dir, index, { collection_id: id, index_epoch: epoch, revision },
+      () => e.index === index && e.appliedRevision === revision && this.entries.get(id) === e)
+      .then((h) => {
+        if (!h) return;
+        snap.revision = h.revision;
+        snap.changes = Math.max(0, snap.changes - changesAtStart);
+        delete snap.writeError;
+      }, (err: unknown) => {
+        snap.writeError = `writing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
+      })
+      .finally(() => { snap.writing = null; });
   }
 
   // ---- graphs ----
@@ -419,6 +527,10 @@ export class SearchIndexes {
         ...(e?.lastError ? { last_error: e.lastError } : {}), profile: c.search_profile, live_rows: e?.index?.size ?? c.face_count,
         physical_rows: e?.index?.allocatedRows ?? 0, capacity_rows: c.capacity_rows, tombstone_rows: 0, reallocations: e?.index?.reallocations ?? 0,
         memory_bytes: e?.index?.bytes ?? 0, build_ms: e?.buildMs === undefined ? null : Math.round(e.buildMs * 1000) / 1000,
+        snapshot: e ? {
+          loaded_from: e.snapshot.loadedFrom, revision: e.snapshot.revision, changes_since: e.snapshot.changes, verified: e.snapshot.verified,
+          ...(e.snapshot.problem ? { problem: e.snapshot.problem } : {}), ...(e.snapshot.writeError ? { write_error: e.snapshot.writeError } : {}),
+        } : null,
         index_type: c.search_index.type, index_status: this.status(c),
       };
     });

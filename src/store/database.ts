@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Errors } from '../contract/errors.js';
 import { acquireDataDirLock } from './dataDirLock.js';
 import { StorageGuard } from './storageGuard.js';
+import { startModuleWorker } from '../system/workerThread.js';
 
 export type Db = Database.Database;
 
@@ -17,11 +18,27 @@ export interface OpenedDatabase {
   db: Db;
   path: string;
   migrationCount: number;
-  /** PRAGMA quick_check at open ('ok' when healthy). Run once: it reads the whole file, too slow per request. */
+  /**
+   * PRAGMA quick_check ('ok' when healthy). Run once: it reads the whole file, too slow per request.
+   * With `integrity: 'background'` it is `'pending'` until the check, run in a worker thread on its own
+   * read-only connection, reports; then 'ok' or what the check found.
+   */
   integrity: string;
   /** Full-disk handling of the data dir (its space reserve, 507 while full). */
   storage: StorageGuard;
+  /** Resolves with the final integrity result (at once for a check run at open). */
+  integrityChecked: Promise<string>;
   close(): void;
+}
+
+export const INTEGRITY_PENDING = 'pending';
+
+export interface OpenOptions {
+  lock?: boolean;
+  /** 'open' (default): quick_check before returning; 'background': in a worker thread after returning. */
+  integrity?: 'open' | 'background';
+  /** Bytes of the data dir's space reserve (StorageGuard); the default when not given. */
+  reserveBytes?: number;
 }
 
 /**
@@ -29,7 +46,7 @@ export interface OpenedDatabase {
  * every pending numbered migration, each in its own transaction and recorded. A kernel-released lock on
  * the data directory makes a second daemon refuse to start instead of corrupting state.
  */
-export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: { lock?: boolean; reserveBytes?: number } = {}): OpenedDatabase {
+export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: OpenOptions = {}): OpenedDatabase {
   const path = join(dataDir, 'vigil.db');
   assertWritableDataDir(dataDir, path);
   // Admin CLI commands (workspaces, keys) share the file with a running daemon: SQLite's own locking
@@ -59,13 +76,33 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   // Only the daemon (the lock holder) keeps the data dir's space reserve; admin commands share its file.
   const storage = new StorageGuard(dataDir, { reserveBytes: opts.lock === false ? 0 : opts.reserveBytes ?? DEFAULT_RESERVE_BYTES });
   if (opts.lock !== false) storage.init();
-  return {
-    db: opened, path, migrationCount, integrity: quickCheck(opened), storage,
+  let stopCheck = () => undefined as unknown;
+  const result: OpenedDatabase = {
+    db: opened, path, migrationCount, integrity: INTEGRITY_PENDING, integrityChecked: Promise.resolve(INTEGRITY_PENDING), storage,
     close() {
+      stopCheck();
       if (opened.open) opened.close();
       releaseLock();
     },
   };
+  if (opts.integrity === 'background') {
+    result.integrityChecked = new Promise<string>((resolve) => {
+      const worker = startModuleWorker(import.meta.url, 'integrityWorker', { path });
+      const settle = (value: string) => {
+        // The first answer wins; a worker stopped by close() leaves the result pending.
+        if (result.integrity === INTEGRITY_PENDING) result.integrity = value;
+        resolve(result.integrity);
+      };
+      worker.once('message', (m: string) => settle(m));
+      worker.once('error', (e) => settle(`quick_check could not run: ${e.message}`));
+      worker.once('exit', () => resolve(result.integrity));
+      stopCheck = () => void worker.terminate();
+    });
+  } else {
+    result.integrity = quickCheck(opened);
+    result.integrityChecked = Promise.resolve(result.integrity);
+  }
+  return result;
 }
 
 export function migrate(db: Db, dir: string): number {

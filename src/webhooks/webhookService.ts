@@ -9,8 +9,13 @@ import type { WebhookEndpoint, WebhookStore } from './webhookStore.js';
 /** The monitor filter of the admin API is the `monitor_id` tag of the generic outbox. */
 const MONITOR_TAG = 'monitor_id';
 
+/** A create/patch body of any scope: only the admin API has `monitors` (workspace endpoints have no monitors). */
+type CreateBody = Omit<WebhookCreateT, 'monitors' | 'event_types'> & { event_types: string[]; monitors?: string[] };
+type PatchBody = Omit<WebhookPatchT, 'monitors' | 'event_types'> & { event_types?: string[]; monitors?: string[] };
+
 /**
- * Webhook endpoints of one owner (`scope`: 'admin' for /v1/webhooks): create (the secret is returned
+ * Webhook endpoints of one owner (`scope`: 'admin' for /v1/webhooks, `workspace:<id>` for a workspace's
+ * /workspaces/{id}/webhooks; one owner never sees another's endpoints): create (the secret is returned
  * once), list, patch, delete, the delivery log and "send test event". The outbox does the delivering.
  */
 export class WebhookService {
@@ -39,12 +44,15 @@ export class WebhookService {
     };
   }
 
-  create(scope: string, body: WebhookCreateT): { webhook: WebhookT; secret: string } {
+  /** `maxEndpoints`: how many endpoints the scope may have (a workspace's bound); none = unbounded (admin). */
+  create(scope: string, body: CreateBody, maxEndpoints?: number): { webhook: WebhookT; secret: string } {
     this.checkUrl(body.url);
+    // Synchronous from the count to the insert: concurrent creates cannot both pass.
+    if (maxEndpoints !== undefined && this.store.summary(scope).endpoints >= maxEndpoints) throw Errors.webhookLimitReached(maxEndpoints);
     const now = new Date().toISOString();
     const e: WebhookEndpoint = {
       id: `wh_${randomBytes(9).toString('base64url')}`, scope, url: body.url, description: body.description, event_types: [...new Set(body.event_types)],
-      filters: body.monitors.length ? { [MONITOR_TAG]: [...new Set(body.monitors)] } : {}, secret: newWebhookSecret(), enabled: body.enabled,
+      filters: body.monitors?.length ? { [MONITOR_TAG]: [...new Set(body.monitors)] } : {}, secret: newWebhookSecret(), enabled: body.enabled,
       disabled_reason: null, disabled_at: body.enabled ? null : now, failure_streak: 0, last_success_at: null, last_failure_at: null, created_at: now, updated_at: now,
     };
     this.store.insertEndpoint(e);
@@ -64,7 +72,7 @@ export class WebhookService {
   }
 
   /** Enabling again clears the disabled reason and the failure streak, and retries the backlog at once. */
-  patch(scope: string, id: string, body: WebhookPatchT): WebhookT {
+  patch(scope: string, id: string, body: PatchBody): WebhookT {
     if (body.url !== undefined) this.checkUrl(body.url);
     const updated = this.store.transaction(() => {
       const e = this.endpoint(scope, id);

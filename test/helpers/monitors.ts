@@ -26,7 +26,7 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
   }
 }
 
-export type MonitorEvent = { type: string; sequence: number; person?: { id: string } | null; error?: { code: string } | null; [k: string]: unknown };
+export type MonitorEvent = { type: string; sequence: number; person?: { id: string } | null; error?: { code: string; cause?: string } | null; [k: string]: unknown };
 
 /** Reads a monitor's events from the start of the current epoch, following next_cursor. */
 export async function allEvents(d: TestDaemon, id: string): Promise<MonitorEvent[]> {

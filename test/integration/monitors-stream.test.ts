@@ -47,9 +47,12 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
   t.is(create.json.monitor.source.url, scenario.url());
   const running = await waitFor('running', async () => {
     const s = await call(d, 'GET', '/v1/monitors/door/state');
-    return s.json.state.status === 'running' && s.json.state.inference.processed_frames > 0 ? s.json.state : undefined;
+    return s.json.state.status === 'running' && s.json.state.inference.processed_frames > 0 && s.json.state.source.source_fps !== null ? s.json.state : undefined;
   });
-  t.deepEqual(running.source, { width: 640, height: 360, source_fps: FPS });
+  t.like(running.source, { width: 640, height: 360 });
+  // Frames past the monitor's rate are dropped before conversion; the source rate is measured from the decoder's count.
+  t.true(Math.abs(running.source.source_fps - FPS) <= 1, String(running.source.source_fps));
+  t.true(running.inference.decoded_frames > running.inference.frame_sequence, 'more frames decoded than delivered to inference');
   const events = await waitFor('unknown_exit', async () => {
     const ev = await allEvents(d, 'door');
     return ev.some((e) => e.type === 'unknown_exit') ? ev : undefined;
@@ -74,7 +77,7 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
   t.true(s.connected);
   t.true(s.inference.decoded_frames > s.inference.processed_frames, JSON.stringify(s.inference));
   t.true(s.inference.processed_frames > 10);
-  t.is(s.inference.decoded_frames, s.inference.frame_sequence);
+  t.true(s.inference.decoded_frames > s.inference.frame_sequence, 'the pipeline drops frames past the monitor rate before conversion');
   t.true(s.inference.dropped_frames > 0, 'inference at 4 fps on a 10 fps stream skips frames');
   t.true(s.inference.actual_fps > 0 && s.inference.actual_fps <= 4.5, String(s.inference.actual_fps));
   t.is(s.inference.configured_fps, 4);
@@ -99,6 +102,7 @@ test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, t
   });
   t.false(down.connected);
   t.is(down.last_error.code, 'rtsp_source_unavailable');
+  await waitFor('the cause', async () => ((await call(d, 'GET', '/v1/monitors/flaky')).json.monitor.runtime.last_error?.cause === 'connection_refused' ? true : undefined));
   const restarted = await startRtspServer({ frames: still.frames, fps: FPS, port });
   servers.push(restarted);
   const events = await waitFor('monitor_recovered', async () => {
@@ -108,6 +112,8 @@ test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, t
   const types = events.map((e) => e.type);
   const error = events.find((e) => e.type === 'monitor_error')!;
   t.is(error.error?.code, 'rtsp_source_unavailable');
+  t.is(types.filter((x) => x === 'monitor_error').length, 1, 'one monitor_error per outage, however many retries');
+  t.true(['connection_refused', 'timeout'].includes(error.error?.cause as string), String(error.error?.cause));
   t.true(types.indexOf('monitor_error') < types.indexOf('monitor_recovered'));
   const s = (await call(d, 'GET', '/v1/monitors/flaky/state')).json.state;
   t.is(s.status, 'running');

@@ -3,6 +3,7 @@
 directory of same-sized JPEG frames (frame00000.jpg, ...) at a given frame rate.
 
 Usage: server.py --frames DIR --fps N [--port P] [--mount /stream] [--bitrate KBPS] [--mark-frame K] [--tls PEM]
+                 [--auth USER:PASS] [--audio-mount /audio]
 Prints "READY <port>" on stdout once it accepts connections. Run with /usr/bin/python3 (python3-gi).
 With --mark-frame K it prints "MARK <unix ms>" whenever frame K of the loop enters the payloader
 (bench/monitor.ts measures frame-to-event delay from it). With --tls PEM (certificate and key) it serves
@@ -43,6 +44,8 @@ def main() -> int:
     p.add_argument('--keyint', type=int, default=0, help='key frame interval in frames (default: fps)')
     p.add_argument('--mark-frame', type=int, default=-1)
     p.add_argument('--tls', default=None, help='PEM file with the certificate and its key: serve rtsps://')
+    p.add_argument('--auth', default=None, help='user:password required (Basic) on every mount')
+    p.add_argument('--audio-mount', default=None, help='a mount serving audio only (no video track)')
     a = p.parse_args()
     Gst.init(None)
     keyint = a.keyint or a.fps
@@ -66,10 +69,25 @@ def main() -> int:
         token.set_string('media.factory.role', 'anonymous')
         auth.set_default_token(token)
         server.set_auth(auth)
+    if a.auth:
+        user, password = a.auth.split(':', 1)
+        auth = GstRtspServer.RTSPAuth()
+        token = GstRtspServer.RTSPToken()
+        token.set_string('media.factory.role', 'user')
+        auth.add_basic(GstRtspServer.RTSPAuth.make_basic(user, password), token)
+        server.set_auth(auth)
+    if a.audio_mount:
+        audio = GstRtspServer.RTSPMediaFactory()
+        audio.set_launch('( audiotestsrc is-live=true ! audioconvert ! audio/x-raw,format=S16BE,channels=1,rate=8000 ! rtpL16pay name=pay0 pt=96 )')
+        audio.set_shared(True)
+        mounts.add_factory(a.audio_mount, audio)
     for m in a.mount or ['/stream']:
         factory = GstRtspServer.RTSPMediaFactory()
         factory.set_launch(launch)
         factory.set_shared(True)
+        if a.auth:
+            factory.add_role_from_structure(Gst.Structure.from_string(
+                'user, media.factory.access=(boolean)true, media.factory.construct=(boolean)true')[0])
         if a.tls:
             factory.add_role_from_structure(Gst.Structure.from_string(
                 'anonymous, media.factory.access=(boolean)true, media.factory.construct=(boolean)true')[0])

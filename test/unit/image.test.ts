@@ -346,3 +346,34 @@ test('the 413 pixel-limit details report upright dimensions', async (t) => {
   const e = await rejects(t, decodeImage(fixture('liveness/live_T1.jpg'), { maxBytes: LIMITS.maxBytes, maxPixels: 1000 }), 413, 'image_too_large');
   t.deepEqual(e.details, { max_image_pixels: 1000, width: 480, height: 640 });
 });
+
+// --- thin and slow images (issue 17.1) ---------------------------------------------------------
+
+/** The reported attack: 1 x 39,000,000 pixels, ~150 KB, under the 40 Mpx cap, 12-27 s of libpng time. */
+const thinPng = () => bitBombPng(1, 39_000_000);
+const SHAPED = { ...LIMITS, maxSide: 16_384, maxAspectRatio: 20 };
+
+test.serial('a 1 x 39,000,000 PNG is 413 image_too_large from its header (max_image_side)', async (t) => {
+  const png = thinPng();
+  t.true(png.length < 400_000);
+  const e = await rejects(t, decodeImage(png, SHAPED), 413, 'image_too_large');
+  t.deepEqual(e.details, { max_image_side: 16_384, width: 1, height: 39_000_000 });
+});
+
+test('an image thinner than max_image_aspect_ratio is 422 invalid_image (aspect_ratio), BMP too', async (t) => {
+  const png = await sharp({ create: { width: 2100, height: 100, channels: 3, background: '#808080' } }).png().toBuffer();
+  const e = await rejects(t, decodeImage(png, SHAPED), 422, 'invalid_image');
+  t.deepEqual(e.details, { reason: 'aspect_ratio', max_image_aspect_ratio: 20, width: 2100, height: 100 });
+  const bmp = encodeBmp24(Buffer.alloc(90, 128), 1, 30);
+  const b = await rejects(t, decodeImage(bmp, SHAPED), 422, 'invalid_image');
+  t.like(b.details, { reason: 'aspect_ratio', width: 1, height: 30 });
+  // 20:1 exactly is accepted
+  const ok = await sharp({ create: { width: 2000, height: 100, channels: 3, background: '#808080' } }).png().toBuffer();
+  assertShape(t, await decodeImage(ok, SHAPED), 2000, 100, 'png');
+});
+
+test.serial('a decode running past the timeout is stopped: 422 invalid_image (decode_timeout)', async (t) => {
+  // Shape limits lifted so that only the time bound can stop the thin PNG.
+  const e = await rejects(t, decodeImage(thinPng(), { ...LIMITS, maxSide: 1e9, maxAspectRatio: 1e9, timeoutMs: 1000 }), 422, 'invalid_image');
+  t.deepEqual(e.details, { reason: 'decode_timeout', image_decode_timeout_seconds: 1 });
+});

@@ -39,12 +39,18 @@ test('errors: inference failures raise monitor_error once; recovery comes when e
   a.inferenceFailed('boom');
   a.inferenceFailed('boom again');
   t.true(a.hasError('inference'));
-  a.sourceFailed('timeout', 2000);
+  a.sourceFailed('timeout', 'no frame for 5 s', 2000);
+  a.sourceFailed('connection_refused', 'nothing accepts connections', 1000); // a retry of the same outage
+  t.is(a.lastError!.cause, 'connection_refused', 'the state shows the current cause');
   a.clearError('inference');
   t.deepEqual(types(a), ['monitor_error', 'monitor_error'], 'no recovery while the source still fails');
   a.clearError('source');
   a.clearError('source');
   t.deepEqual(types(a), ['monitor_error', 'monitor_error', 'monitor_recovered']);
   t.is(a.state(base, reader).inference_errors, 2);
-  t.regex(a.lastError!.message, /Reconnecting in 2 s/);
+  t.regex(a.lastError!.message, /Reconnecting in 1 s/);
+  const outage = a.events(null, 100).events.filter((e) => e.type === 'monitor_error')[1]!;
+  t.like(outage.error, { code: 'rtsp_source_unavailable', cause: 'timeout' }, 'one monitor_error per outage, with the first cause');
+  a.sourceFailed('not_found', 'RTSP 404', 1000);
+  t.deepEqual(types(a).slice(3), ['monitor_error'], 'a new outage after a recovery raises a new one');
 });

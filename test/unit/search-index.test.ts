@@ -496,3 +496,18 @@ test('setCapacity below the live rows throws; at or above is accepted and enforc
   t.is(idx.size, 300);
   t.true(idx.allocatedRows >= 300);
 });
+
+test('presize: exactly sized blocks for a known row count, and adds beyond it still grow', (t) => {
+  const codec = profileCodec('fp32_v1');
+  const idx = new CollectionIndex(codec, 8, 1000, 0, 64);
+  idx.presize(150);
+  t.is(idx.allocatedRows, 150, 'blocks of 64 + 64 + 22 rows');
+  const rand = prng(5);
+  const rows = Array.from({ length: 170 }, (_, i) => ({ faceKey: i + 1, personKey: i + 1, vector: randomUnit(rand, 8) }));
+  idx.add(rows.slice(0, 150));
+  t.is(idx.reallocations, 0, 'no growth while filling the presized rows');
+  idx.add(rows.slice(150));
+  t.is(idx.size, 170);
+  for (const r of rows) t.is(idx.exactSearchPersons(r.vector, 1)[0]?.faceKey, r.faceKey);
+  t.throws(() => idx.presize(10), { message: /empty/ });
+});

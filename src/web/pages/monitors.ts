@@ -128,7 +128,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   const renderDetails = () => details.replaceChildren(facts([
     ['Status', statusBadge(m.runtime.status, m.runtime.connected)], ['Source', h('code', { 'data-testid': 'source-url' }, m.source.url)], ['Collection', m.collection_id],
     ['Inference rate', `${m.inference_fps} fps`], ['Threshold', m.match_threshold === null ? 'collection default' : fmt.num(m.match_threshold, 2)],
-    ['Preview', m.preview_enabled ? 'allowed' : 'off'], ['Last error', m.runtime.last_error ? h('code', null, typeof m.runtime.last_error === 'string' ? m.runtime.last_error : JSON.stringify(m.runtime.last_error)) : '—'],
+    ['Preview', m.preview_enabled ? 'allowed' : 'off'], ['Last error', m.runtime.last_error ? h('code', null, typeof m.runtime.last_error === 'string' ? m.runtime.last_error : lastErrorText(m.runtime.last_error)) : '—'],
   ]), h('div', { class: 'actions' }, enableToggle(m, top, () => void reload()),
     h('button', { type: 'button', onclick: () => openKiosk(mid) }, 'Open kiosk view'), del));
   const reload = async () => {
@@ -228,4 +228,10 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
     h('section', { class: 'card wide', 'aria-labelledby': 'live' }, h('h2', { id: 'live' }, 'Live'),
       m.preview_enabled ? [preview.element, previewStatus, h('h3', null, 'Recognised now'), names] : h('p', { class: 'muted' }, 'The preview is off for this monitor: allow it in the settings below.'), stateBox),
     h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events), form);
+}
+
+/** "rtsp_source_unavailable (connection_refused): The RTSP source is unavailable: ..." */
+function lastErrorText(e: Record<string, unknown>): string {
+  const cause = typeof e.cause === 'string' ? ` (${e.cause})` : '';
+  return typeof e.code === 'string' && typeof e.message === 'string' ? `${e.code}${cause}: ${e.message}` : JSON.stringify(e);
 }

@@ -1,0 +1,56 @@
+import test from 'ava';
+import { deflateSync } from 'node:zlib';
+import sharp from 'sharp';
+import { crc32 } from '../helpers/shared.js';
+import { DecodeStage } from '../../src/inference/decodeStage.js';
+import { resolveThreading } from '../../src/inference/engine.js';
+
+function chunk(type: string, data: Buffer): Buffer {
+  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+/** 1 x `height` 1-bit PNG: tiny, and slow for libpng to walk. */
+function thinPng(height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(1, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 1;
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.alloc(2 * height), { level: 9 })), chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
+const LIMITS = { maxBytes: 1e8, maxPixels: 4e7 };
+const LIFTED = { timeoutMs: 2000, maxSide: 1e9, maxAspectRatio: 1e9 };
+
+test('a queued decode whose request is aborted never starts; a running one releases its caller and then its slot', async (t) => {
+  const stage = new DecodeStage({ ...LIFTED, concurrency: 1 });
+  const slow = new AbortController();
+  const running = stage.decode(thinPng(39_000_000), LIMITS, slow.signal);
+  const queuedAbort = new AbortController();
+  const queued = stage.decode(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer(), LIMITS, queuedAbort.signal);
+  t.like(stage.stats(), { decoding: 1, decode_waiting: 1 });
+  queuedAbort.abort(new Error('client gone'));
+  await t.throwsAsync(queued, { message: 'client gone' });
+  t.like(stage.stats(), { decoding: 1, decode_waiting: 0 });
+  slow.abort(new Error('deadline'));
+  await t.throwsAsync(running, { message: 'deadline' });
+  t.like(stage.stats(), { decodes_abandoned: 1 });
+  // The abandoned decode holds its slot until sharp's timeout stops it; then the stage is free again.
+  const next = await stage.decode(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#fff' } }).png().toBuffer(), LIMITS);
+  t.is(next.width, 8);
+  t.like(stage.stats(), { decoding: 0, decodes_timed_out: 1 });
+});
+
+test('threading auto: 2 workers x 2 ORT threads up to 4 cores, one worker per two cores beyond; explicit values win', (t) => {
+  t.deepEqual(resolveThreading('auto', 'auto', 1), { workers: 1, intraOpThreads: 1 });
+  t.deepEqual(resolveThreading('auto', 'auto', 2), { workers: 2, intraOpThreads: 2 });
+  t.deepEqual(resolveThreading('auto', 'auto', 4), { workers: 2, intraOpThreads: 2 });
+  t.deepEqual(resolveThreading('auto', 'auto', 16), { workers: 8, intraOpThreads: 2 });
+  t.deepEqual(resolveThreading(1, 'auto', 2), { workers: 1, intraOpThreads: 2 });
+  t.deepEqual(resolveThreading(3, 1, 2), { workers: 3, intraOpThreads: 1 });
+});

@@ -1,0 +1,89 @@
+import test from 'ava';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
+import { CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
+import { profileCodec } from '../../src/search/profiles.js';
+import { readSnapshot, snapshotPath, writeSnapshot, type SnapshotExpectation } from '../../src/search/vectorSnapshot.js';
+import { unitVectors } from '../helpers/vectors.js';
+
+const root = mkdtempSync(join(tmpdir(), 'vigil-snapshot-test-'));
+test.after.always(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const DIM = 64;
+
+/** An index of `count` rows with keys 1..count (then some removed, so rows are not in key order), blocks of 100 rows. */
+function indexOf(profile: SearchProfile, count: number): { index: CollectionIndex; rows: IndexRow[] } {
+  const vectors = unitVectors(count, 7, DIM);
+  const rows = vectors.map((vector, i) => ({ faceKey: i + 1, personKey: 1000 + Math.floor(i / 3), vector }));
+  const index = new CollectionIndex(profileCodec(profile), DIM, count + 50, 0, 100);
+  index.add(rows);
+  index.remove([2, 50, 101]);
+  return { index, rows: rows.filter((r) => ![2, 50, 101].includes(r.faceKey)) };
+}
+
+const expect = (id: string, profile: SearchProfile, rows: number, revision = 7): SnapshotExpectation => ({ collectionId: id, epoch: 'e1', revision, profile, dimension: DIM, rows });
+
+for (const profile of SEARCH_PROFILES) {
+  test(`${profile}: a snapshot reads back into an index that answers exactly as the original`, async (t) => {
+    const dir = join(root, `d${n++}`);
+    mkdirSync(dir);
+    const { index, rows } = indexOf(profile, 257);
+    const h = await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true);
+    t.truthy(h);
+    t.is(h!.rows, rows.length);
+    // Other block sizes are not in the file: the reader uses the index default; search results must agree.
+    const loaded = readSnapshot(dir, expect('c', profile, rows.length), profileCodec(profile), 400, 0);
+    if (!('index' in loaded)) return t.fail(loaded.problem);
+    t.is(loaded.index.size, rows.length);
+    t.is(loaded.index.capacity, 400);
+    for (const q of unitVectors(5, 99, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
+    for (const r of rows.slice(0, 20)) t.true(loaded.index.has(r.faceKey));
+    t.false(loaded.index.has(2));
+    // The loaded index keeps working: adds and removes.
+    loaded.index.add([{ faceKey: 5000, personKey: 1, vector: rows[0]!.vector }]);
+    loaded.index.remove([1]);
+    t.is(loaded.index.size, rows.length);
+  });
+}
+
+test('a snapshot of another revision, incarnation, row count or profile is refused with the reason', async (t) => {
+  const dir = join(root, `d${n++}`);
+  mkdirSync(dir);
+  const { index, rows } = indexOf('fp32_v1', 120);
+  t.truthy(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true));
+  const codec = profileCodec('fp32_v1');
+  const problem = (want: SnapshotExpectation) => {
+    const r = readSnapshot(dir, want, codec, 400, 0);
+    return 'problem' in r ? r.problem : null;
+  };
+  t.is(problem(expect('c', 'fp32_v1', rows.length)), null);
+  t.regex(problem(expect('c', 'fp32_v1', rows.length, 8))!, /revision 7, the database 8/);
+  t.regex(problem({ ...expect('c', 'fp32_v1', rows.length), epoch: 'e2' })!, /another incarnation/);
+  t.regex(problem(expect('c', 'fp32_v1', rows.length + 1))!, /rows/);
+  t.regex(problem(expect('c', 'fp16_v1', rows.length))!, /profile/);
+  t.is(problem(expect('other', 'fp32_v1', rows.length)), 'no snapshot file');
+});
+
+test('a write the index changed under is dropped; damaged keys and a truncated file are refused', async (t) => {
+  const dir = join(root, `d${n++}`);
+  mkdirSync(dir);
+  const { index, rows } = indexOf('fp16_v1', 120);
+  t.is(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => false), null);
+  t.false(existsSync(snapshotPath(dir, 'c')));
+  t.deepEqual(readdirSync(dir), [], 'no temp file left behind');
+  t.truthy(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true));
+  const path = snapshotPath(dir, 'c');
+  const good = readFileSync(path);
+  const bad = Buffer.from(good);
+  bad[4096 + 8] = bad[4096 + 8]! ^ 0xff; // the second face key
+  writeFileSync(path, bad);
+  const codec = profileCodec('fp16_v1');
+  const r1 = readSnapshot(dir, expect('c', 'fp16_v1', rows.length), codec, 400, 0);
+  t.true('problem' in r1 && /checksum/.test(r1.problem));
+  writeFileSync(path, good);
+  truncateSync(path, good.length - 10);
+  const r2 = readSnapshot(dir, expect('c', 'fp16_v1', rows.length), codec, 400, 0);
+  t.true('problem' in r2 && /wrong size/.test(r2.problem));
+});
