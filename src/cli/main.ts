@@ -90,6 +90,6 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
     process.stderr.write(`vigil: error: ${isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(isVigilError(e) ? 2 : 1);
+    process.exit(isVigilError(e) ? ((e as { exitCode?: number }).exitCode ?? 2) : 1);
   },
 );

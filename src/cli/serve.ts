@@ -6,6 +6,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
+import { replyToClientErrors } from '../http/clientError.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
@@ -70,7 +71,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const log = createLogger(config.server.log_level);
   // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
   const checkStarted = performance.now();
-  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background' });
+  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background', reserveBytes: config.server.storage_reserve_bytes });
   const integrityOk = db.integrityChecked.then((result) => {
     if (result === 'ok') log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
     else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
@@ -172,6 +173,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
+    replyToClientErrors(server, log);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', reject);

@@ -174,14 +174,15 @@ export class PersonService {
       }
     } else {
       if (input.externalEmbeddings == null) throw Errors.missingExternalEmbeddings();
-      if (input.embeddingContractId == null) throw Errors.missingEmbeddingContractId();
-      if (input.embeddingContractId !== c.embedding_contract_id) {
-        throw Errors.embeddingContractMismatch(c.embedding_contract_id, input.embeddingContractId);
-      }
+      if (input.embeddingContractId == null || !input.embeddingContractId.trim()) throw Errors.missingEmbeddingContractId();
+      // Upstream's order: a malformed list or a count mismatch is a 400 before the contract id is compared.
       externals = parseExternalEmbeddings(input.externalEmbeddings, c.embedding_dimension);
       if (!externals) throw Errors.invalidExternalEmbeddings();
       if (externals.length !== n) {
         throw Errors.externalEmbeddingCountMismatch(n, externals.length);
+      }
+      if (input.embeddingContractId !== c.embedding_contract_id) {
+        throw Errors.embeddingContractMismatch(c.embedding_contract_id, input.embeddingContractId);
       }
     }
     const rejected: RejectedImage[] = [];
@@ -239,7 +240,8 @@ export class PersonService {
     for (const cand of analysed.sort((a, b) => a.index - b.index)) {
       const ext = externals?.[cand.index];
       if (ext && !(ext instanceof Float32Array)) {
-        rejected.push({ index: cand.index, filename: cand.filename, reason: 'invalid_external_embedding', detail: ext.problem });
+        // Upstream's entry has no detail field: {index, filename, reason}.
+        rejected.push({ index: cand.index, filename: cand.filename, reason: 'invalid_external_embedding' });
         continue;
       }
       const a = cand.analysis;
@@ -274,7 +276,9 @@ export class PersonService {
         },
       });
     }
-    rejected.sort((a, b) => a.index - b.index);
+    // Upstream's order: images that could not be loaded (decode, size) first, then the rest, each by upload index.
+    const loadFailure = (r: RejectedImage) => r.reason === 'invalid_image' || r.reason === 'image_too_large';
+    rejected.sort((a, b) => Number(loadFailure(b)) - Number(loadFailure(a)) || a.index - b.index);
     if ('create' in target && accepted.length === 0) {
       throw Errors.registrationFailed(rejected);
     }

@@ -222,6 +222,8 @@ export const ConfigSchema = z.strictObject({
       /** The model catalog (packs, addons, pinned sources); the bundled models/manifest.json when absent. */
       model_catalog: z.string().min(1).optional(),
       max_request_bytes: z.number().int().min(1024).default(64 * 1024 * 1024),
+      /** Space kept free in data_dir and released when the disk fills, so deletes can still free space. */
+      storage_reserve_bytes: z.number().int().min(0).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
       max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
       max_image_pixels: z.number().int().min(1).default(40_000_000),
       /** Longest image side and side ratio, checked from the header before decoding (a 1 x 39,000,000 PNG passes the pixel cap). */
@@ -240,6 +242,9 @@ export const ConfigSchema = z.strictObject({
       enabled: z.boolean().default(true),
       /** Prefer VIGIL_API_KEY in the environment; a key here is convenient on a dev box only. */
       api_key: ApiKeySchema.optional(),
+      /** Wrong keys one source address may present per window before it gets 429 until the window ends. */
+      max_failures: z.number().int().min(1).default(20),
+      failure_window_seconds: z.number().int().min(1).max(86_400).default(60),
     })
     .prefault({}),
   inference: z

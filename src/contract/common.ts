@@ -25,10 +25,15 @@ export const filePart = (title: string) => z.string().meta({ contentMediaType: '
 const emptyAsUndefined = (v: unknown) => (v === '' ? undefined : v);
 /** A form/query text field: empty means absent, then `s` validates. */
 export const formField = <S extends z.ZodType>(s: S) => z.preprocess(emptyAsUndefined, s);
-export const formNumber = (s: z.ZodNumber) => formField(z.coerce.number().pipe(s).nullish());
+/** Numeric text becomes a number before the typed schema validates it (so /openapi.json keeps type and bounds). */
+const numericText = (v: unknown) => {
+  const e = emptyAsUndefined(v);
+  return typeof e === 'string' && e.trim() !== '' && Number.isFinite(Number(e)) ? Number(e) : e;
+};
+export const formNumber = (s: z.ZodNumber) => z.preprocess(numericText, s.nullish());
 export const formString = (s: z.ZodString = z.string()) => formField(s.nullish());
 /** An integer form/query field with bounds and a default. */
-export const formInt = (min: number, max: number, def: number) => formField(z.coerce.number().pipe(z.int().min(min).max(max)).default(def));
+export const formInt = (min: number, max: number, def: number) => z.preprocess(numericText, z.int().min(min).max(max).default(def));
 
 /** Bodies that take exactly `{}` (actions). */
 export const EmptyBody = z.strictObject({});

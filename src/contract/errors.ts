@@ -54,9 +54,12 @@ export class ApiError extends VigilError {
 
 /** A failure the operator must fix (configuration, command line, files on disk): one line, then exit. */
 export class OperatorError extends VigilError {
-  constructor(token: typeof CATALOGUE, code: string, message: string, details: Details) {
+  /** The process exit status when this error stops a command (2 unless the catalogue says otherwise). */
+  readonly exitCode: number;
+  constructor(token: typeof CATALOGUE, code: string, message: string, details: Details, exitCode = 2) {
     super(token, code, message, details);
     this.name = 'OperatorError';
+    this.exitCode = exitCode;
   }
 }
 
@@ -69,7 +72,7 @@ export const isVigilError = (e: unknown): e is VigilError => e instanceof VigilE
  */
 export interface ErrorSpec { code: string; status: number | null; meaning: string; kind: 'response' | 'operator' | 'monitor' | 'problem' }
 
-interface Shaped { message: string; details?: Details; headers?: Headers; status?: number }
+interface Shaped { message: string; details?: Details; headers?: Headers; status?: number; exitCode?: number }
 const specs: ErrorSpec[] = [];
 
 function api<const C extends string, A extends unknown[]>(code: C, status: number, meaning: string, shape: (...args: A) => Shaped) {
@@ -85,7 +88,7 @@ function operator<const C extends string, A extends unknown[]>(code: C, meaning:
   specs.push({ code, status: null, meaning, kind: 'operator' });
   const make = (...args: A): OperatorError => {
     const s = shape(...args);
-    return new OperatorError(CATALOGUE, code, s.message, s.details ?? {});
+    return new OperatorError(CATALOGUE, code, s.message, s.details ?? {}, s.exitCode);
   };
   return Object.assign(make, { code, meaning });
 }
@@ -109,6 +112,8 @@ function monitorCondition<const C extends string, A extends unknown[]>(code: C, 
 }
 
 const q = (v: string) => JSON.stringify(v);
+/** Upstream's not-found quoting: 'id' (Python's f-string with single quotes, no escaping). */
+const sq = (v: string) => `'${v}'`;
 const fixed = (message: string) => () => ({ message });
 const withReason = (reason: string) => ({ message: reason });
 const withOptions = (message: string, o: { details?: Details; status?: number } = {}) => ({ message, ...o });
@@ -131,18 +136,33 @@ export const Errors = {
   invalidCursor: api('invalid_cursor', 400, 'The cursor is malformed, tampered with or belongs to another list.',
     (reason: string) => ({ message: Messages.invalidCursor, details: { reason } })),
   requestTooLarge: api('request_too_large', 413, 'The request body is larger than `[server] max_request_bytes`.',
-    (maxBytes?: number) => (maxBytes === undefined ? { message: 'The request body is too large.' } : { message: `The request body exceeds ${maxBytes} bytes.`, details: { max_request_bytes: maxBytes } })),
+        // Upstream's text; the limit is a Vigil addition in details.
+    (maxBytes?: number) => (maxBytes === undefined ? { message: 'The request body is too large.' } : { message: 'The request body is too large.', details: { max_request_bytes: maxBytes } })),
   jsonRequired: api('json_required', 415, 'The action needs a JSON body.', fixed('Send Content-Type: application/json with the body {}.')),
   routeNotFound: api('route_not_found', 404, 'No route matches the path.', fixed('No route matches this path.')),
   methodNotAllowed: api('method_not_allowed', 405, 'The path exists but not for this method.', fixed('The method is not allowed for this path.')),
   httpError: api('http_error', 400, 'Another 4xx raised by the HTTP framework, with its status.', (status: number, message: string) => ({ status, message })),
   unauthorized: api('unauthorized', 401, 'No valid Bearer key (the admin key, or a workspace key for /workspaces routes).',
     (message: string) => ({ message, headers: { 'WWW-Authenticate': 'Bearer' } })),
+  tooManyAuthFailures: api('too_many_auth_failures', 429, 'This source address presented too many wrong keys (`[auth] max_failures` per `failure_window_seconds`); retry after `Retry-After` seconds.',
+    (retryAfterSeconds: number) => ({
+      message: `Too many failed authentication attempts from this address. Retry in ${retryAfterSeconds} s.`,
+      details: { retry_after_seconds: retryAfterSeconds }, headers: { 'Retry-After': String(retryAfterSeconds) },
+    })),
+  malformedHttpRequest: api('malformed_http_request', 400, 'Node\'s HTTP parser refused the request (bad method, raw bytes in the path or a header, broken chunked encoding); `details.reason` is the parser\'s code. The connection is closed.',
+    (reason: string) => ({ message: 'The request is not valid HTTP.', details: { reason } })),
+  headersTooLarge: api('headers_too_large', 431, 'The request line and headers are larger than the server accepts (16 KiB). The connection is closed.',
+    fixed('The request headers are too large.')),
+  requestHeaderTimeout: api('request_header_timeout', 408, 'The request headers (or body) did not arrive in time. The connection is closed.',
+    fixed('The request did not arrive in time.')),
   originNotAllowed: api('origin_not_allowed', 403, 'A browser action came from an origin that is neither this one nor a configured CORS origin.',
     (origin: string) => ({ message: 'This action is only accepted from the same origin or a configured CORS origin.', details: { origin } })),
   requestTimeout: api('request_timeout', 503, 'The request deadline (`[server] request_timeout_seconds`) passed.',
-    (seconds?: number) => ({ message: seconds === undefined ? 'The request deadline passed while waiting for inference.' : `The request did not complete within ${seconds} seconds.` })),
+    // Upstream's text; the deadline is a Vigil addition in details.
+    (seconds?: number) => ({ message: 'The request timed out.', details: seconds === undefined ? {} : { request_timeout_seconds: seconds } })),
   clientClosedRequest: api('client_closed_request', 499, 'The client went away; the work was cancelled (never sent, only logged).', fixed('The client closed the request.')),
+  insufficientStorage: api('insufficient_storage', 507, 'The data directory\'s disk is full: writes that add data are refused until space is freed (deletes still work; health says `degraded`).',
+    (details: Details = {}) => ({ message: 'There is not enough free space in the data directory to store this. Delete data or free disk space, then retry.', details })),
   internalError: api('internal_error', 500, 'An unexpected failure; the log has the stack under the request id.', fixed(Messages.internal)),
   serviceNotReady: api('service_not_ready', 503, 'The models are still loading (or failed to load); retry shortly.', fixed(Messages.serviceNotReady)),
   databaseNotVerified: api('database_not_verified', 503, 'The database integrity check (quick_check) is still running after a start (writes wait; reads are served) or it failed (nothing but health and system is served); `details.quick_check` says which.',
@@ -151,7 +171,7 @@ export const Errors = {
   serverStopping: api('server_stopping', 503, 'The service is stopping; the action did nothing.', (what: string) => ({ message: `The service is shutting down; ${what}` })),
 
   // ---- images and inference ----
-  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, cannot be decoded, is too thin (`[server] max_image_aspect_ratio`) or too slow to decode (`image_decode_timeout_seconds`); `details.reason` says why when known.',
+  invalidImage: api('invalid_image', 422, 'The image is empty, of an unsupported format, cannot be decoded (`details` is `{}`, as upstream), is too thin (`[server] max_image_aspect_ratio`) or too slow to decode (`image_decode_timeout_seconds`; these two give `details.reason`).',
     (kind: 'empty' | 'unsupported' | 'undecodable' | 'shape' | 'timeout', reason?: string | { width: number; height: number; maxAspectRatio: number } | { seconds: number }) => {
       if (kind === 'shape' && typeof reason === 'object' && 'maxAspectRatio' in reason) {
         return {
@@ -162,20 +182,19 @@ export const Errors = {
       if (kind === 'timeout' && typeof reason === 'object' && 'seconds' in reason) {
         return { message: `The image could not be decoded within ${reason.seconds} s.`, details: { reason: 'decode_timeout', image_decode_timeout_seconds: reason.seconds } };
       }
-      return {
-        message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage,
-        details: typeof reason === 'string' ? { reason } : {},
-      };
+      // Upstream's body is exactly {code, message, details: {}}: the decoder's reason is not sent.
+      return { message: kind === 'empty' ? Messages.emptyImage : kind === 'unsupported' ? Messages.invalidImage : Messages.undecodableImage };
     }),
   imageTooLarge: api('image_too_large', 413, 'An image is over `[server] max_image_bytes`, `max_image_pixels` or `max_image_side`.',
     (limit: { maxBytes: number; bytes?: number } | { maxPixels: number; width: number; height: number } | { maxSide: number; width: number; height: number }) => 'maxBytes' in limit
-      ? { message: limit.bytes === undefined ? `An image exceeds ${limit.maxBytes} bytes.` : `The image is ${limit.bytes} bytes; at most ${limit.maxBytes} bytes are accepted.`, details: { max_image_bytes: limit.maxBytes } }
+      // Upstream's texts for bytes and pixels; the limits are a Vigil addition in details.
+      ? { message: 'The image exceeds the byte limit.', details: { max_image_bytes: limit.maxBytes } }
       : 'maxSide' in limit
         ? { message: `The image is ${limit.width}x${limit.height} pixels; sides of at most ${limit.maxSide} pixels are accepted.`, details: { max_image_side: limit.maxSide, width: limit.width, height: limit.height } }
-        : { message: `The image is ${limit.width}x${limit.height} pixels; at most ${limit.maxPixels} pixels are accepted.`, details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
+        : { message: 'The image pixel limit was exceeded.', details: { max_image_pixels: limit.maxPixels, width: limit.width, height: limit.height } }),
   faceNotFound: api('face_not_found', 422, 'No usable face in the image (422; compare names `details.side`, `details.reason` tells of unusable landmarks or embedding), or no face sample with this id (404).',
     (what?: 'degenerate_landmarks' | 'invalid_embedding' | { faceId: string }) => typeof what === 'object'
-      ? { status: 404, message: `Face ${q(what.faceId)} was not found.`, details: { face_id: what.faceId } }
+      ? { status: 404, message: `Face ${sq(what.faceId)} was not found.`, details: {} }
       : { message: Messages.faceNotFound, details: what ? { reason: what } : {} }),
   embeddingUnavailable: api('embedding_unavailable', 422, 'The selected face has no usable embedding (liveness observe mode).',
     (liveness: unknown) => ({ message: 'The face has no usable embedding.', details: { liveness } })),
@@ -197,8 +216,8 @@ export const Errors = {
     })),
 
   // ---- collections, persons, faces, search ----
-  collectionNotFound: api('collection_not_found', 404, 'No collection with this id.', (id: string) => ({ message: `Collection ${q(id)} was not found.`, details: { collection_id: id } })),
-  personNotFound: api('person_not_found', 404, 'No person with this id in the collection.', (id: string) => ({ message: `Person ${q(id)} was not found.`, details: { person_id: id } })),
+  collectionNotFound: api('collection_not_found', 404, 'No collection with this id.', (id: string) => ({ message: `Collection ${sq(id)} was not found.`, details: {} })),
+  personNotFound: api('person_not_found', 404, 'No person with this id in the collection.', (id: string) => ({ message: `Person ${sq(id)} was not found.`, details: {} })),
   collectionExists: api('collection_exists', 409, 'A collection with this id exists.', (id: string) => ({ message: `Collection ${q(id)} already exists.`, details: { collection_id: id } })),
   collectionModelMismatch: api('collection_model_mismatch', 409, 'The collection is pinned to another model than the active one; embeddings are never converted.',
     (id: string, collectionModel: Details, activeModel: Details) => ({
@@ -213,7 +232,8 @@ export const Errors = {
     (id: string) => ({ message: `Collection ${q(id)} is used by a monitor; delete or move the monitor first.`, details: { collection_id: id } })),
   collectionCapacityExceeded: api('collection_capacity_exceeded', 409, 'The write would take the collection past `capacity_rows` (or shrink it below its faces).',
     (capacityRows: number, requestedRows: number, shrinking = false) => ({
-      message: shrinking ? `The collection holds ${requestedRows} faces, more than capacity_rows ${capacityRows}.` : `The collection is limited to ${capacityRows} faces.`,
+      // Upstream's text for both cases (the details tell them apart).
+      message: shrinking ? 'The Collection has reached its configured search capacity.' : 'The Collection has reached its configured search capacity.',
       details: { capacity_rows: capacityRows, requested_rows: requestedRows },
     })),
   searchCapacityTooLarge: api('search_capacity_too_large', 400, '`capacity_rows` is over `[collections] max_capacity_rows`.',
@@ -238,7 +258,11 @@ export const Errors = {
   personFaceLimitExceeded: api('person_face_limit_exceeded', 409, 'The person would hold more than the collection\'s `max_faces_per_person`.',
     (max: number, requested: number) => ({ message: `A person may hold at most ${max} faces in this collection.`, details: { max_faces: max, requested_faces: requested } })),
   registrationFailed: api('registration_failed', 422, 'Creating a person: no image was accepted (`details.rejected_images`).',
-    (rejected: unknown[]) => ({ message: 'No image was accepted; see details.rejected_images.', details: { rejected_images: rejected } })),
+    // Upstream's two texts: nothing could even be loaded, or nothing loaded held one registrable face.
+    (rejected: { reason: string }[]) => ({
+      message: rejected.every((r) => r.reason === 'invalid_image' || r.reason === 'image_too_large') ? 'None of the uploaded images were valid.' : 'None of the uploaded images contained one registrable face.',
+      details: { rejected_images: rejected },
+    })),
   faceImageNotFound: api('face_image_not_found', 404, 'The face has no stored crop (its collection did not save crops).',
     (faceId: string) => ({ message: `Face ${q(faceId)} has no stored crop (the collection did not save crops when it was registered).`, details: { face_id: faceId } })),
   unexpectedExternalEmbedding: api('unexpected_external_embedding', 400, 'External embeddings sent without `embedding_mode=external_trusted`.',
@@ -398,7 +422,10 @@ export const Errors = {
   usageError: operator('usage_error', 'The command line is wrong (see `--help`).', withReason),
   apiKeyMissing: operator('api_key_missing', 'Authentication is on but no API key was ever configured.',
     fixed('Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.')),
-  dataDirLocked: operator('data_dir_locked', 'Another Vigil process uses the data directory.', (message: string, pid: number) => ({ message, details: { pid } })),
+  dataDirLocked: operator('data_dir_locked', 'Another Vigil process uses the data directory (exit code 75).',
+    (message: string, pid: number | null) => ({ message, details: pid === null ? {} : { pid }, exitCode: 75 })),
+  dataDirNotWritable: operator('data_dir_not_writable', 'The data directory (or its database file) is not writable, e.g. a read-only mount (exit code 73).',
+    (dir: string, reason: string) => ({ message: `The data directory ${dir} is not writable (${reason}): make it writable by the service user, or point [server] data_dir elsewhere.`, details: { data_dir: dir, reason }, exitCode: 73 })),
   cursorKeyInvalid: operator('cursor_key_invalid', 'The cursor signing key file is damaged.',
     (path: string) => ({ message: `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).` })),
   monitorKeyInvalid: operator('monitor_key_invalid', 'The monitor credential key file is damaged.',

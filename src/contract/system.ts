@@ -38,7 +38,7 @@ export const ModelSummary = z
   .meta(id('ModelSummary'));
 
 export const HealthResponse = z
-  .looseObject({ request_id: requestId, status: z.enum(['ready', 'not_ready']), version: z.string(), auth_enabled: z.boolean() })
+  .looseObject({ request_id: requestId, status: z.enum(['ready', 'degraded', 'not_ready']), version: z.string(), auth_enabled: z.boolean() })
   .meta(id('HealthResponse'));
 export const ModelsResponse = z
   .looseObject({

@@ -1,10 +1,11 @@
 import Router from '@koa/router';
 import Koa from 'koa';
+import { FailureThrottle } from '../auth/failureThrottle.js';
 import { requireApiKey } from './auth.js';
 import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
-import { errorEnvelope } from './errors.js';
+import { errorEnvelope, storageGate } from './errors.js';
 import { integrityGate } from './integrityGate.js';
 import { bodySizeLimit, cors, deadline, requestId, securityHeaders } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
@@ -34,8 +35,10 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const routes = apiRoutes(rt);
   const openapi = buildOpenApi(routes, RUN_WEBHOOK_EVENTS);
   const router = new Router<AppState>();
-  const auth = requireApiKey(rt.keys);
-  const workspaceAuth = requireWorkspaceKey(rt.workspaces);
+  // Wrong keys per source address, shared by the admin and the workspace keys.
+  const throttle = new FailureThrottle({ maxFailures: config.auth.max_failures, windowMs: config.auth.failure_window_seconds * 1000 });
+  const auth = requireApiKey(rt.keys, throttle);
+  const workspaceAuth = requireWorkspaceKey(rt.workspaces, throttle);
   for (const r of routes) {
     // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
     const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : [auth];
@@ -49,9 +52,10 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(requestId(rt.log));
   app.use(securityHeaders());
   app.use(cors(config.server.cors_origins));
-  app.use(errorEnvelope(rt.log, rt.recentErrors));
+  app.use(errorEnvelope(rt.log, rt.recentErrors, rt.db.storage));
   app.use(deadline(config.server.request_timeout_seconds));
   app.use(integrityGate(rt.db));
+  app.use(storageGate(rt.db.storage));
   app.use(bodySizeLimit(config.server.max_request_bytes, (path) => GALLERY_IMPORT_PATH.test(path)));
   // The browser UI answers only its own paths; API paths and their 404 envelopes pass through.
   if (!config.web.disabled) app.use(webUi());

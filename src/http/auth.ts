@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import { Errors } from '../contract/errors.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
+import type { FailureThrottle } from '../auth/failureThrottle.js';
 
 /** `Authorization: Bearer <key>`: case-insensitive scheme, exactly one space, as upstream. */
 export function parseBearer(header: string | undefined): string | null {
@@ -9,12 +10,26 @@ export function parseBearer(header: string | undefined): string | null {
   return m ? m[1]! : null;
 }
 
-/** Route-level guard; the app mounts it on every route not marked public. */
-export function requireApiKey(keys: ApiKeyStore): Koa.Middleware {
+/** Upstream's message for a missing and for a wrong key alike. */
+export const UNAUTHORIZED_MESSAGE = 'A valid Bearer API key is required.';
+
+/**
+ * Route-level guard; the app mounts it on every route not marked public. A key the process already
+ * verified is accepted even from a throttled address (checking it costs one HMAC); a wrong key from an
+ * address past its failure budget is answered 429 before anything else is computed.
+ */
+export function requireApiKey(keys: ApiKeyStore, throttle: FailureThrottle): Koa.Middleware {
   return async (ctx, next) => {
     const presented = parseBearer(ctx.get('Authorization') || undefined);
-    if (!presented) throw Errors.unauthorized('A valid Bearer API key is required.');
-    if (!(await keys.verify(presented))) throw Errors.unauthorized('The API key is not valid.');
+    if (!presented) throw Errors.unauthorized(UNAUTHORIZED_MESSAGE);
+    const address = ctx.ip;
+    const wait = throttle.blockedFor(address);
+    if (wait > 0 && !(keys.fastPath && (await keys.verify(presented)))) throw Errors.tooManyAuthFailures(wait);
+    if (!(await keys.verify(presented))) {
+      throttle.failed(address);
+      throw Errors.unauthorized(UNAUTHORIZED_MESSAGE);
+    }
+    throttle.succeeded(address);
     await next();
   };
 }

@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { type ApiError, Errors, isApiError } from '../contract/errors.js';
+import { isStorageFull, type StorageGuard } from '../store/storageGuard.js';
 import type { AppState } from './route.js';
 
 export interface RecentError { code: string; path: string; request_id: string; status: number; at: string }
@@ -31,17 +32,51 @@ function toApiError(err: unknown): ApiError {
   return Errors.internalError();
 }
 
+/** The error itself or the first cause in its chain that says the disk is full. */
+function fullCause(err: unknown): { code?: string } {
+  let e = err as { code?: string; cause?: unknown } | undefined;
+  for (let i = 0; i < 5 && e; i++) {
+    if (isStorageFull(e)) return e;
+    e = e.cause as typeof e;
+  }
+  return (err ?? {}) as { code?: string };
+}
+
+function storageDetails(storage: StorageGuard): Record<string, unknown> {
+  const s = storage.status();
+  return { free_bytes: s.free_bytes, reserve_bytes: s.reserve_bytes };
+}
+
+/**
+ * While the disk is full, requests that would add data answer 507 insufficient_storage up front, so the
+ * space the released reserve gave back is kept for deletes. Reads, deletes and the pure-compute POSTs
+ * (detect, compare, embeddings, search) still run.
+ */
+export function storageGate(storage: StorageGuard): Koa.Middleware<AppState> {
+  const computeOnly = /^\/v1\/(detect|compare|embeddings)$|^\/v1\/collections\/[^/]+\/search$|^\/mcp/;
+  return async (ctx, next) => {
+    if (['POST', 'PUT', 'PATCH'].includes(ctx.method) && !computeOnly.test(ctx.path) && storage.isFull()) {
+      throw Errors.insufficientStorage({ reason: storage.status().reason, ...storageDetails(storage) });
+    }
+    await next();
+  };
+}
+
 /**
  * Shapes every failure, thrown anywhere below, into the one envelope. Unknown exceptions are logged with
  * their stack and reported as internal_error without leaking their text.
  */
-export function errorEnvelope(log: Logger, recent: RecentErrors): Koa.Middleware<AppState> {
+export function errorEnvelope(log: Logger, recent: RecentErrors, storage?: StorageGuard): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw Errors.routeNotFound();
     } catch (err) {
-      const api = toApiError(err);
+      // A full disk (SQLITE_FULL, ENOSPC) anywhere below is a typed 507, and puts the guard in its full state.
+      const full = storage && isStorageFull(fullCause(err));
+      if (full) storage.markFull(`a write failed: ${fullCause(err).code}`);
+      // Whatever a reader made of a body cut at the size limit, the cause is its size.
+      const api = ctx.state.bodyTooLarge ?? (full ? Errors.insufficientStorage({ reason: fullCause(err).code, ...storageDetails(storage) }) : toApiError(err));
       if (api.status >= 500 && api.code === 'internal_error') log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');
       recent.add({ code: api.code, path: ctx.path, request_id: ctx.state.requestId, status: api.status, at: new Date().toISOString() });
       ctx.status = api.status;

@@ -1,26 +1,53 @@
 import type { z } from 'zod';
 import { Errors } from '../contract/errors.js';
 import { invalid, validate } from '../contract/validation.js';
+import { assertBodyComplete, closeAfterReply } from './middleware.js';
 import type { AppContext } from './route.js';
 
-/** The raw request body as UTF-8, 413 request_too_large past `maxBytes` (checked while streaming). */
+/**
+ * The raw request body as UTF-8, 413 request_too_large past `maxBytes` (checked while streaming). Past
+ * the limit the rest is drained and dropped rather than the socket destroyed, and the connection is
+ * closed after the reply, so the client reads a clean 413.
+ */
 export async function readBodyText(ctx: AppContext, maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw Errors.requestTooLarge(maxBytes);
-    chunks.push(chunk);
+  const req = ctx.req;
+  const text = await new Promise<string | null>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        cleanup();
+        req.resume();
+        resolve(null);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => { cleanup(); resolve(Buffer.concat(chunks).toString('utf8')); };
+    const onError = (e: Error) => { cleanup(); reject(e); };
+    const cleanup = () => { req.off('data', onData); req.off('end', onEnd); req.off('error', onError); };
+    if (req.readableEnded) return resolve('');
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+  assertBodyComplete(ctx);
+  if (text === null) {
+    closeAfterReply(ctx);
+    throw Errors.requestTooLarge(maxBytes);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return text;
 }
 
 /** Reads a JSON request body (bounded by the app's body-size limit) and validates it strictly. */
 export async function readJson<S extends z.ZodType>(ctx: AppContext, schema: S, maxBytes: number): Promise<z.infer<S>> {
   if (!ctx.is('application/json')) throw invalid('expected an application/json body');
+  // Read first: a 413 from the reader must not become "not valid JSON".
+  const text = await readBodyText(ctx, maxBytes);
   let body: unknown;
   try {
-    body = JSON.parse(await readBodyText(ctx, maxBytes));
+    body = JSON.parse(text);
   } catch {
     throw invalid('the body is not valid JSON');
   }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { Errors } from '../contract/errors.js';
@@ -84,16 +85,80 @@ export function cors(origins: string[]): Koa.Middleware {
   };
 }
 
-/** Rejects a declared body over the limit before reading a byte of it. Streaming is bounded by the parsers' own limits. */
-export function bodySizeLimit(maxBytes: number, exempt: (path: string) => boolean = () => false): Koa.Middleware {
+/**
+ * Bounds every request body by `maxBytes`, declared or not. A declared Content-Length over the limit is
+ * refused before a byte is read; a chunked body is counted as it streams: the moment it passes the limit
+ * the body ends for whoever reads it (multipart, JSON), the rest is discarded unread, the request answers
+ * 413 request_too_large and the connection is closed cleanly after the reply (`Connection: close`).
+ */
+export function bodySizeLimit(maxBytes: number, exempt: (path: string) => boolean = () => false): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     if (exempt(ctx.path)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);
     if (declared > maxBytes) {
       // The rest of the upload is not wanted: close the connection after answering.
-      ctx.set('Connection', 'close');
+      closeAfterReply(ctx);
       throw Errors.requestTooLarge(maxBytes);
     }
+    limitStream(ctx, maxBytes);
     await next();
+  };
+}
+
+/**
+ * Counts the bytes Node's HTTP parser pushes into the request stream (it calls `req.push` for every
+ * body chunk, chunked or not). Past the limit the stream ends early and later chunks are dropped,
+ * so memory stays bounded and the socket keeps draining until the 413 is written and it is closed.
+ */
+function limitStream(ctx: Koa.ParameterizedContext<AppState>, maxBytes: number): void {
+  const req = ctx.req;
+  const push = req.push.bind(req);
+  let size = req.readableLength;
+  let over = false;
+  req.push = (chunk: unknown, encoding?: BufferEncoding): boolean => {
+    if (over) return true;
+    if (chunk !== null && chunk !== undefined) {
+      size += (chunk as Buffer).length;
+      if (size > maxBytes) {
+        over = true;
+        ctx.state.bodyTooLarge = Errors.requestTooLarge(maxBytes);
+        closeAfterReply(ctx);
+        // Ending a stream whose message is not `complete` makes Node destroy the socket (a RST before
+        // the reply reaches the client): the message is complete as far as anyone will read it.
+        req.complete = true;
+        return push(null);
+      }
+    }
+    return push(chunk, encoding);
+  };
+}
+
+/** Throws 413 when the body was cut at the size limit (readers call it after the stream ended). */
+export function assertBodyComplete(ctx: Koa.ParameterizedContext<AppState>): void {
+  if (ctx.state.bodyTooLarge) throw ctx.state.bodyTooLarge;
+}
+
+/** How long a connection closed after an early reply keeps draining what the client still sends. */
+const LINGER_MS = 2000;
+
+/**
+ * Replies with `Connection: close` and closes the socket the way HTTP wants it closed while the client
+ * may still be sending (a "lingering close"): our side half-closes after the reply and keeps reading and
+ * dropping input until the client closes too, or for LINGER_MS. Destroying the socket with unread input
+ * makes the kernel send a RST, and the client would see ECONNRESET instead of the reply.
+ */
+export function closeAfterReply(ctx: Koa.Context | Koa.ParameterizedContext<AppState>): void {
+  ctx.set('Connection', 'close');
+  const socket = ctx.req.socket as Socket & { destroySoon?: () => void; vigilLingering?: boolean };
+  if (socket.vigilLingering) return;
+  socket.vigilLingering = true;
+  // Node's server calls destroySoon() once a `Connection: close` reply is written.
+  socket.destroySoon = () => {
+    socket.end();
+    socket.resume();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    socket.once('end', () => socket.destroy());
   };
 }

@@ -2,6 +2,7 @@ import multer from '@koa/multer';
 import type { z } from 'zod';
 import { type ApiError, Errors } from '../contract/errors.js';
 import { invalid, validate } from '../contract/validation.js';
+import { assertBodyComplete } from './middleware.js';
 import type { AppContext } from './route.js';
 
 export interface UploadedFile { field: string; filename: string; bytes: Buffer }
@@ -30,8 +31,11 @@ export async function parseMultipart<S extends z.ZodType>(ctx: AppContext, spec:
   try {
     await upload(ctx as never, async () => undefined);
   } catch (e) {
+    // A body cut at [server] max_request_bytes ends mid-part: that is a 413, not a malformed form.
+    assertBodyComplete(ctx);
     throw multerError(e as { code?: string; message?: string }, spec);
   }
+  assertBodyComplete(ctx);
   const raw = (ctx.files as multer.File[] | undefined) ?? [];
   const files = raw.map((f) => ({ field: f.fieldname, filename: f.originalname, bytes: f.buffer }));
   for (const name of spec.requiredFiles) {

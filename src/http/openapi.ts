@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { VERSION } from '../contract/version.js';
+import { API_CONTRACT_VERSION, VERSION } from '../contract/version.js';
 import type { RouteSpec } from './route.js';
 import '../contract/common.js'; // registers ErrorEnvelope
 
@@ -62,6 +62,8 @@ export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] =
     const bodyId = r.body ? (z.globalRegistry.get(r.body.schema) as { id?: string } | undefined)?.id : undefined;
     if (bodyId && inputs.schemas[bodyId]) all.schemas[bodyId] = inputs.schemas[bodyId];
   }
+  // So are the request-side parts they reference (e.g. MonitorSource-Input: `type` has a default, so it is optional).
+  for (const id of Object.keys(all.schemas)) if (id.endsWith('-Input') && inputs.schemas[id]) all.schemas[id] = inputs.schemas[id];
   // What the service POSTs to registered receivers (signed with the Standard Webhooks headers).
   const hooks: Record<string, Json> = {};
   for (const w of webhooks) {
@@ -77,7 +79,7 @@ export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] =
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Vigil', version: VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
+    info: { title: 'Vigil', version: API_CONTRACT_VERSION, 'x-vigil-version': VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
     paths,
     ...(webhooks.length ? { webhooks: hooks } : {}),
     components: { schemas: clean(all.schemas), securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },

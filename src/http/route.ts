@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { z } from 'zod';
+import type { ApiError } from '../contract/errors.js';
 
 export type Method = 'get' | 'post' | 'patch' | 'delete' | 'put';
 
@@ -9,6 +10,8 @@ export interface AppState {
   signal: AbortSignal;
   /** Set by the workspace-key guard on /workspaces/{workspace_id}/… routes. */
   workspaceId?: string;
+  /** Set when the request body passed `[server] max_request_bytes` while streaming (it was cut there). */
+  bodyTooLarge?: ApiError;
 }
 export type AppContext = Koa.ParameterizedContext<AppState> & { params: Record<string, string> };
 

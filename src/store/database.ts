@@ -1,14 +1,17 @@
 import Database from 'better-sqlite3';
-import { mkdirSync, readdirSync, readFileSync, chmodSync, existsSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, chmodSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Errors } from '../contract/errors.js';
-import { tryLockFile } from '../system/lockFile.js';
+import { acquireDataDirLock } from './dataDirLock.js';
+import { StorageGuard } from './storageGuard.js';
 import { startModuleWorker } from '../system/workerThread.js';
 
 export type Db = Database.Database;
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
+/** The data dir's space reserve, released on a full disk so deletes can still run (see StorageGuard). */
+export const DEFAULT_RESERVE_BYTES = 8 * 1024 * 1024;
 const MIGRATION_FILE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 
 export interface OpenedDatabase {
@@ -21,6 +24,8 @@ export interface OpenedDatabase {
    * read-only connection, reports; then 'ok' or what the check found.
    */
   integrity: string;
+  /** Full-disk handling of the data dir (its space reserve, 507 while full). */
+  storage: StorageGuard;
   /** Resolves with the final integrity result (at once for a check run at open). */
   integrityChecked: Promise<string>;
   close(): void;
@@ -32,19 +37,23 @@ export interface OpenOptions {
   lock?: boolean;
   /** 'open' (default): quick_check before returning; 'background': in a worker thread after returning. */
   integrity?: 'open' | 'background';
+  /** Bytes of the data dir's space reserve (StorageGuard); the default when not given. */
+  reserveBytes?: number;
 }
 
 /**
  * Opens (creating if needed) the service database: WAL, foreign keys, NORMAL sync, a busy timeout, and
- * every pending numbered migration, each in its own transaction and recorded. A lock file next to it
- * makes a second daemon on the same data directory refuse to start instead of corrupting state.
+ * every pending numbered migration, each in its own transaction and recorded. A kernel-released lock on
+ * the data directory makes a second daemon refuse to start instead of corrupting state.
  */
 export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, opts: OpenOptions = {}): OpenedDatabase {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, 'vigil.db');
+  assertWritableDataDir(dataDir, path);
   // Admin CLI commands (workspaces, keys) share the file with a running daemon: SQLite's own locking
   // keeps their small transactions safe; only a second daemon is refused.
-  const releaseLock = opts.lock === false ? () => undefined : acquireProcessLock(`${path}.lock`);
+  const releaseLock = opts.lock === false ? () => undefined : acquireDataDirLock(dataDir);
+  // The pid lock file of earlier versions means nothing now (the lock above is the kernel's).
+  if (opts.lock !== false) rmSync(`${path}.lock`, { force: true });
   let db: Db | undefined;
   try {
     const fresh = !existsSync(path);
@@ -64,9 +73,12 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   }
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
   const opened = db;
+  // Only the daemon (the lock holder) keeps the data dir's space reserve; admin commands share its file.
+  const storage = new StorageGuard(dataDir, { reserveBytes: opts.lock === false ? 0 : opts.reserveBytes ?? DEFAULT_RESERVE_BYTES });
+  if (opts.lock !== false) storage.init();
   let stopCheck = () => undefined as unknown;
   const result: OpenedDatabase = {
-    db: opened, path, migrationCount, integrity: INTEGRITY_PENDING, integrityChecked: Promise.resolve(INTEGRITY_PENDING),
+    db: opened, path, migrationCount, integrity: INTEGRITY_PENDING, integrityChecked: Promise.resolve(INTEGRITY_PENDING), storage,
     close() {
       stopCheck();
       if (opened.open) opened.close();
@@ -117,10 +129,18 @@ export function quickCheck(db: Db): string {
   return rows.map((r) => r.quick_check).join('; ');
 }
 
-function acquireProcessLock(lockPath: string): () => void {
-  const lock = tryLockFile(lockPath);
-  if ('release' in lock) return lock.release;
-  const who = lock.heldBy === process.pid ? 'This process already holds' : `Another Vigil process (pid ${lock.heldBy}) is using this data directory:`;
-  throw Errors.dataDirLocked(`${who} ${lockPath}.`, lock.heldBy);
+/**
+ * The data directory (created if missing) and the database file must be writable: a read-only mount or
+ * wrong ownership is one clear operator error at start, not an SQLite stack from deep inside start-up.
+ */
+function assertWritableDataDir(dataDir: string, dbPath: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    accessSync(dataDir, constants.W_OK | constants.X_OK);
+    if (existsSync(dbPath)) accessSync(dbPath, constants.R_OK | constants.W_OK);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST'].includes(err.code ?? '')) throw Errors.dataDirNotWritable(dataDir, err.code!);
+    throw e;
+  }
 }
-

@@ -98,12 +98,12 @@ test('patch: nulls and unknown fields rejected, profile immutable, no-op bumps n
   t.is((await call(d, 'PATCH', '/v1/collections/nope', { name: 'x' })).json.error.code, 'collection_not_found');
 });
 
-test('registration: partial success in multipart order, all-fail 422, id/metadata/count errors, duplicates', async (t) => {
+test('registration: partial success (unloadable images first, then the rest, as upstream), all-fail 422, id/metadata/count errors, duplicates', async (t) => {
   t.is((await create({ id: 'reg', name: 'Reg' })).status, 201);
   const r = await register('reg', { id: 'obama', name: 'Barack', images: [face('noface/landscape.jpg'), face(OBAMA[0]!), Buffer.from('not an image'), face(OBAMA[1]!)] });
   t.is(r.res.status, 201);
   t.is(r.json.faces.length, 2);
-  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[0, 'face_not_found'], [2, 'invalid_image']]);
+  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[2, 'invalid_image'], [0, 'face_not_found']]);
   t.like(r.json.person, { id: 'obama', name: 'Barack', external_id: null, face_count: 2 });
   const f = r.json.faces[0];
   t.like(f, { person_id: 'obama', embedding_source: 'server', embedding_contract_id: null, has_crop: false, model_id: 'edge_s' });
@@ -113,7 +113,8 @@ test('registration: partial success in multipart order, all-fail 422, id/metadat
   const fail = await register('reg', { id: 'ghost', images: [face('noface/landscape.jpg'), Buffer.from('')] });
   t.is(fail.res.status, 422);
   t.is(fail.json.error.code, 'registration_failed');
-  t.deepEqual(fail.json.error.details.rejected_images.map((x: { reason: string }) => x.reason), ['face_not_found', 'invalid_image']);
+  t.deepEqual(fail.json.error.details.rejected_images.map((x: { reason: string }) => x.reason), ['invalid_image', 'face_not_found']);
+  t.is(fail.json.error.message, 'None of the uploaded images contained one registrable face.');
   t.is((await call(d, 'GET', '/v1/collections/reg/persons/ghost')).json.error.code, 'person_not_found');
 
   t.is((await register('reg', { id: 'obama', images: [face(OBAMA[2]!)] })).json.error.code, 'person_exists');

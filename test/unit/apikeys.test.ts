@@ -90,3 +90,31 @@ test('the key survives reopening the database', async (t) => {
   t.is(store.ensureKey(KEY_A), 'unchanged');
   t.true(await store.verify(KEY_A));
 });
+
+test('a key configured at start-up is verified once: wrong keys never run scrypt', async (t) => {
+  const { store, db } = freshStore();
+  store.ensureKey(KEY_A);
+  // A fresh store on the same database, as after a restart with the key in the environment.
+  const restarted = new ApiKeyStore(db);
+  t.is(restarted.ensureKey(KEY_A), 'unchanged');
+  t.true(restarted.fastPath);
+  for (let i = 0; i < 50; i++) t.false(await restarted.verify(`wrong-key-${i}-0123456789abcdef`));
+  t.true(await restarted.verify(KEY_A));
+  t.is(restarted.scryptVerifications, 0);
+});
+
+test('without the key at start-up a repeated wrong key costs scrypt once; the right key then takes the fast path', async (t) => {
+  const { store, db } = freshStore();
+  store.ensureKey(KEY_A);
+  const restarted = new ApiKeyStore(db); // started without the key: only the digest is known
+  t.false(restarted.fastPath);
+  const wrong = await Promise.all(Array.from({ length: 5 }, () => restarted.verify(KEY_B)));
+  t.deepEqual(wrong, [false, false, false, false, false]);
+  for (let i = 0; i < 20; i++) t.false(await restarted.verify(KEY_B));
+  t.true(restarted.scryptVerifications <= 5);
+  const before = restarted.scryptVerifications;
+  t.true(await restarted.verify(KEY_A));
+  t.true(restarted.fastPath);
+  t.false(await restarted.verify('another-wrong-key-0123456789'));
+  t.is(restarted.scryptVerifications, before + 1);
+});

@@ -19,7 +19,7 @@ test('every code is defined once, with a status and a meaning', (t) => {
 test('makers build the catalogued code and status; operator errors are not API errors', (t) => {
   const e = Errors.collectionNotFound('staff');
   t.true(e instanceof ApiError);
-  t.deepEqual([e.status, e.code, e.message, e.details], [404, 'collection_not_found', 'Collection "staff" was not found.', { collection_id: 'staff' }]);
+  t.deepEqual([e.status, e.code, e.message, e.details], [404, 'collection_not_found', "Collection 'staff' was not found.", {}]);
   t.deepEqual(Errors.unauthorized('A valid Bearer API key is required.').headers, { 'WWW-Authenticate': 'Bearer' });
   const face = Errors.faceNotFound({ faceId: 'f1' });
   t.deepEqual([face.status, face.code], [404, 'face_not_found'], 'an unknown face sample');

@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { freemem, loadavg, totalmem } from 'node:os';
 import { SEARCH_PROFILES } from '../../contract/collections.js';
-import { VERSION } from '../../contract/version.js';
+import { API_CONTRACT_VERSION, VERSION } from '../../contract/version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
@@ -13,6 +13,12 @@ function pathState(path: string) {
   return { path, exists: existsSync(path), readable: can(constants.R_OK), writable: can(constants.W_OK) };
 }
 
+/** The data dir as writes see it: not writable while the disk is full, with the free space and the reason. */
+function storageState(rt: Runtime) {
+  const st = rt.db.storage.status();
+  return { ...(st.writable ? {} : { writable: false }), free_bytes: st.free_bytes, reserve_bytes: st.reserve_bytes, full_reason: st.reason };
+}
+
 export function systemRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
@@ -22,9 +28,15 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       extraResponses: { 503: { schema: HealthResponse, description: 'The process is running but is not ready.' } },
       handler: async (ctx) => {
         // Ready = startup finished and the database passes quick_check; not_ready uses the same body, not the error envelope.
+        // Degraded = ready, but something needs the operator (a full disk): reads and deletes still work.
         const ready = rt.inference !== null && rt.db.integrity === 'ok';
+        const storage = rt.db.storage.status();
+        const degraded = ready && !storage.writable ? [{ code: 'insufficient_storage', message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.` }] : [];
         ctx.status = ready ? 200 : 503;
-        ctx.body = { request_id: ctx.state.requestId, status: ready ? 'ready' : 'not_ready', version: VERSION, auth_enabled: config.auth.enabled };
+        ctx.body = {
+          request_id: ctx.state.requestId, status: !ready ? 'not_ready' : degraded.length ? 'degraded' : 'ready', version: API_CONTRACT_VERSION, vigil_version: VERSION, auth_enabled: config.auth.enabled,
+          ...(degraded.length ? { reasons: degraded } : {}),
+        };
       },
     },
     {
@@ -47,7 +59,8 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
         const s = config.server, inc = config.inference, det = config.detection;
         ctx.body = {
           request_id: ctx.state.requestId,
-          server_version: VERSION,
+          server_version: API_CONTRACT_VERSION,
+          vigil_version: VERSION,
           os: rt.host.os,
           architecture: rt.host.architecture,
           cpu: rt.host.cpu,
@@ -67,7 +80,12 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             detector_input_sizes: inf.systemProfile.input_sizes,
             detection_profile: inf.systemProfile,
             cuda_runtime_version: null,
+            cuda_image_version: null,
             cudnn_version: null,
+            // Upstream keeps one detector session per input size; ours are shape-dynamic workers.
+            detector_resolution_session_count: inf.systemProfile.input_sizes.length,
+            detector_resolution_session_providers: inf.providers,
+            detector_static_shape_sessions: false,
             gpus: [],
             models: inf.model.models,
             inference_concurrency: inf.engine.stats(),
@@ -81,7 +99,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           execution_provider: inf.model.provider,
           model: inf.model,
           database: { path: rt.db.path, quick_check: rt.db.integrity, migration_count: rt.db.migrationCount, wal: true },
-          data: pathState(s.data_dir),
+          data: { ...pathState(s.data_dir), ...storageState(rt) },
           models: pathState(s.models_dir),
           stats: rt.collections.stats(),
           search: {
@@ -99,7 +117,10 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             default_similarity_threshold: inf.defaultThreshold.value, save_face_crops: config.collections.save_face_crops,
             default_search_profile: config.collections.default_search_profile, default_search_capacity_rows: config.collections.default_capacity_rows,
             max_search_capacity_rows: config.collections.max_capacity_rows, default_max_faces_per_person: config.collections.default_max_faces_per_person,
-            default_search_load_policy: config.collections.default_load_policy, search_backend: 'usearch_exact', registration: config.registration, detector_input_sizes: det.input_sizes, detection: det,
+            default_search_load_policy: config.collections.default_load_policy, search_backend: 'usearch_exact', registration: config.registration, detector_input_sizes: det.input_sizes,
+            // Upstream's shape: the detection profile itself ({input_sizes, threshold, nms_threshold, single_face_selection}).
+            detection: inf.systemProfile, search_device_id: 0, search_topk_mode: 'host',
+            rtsp_max_streams: config.monitors.max_streams, rtsp_preview_fps: config.monitors.preview_fps,
             max_detected_faces: det.max_detected_faces, cors_origins: s.cors_origins, web_ui_disabled: config.web.disabled, config_file: rt.loaded.file,
           },
           recent_errors: rt.recentErrors.list(),

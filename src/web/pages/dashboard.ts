@@ -25,9 +25,12 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
     const cards: HTMLElement[] = [];
     const hv = health.status === 'fulfilled' ? health.value : null;
     const ready = hv?.status === 'ready';
+    // Degraded: serving, but the operator must act (e.g. a full disk); health says why.
+    const degraded = hv?.status === 'degraded' ? ((hv as { reasons?: { message: string }[] }).reasons ?? []).map((r) => r.message).join(' ') : null;
+    const vigilVersion = (hv as { vigil_version?: string } | null)?.vigil_version;
     cards.push(h('section', { class: 'card', 'aria-labelledby': 'd-ready' }, h('h2', { id: 'd-ready' }, 'Status'),
-      h('p', { class: `big ${ready ? 'ok' : 'warn'}`, 'data-testid': 'readiness' }, hv ? (ready ? 'Ready' : 'Not ready (starting or unhealthy)') : 'Unreachable'),
-      facts([['Version', hv?.version ?? '—'], ['Authentication', hv ? (hv.auth_enabled ? 'on' : 'off') : '—']])));
+      h('p', { class: `big ${ready ? 'ok' : 'warn'}`, 'data-testid': 'readiness' }, hv ? (ready ? 'Ready' : degraded !== null ? `Degraded: ${degraded}` : 'Not ready (starting or unhealthy)') : 'Unreachable'),
+      facts([['Version', hv ? `${vigilVersion ?? hv.version} (API ${hv.version})` : '—'], ['Authentication', hv ? (hv.auth_enabled ? 'on' : 'off') : '—']])));
     if (system.status === 'fulfilled') {
       const s = system.value;
       const rt = s.runtime as RuntimeReport;

@@ -1,0 +1,54 @@
+import Database from 'better-sqlite3';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Errors } from '../contract/errors.js';
+
+/** The lock file of a data directory: an SQLite database held in exclusive locking mode. */
+export const LOCK_FILE = 'vigil.lock';
+
+/**
+ * Takes the data directory for this process with a lock the kernel releases when the process dies:
+ * SQLite's own POSIX advisory lock (fcntl) on a small database held in `locking_mode = EXCLUSIVE`
+ * with an open write transaction. Nothing is inferred from pids, so a SIGKILLed daemon, a power cut,
+ * or a daemon that is PID 1 in a container again after a restart never finds a stale lock. A second
+ * connection in the same process is refused too (SQLite tracks locks per file across connections).
+ * The holder's pid goes to a side file for the message only.
+ */
+export function acquireDataDirLock(dataDir: string): () => void {
+  const path = join(dataDir, LOCK_FILE);
+  const pidFile = `${path}.pid`;
+  const db = new Database(path, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = MEMORY');
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL, since TEXT NOT NULL)');
+  } catch (e) {
+    db.close();
+    if ((e as { code?: string }).code === 'SQLITE_BUSY') {
+      const pid = readPid(pidFile);
+      const who = pid === process.pid ? 'This process already holds' : `Another Vigil process${pid === null ? '' : ` (pid ${pid})`} is using this data directory:`;
+      throw Errors.dataDirLocked(`${who} ${path}.`, pid);
+    }
+    throw e;
+  }
+  writeFileSync(pidFile, String(process.pid), { mode: 0o600 });
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    try {
+      if (readPid(pidFile) === process.pid) rmSync(pidFile, { force: true });
+    } catch { /* informational only */ }
+    if (db.open) db.close();
+  };
+}
+
+function readPid(path: string): number | null {
+  try {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
