@@ -6,9 +6,12 @@ import type { InstalledPack } from '../models/installed.js';
 import { DecodeStage, type DecodeStageOptions } from './decodeStage.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
-import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
+import type { WorkerClose, WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
 import { availableProviders, type OptimizationLevel, type ProviderName } from './sessions.js';
 import { startWorkerThread } from './workerThread.js';
+
+/** How long a closing worker may take to finish its job and release its models before it is terminated. */
+const WORKER_CLOSE_GRACE_MS = 5000;
 
 export interface EngineOptions {
   pack: InstalledPack;
@@ -170,7 +173,16 @@ export class InferenceEngine {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    // Each worker finishes its job and releases its models first (see worker.ts); terminate only a worker
+    // that has not exited after a grace period.
+    await Promise.all(this.slots.map(async (s) => {
+      const exited = new Promise<void>((resolve) => s.worker.once('exit', () => resolve()));
+      s.worker.postMessage({ type: 'close' } satisfies WorkerClose);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), WORKER_CLOSE_GRACE_MS); });
+      if ((await Promise.race([exited, late])) === 'late') await s.worker.terminate();
+      clearTimeout(timer);
+    }));
     this.slots.length = 0;
   }
 }

@@ -71,6 +71,12 @@ export class FacePipeline {
     this.models.liveness = models;
   }
 
+  /** Releases every session; liveness peers end their threads once idle. Used when the worker shuts down. */
+  async close(): Promise<void> {
+    await Promise.allSettled((this.models.liveness ?? []).map((m) => m.close()));
+    await Promise.allSettled([this.models.detector.session.release(), this.models.recognizer.session.release()]);
+  }
+
   async analyze(req: AnalyzeRequest): Promise<AnalyzeResult> {
     const t0 = performance.now();
     const img = 'encoded' in req.image

@@ -19,6 +19,9 @@ export interface WorkerInit {
 
 export interface WorkerJob { id: number; request: AnalyzeRequest }
 
+/** Asks a worker to finish its job, release its models (liveness peers included) and exit by itself. */
+export interface WorkerClose { type: 'close' }
+
 export type WorkerReply =
   | { type: 'ready'; loadMs: number; warmupMs: number; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
   | { type: 'failed'; message: string; addonInvalid?: boolean }

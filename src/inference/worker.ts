@@ -8,7 +8,7 @@ import { Errors, isApiError } from '../contract/errors.js';
 import { FacePipeline, type AnalyzeRequest, type PackSessions } from './pipeline.js';
 import { loadLivenessModels, type LivenessModel } from './livenessModel.js';
 import { ort, tunedSession, type SessionSettings } from './sessions.js';
-import type { WorkerInit, WorkerReply, WorkerJob } from './protocol.js';
+import type { WorkerInit, WorkerReply, WorkerJob, WorkerClose } from './protocol.js';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -75,8 +75,16 @@ function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['e
 
 start().then(
   (pipeline) => {
-    port.on('message', (job: WorkerJob) => {
-      pipeline.analyze(job.request as AnalyzeRequest).then(
+    let inFlight: Promise<unknown> = Promise.resolve();
+    port.on('message', (msg: WorkerJob | WorkerClose) => {
+      if ('type' in msg) {
+        // Terminating a thread while a native run or a liveness peer is mid-call can abort the whole process
+        // (a Napi::Error thrown during teardown), so the engine asks first: finish, close the peers, exit.
+        void inFlight.then(() => pipeline.close()).finally(() => process.exit(0));
+        return;
+      }
+      const job = msg;
+      inFlight = pipeline.analyze(job.request as AnalyzeRequest).then(
         (result) => {
           const transfer = result.faces.flatMap((f) => (f.embedding ? [f.embedding.buffer as ArrayBuffer] : []));
           port.postMessage({ type: 'result', id: job.id, result } satisfies WorkerReply, transfer);
