@@ -6,6 +6,7 @@ import { loadConfig, type LoadedConfig } from '../config/load.js';
 import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
+import { VigilMetrics } from '../http/metrics.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
@@ -137,6 +138,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       logSize: wh.log_size, maxRedirects: wh.max_redirects,
     }, log);
     history.addOutput(new WebhookEventOutput(outbox));
+    const metrics = new VigilMetrics();
+    history.addOutput(metrics.eventOutput);
     const mqtt = mq.enabled ? new MqttPublisher(db.db, historyStore, {
       url: mq.url, username: mq.username, password: mq.password, clientId: mq.client_id, topicPrefix: mq.topic_prefix, qos: mq.qos, retain: mq.retain,
       caFile: mq.ca_file, certFile: mq.cert_file, keyFile: mq.key_file, tlsVerify: mq.tls_verify, discovery: mq.discovery, discoveryPrefix: mq.discovery_prefix,
@@ -156,10 +159,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
+    scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
-      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
+      loaded, log, db, keys, recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
     };
+    metrics.attach(runtime);
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
     await new Promise<void>((resolve, reject) => {
@@ -187,6 +192,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         workers: threading.workers, intraOpThreads: threading.intraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
       });
+      engine.observer = metrics.engineObserver;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
@@ -195,6 +201,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
       active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
+      active.search.observer = metrics.searchObserver;
       runtime.inference = active;
       const search = active.search, inferenceEngine = engine;
       monitorDeps = {

@@ -375,6 +375,10 @@ export const Errors = {
   monitorRestoreFailed: monitorCondition('monitor_restore_failed', 'An enabled monitor could not be restored at start-up (capacity, collection, pipeline); its status is `error`.',
     fixed('The Monitor could not be restored at startup.')),
 
+  // ---- operating the appliance (metrics, kiosk tokens, backups, gallery archives) ----
+  metricsLoopbackOnly: api('metrics_loopback_only', 403, '`/metrics` is served to this host only (`[metrics] auth = "loopback"`).',
+    fixed('/metrics is served to this host only ([metrics] auth = "loopback").')),
+
   // ---- operator errors: configuration, command line, files (never HTTP) ----
   configInvalid: operator('config_invalid', 'The configuration (file or environment) is invalid; the message names the key.', (message: string, key?: string) => ({ message, details: key ? { key } : {} })),
   configUnreadable: operator('config_unreadable', 'The config file cannot be read.', (file: string, why: string) => ({ message: `Cannot read config file ${file}: ${why}` })),

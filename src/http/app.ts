@@ -18,6 +18,7 @@ import { webhookRoutes } from './routes/webhooks.js';
 import { systemRoutes } from './routes/system.js';
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
+import { mountOperations } from './operations.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
@@ -40,11 +41,13 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
     router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
   }
   mountMcp(router, rt);
+  mountOperations(router, rt);
   router.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
   });
 
   app.use(requestId(rt.log));
+  if (rt.metrics) app.use(rt.metrics.http());
   app.use(securityHeaders());
   app.use(cors(config.server.cors_origins));
   app.use(errorEnvelope(rt.log, rt.recentErrors));

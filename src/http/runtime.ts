@@ -14,6 +14,7 @@ import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
+import type { VigilMetrics } from './metrics.js';
 import type { ScrapeRunService } from '../scrapers/runService.js';
 import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
 import type { EventService } from '../events/eventService.js';
@@ -44,6 +45,8 @@ export interface Runtime {
   db: OpenedDatabase;
   keys: ApiKeyStore;
   recentErrors: RecentErrors;
+  /** The Prometheus registry behind GET /metrics (absent in tests that build a bare runtime). */
+  metrics?: VigilMetrics;
   host: HostInfo;
   inference: Inference | null;
   collections: CollectionService;

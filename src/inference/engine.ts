@@ -22,6 +22,11 @@ export interface EngineOptions {
   liveness?: (LivenessModelSpec & { path: string })[];
 }
 
+/** Told about every analysis (metrics): time waited for a worker, and the pipeline's stage timings when it succeeded. */
+export interface EngineObserver {
+  job(waitSeconds: number, timings: AnalyzeResult['timings'] | null): void;
+}
+
 interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
 
 /** "auto" sizing for this host: one worker per two cores, and the cores split between the workers. */
@@ -44,6 +49,8 @@ export class InferenceEngine {
   private readonly limiter: ConcurrencyLimiter;
   private nextId = 1;
   private closed = false;
+  /** Set once by the daemon (metrics); null = nobody listens. */
+  observer: EngineObserver | null = null;
   readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
   private constructor(readonly options: EngineOptions) {
@@ -122,7 +129,21 @@ export class InferenceEngine {
   /** Runs one analysis; waits (FIFO) for a free worker, leaving the queue if `signal` aborts first. */
   async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
     if (this.closed) throw Errors.engineStopped();
-    return this.limiter.run(() => this.dispatch(request), signal);
+    const observer = this.observer;
+    if (!observer) return this.limiter.run(() => this.dispatch(request), signal);
+    const queued = performance.now();
+    let waited = 0;
+    let timings: AnalyzeResult['timings'] | null = null;
+    try {
+      const result = await this.limiter.run(() => {
+        waited = (performance.now() - queued) / 1000;
+        return this.dispatch(request);
+      }, signal);
+      timings = result.timings;
+      return result;
+    } finally {
+      observer.job(waited, timings);
+    }
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
