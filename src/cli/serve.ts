@@ -1,9 +1,11 @@
+import { accessSync, constants as fsConstants, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join, resolve as resolvePath } from 'node:path';
 import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { Errors, type VigilError } from '../contract/errors.js';
+import { Errors, isVigilError, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import { VigilMetrics } from '../http/metrics.js';
@@ -18,7 +20,8 @@ import { describePack } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import { availableProviders } from '../inference/sessions.js';
 import { createLogger } from '../log/logger.js';
-import { loadInstalledPack } from '../models/installed.js';
+import { PACK_JSON, installCommand, loadInstalledPack, packDir } from '../models/installed.js';
+import { exitCodeFor } from './exitCodes.js';
 import { resolveCatalog, resolveDefaultThreshold } from '../models/catalog.js';
 import { LivenessManager } from '../addons/livenessManager.js';
 import { requireLiveness } from '../addons/livenessFiles.js';
@@ -169,7 +172,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const server = app.listen(config.server.port, config.server.host);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
-      server.once('error', reject);
+      server.once('error', (e: NodeJS.ErrnoException) => {
+        const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : e.code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)' : e.code === 'EADDRNOTAVAIL' ? 'the host address is not on this machine' : e.message;
+        reject(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(e.code ?? '') ? Errors.portInUse(config.server.host, config.server.port, why) : e);
+      });
     });
     // Uploads are bounded by the request deadline, not by Node's own shorter defaults.
     server.requestTimeout = (config.server.request_timeout_seconds + 5) * 1000;
@@ -259,10 +265,79 @@ function warnSmallThreadpool(maxStreams: number, log: ReturnType<typeof createLo
   }
 }
 
+const ERRNO_WHY: Record<string, string> = {
+  ENOENT: 'a parent directory does not exist', ENOTDIR: 'a part of the path is not a directory', EACCES: 'permission denied',
+  EPERM: 'operation not permitted', EROFS: 'the file system is read-only', ENOSPC: 'the disk is full', EEXIST: 'it exists and is not a directory',
+};
+
+/** Creates the data directory if needed and proves it is writable (a probe file), or throws data_dir_unusable. */
+export function checkDataDir(dir: string): void {
+  const fail = (e: unknown): never => {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    throw Errors.dataDirUnusable(dir, ERRNO_WHY[code] ?? (e as Error).message);
+  };
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, fsConstants.W_OK);
+    const probe = join(dir, `.write-probe-${process.pid}`);
+    writeFileSync(probe, '');
+    rmSync(probe);
+  } catch (e) {
+    fail(e);
+  }
+}
+
+/**
+ * What `vigil serve` checks before it opens anything or listens, so a misconfigured box stops with one
+ * line and a distinct exit code: the data directory, the model pack's name and its installation (and
+ * the liveness addon's files when enabled). Checksums are verified later, while health says not_ready.
+ */
+export async function preflight(loaded: LoadedConfig): Promise<void> {
+  const { config } = loaded;
+  checkDataDir(config.server.data_dir);
+  const catalog = await resolveCatalog(config.server.model_catalog);
+  const pack = config.inference.model_pack;
+  if (!Object.hasOwn(catalog.packs, pack)) throw Errors.modelPackUnknown(pack, Object.keys(catalog.packs));
+  const modelsDir = config.server.models_dir;
+  if (!existsSync(join(packDir(modelsDir, pack), PACK_JSON))) throw Errors.modelNotInstalled(pack, modelsDir, installCommand(pack, modelsDir));
+  if (config.inference.addons.includes('liveness')) await requireLiveness(catalog, modelsDir);
+}
+
+/**
+ * Tells systemd (Type=notify) the service is ready, through the systemd-notify binary: Node cannot send on
+ * a unix datagram socket. The unit sets NotifyAccess=all because the message comes from that child.
+ */
+export function notifySystemd(state: string, env: NodeJS.ProcessEnv = process.env, log?: { warn: (o: object, m: string) => void }): Promise<boolean> {
+  if (!env.NOTIFY_SOCKET) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const child = spawn('systemd-notify', [`--pid=${process.pid}`, state], { stdio: 'ignore', env });
+    child.once('error', (e) => {
+      log?.warn({ err: e.message }, 'systemd-notify could not be run; readiness is not signalled');
+      resolve(false);
+    });
+    child.once('exit', (code) => resolve(code === 0));
+  });
+}
+
+/** The one line a failed start prints, with the exit code that says which kind of failure it was. */
+function fatal(e: unknown): number {
+  const line = isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+  process.stderr.write(`vigil: ${line}\n`);
+  return exitCodeFor(e);
+}
+
 export async function runServeCommand(args: { config?: string }): Promise<number> {
-  const daemon = await startDaemon(loadConfig(args.config));
+  let daemon: Daemon;
+  try {
+    const loaded = loadConfig(args.config);
+    await preflight(loaded);
+    daemon = await startDaemon(loaded);
+  } catch (e) {
+    return fatal(e);
+  }
   const stop = (signal: string) => {
     daemon.runtime.log.info({ signal }, 'stopping');
+    void notifySystemd('STOPPING=1');
     daemon.close().then(() => process.exit(0), () => process.exit(1));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
@@ -272,7 +347,8 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   } catch (e) {
     daemon.runtime.log.fatal({ code: (e as VigilError).code, err: e }, (e as Error).message);
     await daemon.close();
-    return 1;
+    return fatal(e);
   }
+  await notifySystemd('READY=1', process.env, daemon.runtime.log);
   return new Promise<number>(() => undefined); // runs until a signal
 }

@@ -390,6 +390,10 @@ export const Errors = {
     (path: string) => ({ message: `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).` })),
   monitorKeyInvalid: operator('monitor_key_invalid', 'The monitor credential key file is damaged.',
     (path: string) => ({ message: `${path} must hold exactly 32 bytes; restore it from backup (monitor URLs cannot be decrypted without it).` })),
+  dataDirUnusable: operator('data_dir_unusable', 'The data directory cannot be created or written (missing parent, read-only file system, permissions).',
+    (dir: string, why: string) => ({ message: `The data directory ${dir} is not usable: ${why}. Set [server] data_dir (or VIGIL_DATA_DIR) to a writable directory.`, details: { dir } })),
+  portInUse: operator('port_in_use', 'The configured host:port cannot be bound (another process has it, or the user may not bind it).',
+    (host: string, port: number, why: string) => ({ message: `Cannot listen on ${host}:${port}: ${why}. Stop the other process or set [server] port (or VIGIL_PORT).`, details: { host, port } })),
 } as const;
 
 /** Every code the service can report, in catalogue order (the README's error table). */
