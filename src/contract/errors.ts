@@ -176,9 +176,9 @@ export const Errors = {
   engineStopped: api('engine_stopped', 503, 'The inference engine is shutting down.', fixed('The inference engine is shutting down.')),
   modelLoadFailed: api('model_load_failed', 500, 'The model pack could not be loaded into onnxruntime.', (why: string) => ({ message: `Could not load the model pack: ${why}` })),
   executionProviderUnavailable: api('execution_provider_unavailable', 500, 'A configured execution provider is not in this onnxruntime build (there is no silent fallback).',
-    (missing: string[], available: string[]) => ({
-      message: `Execution provider(s) ${missing.join(', ')} are not available in this onnxruntime build (available: ${available.join(', ')}). Vigil does not fall back silently: fix [inference].execution_providers.`,
-      details: { missing, available },
+    (missing: string[], available: string[], reasons: Record<string, string> = {}) => ({
+      message: `Execution provider(s) ${missing.join(', ')} are not available here (available: ${available.join(', ')})${missing.some((m) => reasons[m]) ? `: ${missing.filter((m) => reasons[m]).map((m) => `${m}: ${reasons[m]}`).join('; ')}` : ''}. Vigil does not fall back silently: fix [inference].execution_providers.`,
+      details: { missing, available, reasons },
     })),
 
   // ---- collections, persons, faces, search ----

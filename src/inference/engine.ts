@@ -8,6 +8,7 @@ import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
 import { availableProviders, type OptimizationLevel, type ProviderName } from './sessions.js';
 import { startWorkerThread } from './workerThread.js';
+import { hostProviderReport } from './providers.js';
 
 export interface EngineOptions {
   pack: InstalledPack;
@@ -60,7 +61,8 @@ export class InferenceEngine {
   static async start(options: EngineOptions): Promise<InferenceEngine> {
     const missing = options.providers.filter((p) => !availableProviders().includes(p));
     if (missing.length > 0) {
-      throw Errors.executionProviderUnavailable(missing, availableProviders());
+      const reasons = Object.fromEntries(hostProviderReport().filter((r) => missing.includes(r.name as ProviderName)).map((r) => [r.name, r.reason]));
+      throw Errors.executionProviderUnavailable(missing, availableProviders(), reasons);
     }
     const engine = new InferenceEngine(options);
     try {

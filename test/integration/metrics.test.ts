@@ -126,3 +126,12 @@ test('auth = "token": a separate metrics token opens /metrics and nothing else; 
     await loop.close();
   }
 });
+
+test.serial('/v1/system lists as available only the providers that can run here, with the reason for each other', async (t) => {
+  const s = await call(d, 'GET', '/v1/system');
+  t.is(s.status, 200);
+  const report = s.json.runtime.execution_provider_report as { name: string; available: boolean; reason: string }[];
+  t.deepEqual(s.json.runtime.available_execution_providers, report.filter((p) => p.available).map((p) => p.name));
+  t.true(report.some((p) => p.name === 'cpu' && p.available));
+  for (const p of report.filter((x) => !x.available)) t.regex(p.reason, /^(missing|Vigil does not use)/, p.name);
+});
