@@ -17,6 +17,7 @@ Usage:
   vigil keys create|list|revoke            workspace API keys
   vigil gallery import COLLECTION FILE.ndjson [--url URL] [--contract ID] [--batch-size N]
                                            bulk import into the running daemon (API key in VIGIL_API_KEY)
+  vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
 
@@ -120,6 +121,10 @@ async function main(argv: string[]): Promise<number> {
       const hasConfig = rest.includes('--config') || rest.includes('-c');
       const file = hasConfig || isHelp(rest) ? undefined : configFile(undefined);
       return runWorkspacesCommand(command, file ? [...rest, '--config', file] : rest);
+    }
+    case 'kiosk': {
+      const { runKioskCommand } = await import('./kiosk.js');
+      return runKioskCommand(rest, configFile(undefined));
     }
     case 'gallery': {
       const { values, positionals } = parse('gallery', { args: rest, allowPositionals: true, options: {

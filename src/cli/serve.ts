@@ -27,6 +27,7 @@ import { LivenessManager } from '../addons/livenessManager.js';
 import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { ApiKeyStore } from '../auth/apiKeyStore.js';
+import { KioskTokenStore } from '../auth/kioskTokenStore.js';
 import { CollectionStore } from '../collections/collectionStore.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
@@ -164,7 +165,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
     scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
-      loaded, log, db, keys, recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
+      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
     };
     metrics.attach(runtime);

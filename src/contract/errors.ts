@@ -378,6 +378,8 @@ export const Errors = {
   // ---- operating the appliance (metrics, kiosk tokens, backups, gallery archives) ----
   metricsLoopbackOnly: api('metrics_loopback_only', 403, '`/metrics` is served to this host only (`[metrics] auth = "loopback"`).',
     fixed('/metrics is served to this host only ([metrics] auth = "loopback").')),
+  kioskTokenNotFound: api('kiosk_token_not_found', 404, 'No kiosk token with this id.', (id: string) => ({ message: `No kiosk token "${id}".`, details: { token_id: id } })),
+  kioskTokenRevoked: api('kiosk_token_revoked', 409, 'The kiosk token was already revoked.', (id: string) => ({ message: `Kiosk token "${id}" was already revoked.`, details: { token_id: id } })),
 
   // ---- operator errors: configuration, command line, files (never HTTP) ----
   configInvalid: operator('config_invalid', 'The configuration (file or environment) is invalid; the message names the key.', (message: string, key?: string) => ({ message, details: key ? { key } : {} })),

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import Koa from 'koa';
-import { requireApiKey } from './auth.js';
+import { requireApiKey, requireApiKeyOrKiosk } from './auth.js';
 import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
@@ -15,6 +15,7 @@ import { faceRoutes } from './routes/faces.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { eventRoutes } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { kioskRoutes } from './routes/kiosk.js';
 import { systemRoutes } from './routes/system.js';
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
@@ -22,7 +23,7 @@ import { mountOperations } from './operations.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt), ...kioskRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -35,9 +36,10 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const router = new Router<AppState>();
   const auth = requireApiKey(rt.keys);
   const workspaceAuth = requireWorkspaceKey(rt.workspaces);
+  const kioskAuth = requireApiKeyOrKiosk(rt.keys, rt.kiosk);
   for (const r of routes) {
     // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
-    const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : [auth];
+    const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : r.kiosk ? [kioskAuth] : [auth];
     router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
   }
   mountMcp(router, rt);
