@@ -228,9 +228,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (closed) return;
       closed = true;
       await livenessManager.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Stop accepting, end the preview streams (monitors) and every open connection, then wait for the
+      // server: awaiting close() first would hang while a kiosk keeps an MJPEG preview open.
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       const monitorsStopped = monitors.close();
       server.closeAllConnections();
+      await serverClosed;
       await scrapes?.close();
       await ready.catch(() => undefined);
       await Promise.all([monitorsStopped, monitors.close()]);

@@ -1,7 +1,15 @@
 import test from 'ava';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
-import { startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { ensureWebUi, launchChromium, screenshot, signIn } from '../helpers/browser.js';
+import { startDaemon, type Daemon } from '../../src/cli/serve.js';
+import { loadConfig } from '../../src/config/load.js';
+import { call, face, modelsDirWith, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
+import { ensureWebUi, framesShown, launchChromium, screenshot, signIn } from '../helpers/browser.js';
+import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
+import { renderScenario, startRtspServer } from '../helpers/rtsp.js';
 
 /**
  * Operating pages in headless Chromium: the API docs page (/docs, Swagger UI served from node_modules,
@@ -52,4 +60,59 @@ test.serial('the web UI links to the API docs', async (t) => {
   const link = page.locator('header.top a[href="/docs"]');
   t.is(await link.textContent(), 'API docs');
   await page.close();
+});
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+test.serial('a kiosk URL made with a preview token shows the stream, and shows it again after the daemon restarts', async (t) => {
+  t.timeout(240_000);
+  const [frames, models, port] = await Promise.all([
+    renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 2 }, { image: null, seconds: 1 }], { width: 320, height: 240, fps: 10 }),
+    modelsDirWith('edge_s'), freePort(),
+  ]);
+  const rtsp = await startRtspServer({ frames, fps: 10 });
+  // A fixed port, so the open kiosk page finds the restarted daemon at the same address.
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-kiosk-e2e-'));
+  const file = join(dir, 'server.toml');
+  writeFileSync(file, ['[server]', 'host = "127.0.0.1"', `port = ${port}`, `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(models)}`, 'log_level = "silent"', FAST_MONITORS_TOML].join('\n'));
+  const start = async (): Promise<Daemon> => {
+    const daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
+    await daemon.ready;
+    return daemon;
+  };
+  let daemon = await start();
+  const page = await browser.newPage();
+  try {
+    const td = Object.assign(daemon, { key: TEST_KEY, auth: { Authorization: `Bearer ${TEST_KEY}` } });
+    await enrollObamaBiden(td, 'gallery');
+    t.is((await call(td, 'POST', '/v1/monitors', { id: 'door', name: 'Door', source: { url: rtsp.url() }, collection_id: 'gallery', inference_fps: 2, preview_enabled: true })).status, 201);
+    const created = await call(td, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'], label: 'hall' });
+    t.is(created.status, 201);
+    const kioskUrl = daemon.url + created.json.kiosk_paths.door;
+    await page.goto(kioskUrl);
+    await waitFor('kiosk frames', async () => ((await framesShown(page)) > 2 ? true : undefined), 30_000, 250).catch(async (e: unknown) => {
+      await screenshot(page, 'kiosk-token-failed');
+      throw e;
+    });
+    t.is(await page.getByLabel('API key').count(), 0, 'no key is asked for');
+    await daemon.close();
+    daemon = await start();
+    const before = await framesShown(page);
+    await waitFor('kiosk frames after the restart', async () => ((await framesShown(page)) > before + 2 ? true : undefined), 45_000, 250);
+    // A fresh load of the same URL (a rebooted display) works too.
+    await page.goto(kioskUrl);
+    await waitFor('kiosk frames after a reload', async () => ((await framesShown(page)) > 2 ? true : undefined), 30_000, 250);
+    await screenshot(page, 'kiosk-token-after-restart');
+    t.pass();
+  } finally {
+    await page.close();
+    await daemon.close();
+    await rtsp.stop();
+  }
 });
