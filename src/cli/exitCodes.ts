@@ -40,7 +40,8 @@ export function exitCodeFor(e: unknown): number {
     case 'model_not_installed': case 'model_load_failed': case 'addon_model_missing': case 'addon_model_invalid': return EXIT.modelsMissing;
     case 'data_dir_unusable': return EXIT.dataDir;
     case 'port_in_use': return EXIT.portInUse;
-    case 'data_dir_locked': return EXIT.dataDirLocked;
+    case 'data_dir_locked': case 'restore_target_in_use': return EXIT.dataDirLocked;
+    case 'backup_invalid': return EXIT.failure;
     default: return EXIT.failure;
   }
 }

@@ -17,6 +17,8 @@ Usage:
   vigil keys create|list|revoke            workspace API keys
   vigil gallery import COLLECTION FILE.ndjson [--url URL] [--contract ID] [--batch-size N]
                                            bulk import into the running daemon (API key in VIGIL_API_KEY)
+  vigil backup FILE.tar.gz                 online backup of the data dir (vigil backup --help)
+  vigil restore FILE.tar.gz [--force]      verified restore on a stopped box
   vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
@@ -121,6 +123,11 @@ async function main(argv: string[]): Promise<number> {
       const hasConfig = rest.includes('--config') || rest.includes('-c');
       const file = hasConfig || isHelp(rest) ? undefined : configFile(undefined);
       return runWorkspacesCommand(command, file ? [...rest, '--config', file] : rest);
+    }
+    case 'backup':
+    case 'restore': {
+      const { runBackupCommand } = await import('./backup.js');
+      return runBackupCommand(command, rest, configFile(undefined));
     }
     case 'kiosk': {
       const { runKioskCommand } = await import('./kiosk.js');

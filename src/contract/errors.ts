@@ -394,6 +394,10 @@ export const Errors = {
     (path: string) => ({ message: `${path} must hold exactly 32 bytes; restore it from backup (monitor URLs cannot be decrypted without it).` })),
   dataDirUnusable: operator('data_dir_unusable', 'The data directory cannot be created or written (missing parent, read-only file system, permissions).',
     (dir: string, why: string) => ({ message: `The data directory ${dir} is not usable: ${why}. Set [server] data_dir (or VIGIL_DATA_DIR) to a writable directory.`, details: { dir } })),
+  backupInvalid: operator('backup_invalid', 'A backup archive is unreadable, incomplete or fails its checksums; nothing was restored.',
+    (file: string, why: string) => ({ message: `${file} is not a valid Vigil backup: ${why}. Nothing was restored.`, details: { file } })),
+  restoreTargetInUse: operator('restore_target_in_use', 'Restore needs a stopped daemon and an empty data directory (or --force, which moves the current contents aside).',
+    withReason),
   portInUse: operator('port_in_use', 'The configured host:port cannot be bound (another process has it, or the user may not bind it).',
     (host: string, port: number, why: string) => ({ message: `Cannot listen on ${host}:${port}: ${why}. Stop the other process or set [server] port (or VIGIL_PORT).`, details: { host, port } })),
 } as const;

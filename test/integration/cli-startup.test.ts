@@ -36,7 +36,7 @@ test('--help on every command and subcommand: usage on stdout, exit 0, no TypeEr
   for (const args of [
     ['--help'], ['serve', '--help'], ['serve', '-h'], ['models', '--help'], ['models', 'list', '--help'], ['models', 'install', '--help'],
     ['addons', '--help'], ['addons', 'install', '--help'], ['workspaces', '--help'], ['workspaces', 'create', '--help'], ['keys', '--help'],
-    ['keys', 'create', '--help'], ['gallery', '--help'], ['gallery', 'import', '--help'], ['mcp', '--help'],
+    ['keys', 'create', '--help'], ['kiosk', '--help'], ['kiosk', 'create', '--help'], ['backup', '--help'], ['restore', '--help'], ['gallery', '--help'], ['gallery', 'import', '--help'], ['mcp', '--help'],
   ]) {
     const r = vigil(args);
     t.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
