@@ -17,6 +17,8 @@ Usage:
   vigil keys create|list|revoke            workspace API keys
   vigil gallery import COLLECTION FILE.ndjson [--url URL] [--contract ID] [--batch-size N]
                                            bulk import into the running daemon (API key in VIGIL_API_KEY)
+  vigil gallery export COLLECTION FILE.ndjson [--url URL]
+                                           a collection's persons, metadata, embeddings and crops
   vigil backup FILE.tar.gz                 online backup of the data dir (vigil backup --help)
   vigil restore FILE.tar.gz [--force]      verified restore on a stopped box
   vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
@@ -44,8 +46,13 @@ Options:
   -h, --help          this help
 `,
   gallery: `Usage: vigil gallery import COLLECTION FILE.ndjson [options]
+       vigil gallery export COLLECTION FILE.ndjson [--url URL]
 
-Bulk import into the running daemon (POST /v1/collections/{id}/import); the API key is read from VIGIL_API_KEY.
+import: bulk import into the running daemon (POST /v1/collections/{id}/import). A file made by "export"
+whose embedding_contract_id equals the collection's is imported as it is; from another model, every person
+is re-embedded from its face crops (POST /v1/collections/{id}/persons). Progress lines on stdout.
+export: GET /v1/collections/{id}/export into FILE (header line, then persons with embeddings and crops).
+The API key is read from VIGIL_API_KEY.
 
 Options:
   --url URL           the daemon (default: http://<[server] host>:<port> from the config)
@@ -137,6 +144,11 @@ async function main(argv: string[]): Promise<number> {
       const { values, positionals } = parse('gallery', { args: rest, allowPositionals: true, options: {
         config: { type: 'string', short: 'c' }, url: { type: 'string' }, contract: { type: 'string' }, 'batch-size': { type: 'string', default: '1000' },
       } });
+      if (positionals[0] === 'export' && positionals.length === 3) {
+        const { config } = loadConfig(configFile(values.config));
+        const { runGalleryExport } = await import('./gallery.js');
+        return runGalleryExport({ url: values.url ?? daemonUrl(config), key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]! });
+      }
       if (positionals[0] !== 'import' || positionals.length !== 3) {
         process.stderr.write(HELP.gallery!);
         return EXIT.usage;
