@@ -54,11 +54,39 @@ test.serial('/docs renders this daemon\'s /openapi.json offline, and "try it" wi
   await context.close();
 });
 
-test.serial('the web UI links to the API docs', async (t) => {
+test.serial('the web UI links to the API docs; /favicon.ico is served, so browsing leaves "Recent errors" empty', async (t) => {
   const page = await browser.newPage();
   await signIn(page, d.url, d.key);
   const link = page.locator('header.top a[href="/docs"]');
   t.is(await link.textContent(), 'API docs');
+  for (const path of ['/', '/collections', '/monitors', '/events', '/system', '/search']) {
+    await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`);
+    await page.waitForTimeout(1500);
+  }
+  // A deep link to the events page (a reload there) is the UI, not a 404.
+  const events = await fetch(`${d.url}/events`);
+  t.is(events.status, 200);
+  t.regex(events.headers.get('content-type') ?? '', /text\/html/);
+  const icon = await fetch(`${d.url}/favicon.ico`);
+  t.is(icon.status, 200);
+  t.is(icon.headers.get('content-type'), 'image/png');
+  const recent = (await call(d, 'GET', '/v1/system')).json.recent_errors as { path: string; status: number }[];
+  t.deepEqual(recent.filter((e) => e.status === 404), [], JSON.stringify(recent));
+  await page.close();
+});
+
+test.serial('no page scrolls sideways at 390 px (a phone)', async (t) => {
+  const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+  await signIn(page, d.url, d.key);
+  const wide: string[] = [];
+  for (const path of ['/', '/collections', '/search', '/compare', '/detect', '/monitors', '/events', '/system']) {
+    await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`);
+    await page.waitForTimeout(800);
+    const width = Number(await page.evaluate('document.documentElement.scrollWidth'));
+    if (width > 390) wide.push(`${path}: ${width}px`);
+    await screenshot(page, `w390${path === '/' ? '-dashboard' : path.replaceAll('/', '-')}`);
+  }
+  t.deepEqual(wide, []);
   await page.close();
 });
 
