@@ -6,8 +6,9 @@ MODEL_MIRROR ?= $(or $(VIGIL_MODEL_MIRROR),$(abspath ../shared/models))
 
 .PHONY: run deps node_modules build models test check lint typecheck bench clean
 
+# `make run HOST=0.0.0.0` listens on the LAN (default: config/dev.toml's 127.0.0.1); PORT=… changes the port.
 run: deps build models
-	./scripts/run-dev.sh
+	HOST="$(HOST)" PORT="$(PORT)" ./scripts/run-dev.sh
 
 deps: node_modules
 

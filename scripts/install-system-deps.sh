@@ -15,6 +15,10 @@ if [ "${VIGIL_TEST_DEPS:-0}" = 1 ] || [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
   # The MQTT tests and bench/events.ts publish to a real broker (Debian's mosquitto, started by the test helpers).
   need+=(mosquitto)
 fi
+# The metrics test checks GET /metrics with Prometheus' own `promtool check metrics` (Debian's prometheus).
+if [ "${VIGIL_TEST_DEPS:-0}" = 1 ]; then
+  need+=(prometheus)
+fi
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   need+=(nodejs npm)
 fi

@@ -8,6 +8,9 @@ if [ -z "${VIGIL_API_KEY:-}" ]; then
   export VIGIL_API_KEY
   echo "API key (var/api-key): $VIGIL_API_KEY" >&2
 fi
+# HOST=0.0.0.0 (make run HOST=0.0.0.0) listens on the LAN; PORT=… another port.
+if [ -n "${HOST:-}" ]; then export VIGIL_HOST=$HOST; fi
+if [ -n "${PORT:-}" ]; then export VIGIL_PORT=$PORT; fi
 # Each RTSP monitor parks one GStreamer pull in libuv's pool, which inference shares (README: Monitors).
 export UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}
 exec node dist/cli/main.js serve --config "${VIGIL_CONFIG:-config/dev.toml}"

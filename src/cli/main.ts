@@ -1,9 +1,11 @@
 #!/usr/bin/env node
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config/load.js';
-import { isVigilError } from '../contract/errors.js';
+import { Errors, isVigilError } from '../contract/errors.js';
 import { VERSION } from '../contract/version.js';
+import { EXIT, exitCodeFor } from './exitCodes.js';
 
 const USAGE = `vigil ${VERSION}
 
@@ -15,23 +17,107 @@ Usage:
   vigil keys create|list|revoke            workspace API keys
   vigil gallery import COLLECTION FILE.ndjson [--url URL] [--contract ID] [--batch-size N]
                                            bulk import into the running daemon (API key in VIGIL_API_KEY)
+  vigil gallery export COLLECTION FILE.ndjson [--url URL]
+                                           a collection's persons, metadata, embeddings and crops
+  vigil backup FILE.tar.gz                 online backup of the data dir (vigil backup --help)
+  vigil restore FILE.tar.gz [--force]      verified restore on a stopped box
+  vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
+
+Every command takes --help. The config file is --config FILE, else VIGIL_CONFIG, else /etc/vigil/server.toml
+when it exists, else the built-in defaults.
 `;
+
+/** Per-command help (models, addons, workspaces and keys print their own). */
+const HELP: Record<string, string> = {
+  serve: `Usage: vigil serve [--config FILE]
+
+Runs the daemon. Before it listens it checks the configuration, the data directory, the model pack's name
+and that the pack is installed; each problem is one line on stderr and its own exit code:
+  ${EXIT.config} configuration invalid or unreadable (or no API key)   ${EXIT.unknownPack} unknown [inference] model_pack
+  ${EXIT.modelsMissing} model pack / liveness addon not installed or not loadable   ${EXIT.dataDir} data directory not usable
+  ${EXIT.portInUse} host:port cannot be bound                        ${EXIT.dataDirLocked} another Vigil uses the data directory
+  ${EXIT.usage} bad command line                                      ${EXIT.failure} anything else
+Under systemd (Type=notify) it signals READY=1 once the models are loaded.
+
+Options:
+  -c, --config FILE   server.toml (default: VIGIL_CONFIG, else /etc/vigil/server.toml when present)
+  -h, --help          this help
+`,
+  gallery: `Usage: vigil gallery import COLLECTION FILE.ndjson [options]
+       vigil gallery export COLLECTION FILE.ndjson [--url URL]
+
+import: bulk import into the running daemon (POST /v1/collections/{id}/import). A file made by "export"
+whose embedding_contract_id equals the collection's is imported as it is; from another model, every person
+is re-embedded from its face crops (POST /v1/collections/{id}/persons). Progress lines on stdout.
+export: GET /v1/collections/{id}/export into FILE (header line, then persons with embeddings and crops).
+The API key is read from VIGIL_API_KEY.
+
+Options:
+  --url URL           the daemon (default: http://<[server] host>:<port> from the config)
+  --contract ID       embedding_contract_id of the file's embeddings
+  --batch-size N      rows per request (default 1000)
+  -c, --config FILE   server.toml
+  -h, --help          this help
+`,
+  mcp: `Usage: VIGIL_WORKSPACE_KEY=vgl_… vigil mcp --workspace ID [--url URL] [--config FILE]
+
+An MCP server on stdio that forwards to the daemon's /workspaces/{id} API with the workspace key.
+
+Options:
+  -w, --workspace ID  the workspace
+  --url URL           the daemon (default from the config)
+  -c, --config FILE   server.toml
+  -h, --help          this help
+`,
+};
+
+const isHelp = (args: string[]) => args.includes('--help') || args.includes('-h');
+
+/** --config, else VIGIL_CONFIG, else /etc/vigil/server.toml when it exists (so CLI commands see what the unit uses). */
+export function configFile(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (flag) return flag;
+  if (env.VIGIL_CONFIG) return env.VIGIL_CONFIG;
+  return existsSync('/etc/vigil/server.toml') ? '/etc/vigil/server.toml' : undefined;
+}
+
+/** node:util parseArgs with its TypeErrors turned into one usage line. */
+function parse<T extends ParseArgsConfig>(command: string, config: T) {
+  try {
+    return parseArgs(config);
+  } catch (e) {
+    throw Errors.usageError(`${(e as Error).message.split('. To specify')[0]} (see vigil ${command} --help)`);
+  }
+}
+
+const daemonUrl = (config: ReturnType<typeof loadConfig>['config']) => {
+  const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${config.server.port}`;
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  if (command && HELP[command] && isHelp(rest)) {
+    process.stdout.write(HELP[command]);
+    return 0;
+  }
   switch (command) {
     case 'serve': {
-      const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' } } });
+      const { values, positionals } = parse('serve', { args: rest, allowPositionals: true, options: { config: { type: 'string', short: 'c' } } });
+      if (positionals.length) throw Errors.usageError(`unexpected argument "${positionals[0]}" (see vigil serve --help)`);
       const { runServeCommand } = await import('./serve.js');
-      return runServeCommand({ config: values.config });
+      return runServeCommand({ config: configFile(values.config) });
     }
     case 'models':
     case 'addons': {
+      if (isHelp(rest)) {
+        if (command === 'addons') return (await import('./addons.js')).runAddonsCommand(['--help']);
+        return (await import('./models.js')).runModelsCommand(['--help']);
+      }
       // The models dir, catalog and auto_download come from server.toml, so installs fill what `serve` reads.
       const configIndex = rest.findIndex((a) => a === '--config' || a === '-c');
-      const configPath = configIndex >= 0 ? rest[configIndex + 1] : undefined;
+      const configPath = configFile(configIndex >= 0 ? rest[configIndex + 1] : undefined);
       const args = configIndex >= 0 ? rest.filter((_, i) => i !== configIndex && i !== configIndex + 1) : rest;
       const { config, file } = loadConfig(configPath);
       const options = { defaultModelsDir: config.server.models_dir, configFile: file ? resolve(file) : null, autoDownload: config.addons.auto_download, catalog: config.server.model_catalog };
@@ -41,55 +127,76 @@ async function main(argv: string[]): Promise<number> {
     case 'workspaces':
     case 'keys': {
       const { runWorkspacesCommand } = await import('./workspaces.js');
-      return runWorkspacesCommand(command, rest);
+      const hasConfig = rest.includes('--config') || rest.includes('-c');
+      const file = hasConfig || isHelp(rest) ? undefined : configFile(undefined);
+      return runWorkspacesCommand(command, file ? [...rest, '--config', file] : rest);
+    }
+    case 'backup':
+    case 'restore': {
+      const { runBackupCommand } = await import('./backup.js');
+      return runBackupCommand(command, rest, configFile(undefined));
+    }
+    case 'kiosk': {
+      const { runKioskCommand } = await import('./kiosk.js');
+      return runKioskCommand(rest, configFile(undefined));
     }
     case 'gallery': {
-      const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: {
+      const { values, positionals } = parse('gallery', { args: rest, allowPositionals: true, options: {
         config: { type: 'string', short: 'c' }, url: { type: 'string' }, contract: { type: 'string' }, 'batch-size': { type: 'string', default: '1000' },
       } });
-      if (positionals[0] !== 'import' || positionals.length !== 3) {
-        process.stderr.write('usage: vigil gallery import COLLECTION FILE.ndjson [--url http://127.0.0.1:8080] [--contract ID] [--batch-size N] [--config FILE]\n');
-        return 2;
+      if (positionals[0] === 'export' && positionals.length === 3) {
+        const { config } = loadConfig(configFile(values.config));
+        const { runGalleryExport } = await import('./gallery.js');
+        return runGalleryExport({ url: values.url ?? daemonUrl(config), key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]! });
       }
-      const { config } = loadConfig(values.config);
-      const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+      if (positionals[0] !== 'import' || positionals.length !== 3) {
+        process.stderr.write(HELP.gallery!);
+        return EXIT.usage;
+      }
+      const batchSize = Number(values['batch-size']);
+      if (!Number.isInteger(batchSize) || batchSize < 1) throw Errors.usageError(`--batch-size must be a positive integer (got "${values['batch-size']}")`);
+      const { config } = loadConfig(configFile(values.config));
       const { runGalleryImport } = await import('./gallery.js');
       return runGalleryImport({
-        url: values.url ?? `http://${host}:${config.server.port}`, key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]!,
-        contractId: values.contract ?? null, batchSize: Number(values['batch-size']),
+        url: values.url ?? daemonUrl(config), key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]!,
+        contractId: values.contract ?? null, batchSize,
       });
     }
     case 'mcp': {
-      const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
+      const { values } = parse('mcp', { args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
       const key = process.env.VIGIL_WORKSPACE_KEY;
       if (!values.workspace || !key) {
-        process.stderr.write('usage: VIGIL_WORKSPACE_KEY=vgl_… vigil mcp --workspace ID [--url http://127.0.0.1:8080] [--config FILE]\n');
-        return 2;
+        process.stderr.write(HELP.mcp!);
+        return EXIT.usage;
       }
-      const { config } = loadConfig(values.config);
-      const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
+      const { config } = loadConfig(configFile(values.config));
       const { runMcpStdio } = await import('../mcp/stdio.js');
-      return runMcpStdio({ url: values.url ?? `http://${host}:${config.server.port}`, workspaceId: values.workspace, key, style: config.scrapers.mcp_tool_names });
+      return runMcpStdio({ url: values.url ?? daemonUrl(config), workspaceId: values.workspace, key, style: config.scrapers.mcp_tool_names });
     }
     case '--version':
+    case '-v':
     case 'version':
       process.stdout.write(`${VERSION}\n`);
-      return 0;
+      return EXIT.ok;
     case undefined:
     case '--help':
+    case '-h':
     case 'help':
       process.stdout.write(USAGE);
-      return command ? 0 : 2;
+      return command ? EXIT.ok : EXIT.usage;
     default:
       process.stderr.write(`vigil: unknown command "${command}"\n${USAGE}`);
-      return 2;
+      return EXIT.usage;
   }
 }
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (e: unknown) => {
-    process.stderr.write(`vigil: error: ${isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
-    process.exit(isVigilError(e) ? ((e as { exitCode?: number }).exitCode ?? 2) : 1);
+    // One line, never a stack (VIGIL_DEBUG=1 prints it for a bug report).
+    const line = isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+    process.stderr.write(`vigil: error: ${line}\n`);
+    if (process.env.VIGIL_DEBUG && e instanceof Error && e.stack) process.stderr.write(`${e.stack}\n`);
+    process.exit(exitCodeFor(e));
   },
 );

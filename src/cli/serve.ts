@@ -1,12 +1,15 @@
+import { accessSync, constants as fsConstants, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join, resolve as resolvePath } from 'node:path';
 import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { Errors, type VigilError } from '../contract/errors.js';
+import { Errors, isVigilError, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import { replyToClientErrors } from '../http/clientError.js';
+import { VigilMetrics } from '../http/metrics.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
 import { CollectionService } from '../collections/collectionService.js';
@@ -18,12 +21,14 @@ import { describePack } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import { availableProviders } from '../inference/sessions.js';
 import { createLogger } from '../log/logger.js';
-import { loadInstalledPack } from '../models/installed.js';
+import { PACK_JSON, installCommand, loadInstalledPack, packDir } from '../models/installed.js';
+import { exitCodeFor } from './exitCodes.js';
 import { resolveCatalog, resolveDefaultThreshold } from '../models/catalog.js';
 import { LivenessManager } from '../addons/livenessManager.js';
 import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { ApiKeyStore } from '../auth/apiKeyStore.js';
+import { KioskTokenStore } from '../auth/kioskTokenStore.js';
 import { CollectionStore } from '../collections/collectionStore.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
@@ -145,6 +150,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       logSize: wh.log_size, maxRedirects: wh.max_redirects,
     }, log);
     history.addOutput(new WebhookEventOutput(outbox));
+    const metrics = new VigilMetrics();
+    history.addOutput(metrics.eventOutput);
     const mqtt = mq.enabled ? new MqttPublisher(db.db, historyStore, {
       url: mq.url, username: mq.username, password: mq.password, clientId: mq.client_id, topicPrefix: mq.topic_prefix, qos: mq.qos, retain: mq.retain,
       caFile: mq.ca_file, certFile: mq.cert_file, keyFile: mq.key_file, tlsVerify: mq.tls_verify, discovery: mq.discovery, discoveryPrefix: mq.discovery_prefix,
@@ -167,16 +174,21 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Run webhooks: each finished run is queued in the shared outbox for its own workspace's endpoints.
     const runWebhooks = new RunWebhooks(outbox);
     scrapes.onRecorded((row) => runWebhooks.recorded(row));
+    scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
-      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
+      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
     };
+    metrics.attach(runtime);
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
     replyToClientErrors(server, log);
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
-      server.once('error', reject);
+      server.once('error', (e: NodeJS.ErrnoException) => {
+        const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : e.code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)' : e.code === 'EADDRNOTAVAIL' ? 'the host address is not on this machine' : e.message;
+        reject(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(e.code ?? '') ? Errors.portInUse(config.server.host, config.server.port, why) : e);
+      });
     });
     // Uploads are bounded by the request deadline, not by Node's own shorter defaults.
     server.requestTimeout = (config.server.request_timeout_seconds + 5) * 1000;
@@ -211,12 +223,14 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const eager = indexes.loadEager(store.allCollections());
       log.info({ collections: eager.built, ms: Math.round(performance.now() - loadStarted) }, 'search indexes loaded');
       engine = await starting;
+      engine.observer = metrics.engineObserver;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, defaultThreshold.value, liveness);
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
       active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
+      active.search.observer = metrics.searchObserver;
       runtime.inference = active;
       const search = active.search, inferenceEngine = engine;
       monitorDeps = {
@@ -237,9 +251,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (closed) return;
       closed = true;
       await livenessManager.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      // Stop accepting, end the preview streams (monitors) and every open connection, then wait for the
+      // server: awaiting close() first would hang while a kiosk keeps an MJPEG preview open.
+      const serverClosed = new Promise<void>((resolve) => server.close(() => resolve()));
       const monitorsStopped = monitors.close();
       server.closeAllConnections();
+      await serverClosed;
       await scrapes?.close();
       await ready.catch(() => undefined);
       await Promise.all([monitorsStopped, monitors.close()]);
@@ -275,10 +292,79 @@ function warnSmallThreadpool(maxStreams: number, log: ReturnType<typeof createLo
   }
 }
 
+const ERRNO_WHY: Record<string, string> = {
+  ENOENT: 'a parent directory does not exist', ENOTDIR: 'a part of the path is not a directory', EACCES: 'permission denied',
+  EPERM: 'operation not permitted', EROFS: 'the file system is read-only', ENOSPC: 'the disk is full', EEXIST: 'it exists and is not a directory',
+};
+
+/** Creates the data directory if needed and proves it is writable (a probe file), or throws data_dir_unusable. */
+export function checkDataDir(dir: string): void {
+  const fail = (e: unknown): never => {
+    const code = (e as NodeJS.ErrnoException).code ?? '';
+    throw Errors.dataDirUnusable(dir, ERRNO_WHY[code] ?? (e as Error).message);
+  };
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    accessSync(dir, fsConstants.W_OK);
+    const probe = join(dir, `.write-probe-${process.pid}`);
+    writeFileSync(probe, '');
+    rmSync(probe);
+  } catch (e) {
+    fail(e);
+  }
+}
+
+/**
+ * What `vigil serve` checks before it opens anything or listens, so a misconfigured box stops with one
+ * line and a distinct exit code: the data directory, the model pack's name and its installation (and
+ * the liveness addon's files when enabled). Checksums are verified later, while health says not_ready.
+ */
+export async function preflight(loaded: LoadedConfig): Promise<void> {
+  const { config } = loaded;
+  checkDataDir(config.server.data_dir);
+  const catalog = await resolveCatalog(config.server.model_catalog);
+  const pack = config.inference.model_pack;
+  if (!Object.hasOwn(catalog.packs, pack)) throw Errors.modelPackUnknown(pack, Object.keys(catalog.packs));
+  const modelsDir = config.server.models_dir;
+  if (!existsSync(join(packDir(modelsDir, pack), PACK_JSON))) throw Errors.modelNotInstalled(pack, modelsDir, installCommand(pack, modelsDir));
+  if (config.inference.addons.includes('liveness')) await requireLiveness(catalog, modelsDir);
+}
+
+/**
+ * Tells systemd (Type=notify) the service is ready, through the systemd-notify binary: Node cannot send on
+ * a unix datagram socket. The unit sets NotifyAccess=all because the message comes from that child.
+ */
+export function notifySystemd(state: string, env: NodeJS.ProcessEnv = process.env, log?: { warn: (o: object, m: string) => void }): Promise<boolean> {
+  if (!env.NOTIFY_SOCKET) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const child = spawn('systemd-notify', [`--pid=${process.pid}`, state], { stdio: 'ignore', env });
+    child.once('error', (e) => {
+      log?.warn({ err: e.message }, 'systemd-notify could not be run; readiness is not signalled');
+      resolve(false);
+    });
+    child.once('exit', (code) => resolve(code === 0));
+  });
+}
+
+/** The one line a failed start prints, with the exit code that says which kind of failure it was. */
+function fatal(e: unknown): number {
+  const line = isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
+  process.stderr.write(`vigil: ${line}\n`);
+  return exitCodeFor(e);
+}
+
 export async function runServeCommand(args: { config?: string }): Promise<number> {
-  const daemon = await startDaemon(loadConfig(args.config));
+  let daemon: Daemon;
+  try {
+    const loaded = loadConfig(args.config);
+    await preflight(loaded);
+    daemon = await startDaemon(loaded);
+  } catch (e) {
+    return fatal(e);
+  }
   const stop = (signal: string) => {
     daemon.runtime.log.info({ signal }, 'stopping');
+    void notifySystemd('STOPPING=1');
     daemon.close().then(() => process.exit(0), () => process.exit(1));
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
@@ -288,7 +374,8 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   } catch (e) {
     daemon.runtime.log.fatal({ code: (e as VigilError).code, err: e }, (e as Error).message);
     await daemon.close();
-    return 1;
+    return fatal(e);
   }
+  await notifySystemd('READY=1', process.env, daemon.runtime.log);
   return new Promise<number>(() => undefined); // runs until a signal
 }

@@ -62,7 +62,8 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('a person must be a JSON object');
   const o = v as Record<string, unknown>;
-  const known = new Set(['id', 'name', 'external_id', 'metadata', 'embeddings']);
+  // crops: a gallery export's face crops (used by a re-embedding import on another model; ignored here).
+  const known = new Set(['id', 'name', 'external_id', 'metadata', 'embeddings', 'crops']);
   const extra = Object.keys(o).find((k) => !known.has(k));
   if (extra) throw bad(`unknown field ${JSON.stringify(extra)}`);
   if (typeof o.id !== 'string' || !isValidPersonId(o.id)) throw bad('id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$');
@@ -99,6 +100,11 @@ export class GalleryImportService {
   private readonly newFaceId = uuidV7Generator();
 
   constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes) {}
+
+  /** The collection as export lines (see exportCollection). */
+  export(collectionId: string): Generator<string> {
+    return exportCollection(this.collections, this.store, collectionId);
+  }
 
   private checkContract(c: CollectionT, contractId: string | null | undefined): void {
     if (contractId == null || contractId === '') throw Errors.missingEmbeddingContractId();
@@ -153,5 +159,52 @@ export class GalleryImportService {
     // Searchable before the batch is acknowledged (as every other write).
     this.indexes.applyCommitted(result.after, result.before, { add: result.rows });
     return { persons: batch.length, faces: result.rows.length };
+  }
+}
+
+/** The first line of a gallery export (`GET /v1/collections/{id}/export`); the import skips it. */
+export const EXPORT_HEADER_TYPE = 'vigil_gallery_export';
+export interface ExportHeader {
+  type: typeof EXPORT_HEADER_TYPE; format: 1; collection_id: string; embedding_contract_id: string | null; model_id: string | null;
+  embedding_dimension: number | null; exported_at: string; persons: number; faces: number;
+}
+
+/** Whether an NDJSON line is an export header (checked cheaply before parsing a person). */
+export function isExportHeader(line: string): boolean {
+  return line.startsWith('{"type":"vigil_gallery_export"');
+}
+
+/**
+ * A collection as NDJSON: a header line (contract, counts), then one line per person in the import format
+ * (id, name, external_id, metadata, embeddings as base64 float32-LE) plus `crops` (base64 JPEGs of the
+ * faces that kept one) so another box with another model can re-embed. Read page by page, so memory
+ * stays flat for large galleries; each person line is consistent (one SQLite read).
+ */
+export function* exportCollection(collections: CollectionService, store: CollectionStore, collectionId: string): Generator<string> {
+  const c = collections.get(collectionId);
+  const header: ExportHeader = {
+    type: EXPORT_HEADER_TYPE, format: 1, collection_id: c.id, embedding_contract_id: c.embedding_contract_id, model_id: c.model_id,
+    embedding_dimension: c.embedding_dimension ?? null, exported_at: new Date().toISOString(), persons: c.person_count, faces: c.face_count,
+  };
+  yield `${JSON.stringify(header)}\n`;
+  let after: string | null = null;
+  for (;;) {
+    const page = store.listPersons(collectionId, after, 200, null);
+    if (page.length === 0) return;
+    for (const p of page) {
+      const stored = store.getPerson(collectionId, p.id);
+      if (!stored) continue; // deleted meanwhile
+      const embeddings = store.personEmbeddings(stored.seq).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('base64'));
+      const crops: string[] = [];
+      for (const f of store.listFaces(stored.seq, null, 100_000)) {
+        if (!f.has_crop) continue;
+        const sf = store.getFace(stored.seq, f.id);
+        const crop = sf ? store.faceCrop(sf.seq) : null;
+        if (crop) crops.push(crop.toString('base64'));
+      }
+      if (embeddings.length === 0) continue;
+      yield `${JSON.stringify({ id: p.id, name: p.name, external_id: p.external_id, metadata: p.metadata, embeddings, crops })}\n`;
+    }
+    after = page[page.length - 1]!.id;
   }
 }

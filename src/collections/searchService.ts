@@ -13,6 +13,9 @@ export interface SearchMatch { person: PersonT; similarity: number; matched_face
  * score. Results are sorted by similarity, then person id.
  */
 export class SearchService {
+  /** Told the duration of every index scan (metrics): op is search (API) or identify (monitors). */
+  observer: ((op: 'search' | 'identify', collectionId: string, seconds: number) => void) | null = null;
+
   constructor(
     private readonly collections: CollectionService,
     private readonly store: CollectionStore,
@@ -27,7 +30,7 @@ export class SearchService {
     // clean 404/409, never a stale index; a threshold patched meanwhile applies.
     const c = this.collections.getBound(input.collectionId);
     const threshold = input.threshold ?? c.default_threshold;
-    return { query, threshold, matches: this.matches(this.indexes.ready(c), query.face.embedding, input.limit, threshold) };
+    return { query, threshold, matches: this.matches(this.indexes.ready(c), query.face.embedding, input.limit, threshold, c.id) };
   }
 
   /**
@@ -43,14 +46,16 @@ export class SearchService {
     const index = this.indexes.ready(c);
     const results = analyzed.faces.map((face) => {
       const problem = this.faces.faceProblem(face);
-      return problem || !face.embedding ? { face, matches: [], problem } : { face, matches: this.matches(index, face.embedding, input.limit, threshold), problem: null };
+      return problem || !face.embedding ? { face, matches: [], problem } : { face, matches: this.matches(index, face.embedding, input.limit, threshold, c.id), problem: null };
     });
     return { width: analyzed.width, height: analyzed.height, selected: analyzed.selected, threshold, results };
   }
 
   /** The persons at or above `threshold` (unrounded), best first, then by person id. */
-  private matches(index: ReturnType<SearchIndexes['ready']>, embedding: Float32Array, limit: number, threshold: number): SearchMatch[] {
+  private matches(index: ReturnType<SearchIndexes['ready']>, embedding: Float32Array, limit: number, threshold: number, collectionId = ''): SearchMatch[] {
+    const started = performance.now();
     const hits = index.searchPersons(embedding, limit, { minScore: threshold }).filter((h) => h.score >= threshold);
+    this.observer?.('search', collectionId, (performance.now() - started) / 1000);
     const persons = this.store.personsBySeq(hits.map((h) => h.personKey));
     const faceIds = this.store.faceIdsBySeq(hits.map((h) => h.faceKey));
     const matches: (SearchMatch & { score: number })[] = [];
@@ -69,7 +74,9 @@ export class SearchService {
   identify(collection: CollectionT, embeddings: Float32Array[], threshold: number): (SearchMatch | null)[] {
     if (embeddings.length === 0) return [];
     const index = this.indexes.ready(collection);
+    const started = performance.now();
     const hits = embeddings.map((e) => index.searchPersons(e, 1, { minScore: threshold }).find((h) => h.score >= threshold) ?? null);
+    this.observer?.('identify', collection.id, (performance.now() - started) / 1000);
     const found = hits.filter((h) => h !== null);
     const persons = this.store.personsBySeq(found.map((h) => h.personKey));
     const faceIds = this.store.faceIdsBySeq(found.map((h) => h.faceKey));

@@ -77,6 +77,14 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   }
   if (env.VIGIL_MQTT_USERNAME) c.mqtt.username = env.VIGIL_MQTT_USERNAME;
   if (env.VIGIL_MQTT_PASSWORD) c.mqtt.password = env.VIGIL_MQTT_PASSWORD;
+  if (env.VIGIL_METRICS_TOKEN) {
+    const token = ApiKeySchema.safeParse(env.VIGIL_METRICS_TOKEN);
+    if (!token.success) throw Errors.configInvalid(`VIGIL_METRICS_TOKEN: ${token.error.issues[0]!.message}`, 'VIGIL_METRICS_TOKEN');
+    c.metrics.token = token.data;
+  }
+  if (c.metrics.enabled && c.metrics.auth === 'token' && !c.metrics.token) {
+    throw Errors.configInvalid('[metrics] auth = "token" needs a token: set [metrics] token or VIGIL_METRICS_TOKEN (at least 16 characters).', 'metrics.token');
+  }
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }

@@ -313,6 +313,15 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
   web: z.strictObject({ disabled: z.boolean().default(false) }).prefault({}),
+  /** GET /metrics (Prometheus text format). */
+  metrics: z
+    .strictObject({
+      enabled: z.boolean().default(true),
+      /** bearer = the admin API key; token = a separate read-only metrics token (token or VIGIL_METRICS_TOKEN); loopback = no credential, this host only. */
+      auth: z.enum(['bearer', 'token', 'loopback']).default('bearer'),
+      token: ApiKeySchema.optional(),
+    })
+    .prefault({}),
   scrapers: ScrapersConfigSchema.prefault({}),
   events: EventsConfigSchema.prefault({}),
   mqtt: MqttConfigSchema.prefault({}),

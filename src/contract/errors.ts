@@ -210,9 +210,9 @@ export const Errors = {
   engineStopped: api('engine_stopped', 503, 'The inference engine is shutting down.', fixed('The inference engine is shutting down.')),
   modelLoadFailed: api('model_load_failed', 500, 'The model pack could not be loaded into onnxruntime.', (why: string) => ({ message: `Could not load the model pack: ${why}` })),
   executionProviderUnavailable: api('execution_provider_unavailable', 500, 'A configured execution provider is not in this onnxruntime build (there is no silent fallback).',
-    (missing: string[], available: string[]) => ({
-      message: `Execution provider(s) ${missing.join(', ')} are not available in this onnxruntime build (available: ${available.join(', ')}). Vigil does not fall back silently: fix [inference].execution_providers.`,
-      details: { missing, available },
+    (missing: string[], available: string[], reasons: Record<string, string> = {}) => ({
+      message: `Execution provider(s) ${missing.join(', ')} are not available here (available: ${available.join(', ')})${missing.some((m) => reasons[m]) ? `: ${missing.filter((m) => reasons[m]).map((m) => `${m}: ${reasons[m]}`).join('; ')}` : ''}. Vigil does not fall back silently: fix [inference].execution_providers.`,
+      details: { missing, available, reasons },
     })),
 
   // ---- collections, persons, faces, search ----
@@ -416,6 +416,12 @@ export const Errors = {
   monitorRestoreFailed: monitorCondition('monitor_restore_failed', 'An enabled monitor could not be restored at start-up (capacity, collection, pipeline); its status is `error`.',
     fixed('The Monitor could not be restored at startup.')),
 
+  // ---- operating the appliance (metrics, kiosk tokens, backups, gallery archives) ----
+  metricsLoopbackOnly: api('metrics_loopback_only', 403, '`/metrics` is served to this host only (`[metrics] auth = "loopback"`).',
+    fixed('/metrics is served to this host only ([metrics] auth = "loopback").')),
+  kioskTokenNotFound: api('kiosk_token_not_found', 404, 'No kiosk token with this id.', (id: string) => ({ message: `No kiosk token "${id}".`, details: { token_id: id } })),
+  kioskTokenRevoked: api('kiosk_token_revoked', 409, 'The kiosk token was already revoked.', (id: string) => ({ message: `Kiosk token "${id}" was already revoked.`, details: { token_id: id } })),
+
   // ---- operator errors: configuration, command line, files (never HTTP) ----
   configInvalid: operator('config_invalid', 'The configuration (file or environment) is invalid; the message names the key.', (message: string, key?: string) => ({ message, details: key ? { key } : {} })),
   configUnreadable: operator('config_unreadable', 'The config file cannot be read.', (file: string, why: string) => ({ message: `Cannot read config file ${file}: ${why}` })),
@@ -423,13 +429,21 @@ export const Errors = {
   apiKeyMissing: operator('api_key_missing', 'Authentication is on but no API key was ever configured.',
     fixed('Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.')),
   dataDirLocked: operator('data_dir_locked', 'Another Vigil process uses the data directory (exit code 75).',
-    (message: string, pid: number | null) => ({ message, details: pid === null ? {} : { pid }, exitCode: 75 })),
+    (message: string, pid: number | null) => ({ message, details: pid === null ? {} : { pid } })),
   dataDirNotWritable: operator('data_dir_not_writable', 'The data directory (or its database file) is not writable, e.g. a read-only mount (exit code 73).',
-    (dir: string, reason: string) => ({ message: `The data directory ${dir} is not writable (${reason}): make it writable by the service user, or point [server] data_dir elsewhere.`, details: { data_dir: dir, reason }, exitCode: 73 })),
+    (dir: string, reason: string) => ({ message: `The data directory ${dir} is not writable (${reason}): make it writable by the service user, or point [server] data_dir elsewhere.`, details: { data_dir: dir, reason } })),
   cursorKeyInvalid: operator('cursor_key_invalid', 'The cursor signing key file is damaged.',
     (path: string) => ({ message: `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).` })),
   monitorKeyInvalid: operator('monitor_key_invalid', 'The monitor credential key file is damaged.',
     (path: string) => ({ message: `${path} must hold exactly 32 bytes; restore it from backup (monitor URLs cannot be decrypted without it).` })),
+  dataDirUnusable: operator('data_dir_unusable', 'The data directory cannot be created or written (missing parent, read-only file system, permissions).',
+    (dir: string, why: string) => ({ message: `The data directory ${dir} is not usable: ${why}. Set [server] data_dir (or VIGIL_DATA_DIR) to a writable directory.`, details: { dir } })),
+  backupInvalid: operator('backup_invalid', 'A backup archive is unreadable, incomplete or fails its checksums; nothing was restored.',
+    (file: string, why: string) => ({ message: `${file} is not a valid Vigil backup: ${why}. Nothing was restored.`, details: { file } })),
+  restoreTargetInUse: operator('restore_target_in_use', 'Restore needs a stopped daemon and an empty data directory (or --force, which moves the current contents aside).',
+    withReason),
+  portInUse: operator('port_in_use', 'The configured host:port cannot be bound (another process has it, or the user may not bind it).',
+    (host: string, port: number, why: string) => ({ message: `Cannot listen on ${host}:${port}: ${why}. Stop the other process or set [server] port (or VIGIL_PORT).`, details: { host, port } })),
 } as const;
 
 /** Every code the service can report, in catalogue order (the README's error table). */

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { FailureThrottle } from '../auth/failureThrottle.js';
-import { requireApiKey } from './auth.js';
+import { requireApiKey, requireApiKeyOrKiosk } from './auth.js';
 import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
@@ -17,14 +17,16 @@ import { faceRoutes } from './routes/faces.js';
 import { monitorRoutes } from './routes/monitors.js';
 import { eventRoutes } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { kioskRoutes } from './routes/kiosk.js';
 import { systemRoutes } from './routes/system.js';
 import { RUN_WEBHOOK_EVENTS, workspaceWebhookRoutes } from './routes/workspaceWebhooks.js';
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
+import { mountOperations } from './operations.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt), ...workspaceWebhookRoutes(rt)];
+  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt), ...workspaceWebhookRoutes(rt), ...kioskRoutes(rt)];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -39,17 +41,20 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const throttle = new FailureThrottle({ maxFailures: config.auth.max_failures, windowMs: config.auth.failure_window_seconds * 1000 });
   const auth = requireApiKey(rt.keys, throttle);
   const workspaceAuth = requireWorkspaceKey(rt.workspaces, throttle);
+  const kioskAuth = requireApiKeyOrKiosk(rt.keys, rt.kiosk, throttle);
   for (const r of routes) {
     // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
-    const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : [auth];
+    const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : r.kiosk ? [kioskAuth] : [auth];
     router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
   }
   mountMcp(router, rt);
+  mountOperations(router, rt);
   router.get('/openapi.json', (ctx) => {
     ctx.body = openapi;
   });
 
   app.use(requestId(rt.log));
+  if (rt.metrics) app.use(rt.metrics.http());
   app.use(securityHeaders());
   app.use(cors(config.server.cors_origins));
   app.use(errorEnvelope(rt.log, rt.recentErrors, rt.db.storage));

@@ -2,6 +2,7 @@ import type Koa from 'koa';
 import { Errors } from '../contract/errors.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 import type { FailureThrottle } from '../auth/failureThrottle.js';
+import { KIOSK_TOKEN_PREFIX, type KioskTokenStore } from '../auth/kioskTokenStore.js';
 
 /** `Authorization: Bearer <key>`: case-insensitive scheme, exactly one space, as upstream. */
 export function parseBearer(header: string | undefined): string | null {
@@ -31,5 +32,28 @@ export function requireApiKey(keys: ApiKeyStore, throttle: FailureThrottle): Koa
     }
     throttle.succeeded(address);
     await next();
+  };
+}
+
+/**
+ * The guard of a monitor's preview and state: the admin key, or a kiosk token (vk_…) issued for the
+ * monitor in the path. Anything else is 401, exactly as the admin guard answers.
+ */
+export function requireApiKeyOrKiosk(keys: ApiKeyStore, kiosk: KioskTokenStore, throttle: FailureThrottle): Koa.Middleware {
+  const admin = requireApiKey(keys, throttle);
+  return async (ctx, next) => {
+    const presented = parseBearer(ctx.get('Authorization') || undefined);
+    const monitorId = (ctx as unknown as { params?: Record<string, string> }).params?.monitor_id;
+    if (presented?.startsWith(KIOSK_TOKEN_PREFIX) && monitorId !== undefined) {
+      // Wrong kiosk tokens count against the same per-address budget as wrong keys.
+      const wait = throttle.blockedFor(ctx.ip);
+      if (wait > 0) throw Errors.tooManyAuthFailures(wait);
+      if (!kiosk.allows(presented, monitorId)) {
+        throttle.failed(ctx.ip);
+        throw Errors.unauthorized('The kiosk token is not valid for this monitor.');
+      }
+      return next();
+    }
+    return admin(ctx, next);
   };
 }

@@ -31,6 +31,8 @@ export interface RouteSpec {
   public?: boolean;
   /** 'workspace': a workspace key (vgl_…) for the {workspace_id} in the path instead of the admin key. */
   auth?: 'admin' | 'workspace';
+  /** A monitor's preview or state: a kiosk token issued for the {monitor_id} in the path opens it too. */
+  kiosk?: boolean;
   body?: { contentType: 'multipart/form-data' | 'application/json'; schema: z.ZodType };
   query?: z.ZodObject;
   /** Success status -> schema (null for an empty body or a non-JSON media type given in `media`). */

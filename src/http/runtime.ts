@@ -12,8 +12,10 @@ import type { DefaultThreshold } from '../models/catalog.js';
 import type { MonitorManager } from '../monitors/monitorManager.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
+import type { KioskTokenStore } from '../auth/kioskTokenStore.js';
 import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
+import type { VigilMetrics } from './metrics.js';
 import type { ScrapeRunService } from '../scrapers/runService.js';
 import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
 import type { EventService } from '../events/eventService.js';
@@ -43,7 +45,11 @@ export interface Runtime {
   log: Logger;
   db: OpenedDatabase;
   keys: ApiKeyStore;
+  /** Preview-only kiosk tokens. */
+  kiosk: KioskTokenStore;
   recentErrors: RecentErrors;
+  /** The Prometheus registry behind GET /metrics (absent in tests that build a bare runtime). */
+  metrics?: VigilMetrics;
   host: HostInfo;
   inference: Inference | null;
   collections: CollectionService;

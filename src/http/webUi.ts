@@ -8,7 +8,7 @@ import type Koa from 'koa';
  * paths are answered here; everything else (/v1, /workspaces, /mcp, /openapi.json and their 404
  * envelopes) falls through to the API router untouched.
  */
-export const UI_PATH = /^\/(?:(?:collections|search|compare|detect|monitors|system|kiosk)(?:\/[^/]+)*\/?)?$/;
+export const UI_PATH = /^\/(?:(?:collections|search|compare|detect|monitors|events|system|kiosk)(?:\/[^/]+)*\/?)?$/;
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.html': 'text/html; charset=utf-8',

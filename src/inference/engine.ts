@@ -9,6 +9,7 @@ import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerClose, WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
 import { availableProviders, type OptimizationLevel, type ProviderName } from './sessions.js';
 import { startWorkerThread } from './workerThread.js';
+import { hostProviderReport } from './providers.js';
 
 /** How long a closing worker may take to finish its job and release its models before it is terminated. */
 const WORKER_CLOSE_GRACE_MS = 5000;
@@ -30,6 +31,11 @@ export interface EngineOptions {
 
 /** [server] defaults of the image shape and time limits. */
 export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 16_384, maxAspectRatio: 20 };
+
+/** Told about every analysis (metrics): time waited for a worker, and the pipeline's stage timings when it succeeded. */
+export interface EngineObserver {
+  job(waitSeconds: number, timings: AnalyzeResult['timings'] | null): void;
+}
 
 interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
 
@@ -59,6 +65,8 @@ export class InferenceEngine {
   private readonly decoder: DecodeStage;
   private nextId = 1;
   private closed = false;
+  /** Set once by the daemon (metrics); null = nobody listens. */
+  observer: EngineObserver | null = null;
   readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
   private constructor(readonly options: EngineOptions) {
@@ -69,7 +77,8 @@ export class InferenceEngine {
   static async start(options: EngineOptions): Promise<InferenceEngine> {
     const missing = options.providers.filter((p) => !availableProviders().includes(p));
     if (missing.length > 0) {
-      throw Errors.executionProviderUnavailable(missing, availableProviders());
+      const reasons = Object.fromEntries(hostProviderReport().filter((r) => missing.includes(r.name as ProviderName)).map((r) => [r.name, r.reason]));
+      throw Errors.executionProviderUnavailable(missing, availableProviders(), reasons);
     }
     const engine = new InferenceEngine(options);
     try {
@@ -146,14 +155,28 @@ export class InferenceEngine {
    */
   async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
     if (this.closed) throw Errors.engineStopped();
-    if (!('encoded' in request.image)) return this.limiter.run(() => this.dispatch(request), signal);
-    const t0 = performance.now();
-    const img = await this.decoder.decode(request.image.encoded, request.limits, signal);
-    const decodeMs = performance.now() - t0;
-    const raw: AnalyzeRequest = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
-    const result = await this.limiter.run(() => this.dispatch(raw), signal);
-    result.timings.decode_ms = decodeMs;
-    return result;
+    const observer = this.observer;
+    const queued = performance.now();
+    let waited = 0;
+    let timings: AnalyzeResult['timings'] | null = null;
+    try {
+      if (!('encoded' in request.image)) {
+        const result = await this.limiter.run(() => { waited = (performance.now() - queued) / 1000; return this.dispatch(request); }, signal);
+        timings = result.timings;
+        return result;
+      }
+      const t0 = performance.now();
+      const img = await this.decoder.decode(request.image.encoded, request.limits, signal);
+      const decodeMs = performance.now() - t0;
+      const raw: AnalyzeRequest = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
+      const waitFrom = performance.now();
+      const result = await this.limiter.run(() => { waited = (performance.now() - waitFrom) / 1000; return this.dispatch(raw); }, signal);
+      result.timings.decode_ms = decodeMs;
+      timings = result.timings;
+      return result;
+    } finally {
+      observer?.job(waited, timings);
+    }
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {

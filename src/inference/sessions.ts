@@ -1,4 +1,5 @@
 import ort from 'onnxruntime-node';
+import { hostProviderReport } from './providers.js';
 
 export type ProviderName = 'cpu' | 'cuda' | 'tensorrt';
 
@@ -12,9 +13,12 @@ export interface SessionSettings {
   graphOptimization?: OptimizationLevel | 'auto';
 }
 
-/** Providers compiled into this onnxruntime-node binding (CUDA/TensorRT only where their libraries are installed). */
+/**
+ * Providers that can actually run here: compiled into the binding AND with their libraries and device
+ * present (providers.ts says why the others cannot).
+ */
 export function availableProviders(): string[] {
-  return ort.listSupportedBackends().map((b) => b.name);
+  return hostProviderReport().filter((p) => p.available).map((p) => p.name);
 }
 
 function providerOption(name: ProviderName, deviceId: number): ort.InferenceSession.ExecutionProviderConfig {

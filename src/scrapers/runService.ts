@@ -66,6 +66,11 @@ export class ScrapeRunService {
     this.pump();
   }
 
+  /** Runs waiting for a worker, and runs in a worker now (metrics). */
+  depth(): { queued: number; running: number } {
+    return { queued: this.queue.length, running: this.running.size };
+  }
+
   /** Called with every run that finished (any final status), after it was stored and billed. */
   onFinished(listener: (run: FinishedRun) => void): void {
     this.finishedListeners.push(listener);

@@ -43,7 +43,7 @@ export function listen(render: () => void): void {
     const a = (e.target as Element | null)?.closest?.('a');
     if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || a.target) return;
     const url = new URL(a.href, location.href);
-    if (url.origin !== location.origin || url.pathname.startsWith('/v1/') || a.hasAttribute('download')) return;
+    if (url.origin !== location.origin || url.pathname.startsWith('/v1/') || url.pathname === '/docs' || a.hasAttribute('download')) return;
     e.preventDefault();
     navigate(url.pathname + url.search);
   });

@@ -37,7 +37,7 @@ export function startApp(root: HTMLElement): void {
   const signOut = h('button', { type: 'button', class: 'small' }, 'Sign out');
   const layout = h('div', { class: 'layout' },
     h('a', { class: 'skip', href: '#main' }, 'Skip to content'),
-    h('header', { class: 'top' }, h('span', { class: 'brand' }, 'Vigil'), nav, signOut), main);
+    h('header', { class: 'top' }, h('span', { class: 'brand' }, 'Vigil'), nav, h('a', { href: '/docs', class: 'docs-link', target: '_blank', rel: 'noopener' }, 'API docs'), signOut), main);
 
   const showSignIn = (intro?: string) => {
     page?.abort();

@@ -1,4 +1,5 @@
 import test from 'ava';
+import { EXIT } from '../../src/cli/exitCodes.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,7 +74,7 @@ test('a daemon SIGKILLed as PID 1 of a PID namespace starts again as PID 1 (the 
   }
 });
 
-test('a read-only data dir at start is one line on stderr (data_dir_not_writable), exit code 73, no stack', async (t) => {
+test('a read-only data dir at start is one line on stderr, exit code 13 (a data-dir problem), no stack', async (t) => {
   if (!canMount) {
     t.log('SKIPPED: mounting a tmpfs is not permitted here');
     t.pass();
@@ -86,10 +87,11 @@ test('a read-only data dir at start is one line on stderr (data_dir_not_writable
     t.is(spawnSync('mount', ['-o', 'remount,ro', mnt]).status, 0);
     const file = configFile(join(mnt, 'data'), await modelsDirWith('edge_s'));
     const r = spawnSync(serveArgs(file)[0]!, serveArgs(file).slice(1), { cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, encoding: 'utf8', timeout: 60_000 });
-    t.is(r.status, 73, r.stderr);
+    t.is(r.status, EXIT.dataDir, r.stderr);
     const lines = r.stderr.trim().split('\n');
     t.is(lines.length, 1, r.stderr);
-    t.regex(lines[0]!, /^vigil: error: data_dir_not_writable: The data directory .* is not writable \(EROFS\)/);
+    // The start-up checks find it first (data_dir_unusable); the lock's own check is the same exit code.
+    t.regex(lines[0]!, /^vigil: error: data_dir_(unusable|not_writable): The data directory .* (is not writable|is not usable).*(EROFS|read-only)/i);
     t.notRegex(r.stderr, /\n\s+at /);
   } finally {
     spawnSync('umount', [mnt]);

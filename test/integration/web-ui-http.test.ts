@@ -41,7 +41,7 @@ test('UI paths answer index.html with a strict CSP and no-cache; hashed assets a
 });
 
 test('API paths and unknown paths keep their JSON envelopes; the UI never shadows them', async (t) => {
-  for (const path of ['/v1/nope', '/v1/collections/x/y/z/w', '/workspaces', '/assets/missing.js', '/collections.json', '/favicon.ico']) {
+  for (const path of ['/v1/nope', '/v1/collections/x/y/z/w', '/workspaces', '/assets/missing.js', '/collections.json']) {
     const res = await fetch(d.url + path, { headers: d.auth });
     t.is(res.status, 404, path);
     t.is(((await res.json()) as any).error.code, 'route_not_found', path);

@@ -1,6 +1,6 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { z } from 'zod';
-import { parseImportPerson, type ImportPerson, type ImportTotals } from '../../collections/galleryImport.js';
+import { isExportHeader, parseImportPerson, type ImportPerson, type ImportTotals } from '../../collections/galleryImport.js';
 import { ApiError, Errors, isApiError } from '../../contract/errors.js';
 import { readQuery } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
@@ -39,6 +39,24 @@ async function* lines(source: AsyncIterable<Buffer>): AsyncGenerator<string> {
 export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
   const imports = rt.galleryImport;
   return [{
+    method: 'get', path: '/v1/collections/{collection_id}/export', operationId: 'export_gallery_v1_collections__collection_id__export_get',
+    summary: 'Export Gallery', tags: ['collections'],
+    description: 'The collection as streamed NDJSON: a header line {"type":"vigil_gallery_export","embedding_contract_id",...,"persons","faces"}, then one person per line '
+      + 'in the import format (embeddings as base64 float32-LE) plus "crops" (base64 JPEG face crops, when the collection saved them). POST it to /import of a collection '
+      + 'with the same embedding_contract_id; for another contract, `vigil gallery import` re-embeds from the crops.',
+    success: { status: 200, schema: null, media: 'application/x-ndjson', description: 'Header line, then one person per line.' },
+    handler: async (ctx: AppContext) => {
+      const collectionId = ctx.params.collection_id!;
+      const lines = imports.export(collectionId);
+      const first = lines.next(); // a missing collection is a 404 envelope, before the stream starts
+      ctx.set('Content-Type', 'application/x-ndjson; charset=utf-8');
+      ctx.set('Content-Disposition', `attachment; filename="${collectionId}.gallery.ndjson"`);
+      ctx.body = Readable.from((function* () {
+        if (!first.done) yield first.value;
+        yield* lines;
+      })());
+    },
+  }, {
     method: 'post', path: '/v1/collections/{collection_id}/import', operationId: 'import_gallery_v1_collections__collection_id__import_post',
     summary: 'Import Gallery', tags: ['collections'],
     description: 'Bulk import of persons with trusted embeddings (external_trusted semantics). Body: application/x-ndjson, one person per line: '
@@ -76,6 +94,8 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
           }
           lineNo++;
           if (next.value.trim() === '') continue;
+          // A gallery export's header line (GET /v1/collections/{id}/export) is skipped: its persons import as they are.
+          if (lineNo === 1 && isExportHeader(next.value)) continue;
           batch.push(parseImportPerson(next.value, lineNo, c.embedding_dimension));
           if (batch.length >= q.batch_size) {
             commit();

@@ -59,7 +59,7 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'get', path: `${M}/state`, operationId: 'monitor_state_v1_monitors__monitor_id__state_get', summary: 'Monitor State', tags: ['monitors'],
+      method: 'get', path: `${M}/state`, operationId: 'monitor_state_v1_monitors__monitor_id__state_get', summary: 'Monitor State', tags: ['monitors'], kiosk: true,
       description: 'The current RTSP detection and recognition state: faces of the last processed frame, counters and the preview.',
       success: { status: 200, schema: MonitorStateResponse },
       handler: async (ctx) => {
@@ -76,7 +76,7 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'get', path: `${M}/preview.mjpeg`, operationId: 'monitor_preview_v1_monitors__monitor_id__preview_mjpeg_get', summary: 'Monitor Preview', tags: ['monitors'],
+      method: 'get', path: `${M}/preview.mjpeg`, operationId: 'monitor_preview_v1_monitors__monitor_id__preview_mjpeg_get', summary: 'Monitor Preview', tags: ['monitors'], kiosk: true,
       description: 'Live Motion JPEG of the raw frames (no annotations; draw boxes from /state). Needs the Bearer header; the API key is never accepted in the URL.',
       success: { status: 200, schema: null, media: 'multipart/x-mixed-replace', description: 'Live Motion JPEG preview stream.' },
       handler: async (ctx) => {

@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync } from 'node:fs';
 import { freemem, loadavg, totalmem } from 'node:os';
+import { hostProviderReport } from '../../inference/providers.js';
 import { SEARCH_PROFILES } from '../../contract/collections.js';
 import { API_CONTRACT_VERSION, VERSION } from '../../contract/version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
@@ -72,6 +73,8 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             node_version: process.version,
             onnx_runtime_version: onnxRuntimeVersion(),
             available_execution_providers: inf.availableProviders,
+            // Every backend of the onnxruntime binding, with whether it can run here and why not.
+            execution_provider_report: hostProviderReport(),
             execution_provider: inf.model.provider,
             requested_execution_providers: inc.execution_providers,
             detector_session_providers: inf.providers,

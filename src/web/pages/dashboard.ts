@@ -7,7 +7,7 @@ import { errorBox, every } from '../ui.js';
 
 /** What Vigil's /v1/system puts inside the contract's open `runtime` and `cpu` objects (read defensively). */
 interface RuntimeReport {
-  available_execution_providers?: string[]; load_average?: number[]; memory?: { free_bytes: number; total_bytes: number }; rss_bytes?: number;
+  available_execution_providers?: string[]; execution_provider_report?: { name: string; available: boolean; reason: string }[]; load_average?: number[]; memory?: { free_bytes: number; total_bytes: number }; rss_bytes?: number;
   inference_concurrency?: { active: number; waiting: number }; uptime_seconds?: number;
 }
 interface CpuReport { model?: string; logical_cores?: number }
@@ -39,7 +39,9 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
         facts([
           ['Model pack', h('span', { 'data-testid': 'model-pack' }, s.model?.model_id ?? '—')], ['Model digest', h('code', null, String(s.model?.model_digest ?? '—').slice(0, 16))],
           ['Execution provider', h('span', { 'data-testid': 'provider' }, s.execution_provider ?? '—')],
-          ['Available providers', (rt.available_execution_providers ?? []).join(', ')],
+          ['Available providers', h('span', { 'data-testid': 'providers-available' }, (rt.available_execution_providers ?? []).join(', '))],
+          ['Not available here', h('ul', { class: 'plain', 'data-testid': 'providers-unavailable' },
+            ...(rt.execution_provider_report ?? []).filter((p) => !p.available).map((p) => h('li', null, h('strong', null, p.name), `: ${p.reason}`)))],
           ['Embedding dimension', fmt.num(s.model?.embedding_dimension)],
         ])));
       cards.push(h('section', { class: 'card', 'aria-labelledby': 'd-counts' }, h('h2', { id: 'd-counts' }, 'Contents'),

@@ -55,6 +55,20 @@ export function startKiosk(root: HTMLElement): void {
     session.set(null);
     ask();
   });
+  // A kiosk URL made with a preview-only token (/kiosk/<id>#token=vk_…): the fragment never reaches the
+  // server or its logs, and the URL works again after a reboot of the display or the daemon.
+  const fromUrl = /(?:^#|&)token=(vk_[A-Za-z0-9_-]+)/.exec(location.hash)?.[1];
+  if (fromUrl) {
+    session.set(fromUrl);
+    session.onUnauthorized(() => {
+      current?.stop();
+      current = null;
+      started = false;
+      replace(root, h('main', { class: 'kiosk-main' }, h('p', { class: 'kiosk-status error', role: 'alert' }, `This kiosk link is not valid for monitor ${monitorId} (revoked?). Make a new one on the monitor's page or with vigil kiosk create.`)));
+    });
+    run();
+    return;
+  }
   void authRequired().then((required) => {
     if (!required) return run();
     if (!window.opener) return ask();

@@ -1,4 +1,5 @@
 import type { CollectionPageResponse } from '../../contract/collections.js';
+import type { KioskTokenCreatedResponse, KioskTokenListResponse } from '../../contract/kiosk.js';
 import type { MonitorEventPageResponse, MonitorPageResponse, MonitorResponse, MonitorStateResponse, MonitorT } from '../../contract/monitors.js';
 import { ApiFailure, api, enc, type Wire } from '../api.js';
 import { facts, field, fmt, h } from '../dom.js';
@@ -224,10 +225,49 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
     });
   });
 
+  const kiosk = await kioskLinks(mid, ctx.signal);
   return h('div', null, h('p', null, h('a', { href: '/monitors' }, '← Monitors')), h('h1', null, m.name), top, details,
     h('section', { class: 'card wide', 'aria-labelledby': 'live' }, h('h2', { id: 'live' }, 'Live'),
       m.preview_enabled ? [preview.element, previewStatus, h('h3', null, 'Recognised now'), names] : h('p', { class: 'muted' }, 'The preview is off for this monitor: allow it in the settings below.'), stateBox),
-    h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events), form);
+    h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events), kiosk, form);
+}
+
+/**
+ * Kiosk links: a preview-only token for this monitor, as a URL with the token in its fragment, that a
+ * wall display can keep in its start-up config (it survives reboots of the display and the daemon).
+ */
+async function kioskLinks(mid: string, signal: AbortSignal): Promise<HTMLElement> {
+  const messages = messageArea();
+  const list = h('ul', { class: 'plain', 'data-testid': 'kiosk-tokens' });
+  const created = h('div');
+  const label = h('input', { type: 'text', maxlength: '200', placeholder: 'e.g. hall display' });
+  const render = async () => {
+    const r = await api<Wire<typeof KioskTokenListResponse>>('GET', '/v1/kiosk-tokens', undefined, signal);
+    const mine = r.kiosk_tokens.filter((k) => k.monitor_ids.includes(mid) && !k.revoked_at);
+    list.replaceChildren(...(mine.length ? mine.map((k) => {
+      const revoke = h('button', { type: 'button', class: 'small danger' }, 'Revoke');
+      revoke.addEventListener('click', () => void busy(revoke, messages, async () => {
+        await api('DELETE', `/v1/kiosk-tokens/${enc(k.id)}`);
+        created.replaceChildren();
+        await render();
+      }));
+      return h('li', null, h('code', null, `${k.prefix}…`), ` ${k.label || '(no label)'} · last used ${k.last_used_at ? new Date(k.last_used_at).toLocaleString() : 'never'} `, revoke);
+    }) : [h('li', { class: 'muted' }, 'No kiosk links for this monitor.')]));
+  };
+  const create = h('button', { type: 'button' }, 'Create kiosk link');
+  create.addEventListener('click', () => void busy(create, messages, async () => {
+    const r = await api<Wire<typeof KioskTokenCreatedResponse>>('POST', '/v1/kiosk-tokens', { monitor_ids: [mid], label: label.value });
+    const url = location.origin + r.kiosk_paths[mid]!;
+    const out = h('input', { type: 'text', readonly: true, value: url, 'aria-label': 'Kiosk URL', 'data-testid': 'kiosk-url', class: 'wide-input' });
+    created.replaceChildren(notice('Kiosk link created. Copy it now: it is shown only once. It opens this monitor\'s preview and nothing else.'), out);
+    out.select();
+    label.value = '';
+    await render();
+  }));
+  await render().catch((e: unknown) => messages.show(errorBox(e)));
+  return h('section', { class: 'card', 'aria-labelledby': 'kiosk-h' }, h('h2', { id: 'kiosk-h' }, 'Kiosk links'),
+    h('p', { class: 'muted' }, 'A preview-only link for a wall display: it keeps working after reboots until revoked.'),
+    field('Label', label), h('div', { class: 'actions' }, create), created, messages, list);
 }
 
 /** "rtsp_source_unavailable (connection_refused): The RTSP source is unavailable: ..." */

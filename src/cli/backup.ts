@@ -1,0 +1,218 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, linkSync, copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import Database from 'better-sqlite3';
+import * as tar from 'tar';
+import { loadConfig } from '../config/load.js';
+import { Errors } from '../contract/errors.js';
+import { VERSION } from '../contract/version.js';
+import { tryLockFile } from '../system/lockFile.js';
+import type { CliIo } from './workspaces.js';
+
+/**
+ * `vigil backup FILE` and `vigil restore FILE`. A backup is one tar.gz: `vigil.db` taken with SQLite's
+ * online backup API (consistent while the daemon writes), the key files (cursor signing, monitor
+ * credentials), the event snapshots, and `manifest.json` with every file's size and SHA-256. Face crops
+ * and embeddings live in SQLite. Search indexes are left out: they are rebuilt from SQLite.
+ */
+export const BACKUP_FORMAT = 'vigil-backup-1';
+const DB = 'vigil.db';
+const KEY_FILES = ['cursor.key', 'monitor-credentials.key'];
+const TREES = ['events'];
+
+export interface Manifest {
+  format: string; vigil_version: string; created_at: string; source_data_dir: string;
+  counts: Record<string, number>;
+  files: { path: string; bytes: number; sha256: string }[];
+}
+
+function sha256File(path: string): Promise<string> {
+  return new Promise((res, rej) => {
+    const h = createHash('sha256');
+    createReadStream(path).on('data', (c) => h.update(c)).on('error', rej).on('end', () => res(h.digest('hex')));
+  });
+}
+
+function walk(dir: string, base: string, out: string[]): void {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return; // removed meanwhile (retention)
+  }
+  for (const e of entries) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) walk(p, base, out);
+    else if (e.isFile()) out.push(relative(base, p));
+  }
+}
+
+/** What the restored box must show again (the round-trip test compares these). */
+export function databaseCounts(db: Database.Database): Record<string, number> {
+  const count = (table: string) => {
+    try {
+      return (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n;
+    } catch {
+      return 0;
+    }
+  };
+  return { collections: count('collections'), persons: count('persons'), faces: count('face_samples'), monitors: count('monitors'), events: count('events'), webhooks: count('webhook_endpoints'), workspaces: count('workspaces'), kiosk_tokens: count('kiosk_tokens') };
+}
+
+export async function createBackup(dataDir: string, file: string, log: (s: string) => void = () => undefined): Promise<Manifest> {
+  const dbPath = join(dataDir, DB);
+  if (!existsSync(dbPath)) throw Errors.dataDirUnusable(dataDir, `there is no ${DB} to back up`);
+  // Staging inside the data dir, so snapshot files are hard links (instant, and immune to retention deleting them meanwhile).
+  const stage = join(dataDir, `.backup-${process.pid}-${Date.now()}`);
+  mkdirSync(stage, { mode: 0o700 });
+  try {
+    const src = new Database(dbPath, { readonly: true, fileMustExist: true });
+    src.pragma('busy_timeout = 15000');
+    let counts: Record<string, number>;
+    try {
+      await src.backup(join(stage, DB));
+    } finally {
+      src.close();
+    }
+    const copy = new Database(join(stage, DB), { readonly: true });
+    try {
+      counts = databaseCounts(copy);
+    } finally {
+      copy.close();
+    }
+    const rel: string[] = [DB];
+    for (const k of KEY_FILES) if (existsSync(join(dataDir, k))) rel.push(k);
+    for (const t of TREES) {
+      const found: string[] = [];
+      walk(join(dataDir, t), dataDir, found);
+      rel.push(...found);
+    }
+    for (const r of rel.slice(1)) {
+      mkdirSync(dirname(join(stage, r)), { recursive: true });
+      try {
+        linkSync(join(dataDir, r), join(stage, r));
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') continue; // deleted by retention between the listing and now
+        copyFileSync(join(dataDir, r), join(stage, r));
+      }
+    }
+    const present = rel.filter((r) => existsSync(join(stage, r)));
+    const files = [];
+    for (const r of present) files.push({ path: r.split(sep).join('/'), bytes: statSync(join(stage, r)).size, sha256: await sha256File(join(stage, r)) });
+    const manifest: Manifest = { format: BACKUP_FORMAT, vigil_version: VERSION, created_at: new Date().toISOString(), source_data_dir: resolve(dataDir), counts, files };
+    writeFileSync(join(stage, 'manifest.json'), JSON.stringify(manifest, null, 2));
+    const tmp = `${file}.partial`;
+    await tar.c({ gzip: true, file: tmp, cwd: stage, portable: true }, ['manifest.json', ...present]);
+    renameSync(tmp, file);
+    log(`backup ${file}: ${files.length} files, ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')}\n`);
+    return manifest;
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+  }
+}
+
+/** Extracts and verifies an archive into `dir` (every file against the manifest, the database's integrity). */
+export async function verifyBackup(file: string, dir: string): Promise<Manifest> {
+  const bad = (why: string) => Errors.backupInvalid(file, why);
+  if (!existsSync(file)) throw bad('the file does not exist');
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    await tar.x({ file, cwd: dir, strict: true, preservePaths: false });
+  } catch (e) {
+    throw bad(`the archive cannot be read (${(e as Error).message})`);
+  }
+  let manifest: Manifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest;
+  } catch {
+    throw bad('manifest.json is missing or not JSON');
+  }
+  if (manifest.format !== BACKUP_FORMAT) throw bad(`unknown format "${String(manifest.format)}"`);
+  for (const f of manifest.files) {
+    const p = join(dir, f.path);
+    if (!resolve(p).startsWith(resolve(dir) + sep)) throw bad(`a path leaves the archive (${f.path})`);
+    if (!existsSync(p)) throw bad(`${f.path} is missing`);
+    if (statSync(p).size !== f.bytes || (await sha256File(p)) !== f.sha256) throw bad(`${f.path} fails its SHA-256 checksum`);
+  }
+  const extracted: string[] = [];
+  walk(dir, dir, extracted);
+  const listed = new Set(['manifest.json', ...manifest.files.map((f) => f.path)]);
+  const extra = extracted.map((p) => p.split(sep).join('/')).filter((p) => !listed.has(p));
+  if (extra.length) throw bad(`files not in the manifest: ${extra.slice(0, 3).join(', ')}`);
+  const db = new Database(join(dir, DB), { readonly: true });
+  try {
+    const check = (db.pragma('integrity_check') as { integrity_check: string }[]).map((r) => r.integrity_check);
+    if (check.join() !== 'ok') throw bad(`the database fails integrity_check (${check.slice(0, 2).join('; ')})`);
+    const counts = databaseCounts(db);
+    if (JSON.stringify(counts) !== JSON.stringify(manifest.counts)) throw bad('the database does not hold the counts in the manifest');
+  } finally {
+    db.close();
+  }
+  return manifest;
+}
+
+/**
+ * Restores into a stopped box: verifies everything first (in a staging folder inside the data dir), then
+ * moves the current contents aside (only with `force`) and the verified files in. Search indexes are
+ * rebuilt by the daemon at its next start.
+ */
+export async function restoreBackup(dataDir: string, file: string, opts: { force?: boolean; log?: (s: string) => void } = {}): Promise<Manifest> {
+  const log = opts.log ?? (() => undefined);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const lock = tryLockFile(join(dataDir, `${DB}.lock`));
+  if (!('release' in lock)) throw Errors.restoreTargetInUse(`A Vigil daemon (pid ${lock.heldBy}) is running on ${dataDir}: stop it first (systemctl stop vigil).`);
+  const stage = join(dataDir, `.restore-${process.pid}-${Date.now()}`);
+  try {
+    const manifest = await verifyBackup(file, stage);
+    const current = readdirSync(dataDir).filter((n) => n !== `${DB}.lock` && !n.startsWith('.restore-') && !n.startsWith('.before-restore-'));
+    if (current.length && !opts.force) {
+      throw Errors.restoreTargetInUse(`${dataDir} is not empty (${current.slice(0, 4).join(', ')}${current.length > 4 ? ', …' : ''}): restore into an empty data dir, or pass --force to move its contents to ${dataDir}/.before-restore-<time>/`);
+    }
+    if (current.length) {
+      const aside = join(dataDir, `.before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+      mkdirSync(aside, { mode: 0o700 });
+      for (const n of current) renameSync(join(dataDir, n), join(aside, n));
+      log(`moved the previous contents to ${aside}\n`);
+    }
+    for (const f of manifest.files) {
+      mkdirSync(dirname(join(dataDir, f.path)), { recursive: true, mode: 0o700 });
+      renameSync(join(stage, f.path), join(dataDir, f.path));
+    }
+    log(`restored ${file} (taken ${manifest.created_at}, vigil ${manifest.vigil_version}): ${manifest.files.length} files verified, ${Object.entries(manifest.counts).map(([k, v]) => `${v} ${k}`).join(', ')}\n`);
+    return manifest;
+  } finally {
+    rmSync(stage, { recursive: true, force: true });
+    lock.release();
+  }
+}
+
+export const BACKUP_USAGE = `Usage:
+  vigil backup FILE.tar.gz [--config FILE]             while the daemon runs: SQLite online backup + key files
+                                                       + event snapshots, with manifest.json and SHA-256 per file
+  vigil restore FILE.tar.gz [--config FILE] [--force]  on a stopped box: verifies every checksum and the database,
+                                                       then restores into [server] data_dir (--force moves what is
+                                                       there to <data_dir>/.before-restore-<time>/)
+`;
+
+export async function runBackupCommand(command: 'backup' | 'restore', argv: string[], configFile: string | undefined, io: CliIo = process): Promise<number> {
+  const { parseArgs } = await import('node:util');
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (e) {
+    throw Errors.usageError(`${(e as Error).message.split('. To specify')[0]} (see vigil ${command} --help)`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    io.stdout.write(BACKUP_USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) throw Errors.usageError(`usage: vigil ${command} FILE.tar.gz (see vigil ${command} --help)`);
+  if (command === 'backup' && values.force) throw Errors.usageError('--force applies to restore only');
+  const { config } = loadConfig(values.config ?? configFile);
+  const log = (s: string) => io.stdout.write(s);
+  if (command === 'backup') await createBackup(config.server.data_dir, positionals[0]!, log);
+  else await restoreBackup(config.server.data_dir, positionals[0]!, { force: values.force, log });
+  return 0;
+}

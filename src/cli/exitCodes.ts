@@ -1,0 +1,47 @@
+import { isVigilError } from '../contract/errors.js';
+
+/**
+ * Exit codes of `vigil` (documented in the README and used by systemd/vigil.service): the configuration
+ * ones are in RestartPreventExitStatus=, so systemd does not restart a misconfigured box forever.
+ */
+export const EXIT = {
+  ok: 0,
+  /** Anything unexpected (the log has the details). */
+  failure: 1,
+  /** The command line is wrong. */
+  usage: 2,
+  /** server.toml or the environment is invalid or unreadable, or no API key is configured. */
+  config: 10,
+  /** [inference] model_pack names no pack of the catalog. */
+  unknownPack: 11,
+  /** The configured model pack (or an enabled addon) is not installed or does not load. */
+  modelsMissing: 12,
+  /** The data directory cannot be created or written (missing parent, read-only, permissions). */
+  dataDir: 13,
+  /** The port is taken (or may not be bound by this user). */
+  portInUse: 14,
+  /** Another Vigil process holds the data directory. */
+  dataDirLocked: 15,
+} as const;
+
+/** The configuration exit codes (systemd must not restart on these). */
+export const CONFIG_EXIT_CODES = [EXIT.config, EXIT.unknownPack, EXIT.modelsMissing, EXIT.dataDir];
+
+export function exitCodeFor(e: unknown): number {
+  if (!isVigilError(e)) {
+    const code = (e as NodeJS.ErrnoException | null)?.code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' && (e as { syscall?: string }).syscall === 'listen') return EXIT.portInUse;
+    return EXIT.failure;
+  }
+  switch (e.code) {
+    case 'usage_error': return EXIT.usage;
+    case 'config_invalid': case 'config_unreadable': case 'api_key_missing': return EXIT.config;
+    case 'model_pack_unknown': return EXIT.unknownPack;
+    case 'model_not_installed': case 'model_load_failed': case 'addon_model_missing': case 'addon_model_invalid': return EXIT.modelsMissing;
+    case 'data_dir_unusable': case 'data_dir_not_writable': return EXIT.dataDir;
+    case 'port_in_use': return EXIT.portInUse;
+    case 'data_dir_locked': case 'restore_target_in_use': return EXIT.dataDirLocked;
+    case 'backup_invalid': return EXIT.failure;
+    default: return EXIT.failure;
+  }
+}
