@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { Errors } from '../contract/errors.js';
-import { ApiKeySchema, ConfigSchema, type VigilConfig } from './schema.js';
+import { ApiKeySchema, ConfigSchema, StoreConfigSchema, type VigilConfig } from './schema.js';
 
 export interface LoadedConfig {
   config: VigilConfig;
@@ -77,6 +77,9 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   }
   if (env.VIGIL_MQTT_USERNAME) c.mqtt.username = env.VIGIL_MQTT_USERNAME;
   if (env.VIGIL_MQTT_PASSWORD) c.mqtt.password = env.VIGIL_MQTT_PASSWORD;
+  if (env.VIGIL_STORE_BACKEND) c.store.backend = StoreConfigSchema.shape.backend.unwrap().parse(env.VIGIL_STORE_BACKEND);
+  if (env.VIGIL_STORE_URL) c.store.url = env.VIGIL_STORE_URL;
+  if (env.VIGIL_BOX_ID) c.server.box_id = env.VIGIL_BOX_ID;
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }
