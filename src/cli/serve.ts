@@ -24,6 +24,11 @@ import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { ApiKeyStore } from '../auth/apiKeyStore.js';
 import { CollectionStore } from '../collections/collectionStore.js';
+import { GalleryFollower } from '../collections/fleetFollower.js';
+import { PgGallery } from '../collections/pgGallery.js';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
@@ -72,6 +77,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;
   let outputs: { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null = null;
+  let fleetPool: pg.Pool | null = null;
   try {
     const keys = new ApiKeyStore(db.db);
     if (config.auth.api_key) {
@@ -104,9 +110,29 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
+    // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
+    const boxId = config.server.box_id ?? hostname();
+    let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool } | null = null;
+    if (config.store.backend === 'postgres') {
+      const pgOptions: PgOptions = { url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: config.store.pool_size, applicationName: `vigil:${boxId}` };
+      const pool = openPool(pgOptions);
+      fleetPool = pool;
+      try {
+        const n = await migratePostgres(pool);
+        if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
+      } catch (e) {
+        // An unreachable database at startup: the box serves its replica (degraded) and the follower retries.
+        if (!isConnectionError(e)) throw e;
+        log.warn({ err: e }, 'fleet: the gallery database is unreachable at startup; serving the local replica');
+      }
+      let follower: GalleryFollower | null = null;
+      const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));
+      follower = new GalleryFollower(gallery, store, indexes, pgOptions, { intervalMs: config.store.follow_interval_seconds * 1000 }, log);
+      fleet = { gallery, follower, pool };
+    }
     const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
-    }, () => active?.model ?? null);
+    }, () => active?.model ?? null, fleet?.gallery ?? null);
     const persons = new PersonService(collections, store, indexes, cursors, () => {
       if (!active) throw Errors.serviceNotReady();
       return active.engine;
@@ -115,7 +141,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       maxDetectedFaces: config.detection.max_detected_faces,
       gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
       liveness: liveness?.onRegistration ? liveness : null,
-    });
+    }, fleet?.gallery ?? null);
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
     const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
@@ -157,8 +183,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
     const runtime: Runtime = {
-      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
+      loaded, log, db, keys, recentErrors: new RecentErrors(), host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes, fleet?.gallery ?? null),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
+      fleet: fleet ? { boxId, follower: fleet.follower } : null,
     };
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
@@ -191,6 +218,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const faces = new FaceService(engine, systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
         config.detection.max_detected_faces, defaultThreshold.value, liveness);
+      // Fleet mode: catch the replica up with PostgreSQL (or start degraded from it) before indexes load.
+      if (fleet) await fleet.follower.start();
       // Eager collections are searchable before the service reports ready (their indexes come from SQLite).
       const eager = indexes.loadEager(store.allCollections());
       if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
@@ -224,6 +253,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await history.close();
       await Promise.all([outbox.close(), mqtt?.close()]);
       await engine?.close();
+      await fleet?.follower.close();
+      await fleet?.pool.end().catch(() => undefined);
       await indexes.close();
       db.close();
     };
@@ -234,6 +265,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     await Promise.all([o?.outbox.close(), o?.mqtt?.close()]);
     await (scrapes as ScrapeRunService | null)?.close();
     await (engine as InferenceEngine | null)?.close();
+    await (fleetPool as pg.Pool | null)?.end().catch(() => undefined);
     db.close();
     throw e;
   }

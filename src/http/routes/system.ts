@@ -13,6 +13,16 @@ function pathState(path: string) {
   return { path, exists: existsSync(path), readable: can(constants.R_OK), writable: can(constants.W_OK) };
 }
 
+/**
+ * Fleet mode: a box that lost the shared database still serves search and monitors from its replica, so
+ * it stays ready (the upstream status values) and says `degraded: true`; writes answer 503 store_unavailable.
+ */
+function fleetHealth(rt: Runtime): Record<string, unknown> {
+  if (!rt.fleet) return {};
+  const f = rt.fleet.follower.snapshot();
+  return { degraded: f.state !== 'connected', fleet: { box_id: rt.fleet.boxId, database: f.state, since: f.since, last_error: f.last_error } };
+}
+
 export function systemRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
@@ -24,7 +34,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
         // Ready = startup finished and the database passes quick_check; not_ready uses the same body, not the error envelope.
         const ready = rt.inference !== null && rt.db.integrity === 'ok';
         ctx.status = ready ? 200 : 503;
-        ctx.body = { request_id: ctx.state.requestId, status: ready ? 'ready' : 'not_ready', version: VERSION, auth_enabled: config.auth.enabled };
+        ctx.body = { request_id: ctx.state.requestId, status: ready ? 'ready' : 'not_ready', version: VERSION, auth_enabled: config.auth.enabled, ...fleetHealth(rt) };
       },
     },
     {
@@ -103,6 +113,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             max_detected_faces: det.max_detected_faces, cors_origins: s.cors_origins, web_ui_disabled: config.web.disabled, config_file: rt.loaded.file,
           },
           recent_errors: rt.recentErrors.list(),
+          ...(rt.fleet ? { fleet: { box_id: rt.fleet.boxId, backend: 'postgres', ...rt.fleet.follower.snapshot() } } : {}),
         };
       },
     },
