@@ -5,7 +5,8 @@ import { unitVectors } from '../helpers/vectors.js';
 
 /**
  * Fleet mode: two real daemons (each with its own data dir, replica and indexes) on one real PostgreSQL
- * cluster (Debian's postgresql, a throw-away cluster on a loopback port). No mocks.
+ * cluster (Debian's postgresql, a throw-away cluster on a loopback port). No mocks. Serial: one test
+ * stops the shared cluster.
  */
 let pg: PgCluster;
 let dbs = 0;
@@ -40,7 +41,7 @@ async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promi
 
 const search = (d: TestDaemon, cid: string, img: Buffer) => post(d, `/v1/collections/${cid}/search`, form({ image: img }));
 
-test('enrol on A is searchable on B; patch and delete propagate; the writing box answers from its own replica at once', async (t) => {
+test.serial('enrol on A is searchable on B; patch and delete propagate; the writing box answers from its own replica at once', async (t) => {
   const { boxes: [a, b], close } = await fleet();
   try {
     t.is((await call(a!, 'POST', '/v1/collections', { id: 'site', name: 'Site', search: { load_policy: 'eager' } })).status, 201);
@@ -91,7 +92,7 @@ test('enrol on A is searchable on B; patch and delete propagate; the writing box
   }
 });
 
-test('concurrent registration across boxes never exceeds capacity_rows', async (t) => {
+test.serial('concurrent registration across boxes never exceeds capacity_rows', async (t) => {
   const { boxes, close } = await fleet(2);
   try {
     const [a, b] = boxes;
@@ -111,7 +112,7 @@ test('concurrent registration across boxes never exceeds capacity_rows', async (
   }
 });
 
-test('bulk import on one box is searchable by vector-identical ids on the other (external_trusted)', async (t) => {
+test.serial('bulk import on one box is searchable by vector-identical ids on the other (external_trusted)', async (t) => {
   const { boxes: [a, b], close } = await fleet();
   try {
     const created = await call(a!, 'POST', '/v1/collections', { id: 'bulk', name: 'Bulk' });
@@ -130,7 +131,7 @@ test('bulk import on one box is searchable by vector-identical ids on the other 
   }
 });
 
-test('a box that loses the database keeps searching, reports degraded, answers writes 503 store_unavailable, and catches up', async (t) => {
+test.serial('a box that loses the database keeps searching, reports degraded, answers writes 503 store_unavailable, and catches up', async (t) => {
   const { boxes: [a, b], close } = await fleet();
   try {
     t.is((await call(a!, 'POST', '/v1/collections', { id: 'edge', name: 'Edge', search: { load_policy: 'eager' } })).status, 201);
