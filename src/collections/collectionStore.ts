@@ -329,26 +329,36 @@ export class CollectionStore {
     this.db.prepare('UPDATE collections SET person_count = @person_count, face_count = @face_count, search_revision = @search_revision, change_revision = @change_revision, updated_at = @updated_at WHERE id = @id').run(row);
   }
 
-  replicaUpsertPerson(row: PersonRow): void {
-    this.db.prepare(`INSERT INTO persons (seq, collection_id, id, name, external_id, metadata_json, created_at, updated_at)
+  /** Statements of the replica's per-row writes, prepared once (a full copy is one call per row). */
+  private replicaStatements?: { upsertPerson: Statement; hasFace: Statement; hasPerson: Statement; insertFace: Statement };
+  private get rs() {
+    return (this.replicaStatements ??= {
+      upsertPerson: this.db.prepare(`INSERT INTO persons (seq, collection_id, id, name, external_id, metadata_json, created_at, updated_at)
       VALUES (@seq, @collection_id, @id, @name, @external_id, @metadata_json, @created_at, @updated_at)
-      ON CONFLICT (seq) DO UPDATE SET name = excluded.name, external_id = excluded.external_id, metadata_json = excluded.metadata_json, updated_at = excluded.updated_at`).run({
+      ON CONFLICT (seq) DO UPDATE SET name = excluded.name, external_id = excluded.external_id, metadata_json = excluded.metadata_json, updated_at = excluded.updated_at`),
+      hasFace: this.db.prepare('SELECT 1 FROM face_samples WHERE seq = ?'),
+      hasPerson: this.db.prepare('SELECT 1 FROM persons WHERE seq = ?'),
+      insertFace: this.db.prepare(`INSERT INTO face_samples (${REPLICA_FACE_COLUMNS.join(', ')}) VALUES (${REPLICA_FACE_COLUMNS.map((k) => `@${k}`).join(', ')})`),
+    });
+  }
+
+  replicaUpsertPerson(row: PersonRow): void {
+    this.rs.upsertPerson.run({
       seq: row.seq, collection_id: row.collection_id, id: row.id, name: row.name, external_id: row.external_id, metadata_json: row.metadata_json, created_at: row.created_at, updated_at: row.updated_at,
     });
   }
 
   replicaHasFace(seq: number): boolean {
-    return this.db.prepare('SELECT 1 FROM face_samples WHERE seq = ?').get(seq) !== undefined;
+    return this.rs.hasFace.get(seq) !== undefined;
   }
 
   replicaHasPerson(seq: number): boolean {
-    return this.db.prepare('SELECT 1 FROM persons WHERE seq = ?').get(seq) !== undefined;
+    return this.rs.hasPerson.get(seq) !== undefined;
   }
 
-  /** A face row copied from PostgreSQL (embedding and crop as BLOBs). */
+  /** A face row copied from PostgreSQL (embedding and crop as BLOBs; every column present). */
   replicaInsertFace(row: Record<string, unknown>): void {
-    const cols = REPLICA_FACE_COLUMNS.filter((k) => k in row);
-    this.db.prepare(`INSERT INTO face_samples (${cols.join(', ')}) VALUES (${cols.map((k) => `@${k}`).join(', ')})`).run(Object.fromEntries(cols.map((k) => [k, row[k]])));
+    this.rs.insertFace.run(Object.fromEntries(REPLICA_FACE_COLUMNS.map((k) => [k, row[k] ?? null])));
   }
 
   /** Every row of every table, for checksums (store migrate) and tests. */

@@ -236,22 +236,22 @@ export class PgGallery {
         }
       }
       const at = nowIso();
-      const personSeqs: number[] = [], faceSeqs: number[] = [];
       const box = JSON.stringify({ pixels: { x: 0, y: 0, width: 0, height: 0 }, normalized: { left: 0, top: 0, width: 0, height: 0 } });
       const quality = JSON.stringify({ score: 0, sharpness: 0, brightness: 0, pose: 0 });
-      for (const p of batch) {
-        const r = await c.query<{ seq: number }>(`INSERT INTO persons (collection_id, id, name, external_id, metadata_json, created_at, updated_at)
-          VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING seq`, [collectionId, p.id, p.name, p.external_id, JSON.stringify(p.metadata), at]);
-        const seq = r.rows[0]!.seq;
-        personSeqs.push(seq);
-        for (const v of p.embeddings) {
-          const f = await c.query<{ seq: number }>(`INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
-            detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at)
-            VALUES ($1, $2, $3, $4, $5, $6, NULL, 0, $7, $8, $9, $10, 'external_trusted', $11, $12) RETURNING seq`,
-          [newId(), collectionId, seq, embeddingToBlob(v), v.length, box, quality, col.model_id, col.model_digest, col.preprocessing_version, col.embedding_contract_id, at]);
-          faceSeqs.push(f.rows[0]!.seq);
-        }
-      }
+      // Set-based: one statement for the persons, one for the faces (a batch is thousands of rows).
+      const inserted = await c.query<{ seq: number; id: string }>(`INSERT INTO persons (collection_id, id, name, external_id, metadata_json, created_at, updated_at)
+        SELECT $1, p.id, p.name, p.external_id, p.metadata_json, $6, $6 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS p(id, name, external_id, metadata_json, n)
+        ORDER BY p.n RETURNING seq, id`, [collectionId, batch.map((p) => p.id), batch.map((p) => p.name), batch.map((p) => p.external_id), batch.map((p) => JSON.stringify(p.metadata)), at]);
+      const seqOf = new Map(inserted.rows.map((r) => [r.id, r.seq]));
+      const personSeqs = batch.map((p) => seqOf.get(p.id)!);
+      const faces = batch.flatMap((p) => p.embeddings.map((v) => ({ id: newId(), person: seqOf.get(p.id)!, v })));
+      const faceRows = await c.query<{ seq: number }>(`INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
+        detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at)
+        SELECT f.id, $1, f.person_seq, f.embedding, $5, $6, NULL, 0, $7, $8, $9, $10, 'external_trusted', $11, $12
+        FROM unnest($2::text[], $3::bigint[], $4::bytea[]) WITH ORDINALITY AS f(id, person_seq, embedding, n) ORDER BY f.n RETURNING seq`,
+      [collectionId, faces.map((f) => f.id), faces.map((f) => f.person), faces.map((f) => embeddingToBlob(f.v)), col.embedding_dimension, box, quality,
+        col.model_id, col.model_digest, col.preprocessing_version, col.embedding_contract_id, at]);
+      const faceSeqs = faceRows.rows.map((r) => r.seq);
       await this.record(c, collectionId, { persons: personSeqs, faces: faceSeqs, search: true });
       return faceSeqs.length;
     });

@@ -44,13 +44,16 @@ export const TEST_KEY = 'vigil-test-key-0123456789';
  */
 let cluster: Promise<PgCluster> | null = null;
 let clusterDbs = 0;
-async function storeToml(): Promise<string> {
+const dbOfDir = new Map<string, string>();
+async function storeToml(dir: string): Promise<string> {
   if (process.env.VIGIL_TEST_STORE !== 'postgres') return '';
   if (!cluster) {
     cluster = startPostgres();
     void cluster.then((c) => process.once('exit', () => c.stop()));
   }
-  const url = (await cluster).createDatabase(`suite_${process.pid}_${++clusterDbs}`);
+  // A daemon restarted on the same data dir finds the same database (as a real box would).
+  let url = dbOfDir.get(dir);
+  if (!url) dbOfDir.set(dir, url = (await cluster).createDatabase(`suite_${process.pid}_${++clusterDbs}`));
   return `\n[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n`;
 }
 
@@ -63,7 +66,7 @@ export async function startTestDaemon(opts: { toml?: string; pack?: string; wait
   const file = join(dir, 'server.toml');
   writeFileSync(file, [
     '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"', ...(opts.server ?? []),
-    opts.toml ?? '', await storeToml(),
+    opts.toml ?? '', await storeToml(dir),
   ].join('\n'));
   const daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
   if (opts.waitReady !== false) {

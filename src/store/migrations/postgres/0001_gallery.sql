@@ -87,36 +87,38 @@ CREATE TABLE gallery_changes (
   PRIMARY KEY (collection_id, revision)
 );
 
--- The counters and the capacity backstop, as SQLite's triggers.
-CREATE FUNCTION vigil_person_count() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The counters and the capacity backstop, as SQLite's triggers but per statement (transition tables): a
+-- row trigger that updates the same collection row once per inserted face makes a bulk import quadratic
+-- (every update walks the row's version chain); one aggregated update per statement does not.
+CREATE FUNCTION vigil_persons_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    UPDATE collections SET person_count = person_count + 1 WHERE id = NEW.collection_id;
-  ELSE
-    UPDATE collections SET person_count = person_count - 1 WHERE id = OLD.collection_id;
-  END IF;
+  UPDATE collections c SET person_count = c.person_count + d.n FROM (SELECT collection_id, count(*) AS n FROM new_rows GROUP BY collection_id) d WHERE c.id = d.collection_id;
   RETURN NULL;
 END $$;
-CREATE TRIGGER persons_count AFTER INSERT OR DELETE ON persons FOR EACH ROW EXECUTE FUNCTION vigil_person_count();
-
-CREATE FUNCTION vigil_face_capacity() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION vigil_persons_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF (SELECT face_count >= capacity_rows FROM collections WHERE id = NEW.collection_id) THEN
+  UPDATE collections c SET person_count = c.person_count - d.n FROM (SELECT collection_id, count(*) AS n FROM old_rows GROUP BY collection_id) d WHERE c.id = d.collection_id;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER persons_added AFTER INSERT ON persons REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION vigil_persons_added();
+CREATE TRIGGER persons_removed AFTER DELETE ON persons REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION vigil_persons_removed();
+
+-- capacity_rows is a hard limit: the service checks it first (on the locked collection row) for a clear
+-- error; this is the backstop, checked once the statement's faces are counted.
+CREATE FUNCTION vigil_faces_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE collections c SET face_count = c.face_count + d.n FROM (SELECT collection_id, count(*) AS n FROM new_rows GROUP BY collection_id) d WHERE c.id = d.collection_id;
+  UPDATE persons p SET face_count = p.face_count + d.n FROM (SELECT person_seq, count(*) AS n FROM new_rows GROUP BY person_seq) d WHERE p.seq = d.person_seq;
+  IF EXISTS (SELECT 1 FROM collections c WHERE c.id IN (SELECT collection_id FROM new_rows) AND c.face_count > c.capacity_rows) THEN
     RAISE EXCEPTION 'collection_capacity_exceeded';
   END IF;
-  RETURN NEW;
-END $$;
-CREATE TRIGGER face_samples_capacity BEFORE INSERT ON face_samples FOR EACH ROW EXECUTE FUNCTION vigil_face_capacity();
-
-CREATE FUNCTION vigil_face_count() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF TG_OP = 'INSERT' THEN
-    UPDATE collections SET face_count = face_count + 1 WHERE id = NEW.collection_id;
-    UPDATE persons SET face_count = face_count + 1 WHERE seq = NEW.person_seq;
-  ELSE
-    UPDATE collections SET face_count = face_count - 1 WHERE id = OLD.collection_id;
-    UPDATE persons SET face_count = face_count - 1 WHERE seq = OLD.person_seq;
-  END IF;
   RETURN NULL;
 END $$;
-CREATE TRIGGER face_samples_count AFTER INSERT OR DELETE ON face_samples FOR EACH ROW EXECUTE FUNCTION vigil_face_count();
+CREATE FUNCTION vigil_faces_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE collections c SET face_count = c.face_count - d.n FROM (SELECT collection_id, count(*) AS n FROM old_rows GROUP BY collection_id) d WHERE c.id = d.collection_id;
+  UPDATE persons p SET face_count = p.face_count - d.n FROM (SELECT person_seq, count(*) AS n FROM old_rows GROUP BY person_seq) d WHERE p.seq = d.person_seq;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER face_samples_added AFTER INSERT ON face_samples REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION vigil_faces_added();
+CREATE TRIGGER face_samples_removed AFTER DELETE ON face_samples REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION vigil_faces_removed();
