@@ -15,6 +15,8 @@ Usage:
   vigil keys create|list|revoke            workspace API keys
   vigil gallery import COLLECTION FILE.ndjson [--url URL] [--contract ID] [--batch-size N]
                                            bulk import into the running daemon (API key in VIGIL_API_KEY)
+  vigil store migrate --to postgres [--url URL]
+                                           copy this (stopped) box's gallery into PostgreSQL for fleet mode
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
 `;
@@ -59,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
         contractId: values.contract ?? null, batchSize: Number(values['batch-size']),
       });
     }
+    case 'store':
+      return (await import('./store.js')).runStoreCommand(rest);
     case 'mcp': {
       const { values } = parseArgs({ args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
       const key = process.env.VIGIL_WORKSPACE_KEY;

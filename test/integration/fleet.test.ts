@@ -164,3 +164,48 @@ test.serial('a box that loses the database keeps searching, reports degraded, an
     await close();
   }
 });
+
+test.serial('vigil store migrate --to postgres copies a SQLite box (counts and checksums match); the box and a new one then follow it', async (t) => {
+  const { mkdtempSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { runStoreCommand } = await import('../../src/cli/store.js');
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-migrate-'));
+  let d = await startTestDaemon({ dir });
+  try {
+    const created = await call(d, 'POST', '/v1/collections', { id: 'home', name: 'Home', search: { load_policy: 'eager' } });
+    t.is((await post(d, '/v1/collections/home/persons', form({ id: 'obama', name: 'Barack', images: OBAMA.slice(0, 2).map(face) }))).res.status, 201);
+    const contract = created.json.collection.embedding_contract_id as string;
+    const body = unitVectors(40, 11).map((v, i) => JSON.stringify({ id: `v${i}`, embeddings: [Buffer.from(v.buffer).toString('base64')] })).join('\n');
+    await (await fetch(`${d.url}/v1/collections/home/import?embedding_contract_id=${encodeURIComponent(contract)}`, { method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body })).text();
+  } finally {
+    await d.close();
+  }
+  const url = pg.createDatabase(`migrate_${process.pid}`);
+  let out = '';
+  const code = await runStoreCommand(['migrate', '--to', 'postgres', '--config', join(dir, 'server.toml'), '--url', url, '--json'], { stdout: { write: (s: string) => (out += s) }, stderr: { write: () => true } });
+  t.is(code, 0, out);
+  const report = JSON.parse(out) as { ok: boolean; sqlite: Record<string, { rows: number; sha256: string }>; postgres: Record<string, { rows: number; sha256: string }> };
+  t.true(report.ok);
+  t.like(report.sqlite, { collections: { rows: 1 }, persons: { rows: 41 }, face_samples: { rows: 42 } });
+  t.deepEqual(report.postgres, report.sqlite);
+  // A second run refuses (the collection is there) and copies nothing.
+  await t.throwsAsync(runStoreCommand(['migrate', '--to', 'postgres', '--config', join(dir, 'server.toml'), '--url', url], { stdout: { write: () => true }, stderr: { write: () => true } }), { message: /already has collection/ });
+
+  const toml = `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n`;
+  d = await startTestDaemon({ dir, toml, server: ['box_id = "old"'] });
+  const fresh = await startTestDaemon({ toml, server: ['box_id = "new"'] });
+  try {
+    // The migrated box's replica is already current: no full copy.
+    t.is((await call(d, 'GET', '/v1/system')).json.fleet.full_copies, 0);
+    for (const box of [d, fresh]) {
+      t.like((await call(box, 'GET', '/v1/collections/home')).json.collection, { person_count: 41, face_count: 42 });
+      t.is((await search(box, 'home', face(OBAMA[3]!))).json.matches[0]?.person.id, 'obama');
+    }
+    // New writes on the new box reach the old one.
+    t.is((await post(fresh, '/v1/collections/home/persons', form({ id: 'biden', images: [face(BIDEN[0]!)] }))).res.status, 201);
+    t.is((await eventually(() => search(d, 'home', face(BIDEN[1]!)), (r) => r.json.matches?.[0]?.person.id === 'biden')).json.matches[0].person.id, 'biden');
+  } finally {
+    await Promise.all([d.close(), fresh.close()]);
+  }
+});
