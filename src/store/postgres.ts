@@ -54,6 +54,10 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) =
     throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
   }
   let broken = false;
+  // A server that goes away between two queries of this transaction emits 'error' on the checked-out
+  // client (no query to reject): without a listener that would crash the process. The next query fails.
+  const onError = () => { broken = true; };
+  client.on('error', onError);
   try {
     await client.query(begin);
     const out = await fn(client);
@@ -65,6 +69,7 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) =
     if (broken) throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
     throw e;
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
@@ -76,6 +81,8 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) =
  */
 export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise<number> {
   const client = await pool.connect();
+  const onError = () => undefined;
+  client.on('error', onError);
   try {
     await client.query('SELECT pg_advisory_lock(7166001)');
     await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
@@ -98,6 +105,7 @@ export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): P
     return count;
   } finally {
     await client.query('SELECT pg_advisory_unlock(7166001)').catch(() => undefined);
+    client.removeListener('error', onError);
     client.release();
   }
 }
