@@ -80,6 +80,7 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   if (env.VIGIL_STORE_BACKEND) c.store.backend = StoreConfigSchema.shape.backend.unwrap().parse(env.VIGIL_STORE_BACKEND);
   if (env.VIGIL_STORE_URL) c.store.url = env.VIGIL_STORE_URL;
   if (env.VIGIL_BOX_ID) c.server.box_id = env.VIGIL_BOX_ID;
+  if (c.store.backend === 'postgres' && !c.store.url) throw Errors.configInvalid('store.url (or VIGIL_STORE_URL) is required when the store backend is "postgres"', 'store.url');
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }
