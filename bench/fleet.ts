@@ -15,6 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { call, face, form, post, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { unitVectors } from '../test/helpers/vectors.js';
@@ -28,9 +29,12 @@ const pct = (xs: number[], p: number) => {
 };
 const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
 
+// Client keep-alive shorter than the server's 5 s: a big upload on a socket the server is closing is a reset.
+const agent = new Agent({ keepAliveTimeout: 1000 });
+
 async function importLines(d: TestDaemon, cid: string, contract: string, lines: string[], batch: number) {
-  const res = await fetch(`${d.url}/v1/collections/${cid}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${batch}`, {
-    method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body: lines.join('\n'),
+  const res = await undiciFetch(`${d.url}/v1/collections/${cid}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${batch}`, {
+    method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body: lines.join('\n'), dispatcher: agent,
   });
   const last = (await res.text()).trim().split('\n').at(-1)!;
   if (!last.includes('"done"')) throw new Error(last);
@@ -121,7 +125,16 @@ try {
     const vecs = unitVectors(GALLERY, 24);
     const t0 = performance.now();
     for (let i = 0; i < GALLERY; i += 2000) {
-      await importLines(a, 'big', gc, vecs.slice(i, i + 2000).map((v, j) => JSON.stringify({ id: `g${i + j}`, embeddings: [b64(v)] })), 2000);
+      const lines = vecs.slice(i, i + 2000).map((v, j) => JSON.stringify({ id: `g${i + j}`, embeddings: [b64(v)] }));
+      try {
+        await importLines(a, 'big', gc, lines, 2000);
+      } catch (e) {
+        const state = await call(a, 'GET', '/v1/collections/big');
+        const probe = await undiciFetch(`${a.url}/v1/collections/big/import?embedding_contract_id=${encodeURIComponent(gc)}`, { method: 'POST', headers: { ...a.auth, 'content-type': 'application/x-ndjson' }, body: 'x', dispatcher: agent });
+        console.error('probe', probe.status, await probe.text());
+        console.error(`gallery load: request at ${i} failed (${String((e as Error).cause ?? e)}); collection now ${JSON.stringify({ status: state.status, faces: state.json.collection?.face_count })}`);
+        throw e;
+      }
     }
     result.gallery_load = { faces: GALLERY, seconds: Math.round((performance.now() - t0) / 100) / 10 };
     const t1 = performance.now();
