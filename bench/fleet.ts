@@ -33,10 +33,13 @@ const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLengt
 const agent = new Agent({ keepAliveTimeout: 1000 });
 
 async function importLines(d: TestDaemon, cid: string, contract: string, lines: string[], batch: number) {
+  // A fresh connection per upload: never a kept-alive socket the server may be closing.
+  const own = new Agent();
   const res = await undiciFetch(`${d.url}/v1/collections/${cid}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${batch}`, {
-    method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body: lines.join('\n'), dispatcher: agent,
+    method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body: lines.join('\n'), dispatcher: own,
   });
   const last = (await res.text()).trim().split('\n').at(-1)!;
+  await own.close();
   if (!last.includes('"done"')) throw new Error(last);
 }
 
