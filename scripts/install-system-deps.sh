@@ -14,6 +14,9 @@ if [ "${VIGIL_TEST_DEPS:-0}" = 1 ] || [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
   need+=(chromium)
   # The MQTT tests and bench/events.ts publish to a real broker (Debian's mosquitto, started by the test helpers).
   need+=(mosquitto)
+  # Fleet mode's tests run two daemons against a throw-away PostgreSQL cluster (Debian's postgresql:
+  # initdb/pg_ctl from /usr/lib/postgresql/<major>/bin, started by test/helpers/postgres.ts).
+  need+=(postgresql)
 fi
 # The metrics test checks GET /metrics with Prometheus' own `promtool check metrics` (Debian's prometheus).
 if [ "${VIGIL_TEST_DEPS:-0}" = 1 ]; then

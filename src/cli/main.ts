@@ -22,6 +22,8 @@ Usage:
   vigil backup FILE.tar.gz                 online backup of the data dir (vigil backup --help)
   vigil restore FILE.tar.gz [--force]      verified restore on a stopped box
   vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
+  vigil store migrate --to postgres [--url URL]
+                                           copy this (stopped) box's gallery into PostgreSQL for fleet mode
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil --version
 
@@ -162,6 +164,8 @@ async function main(argv: string[]): Promise<number> {
         contractId: values.contract ?? null, batchSize,
       });
     }
+    case 'store':
+      return (await import('./store.js')).runStoreCommand(rest);
     case 'mcp': {
       const { values } = parse('mcp', { args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
       const key = process.env.VIGIL_WORKSPACE_KEY;

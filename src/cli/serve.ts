@@ -30,6 +30,11 @@ import type { LivenessPolicy } from '../inference/faceService.js';
 import { ApiKeyStore } from '../auth/apiKeyStore.js';
 import { KioskTokenStore } from '../auth/kioskTokenStore.js';
 import { CollectionStore } from '../collections/collectionStore.js';
+import { GalleryFollower } from '../collections/fleetFollower.js';
+import { PgGallery } from '../collections/pgGallery.js';
+import { hostname } from 'node:os';
+import type pg from 'pg';
+import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
 import { openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
@@ -85,6 +90,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   let engine: InferenceEngine | null = null;
   let scrapes: ScrapeRunService | null = null;
   let outputs: { history: EventHistory; outbox: WebhookOutbox; mqtt: MqttPublisher | null } | null = null;
+  let fleetPool: pg.Pool | null = null;
   try {
     const keys = new ApiKeyStore(db.db);
     if (config.auth.api_key) {
@@ -117,9 +123,29 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
+    // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
+    const boxId = config.server.box_id ?? hostname();
+    let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool } | null = null;
+    if (config.store.backend === 'postgres') {
+      const pgOptions: PgOptions = { url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: config.store.pool_size, applicationName: `vigil:${boxId}` };
+      const pool = openPool(pgOptions);
+      fleetPool = pool;
+      try {
+        const n = await migratePostgres(pool);
+        if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
+      } catch (e) {
+        // An unreachable database at startup: the box serves its replica (degraded) and the follower retries.
+        if (!isConnectionError(e)) throw e;
+        log.warn({ err: e }, 'fleet: the gallery database is unreachable at startup; serving the local replica');
+      }
+      let follower: GalleryFollower | null = null;
+      const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));
+      follower = new GalleryFollower(gallery, store, indexes, pgOptions, { intervalMs: config.store.follow_interval_seconds * 1000 }, log);
+      fleet = { gallery, follower, pool };
+    }
     const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
-    }, () => active?.model ?? null);
+    }, () => active?.model ?? null, fleet?.gallery ?? null);
     const persons = new PersonService(collections, store, indexes, cursors, () => {
       if (!active) throw Errors.serviceNotReady();
       return active.engine;
@@ -128,7 +154,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       maxDetectedFaces: config.detection.max_detected_faces,
       gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
       liveness: liveness?.onRegistration ? liveness : null,
-    });
+    }, fleet?.gallery ?? null);
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
     const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
@@ -176,8 +202,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     scrapes.onRecorded((row) => runWebhooks.recorded(row));
     scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
-      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes),
+      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes, fleet?.gallery ?? null),
       liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
+      fleet: fleet ? { boxId, follower: fleet.follower } : null,
     };
     metrics.attach(runtime);
     const { app } = createApp(runtime);
@@ -219,6 +246,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       });
       // Eager collections load (snapshot file or SQLite) while the inference workers load and warm up
       // their models on other threads; both are done before the service reports ready.
+      // Fleet mode: catch the replica up with PostgreSQL (or start degraded from it) before indexes load.
+      if (fleet) await fleet.follower.start();
       const loadStarted = performance.now();
       const eager = indexes.loadEager(store.allCollections());
       log.info({ collections: eager.built, ms: Math.round(performance.now() - loadStarted) }, 'search indexes loaded');
@@ -264,6 +293,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await history.close();
       await Promise.all([outbox.close(), mqtt?.close()]);
       await engine?.close();
+      await fleet?.follower.close();
+      await fleet?.pool.end().catch(() => undefined);
       await indexes.close();
       db.close();
     };
@@ -274,6 +305,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     await Promise.all([o?.outbox.close(), o?.mqtt?.close()]);
     await (scrapes as ScrapeRunService | null)?.close();
     await (engine as InferenceEngine | null)?.close();
+    await (fleetPool as pg.Pool | null)?.end().catch(() => undefined);
     db.close();
     throw e;
   }

@@ -5,6 +5,7 @@ import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { CollectionStore, indexColumns, nowIso } from './collectionStore.js';
+import type { PgGallery } from './pgGallery.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
 import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
 
@@ -37,6 +38,8 @@ export class CollectionService {
     private readonly defaults: CollectionDefaults,
     /** The active model once inference is loaded. */
     private readonly activeModel: () => ModelInfo | null,
+    /** Fleet mode: writes go to PostgreSQL (then this box's replica); null = the local SQLite gallery. */
+    private readonly fleet: PgGallery | null = null,
   ) {}
 
   /** The collection or 404. */
@@ -48,7 +51,12 @@ export class CollectionService {
 
   /** The collection, 404 if unknown, 409 collection_model_mismatch if its pinned model is not the active one. */
   getBound(id: string): CollectionT {
-    const c = this.get(id);
+    return this.checkBound(this.get(id));
+  }
+
+  /** 409 collection_model_mismatch when the collection's pinned model is not the active one. */
+  checkBound(c: CollectionT): CollectionT {
+    const id = c.id;
     const m = this.activeModel();
     if (m && (c.model_id !== m.model_id || c.model_digest !== m.model_digest || c.embedding_dimension !== m.embedding_dimension || c.preprocessing_version !== m.preprocessing_version)) {
       throw Errors.collectionModelMismatch(id,
@@ -93,7 +101,7 @@ export class CollectionService {
     return problem ? Errors.invalidDetectionProfile(problem, p.input_sizes) : null;
   }
 
-  create(body: CollectionCreateT): CollectionT {
+  async create(body: CollectionCreateT): Promise<CollectionT> {
     const model = this.activeModel();
     if (!model) throw Errors.serviceNotReady();
     const d = this.defaults.collections;
@@ -112,7 +120,7 @@ export class CollectionService {
     if (problem) throw problem;
     const binding: ModelBinding = { model_id: model.model_id, model_digest: model.model_digest, embedding_dimension: model.embedding_dimension, preprocessing_version: model.preprocessing_version };
     const at = nowIso();
-    const inserted = this.store.insertCollection({
+    const row = {
       id: body.id, name: body.name, description: body.description, default_threshold: body.threshold ?? this.defaults.defaultThreshold,
       ...binding, embedding_contract_id: embeddingContractId(binding),
       search_profile: search.profile ?? d.default_search_profile, capacity_rows: capacity,
@@ -126,7 +134,8 @@ export class CollectionService {
         },
       },
       save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
-    });
+    };
+    const inserted = this.fleet ? await this.fleet.createCollection(row) : this.store.insertCollection(row);
     if (!inserted) throw Errors.collectionExists(body.id);
     const created = this.get(body.id);
     if (created.load_policy === 'eager') {
@@ -134,7 +143,8 @@ export class CollectionService {
         this.indexes.ready(created);
       } catch (e) {
         // An eager collection whose index cannot be allocated is not kept.
-        this.store.deleteCollection(created.id);
+        if (this.fleet) await this.fleet.deleteCollection(created.id, () => undefined);
+        else this.store.deleteCollection(created.id);
         this.indexes.drop(created.id);
         throw e;
       }
@@ -142,9 +152,24 @@ export class CollectionService {
     return created;
   }
 
-  patch(id: string, body: CollectionPatchT): CollectionT {
+  async patch(id: string, body: CollectionPatchT): Promise<CollectionT> {
+    if (this.fleet) {
+      await this.fleet.updateCollection(id, (c) => this.patchColumns(this.checkBound(c), body));
+      // The follower reconfigured the index when the settings changed.
+      return this.get(id);
+    }
     return this.store.transaction(() => {
-      const c = this.getBound(id);
+      const cols = this.patchColumns(this.getBound(id), body);
+      this.store.updateCollection(id, cols);
+      const updated = this.get(id);
+      if (['capacity_rows', 'load_policy', 'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'].some((k) => k in cols)) this.indexes.configure(updated);
+      return updated;
+    });
+  }
+
+  /** The columns a patch changes on collection `c` (checked); empty for a no-op patch. */
+  private patchColumns(c: CollectionT, body: CollectionPatchT): Record<string, string | number> {
+    {
       const cols: Record<string, string | number> = {};
       const set = (col: string, next: string | number, current: string | number) => {
         if (next !== current) cols[col] = next;
@@ -185,23 +210,25 @@ export class CollectionService {
           for (const k of ['hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'] as const) set(k, next[k], now[k]);
         }
       }
-      this.store.updateCollection(id, cols);
-      const updated = this.get(id);
-      if (['capacity_rows', 'load_policy', 'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'].some((k) => k in cols)) this.indexes.configure(updated);
-      return updated;
-    });
+      return cols;
+    }
   }
 
   /** 409 collection_not_empty without force; allowed even on a model mismatch. Persons, faces and crops go with it. */
-  delete(id: string, force: boolean, inUse: (id: string) => boolean = () => false): void {
-    this.store.transaction(() => {
-      const c = this.get(id);
+  async delete(id: string, force: boolean, inUse: (id: string) => boolean = () => false): Promise<void> {
+    const check = (c: CollectionT) => {
       if (inUse(id)) throw Errors.collectionInUse(id);
       if (!force && (c.person_count > 0 || c.face_count > 0)) {
         throw Errors.collectionNotEmpty(id, c.person_count, c.face_count);
       }
-      this.store.deleteCollection(id);
-    });
+    };
+    if (this.fleet) await this.fleet.deleteCollection(id, check);
+    else {
+      this.store.transaction(() => {
+        check(this.get(id));
+        this.store.deleteCollection(id);
+      });
+    }
     this.indexes.drop(id);
   }
 }

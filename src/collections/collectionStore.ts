@@ -7,7 +7,7 @@ import type { Db } from '../store/database.js';
 /** ISO-8601 UTC with milliseconds and Z, as the contract's timestamps. */
 export const nowIso = () => new Date().toISOString();
 
-interface CollectionRow {
+export interface CollectionRow {
   id: string; name: string; description: string; default_threshold: number; model_id: string; model_digest: string;
   embedding_dimension: number; preprocessing_version: string; embedding_contract_id: string; search_profile: string;
   capacity_rows: number; max_faces_per_person: number; load_policy: 'eager' | 'lazy'; search_revision: number;
@@ -16,8 +16,8 @@ interface CollectionRow {
   person_count: number; face_count: number; created_at: string; updated_at: string;
   search_index: 'exact' | 'hnsw'; hnsw_connectivity: number; hnsw_expansion_add: number; hnsw_expansion_search: number;
 }
-interface PersonRow { seq: number; collection_id: string; id: string; name: string | null; external_id: string | null; metadata_json: string; face_count: number; created_at: string; updated_at: string }
-interface FaceRow {
+export interface PersonRow { seq: number; collection_id: string; id: string; name: string | null; external_id: string | null; metadata_json: string; face_count: number; created_at: string; updated_at: string }
+export interface FaceRow {
   seq: number; id: string; person_id: string; bounding_box_json: string; landmarks_json: string | null; detection_score: number; quality_json: string;
   model_id: string; model_digest: string; preprocessing_version: string; embedding_source: 'server' | 'external_trusted';
   embedding_contract_id: string | null; has_crop: number; liveness_json: string | null; created_at: string;
@@ -49,7 +49,7 @@ export const indexColumns = (s: SearchIndexSettingsT) => ({
   search_index_type: s.type, hnsw_connectivity: s.hnsw.connectivity, hnsw_expansion_add: s.hnsw.expansion_add, hnsw_expansion_search: s.hnsw.expansion_search,
 });
 
-function collectionFromRow(r: CollectionRow): CollectionT {
+export function collectionFromRow(r: CollectionRow): CollectionT {
   return {
     id: r.id, name: r.name, description: r.description, default_threshold: r.default_threshold,
     model_id: r.model_id, model_digest: r.model_digest, embedding_dimension: r.embedding_dimension, preprocessing_version: r.preprocessing_version,
@@ -69,12 +69,12 @@ function collectionFromRow(r: CollectionRow): CollectionT {
   };
 }
 
-const personFromRow = (r: PersonRow): PersonT => ({
+export const personFromRow = (r: PersonRow): PersonT => ({
   id: r.id, name: r.name, external_id: r.external_id, metadata: JSON.parse(r.metadata_json) as Record<string, unknown>,
   face_count: r.face_count, created_at: r.created_at, updated_at: r.updated_at,
 });
 
-function faceFromRow(r: FaceRow): FaceSampleT {
+export function faceFromRow(r: FaceRow): FaceSampleT {
   const face: FaceSampleT = {
     id: r.id, person_id: r.person_id, bounding_box: JSON.parse(r.bounding_box_json) as FaceSampleT['bounding_box'],
     landmarks: r.landmarks_json === null ? null : (JSON.parse(r.landmarks_json) as number[][]), detection_score: r.detection_score,
@@ -86,12 +86,19 @@ function faceFromRow(r: FaceRow): FaceSampleT {
   return face;
 }
 
-const FACE_COLUMNS = `f.seq, f.id, p.id AS person_id, f.bounding_box_json, f.landmarks_json, f.detection_score, f.quality_json, f.model_id,
+export const FACE_COLUMNS = `f.seq, f.id, p.id AS person_id, f.bounding_box_json, f.landmarks_json, f.detection_score, f.quality_json, f.model_id,
   f.model_digest, f.preprocessing_version, f.embedding_source, f.embedding_contract_id, f.crop_image IS NOT NULL AS has_crop, f.liveness_json, f.created_at`;
 
 
 const IMPORTED_BOX = JSON.stringify({ pixels: { x: 0, y: 0, width: 0, height: 0 }, normalized: { left: 0, top: 0, width: 0, height: 0 } });
 const IMPORTED_QUALITY = JSON.stringify({ score: 0, sharpness: 0, brightness: 0, pose: 0 });
+
+const REPLICA_COLLECTION_COLUMNS = new Set(['id', 'name', 'description', 'default_threshold', 'model_id', 'model_digest', 'embedding_dimension', 'preprocessing_version',
+  'embedding_contract_id', 'search_profile', 'capacity_rows', 'max_faces_per_person', 'load_policy', 'save_face_crops', 'metadata_json', 'detector_input_sizes_json',
+  'detector_threshold', 'detector_nms_threshold', 'single_face_selection', 'detection_revision', 'created_at', 'updated_at', 'search_index', 'hnsw_connectivity',
+  'hnsw_expansion_add', 'hnsw_expansion_search', 'index_epoch']);
+const REPLICA_FACE_COLUMNS = ['seq', 'id', 'collection_id', 'person_seq', 'embedding', 'embedding_dimension', 'bounding_box_json', 'landmarks_json', 'detection_score',
+  'quality_json', 'model_id', 'model_digest', 'preprocessing_version', 'embedding_source', 'embedding_contract_id', 'crop_image', 'crop_media_type', 'liveness_json', 'created_at'];
 
 export const embeddingToBlob = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength);
 export function blobToEmbedding(b: Buffer): Float32Array {
@@ -317,6 +324,69 @@ export class CollectionStore {
       .prepare(`SELECT ${column} AS v FROM persons WHERE collection_id = ? AND ${column} IN (SELECT value FROM json_each(?))`)
       .all(collectionId, JSON.stringify(values)) as { v: string }[]).map((r) => r.v));
     return { ids: taken('id', ids), externals: taken('external_id', externalIds) };
+  }
+
+  // ---- fleet replica (postgres mode): rows copied as they are in PostgreSQL, sequence numbers included ----
+
+  /** What the replica has applied of a collection: null when it has no such collection. */
+  replicaHead(id: string): { index_epoch: string; change_revision: number; search_revision: number } | null {
+    return (this.db.prepare('SELECT index_epoch, change_revision, search_revision FROM collections WHERE id = ?').get(id) as never) ?? null;
+  }
+
+  replicaCollectionIds(): string[] {
+    return (this.db.prepare('SELECT id FROM collections').all() as { id: string }[]).map((r) => r.id);
+  }
+
+  /** Inserts or updates a collection's settings (counters and revisions are set by replicaFinish). */
+  replicaUpsertCollection(row: Record<string, unknown>): void {
+    const cols = Object.keys(row).filter((k) => REPLICA_COLLECTION_COLUMNS.has(k));
+    const values = Object.fromEntries(cols.map((k) => [k, row[k]]));
+    const settings = cols.filter((k) => !['id', 'person_count', 'face_count', 'search_revision', 'change_revision', 'created_at'].includes(k));
+    this.db.prepare(`INSERT INTO collections (${cols.join(', ')}, person_count, face_count, search_revision, change_revision)
+      VALUES (${cols.map((k) => `@${k}`).join(', ')}, 0, 0, @search_revision, 0)
+      ON CONFLICT (id) DO UPDATE SET ${settings.map((k) => `${k} = excluded.${k}`).join(', ')}`).run({ ...values, search_revision: row.search_revision });
+  }
+
+  /** The counters and revisions as PostgreSQL has them, once the rows are applied. */
+  replicaFinish(row: { id: string; person_count: number; face_count: number; search_revision: number; change_revision: number; updated_at: string }): void {
+    this.db.prepare('UPDATE collections SET person_count = @person_count, face_count = @face_count, search_revision = @search_revision, change_revision = @change_revision, updated_at = @updated_at WHERE id = @id').run(row);
+  }
+
+  /** Statements of the replica's per-row writes, prepared once (a full copy is one call per row). */
+  private replicaStatements?: { upsertPerson: Statement; hasFace: Statement; hasPerson: Statement; insertFace: Statement };
+  private get rs() {
+    return (this.replicaStatements ??= {
+      upsertPerson: this.db.prepare(`INSERT INTO persons (seq, collection_id, id, name, external_id, metadata_json, created_at, updated_at)
+      VALUES (@seq, @collection_id, @id, @name, @external_id, @metadata_json, @created_at, @updated_at)
+      ON CONFLICT (seq) DO UPDATE SET name = excluded.name, external_id = excluded.external_id, metadata_json = excluded.metadata_json, updated_at = excluded.updated_at`),
+      hasFace: this.db.prepare('SELECT 1 FROM face_samples WHERE seq = ?'),
+      hasPerson: this.db.prepare('SELECT 1 FROM persons WHERE seq = ?'),
+      insertFace: this.db.prepare(`INSERT INTO face_samples (${REPLICA_FACE_COLUMNS.join(', ')}) VALUES (${REPLICA_FACE_COLUMNS.map((k) => `@${k}`).join(', ')})`),
+    });
+  }
+
+  replicaUpsertPerson(row: PersonRow): void {
+    this.rs.upsertPerson.run({
+      seq: row.seq, collection_id: row.collection_id, id: row.id, name: row.name, external_id: row.external_id, metadata_json: row.metadata_json, created_at: row.created_at, updated_at: row.updated_at,
+    });
+  }
+
+  replicaHasFace(seq: number): boolean {
+    return this.rs.hasFace.get(seq) !== undefined;
+  }
+
+  replicaHasPerson(seq: number): boolean {
+    return this.rs.hasPerson.get(seq) !== undefined;
+  }
+
+  /** A face row copied from PostgreSQL (embedding and crop as BLOBs; every column present). */
+  replicaInsertFace(row: Record<string, unknown>): void {
+    this.rs.insertFace.run(Object.fromEntries(REPLICA_FACE_COLUMNS.map((k) => [k, row[k] ?? null])));
+  }
+
+  /** Every row of every table, for checksums (store migrate) and tests. */
+  allRows(table: 'collections' | 'persons' | 'face_samples'): Record<string, unknown>[] {
+    return this.db.prepare(`SELECT * FROM ${table} ORDER BY ${table === 'collections' ? 'id' : 'seq'}`).all() as Record<string, unknown>[];
   }
 
   /** Streams every vector of a collection (for index rebuilds). */

@@ -6,6 +6,7 @@ import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { nowIso, type CollectionStore } from './collectionStore.js';
 import type { CollectionService } from './collectionService.js';
+import type { PgGallery } from './pgGallery.js';
 import { embeddingProblem } from './review.js';
 
 /**
@@ -99,7 +100,9 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
 export class GalleryImportService {
   private readonly newFaceId = uuidV7Generator();
 
-  constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes) {}
+  constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes,
+    /** Fleet mode: batches commit in PostgreSQL (then this box's replica); null = the local SQLite gallery. */
+    private readonly fleet: PgGallery | null = null) {}
 
   /** The collection as export lines (see exportCollection). */
   export(collectionId: string): Generator<string> {
@@ -121,8 +124,16 @@ export class GalleryImportService {
   }
 
   /** Commits one batch, all or nothing; returns what it added. */
-  commitBatch(collectionId: string, contractId: string, batch: ImportPerson[]): { persons: number; faces: number } {
+  async commitBatch(collectionId: string, contractId: string, batch: ImportPerson[]): Promise<{ persons: number; faces: number }> {
     if (batch.length === 0) return { persons: 0, faces: 0 };
+    if (this.fleet) {
+      const faces = await this.fleet.importBatch(collectionId, batch, (c) => {
+        this.checkContract(this.collections.checkBound(c), contractId);
+        const n = batch.reduce((s, p) => s + p.embeddings.length, 0);
+        if (c.face_count + n > c.capacity_rows) throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + n);
+      }, this.newFaceId);
+      return { persons: batch.length, faces };
+    }
     const store = this.store;
     const result = store.bulkTransaction(() => {
       const c = this.collections.getBound(collectionId);

@@ -10,6 +10,7 @@ import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import { nowIso, type CollectionStore, type NewFace } from './collectionStore.js';
 import { detectionProfileOf, type CollectionService } from './collectionService.js';
 import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from '../contract/collections.js';
+import type { PgGallery } from './pgGallery.js';
 import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
 
 export interface RegistrationImage { filename: string; bytes: Uint8Array }
@@ -51,6 +52,8 @@ export class PersonService {
     private readonly cursors: CursorCodec,
     private readonly engine: () => InferenceEngine,
     private readonly limits: RegistrationLimits,
+    /** Fleet mode: writes go to PostgreSQL (then this box's replica); null = the local SQLite gallery. */
+    private readonly fleet: PgGallery | null = null,
   ) {}
 
   private person(collectionId: string, personId: string) {
@@ -72,25 +75,35 @@ export class PersonService {
     return toPage(this.store.listPersons(collectionId, after, q.limit + 1, search), q.limit, (p) => p.id, this.cursors, scope);
   }
 
-  patch(collectionId: string, personId: string, body: PersonPatchT): PersonT {
+  /** The columns a person patch changes (external_id uniqueness is the caller's check). */
+  private static patchColumns(person: PersonT, body: PersonPatchT): Record<string, string | null> {
+    const cols: Record<string, string | null> = {};
+    if (body.name !== undefined && body.name !== person.name) cols.name = body.name;
+    if (body.external_id !== undefined && body.external_id !== person.external_id) cols.external_id = body.external_id;
+    if (body.metadata !== undefined && JSON.stringify(body.metadata) !== JSON.stringify(person.metadata)) cols.metadata_json = JSON.stringify(body.metadata);
+    return cols;
+  }
+
+  async patch(collectionId: string, personId: string, body: PersonPatchT): Promise<PersonT> {
+    if (this.fleet) {
+      await this.fleet.updatePerson(collectionId, personId, (p) => PersonService.patchColumns(p.person, body));
+      return this.person(collectionId, personId).person;
+    }
     return this.store.transaction(() => {
       this.collections.get(collectionId);
       const { seq, person } = this.person(collectionId, personId);
-      const cols: Record<string, string | null> = {};
-      if (body.name !== undefined && body.name !== person.name) cols.name = body.name;
-      if (body.external_id !== undefined && body.external_id !== person.external_id) {
-        if (body.external_id !== null && this.store.externalIdTaken(collectionId, body.external_id, seq)) {
-          throw Errors.externalIdExists(body.external_id);
-        }
-        cols.external_id = body.external_id;
+      const cols = PersonService.patchColumns(person, body);
+      if (cols.external_id !== undefined && cols.external_id !== null && this.store.externalIdTaken(collectionId, cols.external_id, seq)) {
+        throw Errors.externalIdExists(cols.external_id);
       }
-      if (body.metadata !== undefined && JSON.stringify(body.metadata) !== JSON.stringify(person.metadata)) cols.metadata_json = JSON.stringify(body.metadata);
       if (Object.keys(cols).length > 0) this.store.updatePerson(seq, cols);
       return this.person(collectionId, personId).person;
     });
   }
 
-  delete(collectionId: string, personId: string): void {
+  async delete(collectionId: string, personId: string): Promise<void> {
+    // Fleet mode: the follower applies the commit to this box's replica and index before this returns.
+    if (this.fleet) return this.fleet.deletePerson(collectionId, personId);
     const { after, before, removed } = this.store.transaction(() => {
       const c = this.collections.get(collectionId);
       const { seq } = this.person(collectionId, personId);
@@ -109,7 +122,8 @@ export class PersonService {
     return toPage(this.store.listFaces(seq, after, q.limit + 1), q.limit, (f) => f.id, this.cursors, scope);
   }
 
-  deleteFace(collectionId: string, personId: string, faceId: string): void {
+  async deleteFace(collectionId: string, personId: string, faceId: string): Promise<void> {
+    if (this.fleet) return this.fleet.deleteFace(collectionId, personId, faceId);
     const { after, before, faceSeq } = this.store.transaction(() => {
       const c = this.collections.get(collectionId);
       const { seq } = this.person(collectionId, personId);
@@ -153,6 +167,16 @@ export class PersonService {
     const { candidates, rejected, externals } = this.prepare(c, input);
     const analysed = await this.analyse(c, candidates, input, rejected, signal);
     return this.commit(input, analysed, rejected, externals, target);
+  }
+
+  /** Registration's limits on the collection as the write sees it (locked in fleet mode). */
+  private static checkLimits(col: CollectionT, current: number, adding: number): void {
+    if (current + adding > col.max_faces_per_person) {
+      throw Errors.personFaceLimitExceeded(col.max_faces_per_person, current + adding);
+    }
+    if (col.face_count + adding > col.capacity_rows) {
+      throw Errors.collectionCapacityExceeded(col.capacity_rows, col.face_count + adding);
+    }
   }
 
   private assertPersonFree(collectionId: string, p: NewPersonInput): void {
@@ -224,7 +248,7 @@ export class PersonService {
   }
 
   /** Review + limits + write, synchronously: nothing else runs between the checks and the commit. */
-  private commit(input: RegistrationInput, analysed: Candidate[], rejected: RejectedImage[], externals: (Float32Array | { problem: string })[] | null, target: { create: NewPersonInput } | { personId: string }) {
+  private async commit(input: RegistrationInput, analysed: Candidate[], rejected: RejectedImage[], externals: (Float32Array | { problem: string })[] | null, target: { create: NewPersonInput } | { personId: string }) {
     const store = this.store;
     // The collection may have been deleted or re-pinned while inference ran.
     const c = this.collections.getBound(input.collectionId);
@@ -283,17 +307,21 @@ export class PersonService {
       throw Errors.registrationFailed(rejected);
     }
 
+    if (this.fleet) {
+      const now = nowIso();
+      const faces = accepted.map((a) => ({ id: randomUUID(), embedding: a.embedding, face: a.face, crop: a.crop, createdAt: now }));
+      const written = await this.fleet.addFaces(c.id, 'create' in target ? { create: target.create } : { personId: existing!.person.id }, faces,
+        (col, current) => PersonService.checkLimits(this.collections.checkBound(col), current, accepted.length));
+      // The replica and index already have the commit (the follower ran before addFaces returned).
+      const person = this.person(c.id, written.personId);
+      return { person: person.person, faces: written.faceIds.map((id) => store.getFace(person.seq, id)!.face), rejected_images: rejected };
+    }
     const result = store.transaction(() => {
       const now = nowIso();
       const col = this.collections.get(c.id);
       const personSeq = 'create' in target ? store.insertPerson(c.id, target.create, now) : existing!.seq;
       const current = 'create' in target ? 0 : store.getPerson(c.id, existing!.person.id)!.person.face_count;
-      if (current + accepted.length > col.max_faces_per_person) {
-        throw Errors.personFaceLimitExceeded(col.max_faces_per_person, current + accepted.length);
-      }
-      if (col.face_count + accepted.length > col.capacity_rows) {
-        throw Errors.collectionCapacityExceeded(col.capacity_rows, col.face_count + accepted.length);
-      }
+      PersonService.checkLimits(col, current, accepted.length);
       const rows: IndexRow[] = [];
       const ids: string[] = [];
       for (const a of accepted) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { Errors } from '../contract/errors.js';
-import { ApiKeySchema, ConfigSchema, type VigilConfig } from './schema.js';
+import { ApiKeySchema, ConfigSchema, StoreConfigSchema, type VigilConfig } from './schema.js';
 
 export interface LoadedConfig {
   config: VigilConfig;
@@ -85,6 +85,10 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   if (c.metrics.enabled && c.metrics.auth === 'token' && !c.metrics.token) {
     throw Errors.configInvalid('[metrics] auth = "token" needs a token: set [metrics] token or VIGIL_METRICS_TOKEN (at least 16 characters).', 'metrics.token');
   }
+  if (env.VIGIL_STORE_BACKEND) c.store.backend = StoreConfigSchema.shape.backend.unwrap().parse(env.VIGIL_STORE_BACKEND);
+  if (env.VIGIL_STORE_URL) c.store.url = env.VIGIL_STORE_URL;
+  if (env.VIGIL_BOX_ID) c.server.box_id = env.VIGIL_BOX_ID;
+  if (c.store.backend === 'postgres' && !c.store.url) throw Errors.configInvalid('store.url (or VIGIL_STORE_URL) is required when the store backend is "postgres"', 'store.url');
   if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
   return c;
 }

@@ -209,6 +209,21 @@ export const WebhooksConfigSchema = z.strictObject({
   max_endpoints_per_workspace: z.int().min(1).max(1000).default(10),
 });
 
+/**
+ * Where the gallery lives. sqlite (default): the box's own file under data_dir, nothing else needed.
+ * postgres (fleet mode): collections, persons and faces live in PostgreSQL; every box keeps a local
+ * SQLite replica and its search indexes, and follows the database's change log.
+ */
+export const StoreConfigSchema = z.strictObject({
+  backend: z.enum(['sqlite', 'postgres']).default('sqlite'),
+  /** postgres://user@host:5432/vigil; the password comes from VIGIL_STORE_PASSWORD or password_file, never the file. */
+  url: z.string().regex(/^postgres(ql)?:\/\/[^\s]+$/, 'url must be postgres://…').optional(),
+  password_file: z.string().min(1).optional(),
+  pool_size: z.number().int().min(1).max(100).default(8),
+  /** Seconds between full catch-up passes of the follower (LISTEN/NOTIFY wakes it sooner). */
+  follow_interval_seconds: z.number().min(0.1).max(3600).default(5),
+}).refine((s) => s.backend !== 'postgres' || s.url !== undefined, { message: 'store.url is required when backend = "postgres"', path: ['url'] });
+
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
 const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
 
@@ -235,8 +250,11 @@ export const ConfigSchema = z.strictObject({
       request_timeout_seconds: z.number().positive().max(3600).default(60),
       cors_origins: z.array(z.string().url()).default([]),
       log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      /** This box's name in a fleet (monitors and events carry it); absent = the hostname. */
+      box_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'box_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$').optional(),
     })
     .prefault({}),
+  store: StoreConfigSchema.prefault({}),
   auth: z
     .strictObject({
       enabled: z.boolean().default(true),

@@ -20,6 +20,7 @@ import type { ScrapeRunService } from '../scrapers/runService.js';
 import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
 import type { EventService } from '../events/eventService.js';
 import type { WebhookService } from '../webhooks/webhookService.js';
+import type { GalleryFollower } from '../collections/fleetFollower.js';
 
 export interface HostInfo { os: string; architecture: string; cpu: { model: string; logical_cores: number } }
 
@@ -63,4 +64,6 @@ export interface Runtime {
   /** The durable event history and its outputs' status. */
   events: EventService;
   webhooks: WebhookService;
+  /** Fleet mode ([store] backend = "postgres"): this box's name and its follower of the shared gallery. */
+  fleet?: { boxId: string; follower: GalleryFollower } | null;
 }

@@ -105,13 +105,16 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   return result;
 }
 
+/** The numbered migration files of one engine's folder, in order (shared by the SQLite and PostgreSQL runners). */
+export function migrationFiles(dir: string): { version: number; file: string }[] {
+  return readdirSync(dir).filter((f) => MIGRATION_FILE.test(f)).sort().map((file) => ({ version: Number(MIGRATION_FILE.exec(file)![1]), file }));
+}
+
 export function migrate(db: Db, dir: string): number {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
   const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
-  const files = readdirSync(dir).filter((f) => MIGRATION_FILE.test(f)).sort();
   let count = 0;
-  for (const file of files) {
-    const version = Number(MIGRATION_FILE.exec(file)![1]);
+  for (const { version, file } of migrationFiles(dir)) {
     if (applied.has(version)) continue;
     const sql = readFileSync(join(dir, file), 'utf8');
     db.transaction(() => {

@@ -5,6 +5,7 @@ import { FACES, MODELS_MIRROR, REPO as REPO_ROOT, Sink } from './shared.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
 import { installPack } from '../../src/models/installer.js';
+import { startPostgres, type PgCluster } from './postgres.js';
 
 export { FACES, MODELS_MIRROR, REPO, SHARED, encodeBmp24 } from './shared.js';
 export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
@@ -37,6 +38,25 @@ export function modelsDirWith(packId = 'edge_s'): Promise<string> {
 
 export const TEST_KEY = 'vigil-test-key-0123456789';
 
+/**
+ * VIGIL_TEST_STORE=postgres runs a suite's daemons in fleet mode: one throw-away PostgreSQL cluster per
+ * test process (stopped at exit), a fresh database per daemon. The *-postgres.test.ts files set it.
+ */
+let cluster: Promise<PgCluster> | null = null;
+let clusterDbs = 0;
+const dbOfDir = new Map<string, string>();
+async function storeToml(dir: string): Promise<string> {
+  if (process.env.VIGIL_TEST_STORE !== 'postgres') return '';
+  if (!cluster) {
+    cluster = startPostgres();
+    void cluster.then((c) => process.once('exit', () => c.stop()));
+  }
+  // A daemon restarted on the same data dir finds the same database (as a real box would).
+  let url = dbOfDir.get(dir);
+  if (!url) dbOfDir.set(dir, url = (await cluster).createDatabase(`suite_${process.pid}_${++clusterDbs}`));
+  return `\n[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n`;
+}
+
 export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }
 
 /** A real daemon on 127.0.0.1:<random> with its own data dir; `server` lines go into [server], `toml` is appended. */
@@ -46,7 +66,7 @@ export async function startTestDaemon(opts: { toml?: string; pack?: string; wait
   const file = join(dir, 'server.toml');
   writeFileSync(file, [
     '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"', ...(opts.server ?? []),
-    opts.toml ?? '',
+    opts.toml ?? '', await storeToml(dir),
   ].join('\n'));
   const daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
   if (opts.waitReady !== false) {

@@ -38,7 +38,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
         requireInference(rt);
         const body = await json<CollectionCreateT>(ctx, CollectionCreate);
         ctx.status = 201;
-        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(col.create(body)) };
+        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(await col.create(body)) };
       },
     },
     {
@@ -63,7 +63,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'application/json', schema: CollectionPatch }, success: { status: 200, schema: CollectionResponse },
       handler: async (ctx) => {
         const body = await json<CollectionPatchT>(ctx, CollectionPatch);
-        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(col.patch(ctx.params.collection_id!, body)) };
+        ctx.body = { request_id: ctx.state.requestId, collection: col.describe(await col.patch(ctx.params.collection_id!, body)) };
       },
     },
     {
@@ -71,7 +71,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       query: DeleteCollectionQuery, success: { status: 204, schema: null },
       handler: async (ctx) => {
         const q = readQuery(ctx, DeleteCollectionQuery);
-        col.delete(ctx.params.collection_id!, q.force, (id) => rt.monitors.inUse(id));
+        await col.delete(ctx.params.collection_id!, q.force, (id) => rt.monitors.inUse(id));
         ctx.status = 204;
       },
     },
@@ -122,14 +122,14 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'application/json', schema: PersonPatch }, success: { status: 200, schema: PersonResponse },
       handler: async (ctx) => {
         const body = await json<PersonPatchT>(ctx, PersonPatch);
-        ctx.body = { request_id: ctx.state.requestId, person: persons.patch(ctx.params.collection_id!, ctx.params.person_id!, body) };
+        ctx.body = { request_id: ctx.state.requestId, person: await persons.patch(ctx.params.collection_id!, ctx.params.person_id!, body) };
       },
     },
     {
       method: 'delete', path: P, operationId: 'delete_person_v1_collections__collection_id__persons__person_id__delete', summary: 'Delete Person', tags: ['persons'],
       success: { status: 204, schema: null },
       handler: async (ctx) => {
-        persons.delete(ctx.params.collection_id!, ctx.params.person_id!);
+        await persons.delete(ctx.params.collection_id!, ctx.params.person_id!);
         ctx.status = 204;
       },
     },
@@ -158,7 +158,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       method: 'delete', path: `${P}/faces/{face_id}`, operationId: 'delete_face_v1_collections__collection_id__persons__person_id__faces__face_id__delete', summary: 'Delete Face', tags: ['persons'],
       success: { status: 204, schema: null },
       handler: async (ctx) => {
-        persons.deleteFace(ctx.params.collection_id!, ctx.params.person_id!, ctx.params.face_id!);
+        await persons.deleteFace(ctx.params.collection_id!, ctx.params.person_id!, ctx.params.face_id!);
         ctx.status = 204;
       },
     },

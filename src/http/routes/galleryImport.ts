@@ -76,8 +76,8 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       const write = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
       let lineNo = 0;
       let batch: ImportPerson[] = [];
-      const commit = () => {
-        const r = imports.commitBatch(collectionId, contract, batch);
+      const commit = async () => {
+        const r = await imports.commitBatch(collectionId, contract, batch);
         batch = [];
         totals.batches++;
         totals.persons += r.persons;
@@ -89,7 +89,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
         for (;;) {
           const next = await input.next();
           if (next.done) {
-            if (batch.length) commit();
+            if (batch.length) await commit();
             return false;
           }
           lineNo++;
@@ -98,7 +98,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
           if (lineNo === 1 && isExportHeader(next.value)) continue;
           batch.push(parseImportPerson(next.value, lineNo, c.embedding_dimension));
           if (batch.length >= q.batch_size) {
-            commit();
+            await commit();
             return true;
           }
         }

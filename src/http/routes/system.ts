@@ -20,6 +20,16 @@ function storageState(rt: Runtime) {
   return { ...(st.writable ? {} : { writable: false }), free_bytes: st.free_bytes, reserve_bytes: st.reserve_bytes, full_reason: st.reason };
 }
 
+/**
+ * Fleet mode: a box that lost the shared database still serves search and monitors from its replica, so
+ * it stays ready (the upstream status values) and says `degraded: true`; writes answer 503 store_unavailable.
+ */
+function fleetHealth(rt: Runtime): { database_lost: boolean; body: Record<string, unknown> } {
+  if (!rt.fleet) return { database_lost: false, body: {} };
+  const f = rt.fleet.follower.snapshot();
+  return { database_lost: f.state !== 'connected', body: { fleet: { box_id: rt.fleet.boxId, database: f.state, since: f.since, last_error: f.last_error } } };
+}
+
 export function systemRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
@@ -34,9 +44,11 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
         const storage = rt.db.storage.status();
         const degraded = ready && !storage.writable ? [{ code: 'insufficient_storage', message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.` }] : [];
         ctx.status = ready ? 200 : 503;
+        const fleet = fleetHealth(rt);
+        if (ready && fleet.database_lost) degraded.push({ code: 'store_unavailable', message: 'The shared database is unreachable: search and monitors run from this box\'s replica; writes answer 503 until it returns.' });
         ctx.body = {
           request_id: ctx.state.requestId, status: !ready ? 'not_ready' : degraded.length ? 'degraded' : 'ready', version: API_CONTRACT_VERSION, vigil_version: VERSION, auth_enabled: config.auth.enabled,
-          ...(degraded.length ? { reasons: degraded } : {}),
+          ...(degraded.length ? { reasons: degraded } : {}), ...fleet.body,
         };
       },
     },
@@ -127,6 +139,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             max_detected_faces: det.max_detected_faces, cors_origins: s.cors_origins, web_ui_disabled: config.web.disabled, config_file: rt.loaded.file,
           },
           recent_errors: rt.recentErrors.list(),
+          ...(rt.fleet ? { fleet: { box_id: rt.fleet.boxId, backend: 'postgres', ...rt.fleet.follower.snapshot() } } : {}),
         };
       },
     },

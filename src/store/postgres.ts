@@ -1,0 +1,111 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Errors } from '../contract/errors.js';
+import { migrationFiles } from './database.js';
+
+export const PG_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
+
+/** int8 (sequence numbers, counters, revisions) as JS numbers: every value we store is below 2^53. */
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
+};
+
+export interface PgOptions { url: string; password?: string | undefined; passwordFile?: string | undefined; poolSize: number; applicationName?: string }
+
+/** The password: VIGIL_STORE_PASSWORD, else the password file (trailing newline dropped), else the URL's own. */
+export function storePassword(o: Pick<PgOptions, 'password' | 'passwordFile'>): string | undefined {
+  if (o.password) return o.password;
+  if (o.passwordFile) return readFileSync(o.passwordFile, 'utf8').replace(/\r?\n$/, '');
+  return undefined;
+}
+
+export function clientConfig(o: PgOptions): pg.ClientConfig {
+  const password = storePassword(o);
+  return {
+    connectionString: o.url, ...(password !== undefined ? { password } : {}), types, application_name: o.applicationName ?? 'vigil',
+    connectionTimeoutMillis: 5000, keepAlive: true,
+  };
+}
+
+export function openPool(o: PgOptions): pg.Pool {
+  const pool = new pg.Pool({ ...clientConfig(o), max: o.poolSize, idleTimeoutMillis: 30_000 });
+  // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+/** Connection-level failures (server down, restarting, unreachable): the box is degraded, not broken. */
+export function isConnectionError(e: unknown): boolean {
+  const err = e as { code?: string; message?: string } | null;
+  if (!err) return false;
+  const code = err.code ?? '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(code)) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(err.message ?? '');
+}
+
+/** Runs fn in one transaction on a pooled client; a lost connection is a 503 store_unavailable. */
+export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (e) {
+    throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
+  }
+  let broken = false;
+  // A server that goes away between two queries of this transaction emits 'error' on the checked-out
+  // client (no query to reject): without a listener that would crash the process. The next query fails.
+  const onError = () => { broken = true; };
+  client.on('error', onError);
+  try {
+    await client.query(begin);
+    const out = await fn(client);
+    await client.query('COMMIT');
+    return out;
+  } catch (e) {
+    broken = isConnectionError(e);
+    if (!broken) await client.query('ROLLBACK').catch(() => { broken = true; });
+    if (broken) throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
+    throw e;
+  } finally {
+    client.removeListener('error', onError);
+    client.release(broken);
+  }
+}
+
+/**
+ * The PostgreSQL side of the one migration runner: the same numbered files (NNNN_name.sql) as SQLite,
+ * from migrations/postgres/, each in its own transaction and recorded in schema_migrations. Boxes that
+ * start together take an advisory lock, so exactly one applies each migration.
+ */
+export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise<number> {
+  const client = await pool.connect();
+  const onError = () => undefined;
+  client.on('error', onError);
+  try {
+    await client.query('SELECT pg_advisory_lock(7166001)');
+    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+    const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    let count = 0;
+    for (const { version, file } of migrationFiles(dir)) {
+      if (applied.has(version)) continue;
+      const sql = readFileSync(join(dir, file), 'utf8');
+      await client.query('BEGIN');
+      try {
+        await client.query(sql);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, file, new Date().toISOString()]);
+        await client.query('COMMIT');
+      } catch (e) {
+        await client.query('ROLLBACK');
+        throw e;
+      }
+      count++;
+    }
+    return count;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock(7166001)').catch(() => undefined);
+    client.removeListener('error', onError);
+    client.release();
+  }
+}

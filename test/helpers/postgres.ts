@@ -1,0 +1,108 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A throw-away PostgreSQL cluster, started the way users run Debian's `postgresql` package: initdb and
+ * pg_ctl from /usr/lib/postgresql/<major>/bin (VIGIL_PG_BIN overrides), as a non-root user (PostgreSQL
+ * refuses root; as root the helper runs them as `nobody` through runuser), on a loopback port, with its
+ * data in a temp dir removed by stop(). Password authentication (scram) over TCP, as a real fleet would.
+ */
+export interface PgCluster {
+  port: number;
+  /** postgres://vigil:<password>@127.0.0.1:<port>/<database> */
+  url: string;
+  password: string;
+  /** A fresh database on the cluster (one per test keeps tests independent). */
+  createDatabase(name: string): string;
+  /** pg_ctl stop -m fast / start: a database restart as an operator does one. */
+  restart(): void;
+  stopServer(): void;
+  startServer(): void;
+  stop(): void;
+}
+
+function pgBin(): string {
+  if (process.env.VIGIL_PG_BIN) return process.env.VIGIL_PG_BIN;
+  for (const v of ['17', '16', '15']) {
+    const d = `/usr/lib/postgresql/${v}/bin`;
+    if (existsSync(join(d, 'initdb'))) return d;
+  }
+  throw new Error('PostgreSQL server binaries not found: apt-get install postgresql (scripts/install-system-deps.sh with VIGIL_TEST_DEPS=1), or set VIGIL_PG_BIN');
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+export const pgAvailable = (): boolean => {
+  try {
+    pgBin();
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+export async function startPostgres(): Promise<PgCluster> {
+  const bin = pgBin();
+  const root = process.getuid?.() === 0;
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-pg-'));
+  const data = join(dir, 'data');
+  const password = `pw-${Math.random().toString(36).slice(2)}`;
+  const pwfile = join(dir, 'pw');
+  // The cluster belongs to the unprivileged user; the temp dir must be reachable by it.
+  chmodSync(dir, 0o755);
+  execFileSync('sh', ['-c', `umask 077; printf '%s' "$1" > "$2"`, 'sh', password, pwfile]);
+  if (root) {
+    chownSync(dir, 65534, 65534);
+    chownSync(pwfile, 65534, 65534);
+  }
+  const run = (cmd: string, args: string[]) => {
+    const argv = root ? ['runuser', ['-u', 'nobody', '--', join(bin, cmd), ...args]] as const : [join(bin, cmd), args] as const;
+    const r = spawnSync(argv[0], [...argv[1]], { encoding: 'utf8', cwd: dir });
+    if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr}${r.stdout}`);
+    return r.stdout;
+  };
+  run('initdb', ['-D', data, '-U', 'vigil', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+  const port = await freePort();
+  const opts = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on -c max_connections=200 -c shared_buffers=64MB`;
+  const startServer = () => { run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', opts, '-w', '-t', '60', 'start']); };
+  const stopServer = () => { run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']); };
+  startServer();
+  const psql = (sql: string) => {
+    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'vigil', '-d', 'postgres', '-c', sql],
+      { encoding: 'utf8', env: { ...process.env, PGPASSWORD: password } });
+    if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
+  };
+  const url = (db: string) => `postgres://vigil:${password}@127.0.0.1:${port}/${db}`;
+  let stopped = false;
+  return {
+    port, password, url: url('postgres'),
+    createDatabase(name) {
+      psql(`CREATE DATABASE "${name}"`);
+      return url(name);
+    },
+    restart() {
+      stopServer();
+      startServer();
+    },
+    stopServer, startServer,
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        stopServer();
+      } catch {
+        // already stopped
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,3 @@
+/** The search-all-faces suite again with the gallery in PostgreSQL (fleet mode, one box; see collections-api-postgres.test.ts). */
+process.env.VIGIL_TEST_STORE = 'postgres';
+await import('./search-all-faces.test.js');

@@ -1,0 +1,40 @@
+import test from 'ava';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OperatorError } from '../../src/contract/errors.js';
+import { loadConfig } from '../../src/config/load.js';
+import { storePassword } from '../../src/store/postgres.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'vigil-store-config-'));
+test.after.always(() => rmSync(dir, { recursive: true, force: true }));
+const file = (name: string, text: string) => {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+};
+
+test('[store] defaults to sqlite; postgres needs a url; env overrides backend, url and box_id', (t) => {
+  const { config } = loadConfig(null, {});
+  t.like(config.store, { backend: 'sqlite', pool_size: 8 });
+  t.is(config.server.box_id, undefined);
+  const err = t.throws(() => loadConfig(file('a.toml', '[store]\nbackend = "postgres"\n'), {}));
+  t.true(err instanceof OperatorError);
+  t.regex(err!.message, /url/);
+  t.throws(() => loadConfig(file('b.toml', '[store]\nbackend = "postgres"\nurl = "mysql://x"\n'), {}));
+  const ok = loadConfig(file('c.toml', '[server]\nbox_id = "door-1"\n[store]\nbackend = "postgres"\nurl = "postgres://vigil@db/vigil"\npool_size = 4\n'), {}).config;
+  t.like(ok.store, { backend: 'postgres', url: 'postgres://vigil@db/vigil', pool_size: 4 });
+  t.is(ok.server.box_id, 'door-1');
+  t.throws(() => loadConfig(file('d.toml', '[server]\nbox_id = "bad id"\n'), {}));
+  const env = loadConfig(null, { VIGIL_STORE_BACKEND: 'postgres', VIGIL_STORE_URL: 'postgres://h/db', VIGIL_BOX_ID: 'b2' }).config;
+  t.like(env.store, { backend: 'postgres', url: 'postgres://h/db' });
+  t.is(env.server.box_id, 'b2');
+  t.throws(() => loadConfig(null, { VIGIL_STORE_BACKEND: 'postgres' }), { message: /store\.url/ });
+});
+
+test('the store password comes from the environment first, then the password file (newline dropped)', (t) => {
+  const pw = file('pw', 's3cret\n');
+  t.is(storePassword({ password: 'env', passwordFile: pw }), 'env');
+  t.is(storePassword({ passwordFile: pw }), 's3cret');
+  t.is(storePassword({}), undefined);
+});
