@@ -52,14 +52,11 @@ export class ApiError extends VigilError {
   }
 }
 
-/** A failure the operator must fix (configuration, command line, files on disk): one line, then exit. */
+/** A failure the operator must fix (configuration, command line, files on disk): one line, then exit (codes: src/cli/exitCodes.ts). */
 export class OperatorError extends VigilError {
-  /** The process exit status when this error stops a command (2 unless the catalogue says otherwise). */
-  readonly exitCode: number;
-  constructor(token: typeof CATALOGUE, code: string, message: string, details: Details, exitCode = 2) {
+  constructor(token: typeof CATALOGUE, code: string, message: string, details: Details) {
     super(token, code, message, details);
     this.name = 'OperatorError';
-    this.exitCode = exitCode;
   }
 }
 
@@ -72,7 +69,7 @@ export const isVigilError = (e: unknown): e is VigilError => e instanceof VigilE
  */
 export interface ErrorSpec { code: string; status: number | null; meaning: string; kind: 'response' | 'operator' | 'monitor' | 'problem' }
 
-interface Shaped { message: string; details?: Details; headers?: Headers; status?: number; exitCode?: number }
+interface Shaped { message: string; details?: Details; headers?: Headers; status?: number }
 const specs: ErrorSpec[] = [];
 
 function api<const C extends string, A extends unknown[]>(code: C, status: number, meaning: string, shape: (...args: A) => Shaped) {
@@ -88,7 +85,7 @@ function operator<const C extends string, A extends unknown[]>(code: C, meaning:
   specs.push({ code, status: null, meaning, kind: 'operator' });
   const make = (...args: A): OperatorError => {
     const s = shape(...args);
-    return new OperatorError(CATALOGUE, code, s.message, s.details ?? {}, s.exitCode);
+    return new OperatorError(CATALOGUE, code, s.message, s.details ?? {});
   };
   return Object.assign(make, { code, meaning });
 }
@@ -430,9 +427,9 @@ export const Errors = {
   usageError: operator('usage_error', 'The command line is wrong (see `--help`).', withReason),
   apiKeyMissing: operator('api_key_missing', 'Authentication is on but no API key was ever configured.',
     fixed('Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.')),
-  dataDirLocked: operator('data_dir_locked', 'Another Vigil process uses the data directory (exit code 75).',
+  dataDirLocked: operator('data_dir_locked', 'Another Vigil process uses the data directory (exit code 15).',
     (message: string, pid: number | null) => ({ message, details: pid === null ? {} : { pid } })),
-  dataDirNotWritable: operator('data_dir_not_writable', 'The data directory (or its database file) is not writable, e.g. a read-only mount (exit code 73).',
+  dataDirNotWritable: operator('data_dir_not_writable', 'The data directory (or its database file) is not writable, e.g. a read-only mount (exit code 13).',
     (dir: string, reason: string) => ({ message: `The data directory ${dir} is not writable (${reason}): make it writable by the service user, or point [server] data_dir elsewhere.`, details: { data_dir: dir, reason } })),
   cursorKeyInvalid: operator('cursor_key_invalid', 'The cursor signing key file is damaged.',
     (path: string) => ({ message: `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).` })),

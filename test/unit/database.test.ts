@@ -1,4 +1,5 @@
 import test from 'ava';
+import { EXIT, exitCodeFor } from '../../src/cli/exitCodes.js';
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,7 +105,7 @@ test('a second openDatabase on the same dir while the first is open throws data_
     const err = t.throws(() => openDatabase(dir));
     t.true(err instanceof OperatorError);
     t.is((err as OperatorError).code, 'data_dir_locked');
-    t.is((err as OperatorError).exitCode, 75);
+    t.is(exitCodeFor(err), EXIT.dataDirLocked);
     t.regex((err as Error).message, /This process already holds/);
     // The failed attempt must not have removed the holder's note.
     t.is(readFileSync(join(dir, 'vigil.lock.pid'), 'utf8'), String(process.pid));
@@ -170,7 +171,7 @@ test('a read-only data dir is one operator error (data_dir_not_writable, exit co
   chmodSync(dir, 0o500);
   const err = t.throws(() => openDatabase(dir));
   t.is((err as OperatorError).code, 'data_dir_not_writable');
-  t.is((err as OperatorError).exitCode, 73);
+  t.is(exitCodeFor(err), EXIT.dataDir);
   chmodSync(dir, 0o700);
 });
 
