@@ -1,3 +1,4 @@
+import { deflateSync } from 'node:zlib';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -56,4 +57,29 @@ export function encodeBmp24(rgb: Uint8Array, width: number, height: number): Buf
     }
   }
   return out;
+}
+
+function pngChunk(type: string, data: Buffer): Buffer {
+  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+
+/**
+ * An all-black 1-bit greyscale PNG written by hand, so sharp never has to produce it: 20000x20000 is
+ * 400 Mpx in ~50 KB (a decompression bomb); 1 x 39,000,000 is ~150 KB and slow for libpng to walk.
+ */
+export function oneBitPng(width: number, height: number): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 1; // bit depth; colour type 0 = greyscale
+  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height); // filter byte 0 + zero bits per row
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), pngChunk('IHDR', ihdr),
+    pngChunk('IDAT', deflateSync(raw, { level: 9 })), pngChunk('IEND', Buffer.alloc(0)),
+  ]);
 }

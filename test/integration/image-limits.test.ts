@@ -1,35 +1,16 @@
 import test from 'ava';
-import { deflateSync } from 'node:zlib';
-import { crc32 } from '../helpers/shared.js';
+import { oneBitPng } from '../helpers/shared.js';
 import { call, face, form, post, startTestDaemon } from '../helpers/daemon.js';
 
 // Issue 17.1: a 1 x 39,000,000 PNG (about 150 KB, under the pixel cap) took 12-27 s of libpng time inside
 // the only inference slot. It is refused from its header now, and a slow image (shape limits lifted
 // here on purpose) is decoded outside the inference limiter and abandoned when its client goes away.
 
-function chunk(type: string, data: Buffer): Buffer {
-  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(td));
-  return Buffer.concat([len, td, crc]);
-}
-function thinPng(height: number): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(1, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 1; // 1-bit greyscale: one filter byte and one data byte per row
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(Buffer.alloc(2 * height), { level: 9 })), chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
 
 test.serial('default limits: the 1 x 39,000,000 PNG is 413 image_too_large (max_image_side) on every image route', async (t) => {
   const d = await startTestDaemon();
   t.teardown(() => d.close());
-  const png = thinPng(39_000_000);
+  const png = oneBitPng(1, 39_000_000);
   for (const path of ['/v1/detect', '/v1/embeddings']) {
     const { res, json } = await post(d, path, form({ image: png }));
     t.is(res.status, 413, path);
@@ -50,7 +31,7 @@ test.serial('a slow decode runs outside the only inference slot and is abandoned
   };
   const slowClient = new AbortController();
   let slowSettled = false;
-  const slow = fetch(d.url + '/v1/detect', { method: 'POST', body: form({ image: thinPng(39_000_000) }), headers: d.auth, signal: slowClient.signal })
+  const slow = fetch(d.url + '/v1/detect', { method: 'POST', body: form({ image: oneBitPng(1, 39_000_000) }), headers: d.auth, signal: slowClient.signal })
     .then(() => undefined, () => undefined).finally(() => { slowSettled = true; });
   // Wait until the slow image is being decoded, then ask for a normal detection on the same single slot.
   for (let i = 0; i < 200 && (await stats()).decoding === 0; i++) await new Promise((r) => setTimeout(r, 50));

@@ -1,5 +1,6 @@
 import test from 'ava';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startScraperDaemon, type ScraperDaemon } from '../helpers/scraperDaemon.js';
 import { FakeMaps } from '../helpers/fakeMaps.js';
 import { FakeReddit, fixture } from '../helpers/fakeReddit.js';
 import { csvColumns } from '../../src/scrapers/datasetExport.js';
@@ -12,19 +13,14 @@ let d: TestDaemon;
 const keys: Record<string, string> = {};
 const WORKSPACES = ['pages', 'other', 'export', 'retain', 'cancel', 'fresh', 'thread'];
 
+let fakes: ScraperDaemon;
 test.before(async () => {
-  reddit = await FakeReddit.start();
-  maps = await FakeMaps.start();
-  d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 2000\nmax_concurrent_runs = 1\n${reddit.toml()}\n${maps.toml()}` });
-  for (const id of WORKSPACES) {
-    d.runtime.workspaces.create({ id, name: id });
-    keys[id] = d.runtime.workspaces.createKey(id).token;
-  }
+  fakes = await startScraperDaemon({ workspaces: WORKSPACES, scrapers: 'free_items_per_month = 2000\nmax_concurrent_runs = 1' });
+  ({ d, reddit, maps } = fakes);
+  Object.assign(keys, fakes.keys);
 });
 test.after.always(async () => {
-  await d?.close();
-  await reddit?.close();
-  await maps?.close();
+  await fakes?.close();
 });
 
 const auth = (ws: string) => ({ Authorization: `Bearer ${keys[ws]!}` });

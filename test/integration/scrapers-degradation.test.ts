@@ -2,6 +2,7 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startScraperDaemon, type ScraperDaemon } from '../helpers/scraperDaemon.js';
 import { BLUE_FERN, FakeMaps, REAL_QUERY, SOURDOUGH } from '../helpers/fakeMaps.js';
 import { FakeReddit, fixture } from '../helpers/fakeReddit.js';
 
@@ -15,19 +16,14 @@ let d: TestDaemon;
 const keys: Record<string, string> = {};
 const WORKSPACES = ['comments', 'more', 'about', 'pseudo', 'fair', 'invalid', 'fields', 'empty', 'drift', 'places6', 'filters', 'reviews'];
 
+let fakes: ScraperDaemon;
 test.before(async () => {
-  reddit = await FakeReddit.start();
-  maps = await FakeMaps.start();
-  d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 1000\n${reddit.toml()}\n${maps.toml()}` });
-  for (const id of WORKSPACES) {
-    d.runtime.workspaces.create({ id, name: id });
-    keys[id] = d.runtime.workspaces.createKey(id).token;
-  }
+  fakes = await startScraperDaemon({ workspaces: WORKSPACES, scrapers: 'free_items_per_month = 1000' });
+  ({ d, reddit, maps } = fakes);
+  Object.assign(keys, fakes.keys);
 });
 test.after.always(async () => {
-  await d?.close();
-  await reddit?.close();
-  await maps?.close();
+  await fakes?.close();
 });
 
 const auth = (ws: string) => ({ Authorization: `Bearer ${keys[ws]!}` });

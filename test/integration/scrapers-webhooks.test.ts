@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { startScraperDaemon, type ScraperDaemon } from '../helpers/scraperDaemon.js';
 import { FakeMaps, REAL_QUERY } from '../helpers/fakeMaps.js';
 import { FakeReddit, fixture } from '../helpers/fakeReddit.js';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../helpers/webhookReceiver.js';
@@ -19,19 +20,14 @@ const keys: Record<string, string> = {};
 const WORKSPACES = ['hooks', 'other', 'retry', 'filtered', 'limits'];
 const receivers: Receiver[] = [];
 
+let fakes: ScraperDaemon;
 test.before(async () => {
-  reddit = await FakeReddit.start();
-  maps = await FakeMaps.start();
-  d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 1000\n${reddit.toml()}\n${maps.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 1\nmax_endpoints_per_workspace = 2` });
-  for (const id of WORKSPACES) {
-    d.runtime.workspaces.create({ id, name: id });
-    keys[id] = d.runtime.workspaces.createKey(id).token;
-  }
+  fakes = await startScraperDaemon({ workspaces: WORKSPACES, scrapers: 'free_items_per_month = 1000', toml: '[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 1\nmax_endpoints_per_workspace = 2' });
+  ({ d, reddit, maps } = fakes);
+  Object.assign(keys, fakes.keys);
 });
 test.after.always(async () => {
-  await d?.close();
-  await reddit?.close();
-  await maps?.close();
+  await fakes?.close();
   await Promise.all(receivers.map((r) => r.close()));
 });
 

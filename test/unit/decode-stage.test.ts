@@ -1,36 +1,16 @@
 import test from 'ava';
-import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
-import { crc32 } from '../helpers/shared.js';
+import { oneBitPng } from '../helpers/shared.js';
 import { DecodeStage } from '../../src/inference/decodeStage.js';
 import { resolveThreading } from '../../src/inference/engine.js';
 
-function chunk(type: string, data: Buffer): Buffer {
-  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(td));
-  return Buffer.concat([len, td, crc]);
-}
-/** 1 x `height` 1-bit PNG: tiny, and slow for libpng to walk. */
-function thinPng(height: number): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(1, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 1;
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(Buffer.alloc(2 * height), { level: 9 })), chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
 const LIMITS = { maxBytes: 1e8, maxPixels: 4e7 };
 const LIFTED = { timeoutMs: 2000, maxSide: 1e9, maxAspectRatio: 1e9 };
 
 test('a queued decode whose request is aborted never starts; a running one releases its caller and then its slot', async (t) => {
   const stage = new DecodeStage({ ...LIFTED, concurrency: 1 });
   const slow = new AbortController();
-  const running = stage.decode(thinPng(39_000_000), LIMITS, slow.signal);
+  const running = stage.decode(oneBitPng(1, 39_000_000), LIMITS, slow.signal);
   const queuedAbort = new AbortController();
   const queued = stage.decode(await sharp({ create: { width: 8, height: 8, channels: 3, background: '#000' } }).png().toBuffer(), LIMITS, queuedAbort.signal);
   t.like(stage.stats(), { decoding: 1, decode_waiting: 1 });

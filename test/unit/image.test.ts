@@ -1,7 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
-import { crc32, encodeBmp24, FACES } from '../helpers/shared.js';
+import { encodeBmp24, FACES, oneBitPng } from '../helpers/shared.js';
 import { readFileSync } from 'node:fs';
-import { deflateSync } from 'node:zlib';
 import sharp from 'sharp';
 import { ApiError, Messages } from '../../src/contract/errors.js';
 import { decodeImage, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
@@ -31,36 +30,10 @@ const meanAbsDiff = (a: Uint8Array, b: Uint8Array): number => {
   return s / a.length;
 };
 
-// --- a minimal PNG writer (for a decompression bomb sharp never has to produce) -----------------
-
-function chunk(type: string, data: Buffer): Buffer {
-  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-  const len = Buffer.alloc(4);
-  len.writeUInt32BE(data.length);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32BE(crc32(td));
-  return Buffer.concat([len, td, crc]);
-}
-/** An all-black 1-bit greyscale PNG: 20000x20000 is 400 Mpx (1.2 GB as RGB) in ~50 KB. */
-function bitBombPng(width: number, height: number): Buffer {
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 1; // bit depth
-  ihdr[9] = 0; // greyscale
-  const raw = Buffer.alloc((1 + Math.ceil(width / 8)) * height); // filter byte 0 + zero bits per row
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', deflateSync(raw, { level: 9 })),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}
-
 // --- bombs first, serially, so that RSS is not disturbed by concurrent decodes ------------------
 
 const bombs: [string, () => Promise<Buffer>][] = [
-  ['hand-made 1-bit PNG', async () => bitBombPng(20000, 20000)],
+  ['hand-made 1-bit PNG', async () => oneBitPng(20000, 20000)],
   ['RGB PNG made by sharp', async () => {
     const png = await sharp({ create: { width: 20000, height: 20000, channels: 3, background: { r: 10, g: 20, b: 30 } }, limitInputPixels: false })
       .png({ compressionLevel: 9 })
@@ -350,7 +323,7 @@ test('the 413 pixel-limit details report upright dimensions', async (t) => {
 // --- thin and slow images (issue 17.1) ---------------------------------------------------------
 
 /** The reported attack: 1 x 39,000,000 pixels, ~150 KB, under the 40 Mpx cap, 12-27 s of libpng time. */
-const thinPng = () => bitBombPng(1, 39_000_000);
+const thinPng = () => oneBitPng(1, 39_000_000);
 const SHAPED = { ...LIMITS, maxSide: 16_384, maxAspectRatio: 20 };
 
 test.serial('a 1 x 39,000,000 PNG is 413 image_too_large from its header (max_image_side)', async (t) => {
