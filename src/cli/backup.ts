@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { parseArgs } from 'node:util';
 import { createReadStream, existsSync, linkSync, copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import Database from 'better-sqlite3';
@@ -196,7 +197,6 @@ export const BACKUP_USAGE = `Usage:
 `;
 
 export async function runBackupCommand(command: 'backup' | 'restore', argv: string[], configFile: string | undefined, io: CliIo = process): Promise<number> {
-  const { parseArgs } = await import('node:util');
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });

@@ -1,6 +1,7 @@
-import { createReadStream } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 
 export interface GalleryImportArgs { url: string; key: string | null; collection: string; file: string; contractId: string | null; batchSize: number; requestPersons?: number }
 
@@ -104,8 +105,6 @@ export async function runGalleryExport(a: { url: string; key: string | null; col
     out.write(`error: ${res.status} ${await res.text().catch(() => '')}\n`);
     return 1;
   }
-  const { createWriteStream } = await import('node:fs');
-  const { pipeline } = await import('node:stream/promises');
   let persons = 0;
   const counter = new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, ctl) {
@@ -120,7 +119,6 @@ export async function runGalleryExport(a: { url: string; key: string | null; col
 
 /** The export header of a file, when its first line is one. */
 async function readHeader(file: string): Promise<{ embedding_contract_id: string | null; persons: number } | null> {
-  const { createInterface } = await import('node:readline');
   const rl = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   try {
     for await (const line of rl) {
@@ -138,7 +136,6 @@ async function readHeader(file: string): Promise<{ embedding_contract_id: string
  * target model computes the embeddings. Persons without crops cannot move between models and are listed.
  */
 async function reembedImport(a: GalleryImportArgs, headers: Record<string, string>, out: NodeJS.WritableStream, total: number): Promise<number> {
-  const { createInterface } = await import('node:readline');
   const col = `${a.url.replace(/\/$/, '')}/v1/collections/${encodeURIComponent(a.collection)}`;
   let done = 0, failed = 0, noCrops = 0;
   const rl = createInterface({ input: createReadStream(a.file), crlfDelay: Infinity });

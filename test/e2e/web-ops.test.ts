@@ -1,6 +1,6 @@
 import test from 'ava';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../helpers/shared.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -89,14 +89,6 @@ test.serial('no page scrolls sideways at 390 px (a phone)', async (t) => {
   t.deepEqual(wide, []);
   await page.close();
 });
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 test.serial('a kiosk URL made with a preview token shows the stream, and shows it again after the daemon restarts', async (t) => {
   t.timeout(240_000);

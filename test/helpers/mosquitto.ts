@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
+import { freePort } from './shared.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -8,14 +9,6 @@ import { join } from 'node:path';
 export const MOSQUITTO = process.env.VIGIL_MOSQUITTO ?? '/usr/sbin/mosquitto';
 
 export interface Broker { port: number; url: string; stop(): Promise<void>; start(): Promise<void>; running(): boolean }
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 /**
  * A real Mosquitto broker on a loopback port, started the way users start it (a config file), with

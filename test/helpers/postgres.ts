@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './shared.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -31,14 +31,6 @@ function pgBin(): string {
     if (existsSync(join(d, 'initdb'))) return d;
   }
   throw new Error('PostgreSQL server binaries not found: apt-get install postgresql (scripts/install-system-deps.sh with VIGIL_TEST_DEPS=1), or set VIGIL_PG_BIN');
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 export const pgAvailable = (): boolean => {
