@@ -38,7 +38,7 @@ export function exitCodeFor(e: unknown): number {
     case 'config_invalid': case 'config_unreadable': case 'api_key_missing': return EXIT.config;
     case 'model_pack_unknown': return EXIT.unknownPack;
     case 'model_not_installed': case 'model_load_failed': case 'addon_model_missing': case 'addon_model_invalid': return EXIT.modelsMissing;
-    case 'data_dir_unusable': case 'data_dir_not_writable': return EXIT.dataDir;
+    case 'data_dir_unusable': return EXIT.dataDir;
     case 'port_in_use': return EXIT.portInUse;
     case 'data_dir_locked': case 'restore_target_in_use': return EXIT.dataDirLocked;
     case 'backup_invalid': return EXIT.failure;

@@ -36,7 +36,7 @@ import { hostname } from 'node:os';
 import type pg from 'pg';
 import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
-import { openDatabase } from '../store/database.js';
+import { errnoReason, openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { RunStore } from '../scrapers/runStore.js';
 import { RunWebhooks } from '../scrapers/runWebhooks.js';
@@ -324,16 +324,10 @@ function warnSmallThreadpool(maxStreams: number, log: ReturnType<typeof createLo
   }
 }
 
-const ERRNO_WHY: Record<string, string> = {
-  ENOENT: 'a parent directory does not exist', ENOTDIR: 'a part of the path is not a directory', EACCES: 'permission denied',
-  EPERM: 'operation not permitted', EROFS: 'the file system is read-only', ENOSPC: 'the disk is full', EEXIST: 'it exists and is not a directory',
-};
-
 /** Creates the data directory if needed and proves it is writable (a probe file), or throws data_dir_unusable. */
 export function checkDataDir(dir: string): void {
   const fail = (e: unknown): never => {
-    const code = (e as NodeJS.ErrnoException).code ?? '';
-    throw Errors.dataDirUnusable(dir, ERRNO_WHY[code] ?? (e as Error).message);
+    throw Errors.dataDirUnusable(dir, errnoReason(e));
   };
   try {
     mkdirSync(dir, { recursive: true, mode: 0o700 });

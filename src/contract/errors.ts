@@ -429,8 +429,6 @@ export const Errors = {
     fixed('Authentication is enabled but no API key is configured: set VIGIL_API_KEY (at least 16 characters) for the first start.')),
   dataDirLocked: operator('data_dir_locked', 'Another Vigil process uses the data directory (exit code 15).',
     (message: string, pid: number | null) => ({ message, details: pid === null ? {} : { pid } })),
-  dataDirNotWritable: operator('data_dir_not_writable', 'The data directory (or its database file) is not writable, e.g. a read-only mount (exit code 13).',
-    (dir: string, reason: string) => ({ message: `The data directory ${dir} is not writable (${reason}): make it writable by the service user, or point [server] data_dir elsewhere.`, details: { data_dir: dir, reason } })),
   cursorKeyInvalid: operator('cursor_key_invalid', 'The cursor signing key file is damaged.',
     (path: string) => ({ message: `${path} is shorter than 32 bytes; delete it to generate a new one (existing cursors become invalid).` })),
   monitorKeyInvalid: operator('monitor_key_invalid', 'The monitor credential key file is damaged.',

@@ -7,6 +7,16 @@ import { acquireDataDirLock } from './dataDirLock.js';
 import { StorageGuard } from './storageGuard.js';
 import { startModuleWorker } from '../system/workerThread.js';
 
+const ERRNO_WHY: Record<string, string> = {
+  ENOENT: 'a parent directory does not exist', ENOTDIR: 'a part of the path is not a directory', EACCES: 'permission denied',
+  EPERM: 'operation not permitted', EROFS: 'the file system is read-only', ENOSPC: 'the disk is full', EEXIST: 'it exists and is not a directory',
+};
+
+/** Why a data-dir operation failed, in words (the reason of data_dir_unusable). */
+export function errnoReason(e: unknown): string {
+  return ERRNO_WHY[(e as NodeJS.ErrnoException).code ?? ''] ?? (e as Error).message;
+}
+
 export type Db = Database.Database;
 
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
@@ -143,7 +153,7 @@ function assertWritableDataDir(dataDir: string, dbPath: string): void {
     if (existsSync(dbPath)) accessSync(dbPath, constants.R_OK | constants.W_OK);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST'].includes(err.code ?? '')) throw Errors.dataDirNotWritable(dataDir, err.code!);
+    if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST'].includes(err.code ?? '')) throw Errors.dataDirUnusable(dataDir, errnoReason(err));
     throw e;
   }
 }

@@ -90,8 +90,7 @@ test('a read-only data dir at start is one line on stderr, exit code 13 (a data-
     t.is(r.status, EXIT.dataDir, r.stderr);
     const lines = r.stderr.trim().split('\n');
     t.is(lines.length, 1, r.stderr);
-    // The start-up checks find it first (data_dir_unusable); the lock's own check is the same exit code.
-    t.regex(lines[0]!, /^vigil: (error: )?data_dir_(unusable|not_writable): The data directory .* (is not writable|is not usable).*(EROFS|read-only)/i);
+    t.regex(lines[0]!, /^vigil: (error: )?data_dir_unusable: The data directory .* is not usable: the file system is read-only/);
     t.notRegex(r.stderr, /\n\s+at /);
   } finally {
     spawnSync('umount', [mnt]);

@@ -159,7 +159,7 @@ test('a pid note or a legacy pid lock file naming a live process (even this one)
   }
 });
 
-test('a read-only data dir is one operator error (data_dir_not_writable, exit code 73)', (t) => {
+test('a read-only data dir is one operator error (data_dir_unusable, exit code 13)', (t) => {
   if (process.getuid?.() === 0) {
     // root ignores mode bits: use a read-only bind of a tmpfs where mounting is permitted, else skip.
     t.log('running as root: mode bits do not stop root; the read-only case is covered by the read-only mount test in test/integration/crash-start.test.ts');
@@ -170,7 +170,7 @@ test('a read-only data dir is one operator error (data_dir_not_writable, exit co
   mkdirSync(dir, { recursive: true });
   chmodSync(dir, 0o500);
   const err = t.throws(() => openDatabase(dir));
-  t.is((err as OperatorError).code, 'data_dir_not_writable');
+  t.is((err as OperatorError).code, 'data_dir_unusable');
   t.is(exitCodeFor(err), EXIT.dataDir);
   chmodSync(dir, 0o700);
 });
