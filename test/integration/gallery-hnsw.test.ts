@@ -123,7 +123,10 @@ test('hnsw collection: identical to exact on the fixture faces, exact while buil
       const r = await importLines(d, id, lines, `embedding_contract_id=${encodeURIComponent(await contractOf(d, id))}&batch_size=500`);
       t.is(r.lines.at(-1)?.type, 'done', `${id}: ${JSON.stringify(r.json ?? r.lines.at(-1))}`);
     }
-    const ready = await waitGraph(d, 'hn', (g) => g.state === 'ready' && !g.rebuilding && g.rows === 3000 + [...byPerson.values()].flat().length);
+    // The graph may have been built while the import was still committing: rows added after its build go into
+    // the graph too (added_rows_since), so it covers the collection once both add up.
+    const total = 3000 + [...byPerson.values()].flat().length;
+    const ready = await waitGraph(d, 'hn', (g) => g.state === 'ready' && !g.rebuilding && g.rows + g.added_rows_since === total);
     t.is(ready.serving, 'hnsw');
     t.is((await call(d, 'GET', '/v1/collections/ex')).json.collection.search_index.status.serving, 'exact');
 
