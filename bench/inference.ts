@@ -5,11 +5,13 @@
  * the raw pipeline's best throughput: the in-process pipeline (decode + models, no HTTP, no worker hop)
  * in one and in two processes at once, 1 and 2 ONNX Runtime threads each (issue 23: 4-client throughput
  * must reach 0.9x the raw best).
- * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,1x2,2x1,2x2]
+ * The daemon runs in its own process (--daemon-child) so its CPU is read from /proc without the
+ * bench's HTTP clients; --daemon-cpu-prof DIR writes V8 CPU profiles of it (main thread and workers).
+ * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,1x2,2x1,2x2] [--only paired]
  *   -> prints JSON, writes bench/results/inference.json
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,6 +29,7 @@ const { values } = parseArgs({
   options: {
     requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,1x2,2x1,2x2' },
     'raw-child': { type: 'string' }, rounds: { type: 'string', default: '5' }, 'models-dir': { type: 'string' },
+    'daemon-child': { type: 'string' }, levels: { type: 'string' }, 'paired-layout': { type: 'string', default: 'auto' }, 'daemon-cpu-prof': { type: 'string' }, only: { type: 'string' },
   },
 });
 const N = Number(values.requests);
@@ -91,53 +94,140 @@ async function rawFloor(modelsDir: string, intraOpThreads: number) {
   };
 }
 
-async function httpRun(modelsDir: string, maxConcurrency: number | 'auto', intraOp: number | 'auto' = 'auto') {
+/** CPU seconds (user + system, every thread) of a process, from /proc. */
+function procCpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
+/**
+ * Child mode: the daemon alone in its own process, so its CPU (main thread, inference workers, libuv and
+ * libvips threads) is measured from /proc without the bench's HTTP clients in it. Prints one JSON line
+ * (url, workers, threads, graph optimisation levels) when ready; closes when stdin ends.
+ */
+async function daemonChild(modelsDir: string, layout: string): Promise<void> {
+  const m = /^(\d+)x(\d+)$/.exec(layout);
   const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
   const file = join(dir, 'server.toml');
-  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(maxConcurrency)}\nintra_op_threads = ${JSON.stringify(intraOp)}\n`);
+  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(m ? Number(m[1]) : 'auto')}\nintra_op_threads = ${JSON.stringify(m ? Number(m[2]) : 'auto')}\n`);
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
   await d.ready;
-  const call = async (path: string) => {
-    const fd = new FormData();
-    fd.append('image', new Blob([IMAGE]), 'image.jpg');
-    const res = await fetch(d.url + path, { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-    await res.arrayBuffer();
-  };
-  for (let i = 0; i < 5; i++) await call('/v1/detect');
-  const detect = await timeIt(N, () => call('/v1/detect'));
-  const embeddings = await timeIt(N, () => call('/v1/embeddings'));
-  const concurrent = async (path: string, concurrency: number, total: number) => {
-    let next = 0;
-    const t = performance.now();
-    await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await call(path); }));
-    return r3(total / ((performance.now() - t) / 1000));
-  };
-  const stats = d.runtime.inference!.engine.stats();
-  const result = {
-    workers: stats.workers,
-    intra_op_threads: stats.intra_op_threads,
-    detect: summary(detect),
-    embeddings: summary(embeddings),
-    detect_rps_concurrency4: await concurrent('/v1/detect', 4, N * 2),
-    embeddings_rps_concurrency4: await concurrent('/v1/embeddings', 4, N * 2),
-    rss_mib_after: Math.round(process.memoryUsage().rss / 2 ** 20),
-  };
+  const engine = d.runtime.inference!.engine;
+  const stats = engine.stats();
+  process.stdout.write('DAEMON ' + JSON.stringify({ url: d.url, workers: stats.workers, intra_op_threads: stats.intra_op_threads, optimization: engine.startup.optimization }) + '\n');
+  for await (const _ of process.stdin) { /* until stdin closes */ }
   await d.close();
-  return result;
+}
+
+interface DaemonProcess { url: string; pid: number; workers: number; intra_op_threads: number; optimization: Record<string, string>; rssMiB: () => number; close: () => Promise<void> }
+
+async function daemonProcess(modelsDir: string, layout: string): Promise<DaemonProcess> {
+  const prof = values['daemon-cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['daemon-cpu-prof'])] : [];
+  if (process.env.BENCH_TRACE_GC) prof.push('--trace-gc');
+  const kid = spawn(process.execPath, [...prof, ...process.execArgv, fileURLToPath(import.meta.url), '--daemon-child', layout, '--models-dir', modelsDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise<void>((r) => kid.once('exit', () => r()));
+  const info = await new Promise<Omit<DaemonProcess, 'pid' | 'rssMiB' | 'close'>>((res, rej) => {
+    let buf = '';
+    kid.stdout!.on('data', (c: Buffer) => {
+      buf += c.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        // Anything else the child prints (--trace-gc and the like) goes to stderr.
+        if (line.startsWith('DAEMON ')) res(JSON.parse(line.slice(7)));
+        else process.stderr.write(line + '\n');
+      }
+    });
+    kid.once('exit', (code) => rej(new Error(`daemon child exited with ${code}`)));
+  });
+  return {
+    ...info, pid: kid.pid!,
+    rssMiB: () => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${kid.pid}/status`, 'utf8'))![1]) / 1024),
+    close: async () => { kid.stdin!.end(); await exited; },
+  };
+}
+
+async function embeddingsCall(url: string, path = '/v1/embeddings'): Promise<void> {
+  const fd = new FormData();
+  fd.append('image', new Blob([IMAGE]), 'image.jpg');
+  const res = await fetch(url + path, { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
+  if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+}
+
+/** CPU seconds per thread name (comm) of a process: main thread, workers, libuv pool, libvips, ORT pools. */
+function threadCpuSeconds(pid: number): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+      const f = st.slice(st.lastIndexOf(') ') + 2).split(' ');
+      const key = tid === String(pid) ? 'main' : name;
+      out.set(key, (out.get(key) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
+    } catch { /* thread gone */ }
+  }
+  return out;
+}
+
+/** `total` requests from `concurrency` clients; photos/s and the daemon's CPU ms per photo (its process only). */
+async function concurrentRun(d: DaemonProcess, path: string, concurrency: number, total: number) {
+  let next = 0;
+  const c0 = procCpuSeconds(d.pid);
+  const th0 = threadCpuSeconds(d.pid);
+  const b0 = process.cpuUsage();
+  const t = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await embeddingsCall(d.url, path); }));
+  const wall = (performance.now() - t) / 1000;
+  const b = process.cpuUsage(b0);
+  return {
+    rps: r3(total / wall),
+    daemon_cpu_ms_per_photo: r3(((procCpuSeconds(d.pid) - c0) * 1000) / total),
+    client_cpu_ms_per_photo: r3((b.user + b.system) / 1000 / total),
+    // Per thread name (main = the event loop); threads that ended during the run are not counted.
+    daemon_cpu_ms_per_photo_by_thread: Object.fromEntries([...threadCpuSeconds(d.pid)].map(([k, v]) => [k, r3(((v - (th0.get(k) ?? 0)) * 1000) / total)]).filter(([, v]) => (v as number) > 0.05)),
+  };
+}
+
+async function httpRun(modelsDir: string, layout: string) {
+  const d = await daemonProcess(modelsDir, layout);
+  try {
+    for (let i = 0; i < 5; i++) await embeddingsCall(d.url, '/v1/detect');
+    const detect = await timeIt(N, () => embeddingsCall(d.url, '/v1/detect'));
+    const embeddings = await timeIt(N, () => embeddingsCall(d.url));
+    const detect4 = await concurrentRun(d, '/v1/detect', 4, N * 2);
+    const embed4 = await concurrentRun(d, '/v1/embeddings', 4, N * 2);
+    return {
+      workers: d.workers, intra_op_threads: d.intra_op_threads, optimization: d.optimization,
+      detect: summary(detect),
+      embeddings: summary(embeddings),
+      detect_rps_concurrency4: detect4.rps,
+      embeddings_rps_concurrency4: embed4.rps,
+      embeddings_concurrency4_daemon_cpu_ms_per_photo: embed4.daemon_cpu_ms_per_photo,
+      embeddings_concurrency4_client_cpu_ms_per_photo: embed4.client_cpu_ms_per_photo,
+      daemon_rss_mib_after: d.rssMiB(),
+    };
+  } finally {
+    await d.close();
+  }
 }
 
 /** Child mode: the in-process pipeline with `threads` ORT threads; READY, then N embeddings after GO. */
 async function rawChild(modelsDir: string, threads: number): Promise<void> {
   const pack = await loadInstalledPack(modelsDir, values.pack!);
-  const settings = { providers: ['cpu' as const], deviceId: 0, intraOpThreads: threads, graphOptimization: 'auto' as const };
-  const det = (await tunedSession(pack.detector.path, settings, [1, 3, 512, 512])).session;
-  const rec = (await tunedSession(pack.recognizer.path, settings, [1, 3, 112, 112])).session;
+  const settings = { providers: ['cpu' as const], deviceId: 0, intraOpThreads: threads };
+  // The daemon's graph optimisation levels when given (a fair comparison: 'auto' picks by timing, which
+  // on a loaded box can differ between processes, and 'all' vs 'extended' changes a model's cost 2.5x).
+  const [dl, rl] = (values.levels ?? 'auto,auto').split(',') as ('auto' | 'extended' | 'all' | 'basic')[];
+  const detT = await tunedSession(pack.detector.path, { ...settings, graphOptimization: dl! }, [1, 3, 512, 512]);
+  const recT = await tunedSession(pack.recognizer.path, { ...settings, graphOptimization: rl! }, [1, 3, 112, 112]);
+  const det = detT.session, rec = recT.session;
   const pipeline = new FacePipeline({ detector: { spec: pack.detector, session: det }, recognizer: { spec: pack.recognizer, session: rec } });
   const profile = { input_sizes: SIZES, threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
   const one = () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'selected' });
   for (let i = 0; i < 3; i++) await one();
-  process.stdout.write('READY\n');
+  process.stdout.write(`READY ${detT.level} ${recT.level}\n`);
   // One round of N embeddings per "GO" line, until stdin closes.
   let pending = '';
   for await (const chunk of process.stdin) {
@@ -152,8 +242,8 @@ async function rawChild(modelsDir: string, threads: number): Promise<void> {
 }
 
 /** `processes` raw pipelines (children, models loaded once); `round()` runs N embeddings in each at once and returns photos/s. */
-async function rawPipelines(modelsDir: string, processes: number, threads: number): Promise<{ round: () => Promise<number>; cpuPerPhotoMs: () => number; close: () => void }> {
-  const kids = Array.from({ length: processes }, () => spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--raw-child', String(threads), '--models-dir', modelsDir, '--requests', String(N), '--pack', values.pack!], { stdio: ['pipe', 'pipe', 'inherit'] }));
+async function rawPipelines(modelsDir: string, processes: number, threads: number, pinned?: Record<string, string>): Promise<{ round: () => Promise<number>; cpuPerPhotoMs: () => number; byThread: () => Record<string, number>; levels: string[]; close: () => void }> {
+  const kids = Array.from({ length: processes }, () => spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--raw-child', String(threads), '--models-dir', modelsDir, '--requests', String(N), '--pack', values.pack!, ...(pinned ? ["--levels", `${pinned.detector},${pinned.recognizer}`] : [])], { stdio: ['pipe', 'pipe', 'inherit'] }));
   const lines = kids.map((k) => {
     let buf = '';
     const waiters: ((l: string) => void)[] = [];
@@ -168,23 +258,30 @@ async function rawPipelines(modelsDir: string, processes: number, threads: numbe
     });
     return () => new Promise<string>((r) => waiters.push(r));
   });
-  await Promise.all(lines.map((next) => next()));
-  const cpu = () => kids.reduce((a, k) => {
-    const f = readFileSync(`/proc/${k.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return a + (Number(f[11]) + Number(f[12])) / 100;
-  }, 0);
+  const levels = (await Promise.all(lines.map((next) => next()))).map((l) => l.replace(/^READY /, ''));
+  const cpu = () => kids.reduce((a, k) => a + procCpuSeconds(k.pid!), 0);
   let lastCpuPerPhotoMs = 0;
+  let lastByThread: Record<string, number> = {};
+  const threadTotals = () => {
+    const all = new Map<string, number>();
+    for (const k of kids) for (const [n, v] of threadCpuSeconds(k.pid!)) all.set(n, (all.get(n) ?? 0) + v);
+    return all;
+  };
   return {
     round: async () => {
       const done = lines.map((next) => next());
+      const th0 = threadTotals();
       const c0 = cpu();
       const t = performance.now();
       for (const k of kids) k.stdin!.write('GO\n');
       await Promise.all(done);
       lastCpuPerPhotoMs = r3(((cpu() - c0) * 1000) / (processes * N));
+      lastByThread = Object.fromEntries([...threadTotals()].map(([k, v]) => [k, r3(((v - (th0.get(k) ?? 0)) * 1000) / (processes * N))]).filter(([, v]) => (v as number) > 0.05));
       return r3((processes * N) / ((performance.now() - t) / 1000));
     },
     cpuPerPhotoMs: () => lastCpuPerPhotoMs,
+    byThread: () => lastByThread,
+    levels,
     close: () => { for (const k of kids) k.kill(); },
   };
 }
@@ -204,39 +301,19 @@ async function rawThroughput(modelsDir: string, processes: number, threads: numb
  * background load; the ratio is the median of the per-round ratios.
  */
 async function paired(modelsDir: string, rounds: number, threads: number) {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
-  const file = join(dir, 'server.toml');
-  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n`);
-  const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
-  await d.ready;
-  const raw = await rawPipelines(modelsDir, 2, threads);
-  const call = async () => {
-    const fd = new FormData();
-    fd.append('image', new Blob([IMAGE]), 'image.jpg');
-    const res = await fetch(d.url + '/v1/embeddings', { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
-    if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
-    await res.arrayBuffer();
-  };
-  let daemonCpuPerPhotoMs = 0;
-  const daemonRound = async () => {
-    let next = 0;
-    const c0 = process.cpuUsage();
-    const t = performance.now();
-    await Promise.all(Array.from({ length: 4 }, async () => { while (next++ < 2 * N) await call(); }));
-    const c = process.cpuUsage(c0);
-    // This process: the daemon (main thread, workers, libuv pool) and the 4 HTTP clients.
-    daemonCpuPerPhotoMs = r3((c.user + c.system) / 1000 / (2 * N));
-    return r3((2 * N) / ((performance.now() - t) / 1000));
-  };
-  for (let i = 0; i < 4; i++) await call();
-  const pairs: { daemon: number; raw: number; ratio: number; daemon_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number }[] = [];
+  const d = await daemonProcess(modelsDir, values['paired-layout']!);
+  const raw = await rawPipelines(modelsDir, 2, threads, d.optimization);
+  for (let i = 0; i < 4; i++) await embeddingsCall(d.url);
+  const pairs: { daemon: number; raw: number; ratio: number; daemon_cpu_ms_per_photo: number; client_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number; daemon_cpu_ms_per_photo_by_thread: Record<string, number>; raw_cpu_ms_per_photo_by_thread: Record<string, number> }[] = [];
   try {
     for (let r = 0; r < rounds; r++) {
-      const daemon = await daemonRound();
+      const daemon = await concurrentRun(d, '/v1/embeddings', 4, 2 * N);
       const rawRps = await raw.round();
       pairs.push({
-        daemon, raw: rawRps, ratio: r3(daemon / rawRps),
-        daemon_cpu_ms_per_photo: daemonCpuPerPhotoMs, raw_cpu_ms_per_photo: raw.cpuPerPhotoMs(), cpu_efficiency_ratio: r3(raw.cpuPerPhotoMs() / daemonCpuPerPhotoMs),
+        daemon: daemon.rps, raw: rawRps, ratio: r3(daemon.rps / rawRps),
+        daemon_cpu_ms_per_photo: daemon.daemon_cpu_ms_per_photo, client_cpu_ms_per_photo: daemon.client_cpu_ms_per_photo,
+        raw_cpu_ms_per_photo: raw.cpuPerPhotoMs(), cpu_efficiency_ratio: r3(raw.cpuPerPhotoMs() / daemon.daemon_cpu_ms_per_photo),
+        daemon_cpu_ms_per_photo_by_thread: daemon.daemon_cpu_ms_per_photo_by_thread, raw_cpu_ms_per_photo_by_thread: raw.byThread(),
       });
     }
   } finally {
@@ -246,9 +323,11 @@ async function paired(modelsDir: string, rounds: number, threads: number) {
   const ratios = pairs.map((p) => p.ratio);
   const eff = pairs.map((p) => p.cpu_efficiency_ratio);
   return {
-    raw_threads_per_process: threads, rounds: pairs, median_ratio: pct(ratios, 50), min_ratio: Math.min(...ratios), max_ratio: Math.max(...ratios),
-    // Raw CPU per photo / daemon CPU per photo: the throughput ratio the daemon would reach on an idle box
-    // where both keep every core busy; robust against other load, which wall-clock throughput is not.
+    daemon_layout: values['paired-layout'], raw_threads_per_process: threads, daemon_optimization: d.optimization, raw_optimization: raw.levels,
+    rounds: pairs, median_ratio: pct(ratios, 50), min_ratio: Math.min(...ratios), max_ratio: Math.max(...ratios),
+    // Raw CPU per photo / daemon CPU per photo (the daemon's process only, not the bench's HTTP clients):
+    // the throughput ratio the daemon would reach on an idle box where both keep every core busy; robust
+    // against other load, which wall-clock throughput is not.
     median_cpu_efficiency_ratio: pct(eff, 50),
   };
 }
@@ -257,16 +336,22 @@ if (values['raw-child']) {
   await rawChild(values['models-dir']!, Number(values['raw-child']));
   process.exit(0);
 }
+if (values['daemon-child']) {
+  await daemonChild(values['models-dir']!, values['daemon-child']);
+  process.exit(0);
+}
 
 const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-models-'));
 await installPack({ packId: values.pack!, modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
 const cores = cpus().length;
+if (values.only === 'paired') {
+  // Quick mode (profiling with --daemon-cpu-prof): only the paired daemon-vs-raw comparison, raw with 1 thread.
+  console.log(JSON.stringify(await paired(modelsDir, Number(values.rounds), 1), null, 2));
+  process.exit(0);
+}
 const floor = await rawFloor(modelsDir, cores);
 const layouts = [];
-for (const l of values.layouts!.split(',')) {
-  const m = /^(\d+)x(\d+)$/.exec(l);
-  layouts.push({ layout: l, ...(await httpRun(modelsDir, m ? Number(m[1]) : 'auto', m ? Number(m[2]) : 'auto')) });
-}
+for (const l of values.layouts!.split(',')) layouts.push({ layout: l, ...(await httpRun(modelsDir, l)) });
 const primary = layouts[0]!;
 const raw: Record<string, number> = {};
 for (const [p, t] of [[1, cores], [2, 1], [2, Math.min(2, cores)]] as const) raw[`${p}proc_x${t}threads`] = await rawThroughput(modelsDir, p, t);
