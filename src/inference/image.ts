@@ -76,6 +76,52 @@ export function sniffImageFormat(bytes: Uint8Array): ImageFormat | null {
   return null;
 }
 
+/**
+ * Stored (not EXIF-rotated) dimensions from the header bytes, without libvips: JPEG (first SOFn), PNG
+ * (IHDR), WebP (VP8 / VP8L / VP8X). Null when the header is not where it should be. Width x height,
+ * the longest side and the aspect ratio are the same whichever way the image is oriented, so a header
+ * that passes `checkShape` with these needs no sharp metadata call; a failing one is re-read by sharp
+ * (upright dimensions for the error details), and anything unparsable takes the sharp path too.
+ */
+export function headerDimensions(b: Uint8Array, format: ImageFormat): { width: number; height: number } | null {
+  const u16 = (i: number) => (b[i]! << 8) | b[i + 1]!;
+  const le16 = (i: number) => b[i]! | (b[i + 1]! << 8);
+  const le24 = (i: number) => b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16);
+  if (format === 'png') {
+    // Signature, then IHDR: length(4) "IHDR"(4) width(4 BE) height(4 BE).
+    if (b.length < 24 || b[12] !== 0x49 || b[13] !== 0x48 || b[14] !== 0x44 || b[15] !== 0x52) return null;
+    const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    return { width: dv.getUint32(16), height: dv.getUint32(20) };
+  }
+  if (format === 'webp') {
+    if (b.length < 30) return null;
+    const kind = String.fromCharCode(b[12]!, b[13]!, b[14]!, b[15]!);
+    if (kind === 'VP8 ' && b[23] === 0x9d && b[24] === 0x01 && b[25] === 0x2a) return { width: le16(26) & 0x3fff, height: le16(28) & 0x3fff };
+    if (kind === 'VP8L' && b[20] === 0x2f) {
+      const bits = b[21]! | (b[22]! << 8) | (b[23]! << 16) | (b[24]! << 24);
+      return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+    }
+    if (kind === 'VP8X') return { width: le24(24) + 1, height: le24(27) + 1 };
+    return null;
+  }
+  if (format !== 'jpeg') return null;
+  // Markers from SOI: every segment but SOI/EOI/RSTn/TEM has a 2-byte length; SOF0-15 except DHT (C4),
+  // JPG (C8) and DAC (CC) carry precision(1) height(2) width(2).
+  let i = 2;
+  while (i + 9 < b.length) {
+    if (b[i] !== 0xff) return null;
+    const m = b[i + 1]!;
+    if (m === 0xff) { i++; continue; }
+    if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { i += 2; continue; }
+    if (m === 0xd9 || m === 0xda) return null; // end of image or scan before any frame header
+    const len = u16(i + 2);
+    if (len < 2) return null;
+    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) return { width: u16(i + 7), height: u16(i + 5) };
+    i += 2 + len;
+  }
+  return null;
+}
+
 function undecodable(reason?: string): ApiError {
   return Errors.invalidImage('undecodable', reason);
 }
@@ -107,8 +153,24 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
     return { data: bmp.data, width: bmp.width, height: bmp.height, format };
   }
 
-  // 1) Header only: dimensions before any pixel is decoded. No pixel limit here, otherwise sharp
-  //    refuses with a bare error and we could not report the dimensions.
+  // 1) Header only: dimensions before any pixel is decoded. The header bytes first (no libvips call, no
+  //    hop to the thread pool: a measurable share of a request's CPU); sharp's metadata when they cannot
+  //    be read or the shape fails (the error then reports the upright dimensions, as before).
+  const stored = headerDimensions(bytes, format);
+  let shapeOk = false;
+  if (stored && stored.width > 0 && stored.height > 0) {
+    try {
+      checkShape(stored.width, stored.height, { ...limits, maxPixels });
+      shapeOk = true;
+    } catch { /* re-read below for the upright dimensions */ }
+  }
+  const dims = shapeOk ? stored! : await readShape(bytes, format, limits, maxPixels);
+  return decodePixels(bytes, format, limits, maxPixels, dims);
+}
+
+/** sharp's header read: upright dimensions, then the shape check (throws its 413 / 422). */
+async function readShape(bytes: Buffer, format: ImageFormat, limits: DecodeLimits, maxPixels: number): Promise<{ width: number; height: number }> {
+  // No pixel limit here, otherwise sharp refuses with a bare error and we could not report the dimensions.
   let width: number;
   let height: number;
   try {
@@ -125,7 +187,10 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
   }
   if (!(width > 0 && height > 0)) throw undecodable('missing dimensions');
   checkShape(width, height, { ...limits, maxPixels });
+  return { width, height };
+}
 
+async function decodePixels(bytes: Buffer, format: ImageFormat, limits: DecodeLimits, maxPixels: number, { width, height }: { width: number; height: number }): Promise<DecodedImage> {
   // 2) One pipeline: decode → orient → drop alpha → 8-bit sRGB → raw, stopped by sharp after timeoutMs.
   const timeoutSeconds = limits.timeoutMs === undefined ? 0 : Math.max(1, Math.ceil(limits.timeoutMs / 1000));
   try {

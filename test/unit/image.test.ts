@@ -3,7 +3,7 @@ import { encodeBmp24, FACES, oneBitPng } from '../helpers/shared.js';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
 import { ApiError, Messages } from '../../src/contract/errors.js';
-import { decodeImage, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
+import { decodeImage, headerDimensions, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
 
 const fixture = (p: string): Buffer => readFileSync(FACES + p);
 const LIMITS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000 };
@@ -349,4 +349,25 @@ test.serial('a decode running past the timeout is stopped: 422 invalid_image (de
   // Shape limits lifted so that only the time bound can stop the thin PNG.
   const e = await rejects(t, decodeImage(thinPng(), { ...LIMITS, maxSide: 1e9, maxAspectRatio: 1e9, timeoutMs: 1000 }), 422, 'invalid_image');
   t.deepEqual(e.details, { reason: 'decode_timeout', image_decode_timeout_seconds: 1 });
+});
+
+test('headerDimensions reads the stored size of JPEG (baseline, progressive, EXIF), PNG and WebP (lossy, alpha, lossless) as sharp does; a cut header is null', async (t) => {
+  const base = sharp({ create: { width: 333, height: 517, channels: 4, background: { r: 10, g: 200, b: 30, alpha: 0.5 } } });
+  const cases: [string, Buffer, 'jpeg' | 'png' | 'webp'][] = [
+    ['jpeg', await base.clone().jpeg().toBuffer(), 'jpeg'],
+    ['progressive jpeg', await base.clone().jpeg({ progressive: true }).toBuffer(), 'jpeg'],
+    ['jpeg with EXIF orientation 6', await base.clone().jpeg().withMetadata({ orientation: 6 }).toBuffer(), 'jpeg'],
+    ['png', await base.clone().png().toBuffer(), 'png'],
+    ['lossy webp', await base.clone().removeAlpha().webp().toBuffer(), 'webp'],
+    ['webp with alpha (VP8X)', await base.clone().webp().toBuffer(), 'webp'],
+    ['lossless webp', await base.clone().webp({ lossless: true }).toBuffer(), 'webp'],
+  ];
+  for (const [name, bytes, format] of cases) {
+    const meta = await sharp(bytes).metadata();
+    t.deepEqual(headerDimensions(bytes, format), { width: meta.width, height: meta.height }, name);
+    t.is(headerDimensions(bytes.subarray(0, 12), format), null, `${name} cut after 12 bytes`);
+  }
+  // The EXIF-rotated JPEG still decodes upright: the header size only gates the shape check.
+  const upright = await decodeImage(cases[2]![1], { maxBytes: 1e8, maxPixels: 1e8 });
+  t.deepEqual([upright.width, upright.height], [517, 333]);
 });
