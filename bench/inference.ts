@@ -124,6 +124,7 @@ interface DaemonProcess { url: string; pid: number; workers: number; intra_op_th
 async function daemonProcess(modelsDir: string, layout: string): Promise<DaemonProcess> {
   const prof = values['daemon-cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['daemon-cpu-prof'])] : [];
   if (process.env.BENCH_TRACE_GC) prof.push('--trace-gc');
+  if (process.env.BENCH_DAEMON_NODE_FLAGS) prof.push(...process.env.BENCH_DAEMON_NODE_FLAGS.split(' '));
   const kid = spawn(process.execPath, [...prof, ...process.execArgv, fileURLToPath(import.meta.url), '--daemon-child', layout, '--models-dir', modelsDir], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => kid.once('exit', () => r()));
   const info = await new Promise<Omit<DaemonProcess, 'pid' | 'rssMiB' | 'close'>>((res, rej) => {
