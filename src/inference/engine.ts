@@ -152,16 +152,24 @@ export class InferenceEngine {
    * Runs one analysis. An encoded image is decoded first, in the decode stage (libuv's pool, bounded by
    * shape and time) and outside the inference limiter; then the job waits (FIFO) for a free worker. Both
    * waits are left if `signal` aborts first.
+   *
+   * `request` may be a function (raw images only): it is called when a worker is free, so a live source
+   * (a monitor) hands over its newest frame then, not the one it had when it started waiting.
    */
-  async analyze(request: AnalyzeRequest, signal?: AbortSignal): Promise<AnalyzeResult> {
+  async analyze(request: AnalyzeRequest | (() => AnalyzeRequest), signal?: AbortSignal): Promise<AnalyzeResult> {
     if (this.closed) throw Errors.engineStopped();
     const observer = this.observer;
     const queued = performance.now();
     let waited = 0;
     let timings: AnalyzeResult['timings'] | null = null;
     try {
-      if (!('encoded' in request.image)) {
-        const result = await this.limiter.run(() => { waited = (performance.now() - queued) / 1000; return this.dispatch(request); }, signal);
+      if (typeof request === 'function' || !('encoded' in request.image)) {
+        const result = await this.limiter.run(() => {
+          waited = (performance.now() - queued) / 1000;
+          const r = typeof request === 'function' ? request() : request;
+          if ('encoded' in r.image) throw new Error('a deferred analysis request must carry a raw image');
+          return this.dispatch(r);
+        }, signal);
         timings = result.timings;
         return result;
       }

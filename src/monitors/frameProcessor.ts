@@ -12,7 +12,8 @@ import type { Detection, FaceKind } from './tracker.js';
 
 /** What the frame processor needs from the rest of the daemon (the shared engine, collections and search). */
 export interface FrameProcessorDeps {
-  analyze(request: AnalyzeRequest, signal: AbortSignal): Promise<AnalyzeResult>;
+  /** A function request is built when a worker is free (see InferenceEngine.analyze). */
+  analyze(request: AnalyzeRequest | (() => AnalyzeRequest), signal: AbortSignal): Promise<AnalyzeResult>;
   /** The collection, throwing 404 / 409 collection_model_mismatch like every model-bound use. */
   collection(id: string): CollectionT;
   identify(collection: CollectionT, embeddings: Float32Array[], threshold: number): (SearchMatch | null)[];
@@ -39,17 +40,25 @@ export function classifyFace(face: AnalyzedFace, match: SearchMatch | null, live
 export class FrameProcessor {
   constructor(private readonly deps: FrameProcessorDeps) {}
 
-  async process(frame: Frame, record: MonitorRecord, signal: AbortSignal): Promise<ProcessedFrame> {
+  /**
+   * `frame` may be a function: it is called when an inference worker is free and returns the frame to use
+   * then (the newest one), so a frame never ages in the queue for a worker. `frame` in the result is the
+   * one processed.
+   */
+  async process(frame: Frame | (() => Frame), record: MonitorRecord, signal: AbortSignal): Promise<ProcessedFrame & { frame: Frame }> {
     const { deps } = this;
     // Read per frame: a patch of the collection's threshold or detection profile applies at once.
     const collection = deps.collection(record.collection_id);
     const threshold = record.match_threshold ?? collection.default_threshold;
-    const r = await deps.analyze({
-      image: { raw: frame.data, width: frame.width, height: frame.height }, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
+    let used = typeof frame === 'function' ? null : frame;
+    const request = (f: Frame): AnalyzeRequest => ({
+      image: { raw: f.data, width: f.width, height: f.height }, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
       profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all',
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
-    }, signal);
-    if (signal.aborted) return { detections: [], threshold };
+    });
+    const r = await deps.analyze(typeof frame === 'function' ? () => request((used = frame())) : request(frame), signal);
+    if (!used) throw new Error('the frame callback was not called');
+    if (signal.aborted) return { detections: [], threshold, frame: used };
     // Faces without an embedding (blocked by normal-mode liveness) are never searched.
     const searchable = r.faces.filter((f) => f.embedding);
     const found = deps.identify(collection, searchable.map((f) => f.embedding!), threshold);
@@ -67,6 +76,6 @@ export class FrameProcessor {
         },
       };
     });
-    return { detections, threshold };
+    return { detections, threshold, frame: used };
   }
 }

@@ -21,6 +21,11 @@ export interface SessionDeps extends FrameProcessorDeps {
   events?: MonitorEventSink;
 }
 
+/** The later of two frames of one session (the reader's newest can only move forward, or be null). */
+function newer(latest: Frame | null, fallback: Frame): Frame {
+  return latest && latest.sequence > fallback.sequence ? latest : fallback;
+}
+
 export type MonitorStatus = 'starting' | 'running' | 'reconnecting' | 'degraded' | 'stopped' | 'error';
 
 /**
@@ -143,9 +148,11 @@ export class MonitorSession {
       const started = performance.now();
       this.activity.inferenceStarted(started);
       try {
-        const result = await this.processor.process(frame, this.record, this.abort.signal);
+        // The frame is picked when a worker is free: the newest by then, not the one that woke the loop
+        // (under load the wait for a worker would otherwise add to every event's delay).
+        const result = await this.processor.process(() => newer(this.reader.latest, frame), this.record, this.abort.signal);
         if (this.stopped) break;
-        this.activity.frameProcessed(frame.sequence, result, Date.now(), performance.now() - started, frame);
+        this.activity.frameProcessed(result.frame.sequence, result, Date.now(), performance.now() - started, result.frame);
         this.activity.clearError('inference');
       } catch (e) {
         if (this.stopped) break;

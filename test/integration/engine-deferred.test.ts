@@ -1,0 +1,39 @@
+import test from 'ava';
+import { readFileSync } from 'node:fs';
+import { InferenceEngine } from '../../src/inference/engine.js';
+import { decodeImage } from '../../src/inference/image.js';
+import type { AnalyzeRequest } from '../../src/inference/pipeline.js';
+import { loadInstalledPack } from '../../src/models/installed.js';
+import { modelsDirWith } from '../helpers/daemon.js';
+import { FACES } from '../helpers/shared.js';
+
+const profile = { input_sizes: [[96, 96], [512, 512]] as [number, number][], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
+const limits = { maxBytes: 1e8, maxPixels: 1e8 };
+
+// A monitor hands the engine a function: the frame is chosen when a worker is free, so it never ages in
+// the queue. With one worker busy, the function must not run until that job is done, and the result must
+// be that of the request the function returned.
+test('a deferred request is built only when a worker is free, and its request is the one analysed', async (t) => {
+  const modelsDir = await modelsDirWith('edge_s');
+  const pack = await loadInstalledPack(modelsDir, 'edge_s');
+  const engine = await InferenceEngine.start({ pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: 1, graphOptimization: 'extended', warmupSizes: profile.input_sizes });
+  t.teardown(() => engine.close());
+  const group = await decodeImage(readFileSync(`${FACES}groups/t1_friends.jpg`), limits);
+  const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
+  const raw = (img: typeof group): AnalyzeRequest => ({ image: { raw: img.data, width: img.width, height: img.height }, limits, profile, maxFaces: 100, embed: 'all' });
+
+  const events: string[] = [];
+  const first = engine.analyze(raw(group));
+  const deferred = engine.analyze(() => { events.push(`built, ${engine.stats().active} active`); return raw(single); });
+  await new Promise((r) => setImmediate(r));
+  t.deepEqual(events, [], 'not built while the only worker is busy');
+  const [a, b] = await Promise.all([first, deferred]);
+  // Built once, holding the slot the first job gave back (1 active: its own).
+  t.deepEqual(events, ['built, 1 active']);
+  t.deepEqual([a.width, a.height], [group.width, group.height]);
+  t.deepEqual([b.width, b.height], [single.width, single.height]);
+  t.true(b.faces.length >= 1 && b.faces.every((f) => f.embedding instanceof Float32Array));
+
+  // Encoded images cannot be deferred (they go through the decode stage first).
+  await t.throwsAsync(engine.analyze(() => ({ ...raw(single), image: { encoded: new Uint8Array([0xff, 0xd8, 0xff]) } })), { message: /raw image/ });
+});
