@@ -226,7 +226,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const startedScrapes = scrapes;
     void integrityOk.then((ok) => {
       if (!ok || closed) return;
-      startedScrapes.start();
+      void startedScrapes.start().catch((e: unknown) => log.error({ err: e }, "scrape runs could not be re-queued at start"));
       history.start();
       outbox.start();
       mqtt?.start();

@@ -47,7 +47,7 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
     switch (key) {
       case 'workspaces create': {
         if (!values.name) throw Errors.usageError('--name is required.');
-        const ws = store.create({
+        const ws = await store.create({
           id: values.id, name: values.name, monthlyItemQuota: values.quota === undefined ? null : quotaArg(values.quota),
           monthlyReviewQuota: values['review-quota'] === undefined ? null : quotaArg(values['review-quota']),
         });
@@ -56,41 +56,41 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
       }
       case 'workspaces list': {
         const period = billingPeriod(new Date());
-        const rows = store.list().map((w) => ({ ...w, usage: meter.snapshot(w.id, period) }));
+        const rows = await Promise.all((await store.list()).map(async (w) => ({ ...w, usage: await meter.snapshot(w.id, period) })));
         out(rows, rows.length ? rows.map((w) => `${w.id}\t${w.name}\tused ${w.usage.used}/${w.usage.quota} in ${period}\n`).join('') : 'no workspaces\n');
         return 0;
       }
       case 'workspaces set-quota': {
         const [id, quota] = rest;
         if (!id || quota === undefined) throw Errors.usageError('usage: vigil workspaces set-quota ID (ITEMS|default)');
-        const ws = store.setQuota(id, quotaArg(quota));
+        const ws = await store.setQuota(id, quotaArg(quota));
         out(ws, `workspace ${ws.id}: quota ${ws.monthly_item_quota ?? 'default'}\n`);
         return 0;
       }
       case 'workspaces set-review-quota': {
         const [id, quota] = rest;
         if (!id || quota === undefined) throw Errors.usageError('usage: vigil workspaces set-review-quota ID (REVIEWS|default)');
-        const ws = store.setReviewQuota(id, quotaArg(quota));
+        const ws = await store.setReviewQuota(id, quotaArg(quota));
         out(ws, `workspace ${ws.id}: review quota ${ws.monthly_review_quota ?? 'default'}\n`);
         return 0;
       }
       case 'keys create': {
         if (!values.workspace) throw Errors.usageError('--workspace is required.');
-        const { key: k, token } = store.createKey(values.workspace, values.label ?? '');
+        const { key: k, token } = await store.createKey(values.workspace, values.label ?? '');
         out({ ...k, token }, `${token}\n`);
         io.stderr.write(`key ${k.id} for workspace ${k.workspace_id}: shown once, store it now (only its hash is kept).\n`);
         return 0;
       }
       case 'keys list': {
-        if (values.workspace) store.require(values.workspace);
-        const keys = store.listKeys(values.workspace);
+        if (values.workspace) await store.require(values.workspace);
+        const keys = await store.listKeys(values.workspace);
         out(keys, keys.length ? keys.map((k) => `${k.id}\t${k.workspace_id}\t${k.prefix}…\t${k.revoked_at ? `revoked ${k.revoked_at}` : 'active'}\t${k.label}\n`).join('') : 'no keys\n');
         return 0;
       }
       case 'keys revoke': {
         const [id] = rest;
         if (!id) throw Errors.usageError('usage: vigil keys revoke KEY_ID');
-        const k = store.revokeKey(id);
+        const k = await store.revokeKey(id);
         out(k, `revoked ${k.id} (workspace ${k.workspace_id})\n`);
         return 0;
       }
