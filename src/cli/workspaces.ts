@@ -1,7 +1,11 @@
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../config/load.js';
 import { Errors } from '../contract/errors.js';
-import { openDatabase } from '../store/database.js';
+import { PgUsageMeter } from '../scrapers/pgRunStore.js';
+import { openDatabase, type OpenedDatabase } from '../store/database.js';
+import { migratePostgres, openPool } from '../store/postgres.js';
+import { PgWorkspaceStore } from '../workspaces/pgWorkspaceStore.js';
+import type { UsageReader, WorkspaceRepository } from '../workspaces/repository.js';
 import { billingPeriod, UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';
 
@@ -26,7 +30,11 @@ const quotaArg = (v: string): number | null => {
   return n;
 };
 
-/** `vigil workspaces …` and `vigil keys …`: administration straight on the SQLite file (works while the daemon runs). */
+/**
+ * `vigil workspaces …` and `vigil keys …`: administration straight on the store (works while the daemon
+ * runs): the SQLite file, or in fleet mode ([store] backend = "postgres") the shared PostgreSQL database,
+ * so a workspace or key created (or a key revoked) from any box applies to every box.
+ */
 export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: string[], io: CliIo = process): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv, allowPositionals: true,
@@ -38,10 +46,20 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
     return values.help ? 0 : 2;
   }
   const { config } = loadConfig(values.config);
-  const db = openDatabase(config.server.data_dir, undefined, { lock: false });
+  let db: OpenedDatabase | null = null;
+  let pool: ReturnType<typeof openPool> | null = null;
   try {
-    const store = new WorkspaceStore(db.db);
-    const meter = new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month);
+    let store: WorkspaceRepository, meter: UsageReader;
+    if (config.store.backend === 'postgres') {
+      pool = openPool({ url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: 2, applicationName: 'vigil-workspaces' });
+      await migratePostgres(pool);
+      store = new PgWorkspaceStore(pool, null, null);
+      meter = new PgUsageMeter(pool, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month);
+    } else {
+      db = openDatabase(config.server.data_dir, undefined, { lock: false });
+      store = new WorkspaceStore(db.db);
+      meter = new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month);
+    }
     const out = (json: unknown, text: string) => io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
     const key = `${group} ${action}`;
     switch (key) {
@@ -99,6 +117,7 @@ export async function runWorkspacesCommand(group: 'workspaces' | 'keys', argv: s
         return 2;
     }
   } finally {
-    db.close();
+    db?.close();
+    await pool?.end().catch(() => undefined);
   }
 }
