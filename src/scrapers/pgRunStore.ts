@@ -191,6 +191,14 @@ export class PgRunStore implements RunRepository {
       ORDER BY created_at DESC, id DESC LIMIT $4`, [workspaceId, anchor.created_at, anchor.id, limit])).rows;
   }
 
+  async unannounced(): Promise<RunRow[]> {
+    return (await pgQuery<RunRow>(this.pool, `SELECT ${RUN_COLS} FROM scrape_runs WHERE box_id = $1 AND announced_at IS NULL AND finished_at IS NOT NULL ORDER BY finished_at, id`, [this.boxId])).rows;
+  }
+
+  async markAnnounced(id: string): Promise<void> {
+    await pgQuery(this.pool, 'UPDATE scrape_runs SET announced_at = $1 WHERE id = $2 AND announced_at IS NULL', [new Date().toISOString(), id]);
+  }
+
   async cancelRequested(ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
     return (await pgQuery<{ id: string }>(this.pool, `SELECT id FROM scrape_runs WHERE id = ANY($1) AND cancel_requested_at IS NOT NULL AND status IN ${ACTIVE_SQL}`, [ids])).rows.map((r) => r.id);

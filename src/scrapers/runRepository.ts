@@ -31,6 +31,14 @@ export interface RunRepository {
   byId(id: string): Promise<RunRow | null>;
   get(workspaceId: string, id: string): Promise<RunRow>;
   list(workspaceId: string, limit: number, before?: string): Promise<RunRow[]>;
+  /**
+   * This box's finished runs whose webhook is not yet in its local outbox (fleet mode: the box stopped
+   * between the PostgreSQL commit and the outbox write); always empty in SQLite mode, where both are
+   * one transaction.
+   */
+  unannounced(): Promise<RunRow[]>;
+  /** Records that the run's webhook is in this box's outbox. */
+  markAnnounced(id: string): Promise<void>;
   /** Ids of this box's active runs with a cancel asked for (possibly on another box). */
   cancelRequested(ids: string[]): Promise<string[]>;
   active(): Promise<RunRow[]>;

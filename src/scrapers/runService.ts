@@ -51,7 +51,37 @@ export class ScrapeRunService {
    * these are this box's runs only (the box that accepted a run executes it).
    */
   async start(): Promise<void> {
+    void this.purge();
+    this.purgeTimer = setInterval(() => void this.purge(), 3600_000);
+    this.purgeTimer.unref();
+    // A cancel can be asked for on another box (fleet mode) or by another process: the running runs'
+    // rows are polled so the worker stops at its next upstream request wherever the cancel came from.
+    this.cancelTimer = setInterval(() => void this.pollCancels(), 1000);
+    this.cancelTimer.unref();
+    // Fleet mode with the database unreachable at start: recovery is retried until it can run.
+    for (;;) {
+      try {
+        await this.recover();
+        return;
+      } catch (e) {
+        if (this.closed) return;
+        this.log.warn({ err: e }, 'scrape runs could not be recovered at start (store unavailable); retrying in 5 s');
+        await new Promise((r) => setTimeout(r, 5000).unref());
+        if (this.closed) return;
+      }
+    }
+  }
+
+  private async recover(): Promise<void> {
+    // Fleet mode: runs this box finished in PostgreSQL whose webhook did not reach its local outbox
+    // (it stopped in between) are announced now: at least once, with the same webhook-id.
+    for (const row of await this.store.unannounced()) {
+      this.announce(row);
+      await this.store.markAnnounced(row.id);
+    }
+    const requeued: string[] = [];
     for (const run of await this.store.active()) {
+      if (this.queue.includes(run.id) || this.running.has(run.id)) continue;
       // A cancel asked for before the restart is honoured: the run delivered nothing that was kept.
       if (run.cancel_requested_at) {
         await this.finish(run.id, { status: 'cancelled', items: [], result: { sources: [], warnings: ['The run was cancelled while the service restarted; nothing was delivered.'], truncated_by_max_items: false, truncated_by_quota: false }, error: null });
@@ -63,16 +93,10 @@ export class ScrapeRunService {
         continue;
       }
       await this.store.requeue(run.id);
-      this.queue.push(run.id);
+      requeued.push(run.id);
     }
-    if (this.queue.length) this.log.info({ runs: this.queue.length }, 'scrape runs re-queued after restart');
-    void this.purge();
-    this.purgeTimer = setInterval(() => void this.purge(), 3600_000);
-    this.purgeTimer.unref();
-    // A cancel can be asked for on another box (fleet mode) or by another process: the running runs'
-    // rows are polled so the worker stops at its next upstream request wherever the cancel came from.
-    this.cancelTimer = setInterval(() => void this.pollCancels(), 1000);
-    this.cancelTimer.unref();
+    this.queue.push(...requeued);
+    if (requeued.length) this.log.info({ runs: requeued.length }, 'scrape runs re-queued after restart');
     this.pump();
   }
 
@@ -325,16 +349,23 @@ export class ScrapeRunService {
     this.log.info({ run_id: id, workspace_id: done.workspace_id, kind: done.kind, status: done.status, items: done.item_count, billed: done.billed_units }, 'scrape run finished');
   }
 
-  private async finish(id: string, f: RunFinish): Promise<RunRow> {
-    const done = await this.store.finish(id, f, (row) => {
-      for (const l of this.recordedListeners) {
-        try {
-          l(row);
-        } catch (e) {
-          this.log.error({ err: e, run_id: id }, 'a run-recorded listener failed');
-        }
+  private announce(row: RunRow): void {
+    for (const l of this.recordedListeners) {
+      try {
+        l(row);
+      } catch (e) {
+        this.log.error({ err: e, run_id: row.id }, 'a run-recorded listener failed');
       }
+    }
+  }
+
+  private async finish(id: string, f: RunFinish): Promise<RunRow> {
+    let announced = false;
+    const done = await this.store.finish(id, f, (row) => {
+      this.announce(row);
+      announced = true;
     });
+    if (announced) await this.store.markAnnounced(id).catch((e: unknown) => this.log.warn({ err: e, run_id: id }, 'the run webhook was queued but not marked; it may be sent again at the next start'));
     if (!isActive(done.status)) {
       const resource = await this.resource(done, false).catch(() => ({ run_id: done.id }) as Record<string, unknown>);
       for (const l of this.finishedListeners) {

@@ -211,6 +211,15 @@ export class RunStore implements RunRepository {
       .all(workspaceId, anchor.created_at, anchor.created_at, anchor.id, limit) as RunRow[];
   }
 
+  /** Empty: in SQLite the webhook is written in the transaction that finishes the run. */
+  async unannounced(): Promise<RunRow[]> {
+    return [];
+  }
+
+  async markAnnounced(): Promise<void> {
+    // Nothing to record (see unannounced).
+  }
+
   async cancelRequested(ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
     return this.db.prepare(`SELECT id FROM scrape_runs WHERE id IN (${ids.map(() => '?').join(', ')}) AND cancel_requested_at IS NOT NULL AND status IN ${ACTIVE_SQL}`).pluck().all(...ids) as string[];

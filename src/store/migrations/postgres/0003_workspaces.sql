@@ -1,8 +1,11 @@
 -- Fleet mode (issue 16): workspaces, their API keys, monthly usage, scrape runs with their items (the
 -- datasets) and the only_new seen-set in PostgreSQL, shared by every box. The same tables and columns as
 -- the SQLite migrations (0003, 0005, 0012, 0013), so one row shape serves both engines; timestamps stay
--- ISO-8601 text. One addition: scrape_runs.box_id, the box that accepted the run and executes it (it
--- re-queues its own unfinished runs after a restart and delivers their webhooks from its local outbox).
+-- ISO-8601 text. Two additions: scrape_runs.box_id, the box that accepted the run and executes it (it
+-- re-queues its own unfinished runs after a restart and delivers their webhooks from its local outbox),
+-- and scrape_runs.announced_at, set once that box has queued the run's webhook in its local outbox (the
+-- outbox is SQLite, so not in the finishing transaction): a run finished but not announced when the box
+-- stopped is announced at its next start, so a finished run never lacks its webhook (at least once).
 CREATE TABLE workspaces (
   id TEXT PRIMARY KEY,
   name TEXT NOT NULL,
@@ -44,8 +47,10 @@ CREATE TABLE scrape_runs (
   billed_reviews INTEGER NOT NULL DEFAULT 0 CHECK (billed_reviews >= 0),
   resume_at TEXT,
   cancel_requested_at TEXT,
-  box_id TEXT NOT NULL
+  box_id TEXT NOT NULL,
+  announced_at TEXT
 );
+CREATE INDEX scrape_runs_unannounced ON scrape_runs(box_id) WHERE announced_at IS NULL AND finished_at IS NOT NULL;
 CREATE INDEX scrape_runs_workspace ON scrape_runs(workspace_id, created_at DESC, id DESC);
 CREATE INDEX scrape_runs_active ON scrape_runs(box_id, status) WHERE status IN ('queued', 'running', 'waiting_for_rate_limit');
 CREATE INDEX scrape_runs_reserving ON scrape_runs(workspace_id, period) WHERE status IN ('queued', 'running', 'waiting_for_rate_limit');
