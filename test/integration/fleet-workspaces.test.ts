@@ -8,6 +8,8 @@ import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FakeReddit } from '../helpers/fakeReddit.js';
 import { startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { Sink } from '../helpers/shared.js';
+import { startReceiver } from '../helpers/webhookReceiver.js';
+import pgDriver from 'pg';
 
 /**
  * Fleet mode for workspaces, keys, usage and scrape runs: two real daemons (each its own data dir) on one
@@ -196,5 +198,45 @@ test.serial('vigil store migrate --to postgres copies workspaces, keys, usage an
     }
   } finally {
     await Promise.all([d.close(), fresh.close()]);
+  }
+});
+
+test.serial('a run finished in PostgreSQL whose webhook did not reach the box\'s outbox is announced at that box\'s next start (same webhook-id)', async (t) => {
+  const url = pg.createDatabase(`announce_${process.pid}`);
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-announce-'));
+  const toml = `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n[scrapers]\nfree_items_per_month = 100\n${reddit.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 0.5\n`;
+  const r = await startReceiver();
+  let box: TestDaemon | null = await startTestDaemon({ dir, toml, server: ['box_id = "hooks"'] });
+  try {
+    await box.runtime.workspaces.create({ id: 'hooks', name: 'hooks' });
+    const key = bearer((await box.runtime.workspaces.createKey('hooks')).token);
+    const created = await call(box, 'POST', '/workspaces/hooks/webhooks', { url: r.url }, key);
+    r.secret = created.json.secret;
+    const run = (await call(box, 'POST', '/workspaces/hooks/scrapers/forum/scrape', { community: 'typescript', max_items: 1 }, key)).json;
+    t.is(run.status, 'succeeded');
+    const delivered = async (n: number) => {
+      for (let i = 0; i < 300 && r.received.filter((m) => m.json.data.run_id === run.run_id).length < n; i++) await new Promise((res) => setTimeout(res, 50));
+      return r.received.filter((m) => m.json.data.run_id === run.run_id);
+    };
+    t.is((await delivered(1)).length, 1);
+    await box.close();
+    box = null;
+    // The box stopped after the finishing commit and before its outbox write: announced_at stayed NULL.
+    const client = new pgDriver.Client({ connectionString: url });
+    await client.connect();
+    try {
+      t.is((await client.query('SELECT announced_at FROM scrape_runs WHERE id = $1', [run.run_id])).rows[0].announced_at === null, false, 'marked once queued');
+      await client.query('UPDATE scrape_runs SET announced_at = NULL WHERE id = $1', [run.run_id]);
+    } finally {
+      await client.end();
+    }
+    box = await startTestDaemon({ dir, toml, server: ['box_id = "hooks"'] });
+    const msgs = await delivered(2);
+    t.is(msgs.length, 2, 'sent again at the next start');
+    t.deepEqual(msgs.map((m) => m.id), [`msg_${run.run_id}`, `msg_${run.run_id}`], 'with the same webhook-id, so a receiver de-duplicates');
+    t.is(r.rejected, 0);
+  } finally {
+    await box?.close();
+    await r.close();
   }
 });
