@@ -98,6 +98,12 @@ test.serial('a workspace and key made on A work on B; a run started on A is read
       }
       t.is(s, 401);
     }
+    // Retention runs on any box and applies to all: the items are gone, counts and billing stay.
+    t.is(await a.runtime.scrapes.store.purgeResults(new Date(Date.now() + 60_000)), 2);
+    const made2 = await a.runtime.workspaces.createKey('acme');
+    const purged = await call(b, 'GET', `/workspaces/acme/runs/${run.json.run_id}/items`, undefined, bearer(made2.token));
+    t.is(purged.status, 410);
+    t.is(purged.json.error.code, 'run_items_purged');
     const list = new Sink();
     await runWorkspacesCommand('workspaces', ['list', '--config', config, '--json'], { stdout: list, stderr: new Sink() });
     t.like(JSON.parse(list.text)[0], { id: 'acme', usage: { used: 5 } });
