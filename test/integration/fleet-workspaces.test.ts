@@ -246,3 +246,27 @@ test.serial('a run finished in PostgreSQL whose webhook did not reach the box\'s
     await r.close();
   }
 });
+
+test.serial('a cancel asked on box B stops the run box A executes, which bills only what it delivered', async (t) => {
+  const { a, b, close } = await fleet();
+  reddit.latencyMs = 250;
+  try {
+    await a.runtime.workspaces.create({ id: 'cancel', name: 'cancel' });
+    const token = (await a.runtime.workspaces.createKey('cancel')).token;
+    const start = reddit.requests.length;
+    const run = await call(a, 'POST', '/workspaces/cancel/scrapers/forum/runs', { community: 'typescript', max_items: 50 }, bearer(token));
+    t.is(run.status, 202);
+    for (let i = 0; i < 400 && !reddit.requests.slice(start).some((r) => r.path.startsWith('/comments/')); i++) await new Promise((r) => setTimeout(r, 25));
+    const asked = await call(b, 'POST', `/workspaces/cancel/runs/${run.json.run_id}/cancel`, undefined, bearer(token));
+    t.is(asked.status, 202);
+    t.true(asked.json.cancel_requested, 'recorded in PostgreSQL by B');
+    const done = await final(b, `/workspaces/cancel/runs/${run.json.run_id}`, token);
+    t.is(done.status, 'cancelled');
+    t.true(done.items.length < 50);
+    t.is(done.billing.billed_units, done.items.length);
+    t.like((await call(b, 'GET', '/workspaces/cancel/usage', undefined, bearer(token))).json, { used: done.items.length, reserved: 0 });
+  } finally {
+    reddit.latencyMs = 0;
+    await close();
+  }
+});
