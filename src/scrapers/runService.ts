@@ -339,7 +339,7 @@ export class ScrapeRunService {
       } catch (e) {
         // Fleet mode: the database went away as the run ended. Billing must stay exact, so the result is
         // kept in memory and the finish retried until it commits (or the box stops: the run is re-run).
-        if (this.closed || attempt >= 60) {
+        if (this.closed || attempt >= 60 || !(isApiError(e) && e.code === 'store_unavailable')) {
           this.log.error({ err: e, run_id: id }, 'a finished scrape run could not be stored; it is re-run at the next start');
           return;
         }
