@@ -140,6 +140,18 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         // An unreachable database at startup: the box serves its replica (degraded) and the follower retries.
         if (!isConnectionError(e)) throw e;
         log.warn({ err: e }, 'fleet: the gallery database is unreachable at startup; serving the local replica');
+        // The migrations (new tables of this version included) are applied as soon as it is reachable.
+        let trying = false;
+        const retry = setInterval(() => {
+          if (pool.ended) return clearInterval(retry);
+          if (trying) return;
+          trying = true;
+          void migratePostgres(pool).finally(() => { trying = false; }).then((n) => {
+            clearInterval(retry);
+            if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
+          }, (err: unknown) => { if (!isConnectionError(err)) { clearInterval(retry); log.error({ err }, 'fleet: PostgreSQL migrations failed'); } });
+        }, 5000);
+        retry.unref();
       }
       let follower: GalleryFollower | null = null;
       const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));

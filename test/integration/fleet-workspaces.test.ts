@@ -270,3 +270,26 @@ test.serial('a cancel asked on box B stops the run box A executes, which bills o
     await close();
   }
 });
+
+test.serial('a box started while the database is down applies the migrations once it is back (workspaces then work)', async (t) => {
+  const url = pg.createDatabase(`latemigrate_${process.pid}`);
+  pg.stopServer();
+  let box: TestDaemon | null = null;
+  try {
+    box = await startTestDaemon({ server: ['box_id = "late"'], toml: `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\nfollow_interval_seconds = 0.5\n` });
+  } finally {
+    pg.startServer();
+  }
+  try {
+    let made: unknown = null;
+    for (let i = 0; i < 150 && !made; i++) {
+      made = await box.runtime.workspaces.create({ id: 'late', name: 'late' }).catch(() => null);
+      if (!made) await new Promise((r) => setTimeout(r, 100));
+    }
+    t.like(made, { id: 'late' });
+    const token = (await box.runtime.workspaces.createKey('late')).token;
+    t.is((await call(box, 'GET', '/workspaces/late/usage', undefined, bearer(token))).status, 200);
+  } finally {
+    await box?.close();
+  }
+});
