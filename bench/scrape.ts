@@ -41,8 +41,8 @@ async function daemon(modelsDir: string, scraperToml: string): Promise<{ d: Daem
     '[scrapers]', 'free_items_per_month = 100000000', 'max_queued_runs = 1000', scraperToml].join('\n'));
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
   await d.ready;
-  d.runtime.workspaces.create({ id: 'bench', name: 'bench' });
-  return { d, token: d.runtime.workspaces.createKey('bench').token };
+  await d.runtime.workspaces.create({ id: 'bench', name: 'bench' });
+  return { d, token: (await d.runtime.workspaces.createKey('bench')).token };
 }
 
 const FORUM = { community: 'typescript', max_items: 100 };

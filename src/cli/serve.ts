@@ -39,11 +39,14 @@ import { CursorCodec } from '../store/cursors.js';
 import { errnoReason, openDatabase } from '../store/database.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { RunStore } from '../scrapers/runStore.js';
+import { PgRunStore } from '../scrapers/pgRunStore.js';
+import type { RunRepository } from '../scrapers/runRepository.js';
 import { RunWebhooks } from '../scrapers/runWebhooks.js';
 import { ScrapeRunService } from '../scrapers/runService.js';
 import { ScrapeWorker } from '../scrapers/scrapeWorker.js';
 import { UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';
+import { PgWorkspaceStore } from '../workspaces/pgWorkspaceStore.js';
 import { CredentialCipher } from '../monitors/credentialCipher.js';
 import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
@@ -125,7 +128,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const cursors = CursorCodec.open(config.server.data_dir);
     // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
     const boxId = config.server.box_id ?? hostname();
-    let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool } | null = null;
+    let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool; pgOptions: PgOptions } | null = null;
     if (config.store.backend === 'postgres') {
       const pgOptions: PgOptions = { url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: config.store.pool_size, applicationName: `vigil:${boxId}` };
       const pool = openPool(pgOptions);
@@ -137,11 +140,23 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         // An unreachable database at startup: the box serves its replica (degraded) and the follower retries.
         if (!isConnectionError(e)) throw e;
         log.warn({ err: e }, 'fleet: the gallery database is unreachable at startup; serving the local replica');
+        // The migrations (new tables of this version included) are applied as soon as it is reachable.
+        let trying = false;
+        const retry = setInterval(() => {
+          if (pool.ended) return clearInterval(retry);
+          if (trying) return;
+          trying = true;
+          void migratePostgres(pool).finally(() => { trying = false; }).then((n) => {
+            clearInterval(retry);
+            if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
+          }, (err: unknown) => { if (!isConnectionError(err)) { clearInterval(retry); log.error({ err }, 'fleet: PostgreSQL migrations failed'); } });
+        }, 5000);
+        retry.unref();
       }
       let follower: GalleryFollower | null = null;
       const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));
       follower = new GalleryFollower(gallery, store, indexes, pgOptions, { intervalMs: config.store.follow_interval_seconds * 1000 }, log);
-      fleet = { gallery, follower, pool };
+      fleet = { gallery, follower, pool, pgOptions };
     }
     const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
@@ -195,7 +210,13 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     });
     const webhooks = new WebhookService(webhookStore, outbox, cursors, { allowHttp: wh.allow_http });
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
-    const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
+    // Fleet mode: workspaces, keys, usage and runs in PostgreSQL (shared, metered fleet-wide); else SQLite.
+    const sc = config.scrapers;
+    const runStore: RunRepository = fleet
+      ? new PgRunStore(fleet.pool, boxId, sc.free_items_per_month, sc.free_reviews_per_month, sc.seen_items_per_kind)
+      : new RunStore(db.db, new UsageMeter(db.db, sc.free_items_per_month, sc.free_reviews_per_month), sc.seen_items_per_kind);
+    const workspaces = fleet ? new PgWorkspaceStore(fleet.pool, fleet.pgOptions, log) : new WorkspaceStore(db.db);
+    if (workspaces instanceof PgWorkspaceStore) workspaces.listen();
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
     // Run webhooks: each finished run is queued in the shared outbox for its own workspace's endpoints.
     const runWebhooks = new RunWebhooks(outbox);
@@ -203,7 +224,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
       loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes, fleet?.gallery ?? null),
-      liveness: livenessManager, monitors, workspaces: new WorkspaceStore(db.db), scrapes, events, webhooks,
+      liveness: livenessManager, monitors, workspaces, scrapes, events, webhooks,
       fleet: fleet ? { boxId, follower: fleet.follower } : null,
     };
     metrics.attach(runtime);
@@ -226,7 +247,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const startedScrapes = scrapes;
     void integrityOk.then((ok) => {
       if (!ok || closed) return;
-      startedScrapes.start();
+      void startedScrapes.start().catch((e: unknown) => log.error({ err: e }, "scrape runs could not be re-queued at start"));
       history.start();
       outbox.start();
       mqtt?.start();
@@ -294,6 +315,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await Promise.all([outbox.close(), mqtt?.close()]);
       await engine?.close();
       await fleet?.follower.close();
+      if (workspaces instanceof PgWorkspaceStore) await workspaces.close();
       await fleet?.pool.end().catch(() => undefined);
       await indexes.close();
       db.close();

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { CollectionStore } from '../collections/collectionStore.js';
@@ -10,9 +11,10 @@ import type { CliIo } from './workspaces.js';
 
 const USAGE = `Usage:
   vigil store migrate --to postgres [--url postgres://…] [--config FILE] [--json]
-      copies this box's gallery (collections, persons, faces with embeddings and crops) from its SQLite file
+      copies this box's gallery (collections, persons, faces with embeddings and crops) and its workspaces
+      (API keys, monthly usage, the only_new seen-sets, scrape runs with their items) from its SQLite file
       into PostgreSQL, keeping every id and sequence number, then verifies row counts and checksums on both
-      sides. Stop the daemon first (the data directory is locked). The password comes from
+      sides. Runs move with this box's box_id (it executes the unfinished ones after its restart). Stop the daemon first (the data directory is locked). The password comes from
       VIGIL_STORE_PASSWORD or [store] password_file. Then set [store] backend = "postgres" and start it.
 `;
 
@@ -26,6 +28,26 @@ const TABLES = {
     'model_id', 'model_digest', 'preprocessing_version', 'embedding_source', 'embedding_contract_id', 'crop_image', 'crop_media_type', 'liveness_json', 'created_at'],
 } as const;
 type Table = keyof typeof TABLES;
+
+/** The workspace tables, copied beside the gallery; checked by sorted canonical lines (collation-independent). */
+const WS_TABLES = {
+  workspaces: ['id', 'name', 'monthly_item_quota', 'monthly_review_quota', 'created_at'],
+  workspace_keys: ['id', 'workspace_id', 'label', 'prefix', 'digest', 'created_at', 'last_used_at', 'revoked_at'],
+  usage_monthly: ['workspace_id', 'period', 'kind', 'units', 'runs', 'review_units'],
+  scrape_seen_items: ['workspace_id', 'kind', 'item_key', 'seen_at'],
+  scrape_runs: ['id', 'workspace_id', 'kind', 'status', 'request_json', 'period', 'reserved_units', 'billed_units', 'reserved_reviews', 'billed_reviews', 'item_count', 'attempts',
+    'result_json', 'result_purged_at', 'error_json', 'created_at', 'started_at', 'finished_at', 'resume_at', 'cancel_requested_at'],
+  scrape_items: ['run_id', 'seq', 'item_key', 'item_json'],
+} as const;
+type WsTable = keyof typeof WS_TABLES;
+const wsFilter = (t: WsTable) => (t === 'workspaces' ? 'id' : t === 'scrape_items' ? 'run_id IN (SELECT id FROM scrape_runs WHERE workspace_id' : 'workspace_id');
+
+function wsDigest(t: WsTable, rows: Record<string, unknown>[]): { rows: number; sha256: string } {
+  const lines = rows.map((r) => JSON.stringify(WS_TABLES[t].map((k) => { const v = r[k]; return Buffer.isBuffer(v) ? v.toString('base64') : v ?? null; }))).sort();
+  const d = new Digest();
+  for (const l of lines) d.add(l);
+  return { rows: d.count, sha256: d.hex() };
+}
 
 /** One canonical line per row (columns in a fixed order, BLOBs as base64): the same text on both engines. */
 function canonical(table: Table, row: Record<string, unknown>): string {
@@ -80,6 +102,10 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
     const local = {} as Record<Table, Record<string, unknown>[]>;
     for (const table of Object.keys(TABLES) as Table[]) local[table] = store.allRows(table);
     const ids = local.collections.map((c) => c.id as string);
+    const wsLocal = {} as Record<WsTable, Record<string, unknown>[]>;
+    for (const t of Object.keys(WS_TABLES) as WsTable[]) wsLocal[t] = db.db.prepare(`SELECT ${WS_TABLES[t].join(', ')} FROM ${t}`).all() as Record<string, unknown>[];
+    const wsIds = wsLocal.workspaces.map((w) => w.id as string);
+    const boxId = config.server.box_id ?? hostname();
     const t0 = performance.now();
     await withTransaction(pool, async (c) => {
       const clash = (await c.query<{ id: string }>('SELECT id FROM collections WHERE id = ANY($1)', [ids])).rows.map((r) => r.id);
@@ -91,8 +117,10 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
         const f = await c.query('SELECT 1 FROM face_samples WHERE seq = ANY($1) LIMIT 1', [local.face_samples.map((r) => r.seq)]);
         if (p.rowCount || f.rowCount) throw Errors.usageError('PostgreSQL already holds rows with this box\'s sequence numbers (another box was migrated into it): migrate one box, then let the others follow.');
       }
-      const insert = async (table: Table, rows: Record<string, unknown>[], extra: Record<string, unknown> = {}) => {
-        const cols = [...TABLES[table].filter((k) => !(k in extra) && !(table === 'collections' && (k === 'person_count' || k === 'face_count'))), ...Object.keys(extra)];
+      const wsClash = (await c.query<{ id: string }>('SELECT id FROM workspaces WHERE id = ANY($1)', [wsIds])).rows.map((r) => r.id);
+      if (wsClash.length) throw Errors.usageError(`PostgreSQL already has workspace(s) ${wsClash.join(', ')}: nothing was copied.`);
+      const insert = async (table: Table | WsTable, rows: Record<string, unknown>[], extra: Record<string, unknown> = {}) => {
+        const cols = [...(table in TABLES ? TABLES[table as Table] : WS_TABLES[table as WsTable]).filter((k) => !(k in extra) && !(table === 'collections' && (k === 'person_count' || k === 'face_count'))), ...Object.keys(extra)];
         for (let i = 0; i < rows.length; i += 500) {
           const chunk = rows.slice(i, i + 500);
           const params: unknown[] = [];
@@ -107,6 +135,7 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
       await c.query("SELECT setval(pg_get_serial_sequence('persons', 'seq'), greatest((SELECT max(seq) FROM persons), 1))");
       await c.query("SELECT setval(pg_get_serial_sequence('face_samples', 'seq'), greatest((SELECT max(seq) FROM face_samples), 1))");
       await c.query("SELECT pg_notify('vigil_gallery', id) FROM collections WHERE id = ANY($1)", [ids]);
+      for (const t of Object.keys(WS_TABLES) as WsTable[]) await insert(t, wsLocal[t], t === 'scrape_runs' ? { box_id: boxId } : {});
     });
     const copyMs = performance.now() - t0;
     const sqlite = {} as Record<Table, { rows: number; sha256: string }>;
@@ -115,13 +144,20 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
       for (const r of local[table]) d.add(canonical(table, r));
       sqlite[table] = { rows: d.count, sha256: d.hex() };
     }
-    const postgres = await pgDigests(pool, ids);
-    const ok = (Object.keys(TABLES) as Table[]).every((t) => sqlite[t].rows === postgres[t].rows && sqlite[t].sha256 === postgres[t].sha256);
+    const postgres: Record<string, { rows: number; sha256: string }> = await pgDigests(pool, ids);
+    for (const t of Object.keys(WS_TABLES) as WsTable[]) {
+      (sqlite as Record<string, { rows: number; sha256: string }>)[t] = wsDigest(t, wsLocal[t]);
+      const f = wsFilter(t);
+      const sql = `SELECT ${WS_TABLES[t].join(', ')} FROM ${t} WHERE ${f} = ANY($1)${t === 'scrape_items' ? ')' : ''}`;
+      postgres[t] = wsDigest(t, (await pool.query(sql, [wsIds])).rows as Record<string, unknown>[]);
+    }
+    const all = Object.keys(sqlite) as (keyof typeof sqlite)[];
+    const ok = all.every((t) => sqlite[t].rows === postgres[t]!.rows && sqlite[t].sha256 === postgres[t]!.sha256);
     const report = { ok, copy_ms: Math.round(copyMs), sqlite, postgres };
     if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
     else {
-      for (const t of Object.keys(TABLES) as Table[]) {
-        io.stdout.write(`${t.padEnd(13)} sqlite ${String(sqlite[t].rows).padStart(8)} rows ${sqlite[t].sha256.slice(0, 16)}  postgres ${String(postgres[t].rows).padStart(8)} rows ${postgres[t].sha256.slice(0, 16)}  ${sqlite[t].sha256 === postgres[t].sha256 && sqlite[t].rows === postgres[t].rows ? 'match' : 'MISMATCH'}\n`);
+      for (const t of all) {
+        io.stdout.write(`${t.padEnd(17)} sqlite ${String(sqlite[t].rows).padStart(8)} rows ${sqlite[t].sha256.slice(0, 16)}  postgres ${String(postgres[t]!.rows).padStart(8)} rows ${postgres[t]!.sha256.slice(0, 16)}  ${sqlite[t].sha256 === postgres[t]!.sha256 && sqlite[t].rows === postgres[t]!.rows ? 'match' : 'MISMATCH'}\n`);
       }
       io.stdout.write(ok ? `copied and verified in ${Math.round(copyMs)} ms; set [store] backend = "postgres" and start the daemon\n` : 'verification FAILED\n');
     }

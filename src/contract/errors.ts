@@ -241,8 +241,8 @@ export const Errors = {
     (collectionId: string, reason: string | { revision: number }) => typeof reason === 'string'
       ? { message: 'The search index of this collection could not be built.', details: { collection_id: collectionId, reason } }
       : { message: 'The write was saved but the search index could not be updated; it will be rebuilt on next use.', details: { write_committed: true, collection_id: collectionId, revision: reason.revision } }),
-  storeUnavailable: api('store_unavailable', 503, 'Fleet mode: the shared PostgreSQL gallery cannot be reached, so the write was not made (search and monitors keep working from this box\'s replica); retry when health is ok again.',
-    (reason: string) => ({ message: 'The shared gallery database is unreachable: nothing was written. Search keeps working from this box\'s copy; retry shortly.', details: { write_committed: false, reason } })),
+  storeUnavailable: api('store_unavailable', 503, 'Fleet mode: the shared PostgreSQL database cannot be reached, so nothing was written (search and monitors keep working from this box\'s replica; workspace, key and scrape-run calls need the database); retry when health is ok again.',
+    (reason: string) => ({ message: 'The shared database is unreachable: nothing was written. Search keeps working from this box\'s copy; workspace and scrape calls need the database. Retry shortly.', details: { write_committed: false, reason } })),
   personExists: api('person_exists', 409, 'A person with this id (or external_id) exists in the collection.',
     (by: { id: string } | { externalId: string }) => 'id' in by
       ? { message: `Person ${q(by.id)} already exists in this collection.`, details: { person_id: by.id } }

@@ -18,7 +18,7 @@ export function inProcessBackend(scrapes: ScrapeRunService, workspaceId: string)
       return scrapes.view(workspaceId, runId);
     },
     async runItems(runId, cursor, limit) {
-      return { ...scrapes.items(workspaceId, runId, cursor, limit) };
+      return { ...(await scrapes.items(workspaceId, runId, cursor, limit)) };
     },
     async cancelRun(runId) {
       return scrapes.cancel(workspaceId, runId);
@@ -34,7 +34,7 @@ export function mountMcp(router: Router<AppState>, rt: Runtime): void {
   const maxBytes = rt.loaded.config.server.max_request_bytes;
   router.post('/mcp', async (koaCtx) => {
     const ctx = koaCtx as unknown as AppContext;
-    const workspaceId = workspaceOf(rt.workspaces, ctx.get('Authorization') || undefined);
+    const workspaceId = await workspaceOf(rt.workspaces, ctx.get('Authorization') || undefined);
     const body = await readJson(ctx, z.unknown(), maxBytes);
     const server = createMcpServer(inProcessBackend(rt.scrapes, workspaceId), rt.loaded.config.scrapers.mcp_tool_names);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -17,7 +17,7 @@ import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
 import type { VigilMetrics } from './metrics.js';
 import type { ScrapeRunService } from '../scrapers/runService.js';
-import type { WorkspaceStore } from '../workspaces/workspaceStore.js';
+import type { WorkspaceRepository } from '../workspaces/repository.js';
 import type { EventService } from '../events/eventService.js';
 import type { WebhookService } from '../webhooks/webhookService.js';
 import type { GalleryFollower } from '../collections/fleetFollower.js';
@@ -59,7 +59,7 @@ export interface Runtime {
   liveness: LivenessManager;
   monitors: MonitorManager;
   startedAt: Date;
-  workspaces: WorkspaceStore;
+  workspaces: WorkspaceRepository;
   scrapes: ScrapeRunService;
   /** The durable event history and its outputs' status. */
   events: EventService;

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { z } from 'zod';
-import type { RunRow, RunStore } from './runStore.js';
+import type { RunRepository } from './runRepository.js';
+import type { RunRow } from './runStore.js';
 
 export const EXPORT_FORMATS = ['json', 'jsonl', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -64,20 +65,20 @@ export function csvCell(v: unknown): string {
 export const csvRow = (cells: unknown[]): string => `${cells.map(csvCell).join(',')}\r\n`;
 
 /** The chunks of an export, produced batch by batch from SQLite as the consumer reads them. */
-function* chunks(store: RunStore, run: RunRow, schema: z.ZodType, format: ExportFormat): Generator<string> {
+async function* chunks(store: RunRepository, run: RunRow, schema: z.ZodType, format: ExportFormat): AsyncGenerator<string> {
   if (format === 'csv') {
     const columns = csvColumns(schema);
     yield csvRow(columns);
-    for (const batch of store.itemJsonBatches(run.id)) yield batch.map((json) => { const item = JSON.parse(json) as unknown; return csvRow(columns.map((c) => valueAt(item, c))); }).join('');
+    for await (const batch of store.itemJsonBatches(run.id)) yield batch.map((json) => { const item = JSON.parse(json) as unknown; return csvRow(columns.map((c) => valueAt(item, c))); }).join('');
     return;
   }
   if (format === 'jsonl') {
-    for (const batch of store.itemJsonBatches(run.id)) yield batch.map((json) => `${json}\n`).join('');
+    for await (const batch of store.itemJsonBatches(run.id)) yield batch.map((json) => `${json}\n`).join('');
     return;
   }
   let first = true;
   yield '[';
-  for (const batch of store.itemJsonBatches(run.id)) {
+  for await (const batch of store.itemJsonBatches(run.id)) {
     yield `${first ? '' : ','}${batch.join(',')}`;
     first = false;
   }
@@ -89,6 +90,6 @@ function* chunks(store: RunStore, run: RunRow, schema: z.ZodType, format: Export
  * the client has taken the previous ones (the stream's back-pressure), so a large run is never held
  * in memory whole.
  */
-export function datasetExport(store: RunStore, run: RunRow, schema: z.ZodType, format: ExportFormat): { stream: Readable; contentType: string; filename: string } {
+export function datasetExport(store: RunRepository, run: RunRow, schema: z.ZodType, format: ExportFormat): { stream: Readable; contentType: string; filename: string } {
   return { stream: Readable.from(chunks(store, run, schema, format), { objectMode: false }), contentType: CONTENT_TYPES[format], filename: `${run.id}.${format}` };
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../store/database.js';
+import type { UsageReader } from './repository.js';
 
 /** The billing period of an instant: the UTC calendar month, "YYYY-MM". */
 export const billingPeriod = (at: Date): string => at.toISOString().slice(0, 7);
@@ -26,17 +27,26 @@ export interface UsageSnapshot {
  * Monthly usage per workspace: one returned item is one unit; one delivered review is one review unit. Reading and reserving happen inside the
  * caller's write transaction (RunStore), so two concurrent runs can never both take the last units.
  */
-export class UsageMeter {
+export class UsageMeter implements UsageReader {
   constructor(private readonly db: Db, private readonly defaultQuota: number, private readonly defaultReviewQuota = 0) {}
 
+  async quotas(workspaceId: string): Promise<{ items: number; reviews: number }> {
+    return this.quotasSync(workspaceId);
+  }
+
+  async snapshot(workspaceId: string, period: string): Promise<UsageSnapshot> {
+    return this.snapshotSync(workspaceId, period);
+  }
+
   /** Items and reviews per month: the workspace's overrides, else the deployment defaults. */
-  quotas(workspaceId: string): { items: number; reviews: number } {
+  quotasSync(workspaceId: string): { items: number; reviews: number } {
     const row = this.db.prepare('SELECT monthly_item_quota AS q, monthly_review_quota AS r FROM workspaces WHERE id = ?').get(workspaceId) as { q: number | null; r: number | null } | undefined;
     return { items: row?.q ?? this.defaultQuota, reviews: row?.r ?? this.defaultReviewQuota };
   }
 
-  snapshot(workspaceId: string, period: string): UsageSnapshot {
-    const { items: quota, reviews: reviewQuota } = this.quotas(workspaceId);
+  /** The snapshot inside the caller's SQLite transaction (RunStore.create reserves from it). */
+  snapshotSync(workspaceId: string, period: string): UsageSnapshot {
+    const { items: quota, reviews: reviewQuota } = this.quotasSync(workspaceId);
     const rows = this.db.prepare('SELECT kind, units, runs, review_units FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind').all(workspaceId, period) as
       { kind: string; units: number; runs: number; review_units: number }[];
     const used = rows.reduce((s, r) => s + r.units, 0);

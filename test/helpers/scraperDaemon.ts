@@ -18,8 +18,8 @@ export async function startScraperDaemon(o: { workspaces: string[]; scrapers: st
   const d = await startTestDaemon({ toml: `[scrapers]\n${o.scrapers}\n${reddit.toml()}\n${maps.toml()}${o.toml ? `\n${o.toml}` : ''}` });
   const keys: Record<string, string> = {};
   for (const id of o.workspaces) {
-    d.runtime.workspaces.create({ id, name: id });
-    keys[id] = d.runtime.workspaces.createKey(id).token;
+    await d.runtime.workspaces.create({ id, name: id });
+    keys[id] = (await d.runtime.workspaces.createKey(id)).token;
   }
   return {
     d, reddit, maps, keys,

@@ -16,9 +16,9 @@ test.after.always(async () => {
 });
 
 let xKey: string | null = null;
-function workspaceKey(): string {
-  if (!d.runtime.workspaces.get('x')) d.runtime.workspaces.create({ id: 'x', name: 'x' });
-  xKey ??= d.runtime.workspaces.createKey('x').token;
+async function workspaceKey(): Promise<string> {
+  if (!await d.runtime.workspaces.get('x')) await d.runtime.workspaces.create({ id: 'x', name: 'x' });
+  xKey ??= (await d.runtime.workspaces.createKey('x')).token;
   return xKey;
 }
 
@@ -46,7 +46,7 @@ test('every non-public route requires the Bearer key (enumerated from the router
     }
     if (!r.public) {
       // Workspace routes take that workspace's key (the path's {workspace_id} is "x" here), not the admin key.
-      const key = r.auth === 'workspace' ? workspaceKey() : d.key;
+      const key = r.auth === 'workspace' ? await workspaceKey() : d.key;
       const ok = await fetch(url, { ...sampleRequest(r.method), headers: { Authorization: `bearer ${key}` } });
       t.not(ok.status, 401, `${r.method} ${r.path} accepts the key (scheme is case-insensitive)`);
     }

@@ -14,9 +14,9 @@ test.before(async () => {
   fake = await FakeReddit.start();
   maps = await FakeMaps.start();
   d = await startTestDaemon({ toml: `${fake.toml()}\n${maps.toml()}` });
-  d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
-  d.runtime.workspaces.create({ id: 'other', name: 'Other' });
-  token = d.runtime.workspaces.createKey('acme').token;
+  await d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
+  await d.runtime.workspaces.create({ id: 'other', name: 'Other' });
+  token = (await d.runtime.workspaces.createKey('acme')).token;
 });
 test.after.always(async () => {
   await d?.close();
@@ -93,9 +93,9 @@ test.serial('Streamable HTTP at /mcp: tools/list and tools/call with a workspace
   } finally {
     await client.close();
   }
-  const runs = d.runtime.scrapes.store.list('acme', 100);
+  const runs = (await d.runtime.scrapes.store.list('acme', 100));
   t.true(runs.length >= 2);
-  t.deepEqual(d.runtime.scrapes.store.list('other', 100), [], 'calls are billed to the key\'s workspace');
+  t.deepEqual((await d.runtime.scrapes.store.list('other', 100)), [], 'calls are billed to the key\'s workspace');
   const anonymous = new Client({ name: 'test', version: '1.0.0' });
   await t.throwsAsync(anonymous.connect(new StreamableHTTPClientTransport(new URL(`${d.url}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${d.key}` } } })));
   const get = await fetch(`${d.url}/mcp`, { headers: { Authorization: `Bearer ${token}` } });

@@ -64,8 +64,8 @@ test.serial('promtool accepts /metrics on a live daemon with a monitor and a scr
   // A monitor and a scrape.
   const m = await call(d, 'POST', '/v1/monitors', { id: 'door', name: 'Door', source: { url: rtsp.url() }, collection_id: 'gallery', inference_fps: 5, event_policy: { confirm_frames: 1 } });
   t.is(m.status, 201, JSON.stringify(m.json));
-  d.runtime.workspaces.create({ id: 'acme', name: 'acme', monthlyItemQuota: null });
-  const token = d.runtime.workspaces.createKey('acme').token;
+  await d.runtime.workspaces.create({ id: 'acme', name: 'acme', monthlyItemQuota: null });
+  const token = (await d.runtime.workspaces.createKey('acme')).token;
   const run = await call(d, 'POST', '/workspaces/acme/scrapers/forum/scrape', { urls: ['https://www.reddit.com/r/typescript/new', 'https://www.reddit.com/r/private_sub'], max_items: 5 }, { Authorization: `Bearer ${token}` });
   t.is(run.status, 200, JSON.stringify(run.json));
 

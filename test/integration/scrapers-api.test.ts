@@ -12,8 +12,8 @@ test.before(async () => {
   fake = await FakeReddit.start();
   d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 500\nmax_concurrent_runs = 2\n${fake.toml()}` });
   for (const [id, quota] of [['acme', null], ['globex', null], ['small', 5], ['race', 12], ['billing', null], ['lister', null]] as const) {
-    d.runtime.workspaces.create({ id, name: id, monthlyItemQuota: quota });
-    keys[id] = d.runtime.workspaces.createKey(id).token;
+    await d.runtime.workspaces.create({ id, name: id, monthlyItemQuota: quota });
+    keys[id] = (await d.runtime.workspaces.createKey(id)).token;
   }
 });
 test.after.always(async () => {
@@ -39,9 +39,9 @@ test('workspace keys: required, scoped to their own workspace (404, never data),
   t.is(own.status, 200);
   t.is((await call(d, 'GET', `/workspaces/globex/runs/${own.json.run_id}`, undefined, bearer(keys.globex!))).status, 404);
   t.is((await call(d, 'GET', `/workspaces/acme/runs/${own.json.run_id}`, undefined, bearer(keys.acme!))).status, 200);
-  const { key, token } = d.runtime.workspaces.createKey('globex', 'temp');
+  const { key, token } = await d.runtime.workspaces.createKey('globex', 'temp');
   t.is((await call(d, 'GET', '/workspaces/globex/usage', undefined, bearer(token))).status, 200);
-  d.runtime.workspaces.revokeKey(key.id);
+  await d.runtime.workspaces.revokeKey(key.id);
   t.is((await call(d, 'GET', '/workspaces/globex/usage', undefined, bearer(token))).status, 401);
 });
 

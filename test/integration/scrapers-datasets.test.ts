@@ -97,7 +97,7 @@ test.serial('exports stream JSON, JSON Lines and CSV with the documented flatten
 test.serial('retention: items are deleted after the period; counts, sources and billing stay, and items answer 410', async (t) => {
   const run = await scrape('retain', 'forum', { urls: ['https://redd.it/1q2w3e5'] });
   t.is(run.items.length, 1);
-  t.is(d.runtime.scrapes.store.purgeResults(new Date(Date.now() + 60_000)) >= 1, true);
+  t.is((await d.runtime.scrapes.store.purgeResults(new Date(Date.now() + 60_000))) >= 1, true);
   const view = (await get('retain', `/runs/${run.run_id}`)).json;
   t.true(view.result_purged);
   t.is(view.items, undefined);
@@ -120,7 +120,7 @@ test.serial('cancel: a queued run ends at once, billed nothing; a running one st
     const queued = await call(d, 'POST', `/workspaces/cancel/runs/${b.json.run_id}/cancel`, undefined, auth('cancel'));
     t.is(queued.status, 202);
     t.like(queued.json, { status: 'cancelled', item_count: 0, billing: { billed_units: 0 } });
-    await until(() => d.runtime.scrapes.store.byId(a.json.run_id)!.status === 'running');
+    await until(async () => (await d.runtime.scrapes.store.byId(a.json.run_id))!.status === 'running');
     await until(() => reddit.requests.slice(start).some((r) => r.path.startsWith('/comments/')));
     const before = reddit.requests.length;
     const running = await call(d, 'POST', `/workspaces/cancel/runs/${a.json.run_id}/cancel`, undefined, auth('cancel'));
@@ -195,8 +195,8 @@ test.serial('only_new on a post URL re-reads its thread and delivers only the ne
 test.serial('the seen-set is bounded: past seen_items_per_kind the least recently delivered keys are forgotten (and can be billed again)', async (t) => {
   const dd = await startTestDaemon({ toml: `[scrapers]\nseen_items_per_kind = 100\n${maps.toml()}` });
   try {
-    dd.runtime.workspaces.create({ id: 'bound', name: 'bound' });
-    const h = { Authorization: `Bearer ${dd.runtime.workspaces.createKey('bound').token}` };
+    await dd.runtime.workspaces.create({ id: 'bound', name: 'bound' });
+    const h = { Authorization: `Bearer ${(await dd.runtime.workspaces.createKey('bound')).token}` };
     const body = { search_queries: ['bound 150 places'], max_places: 150 };
     const first = (await call(dd, 'POST', '/workspaces/bound/scrapers/places/scrape', body, h)).json;
     t.is(first.items.length, 150);

@@ -138,8 +138,8 @@ test.serial('6. numberOfReplies uses the declared count when "more" stubs are no
   // Before: only replies actually read were counted (1 for kq1a when its stub of 2 stayed unexpanded).
   const dd = await startTestDaemon({ toml: reddit.toml('max_more_requests_per_post = 0') });
   try {
-    dd.runtime.workspaces.create({ id: 'x', name: 'x' });
-    const token = dd.runtime.workspaces.createKey('x').token;
+    await dd.runtime.workspaces.create({ id: 'x', name: 'x' });
+    const token = (await dd.runtime.workspaces.createKey('x')).token;
     const run = (await call(dd, 'POST', '/workspaces/x/scrapers/forum/scrape', { urls: ['https://redd.it/1q2w3e4'] }, { Authorization: `Bearer ${token}` })).json;
     t.deepEqual(ids(run.items), ['t3_1q2w3e4', 't1_kq1a', 't1_kq2b', 't1_kq3c']);
     t.is(run.items[1].numberOfReplies, 3);

@@ -14,8 +14,8 @@ test.before(async () => {
   fake = await FakeMaps.start();
   d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 500\nfree_reviews_per_month = 4\n${fake.toml()}` });
   for (const id of WORKSPACES) {
-    d.runtime.workspaces.create({ id, name: id, monthlyItemQuota: id === 'quota' ? 3 : null });
-    keys[id] = d.runtime.workspaces.createKey(id).token;
+    await d.runtime.workspaces.create({ id, name: id, monthlyItemQuota: id === 'quota' ? 3 : null });
+    keys[id] = (await d.runtime.workspaces.createKey(id)).token;
   }
 });
 test.after.always(async () => {
@@ -242,8 +242,8 @@ test('proxy: with proxy_url every request tunnels through the configured proxy',
   const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
   const pd = await startTestDaemon({ toml: fake.toml(`proxy_url = "${proxyUrl}"`) });
   try {
-    pd.runtime.workspaces.create({ id: 'px', name: 'px' });
-    const token = pd.runtime.workspaces.createKey('px').token;
+    await pd.runtime.workspaces.create({ id: 'px', name: 'px' });
+    const token = (await pd.runtime.workspaces.createKey('px')).token;
     const r = await call(pd, 'POST', '/workspaces/px/scrapers/places/scrape', { search_queries: ['proxied 2 places'] }, bearer(token));
     t.is(r.json.status, 'succeeded');
     t.is(r.json.items.length, 2);

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FakeReddit } from '../helpers/fakeReddit.js';
 
-const until = async (f: () => boolean, ms = 10_000) => {
+const until = async (f: () => boolean | Promise<boolean>, ms = 10_000) => {
   const end = Date.now() + ms;
-  while (!f()) {
+  while (!(await f())) {
     if (Date.now() > end) throw new Error('timed out waiting');
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -18,14 +18,14 @@ test.serial('an acknowledged async run survives a daemon restart: re-queued, fin
   const dir = mkdtempSync(join(tmpdir(), 'vigil-restart-'));
   let d: TestDaemon | null = await startTestDaemon({ dir, toml: fake.toml() });
   try {
-    d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
-    const token = d.runtime.workspaces.createKey('acme').token;
+    await d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
+    const token = (await d.runtime.workspaces.createKey('acme')).token;
     fake.latencyMs = 400;
     const r = await call(d, 'POST', '/workspaces/acme/scrapers/forum/runs', { community: 'typescript', max_items: 10 }, { Authorization: `Bearer ${token}` });
     t.is(r.status, 202);
     const runId = r.json.run_id as string;
     const first = d;
-    await until(() => first.runtime.scrapes.store.byId(runId)!.status === 'running');
+    await until(async () => (await first.runtime.scrapes.store.byId(runId))!.status === 'running');
     await d.close();
     d = null;
     fake.latencyMs = 0;
@@ -49,11 +49,11 @@ test.serial('a worker that dies mid-run fails that run without billing; the next
   const fake = await FakeReddit.start();
   const d = await startTestDaemon({ toml: fake.toml() });
   try {
-    d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
-    const auth = { Authorization: `Bearer ${d.runtime.workspaces.createKey('acme').token}` };
+    await d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
+    const auth = { Authorization: `Bearer ${(await d.runtime.workspaces.createKey('acme')).token}` };
     fake.latencyMs = 1000;
     const r = await call(d, 'POST', '/workspaces/acme/scrapers/forum/runs', { community: 'typescript' }, auth);
-    await until(() => d.runtime.scrapes.worker.pid !== null && d.runtime.scrapes.store.byId(r.json.run_id)!.status === 'running');
+    await until(async () => d.runtime.scrapes.worker.pid !== null && (await d.runtime.scrapes.store.byId(r.json.run_id))!.status === 'running');
     const pid = d.runtime.scrapes.worker.pid!;
     process.kill(pid, 'SIGKILL');
     const failed = await d.runtime.scrapes.wait(r.json.run_id, 10_000);

@@ -228,8 +228,8 @@ test.serial('a run that ends while its receiver is down is delivered after a res
   const r = await startReceiver();
   receivers.push(r);
   try {
-    first.runtime.workspaces.create({ id: 'durable', name: 'durable' });
-    const key = { Authorization: `Bearer ${first.runtime.workspaces.createKey('durable').token}` };
+    await first.runtime.workspaces.create({ id: 'durable', name: 'durable' });
+    const key = { Authorization: `Bearer ${(await first.runtime.workspaces.createKey('durable')).token}` };
     const created = await call(first, 'POST', '/workspaces/durable/webhooks', { url: r.url }, key);
     r.secret = created.json.secret;
     await r.down();

@@ -95,14 +95,14 @@ test('CSV: columns from the schema (dots for objects, one JSON cell per array), 
 test('exports read SQLite a batch at a time, only as the consumer pulls', async (t) => {
   const db = openDatabase(fresh());
   try {
-    new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
+    await new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
     const store = new RunStore(db.db, new UsageMeter(db.db, 100_000));
-    const run = store.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 2000, maxActive: 10 });
+    const run = await store.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 2000, maxActive: 10 });
     const items = Array.from({ length: 2000 }, (_, i) => ({ key: `k${i}`, item: { id: `x${i}`, n: i } }));
-    store.finish(run.id, { status: 'succeeded', items, result: {}, error: null });
+    await store.finish(run.id, { status: 'succeeded', items, result: {}, error: null });
     let batches = 0;
-    const counting = Object.assign(Object.create(store), { *itemJsonBatches(id: string) { for (const b of store.itemJsonBatches(id)) { batches++; yield b; } } }) as RunStore;
-    const { stream } = datasetExport(counting, store.byId(run.id)!, Item, 'jsonl');
+    const counting = Object.assign(Object.create(store), { async *itemJsonBatches(id: string) { for await (const b of store.itemJsonBatches(id)) { batches++; yield b; } } }) as RunStore;
+    const { stream } = datasetExport(counting, (await (await store.byId(run.id)))!, Item, 'jsonl');
     // Paused mode: the stream fills its buffer (16 KB) and then waits for the consumer.
     await once(stream, 'readable');
     await new Promise((r) => setTimeout(r, 50));
@@ -121,30 +121,30 @@ test('exports read SQLite a batch at a time, only as the consumer pulls', async 
 test('the seen-set keeps the most recently delivered keys up to its bound', async (t) => {
   const db = openDatabase(fresh());
   try {
-    new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
+    await new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
     const store = new RunStore(db.db, new UsageMeter(db.db, 100_000), 100);
     const deliver = async (keys: string[]) => {
-      const run = store.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: keys.length, maxActive: 10 });
-      store.finish(run.id, { status: 'succeeded', items: keys.map((key) => ({ key, item: { key } })), result: {}, error: null });
+      const run = await store.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: keys.length, maxActive: 10 });
+      await store.finish(run.id, { status: 'succeeded', items: keys.map((key) => ({ key, item: { key } })), result: {}, error: null });
       await new Promise((r) => setTimeout(r, 5));
     };
     const keys = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `k${String(from + i).padStart(3, '0')}`);
     await deliver(keys(0, 80));
     await deliver(keys(60, 120)); // refreshes k060…k079
-    const seen = new Set(store.seenKeys('acme', 'places'));
+    const seen = new Set(await store.seenKeys('acme', 'places'));
     t.is(seen.size, 100);
     t.false(seen.has('k000') || seen.has('k019'), 'the 20 least recently delivered are forgotten');
     t.true(seen.has('k020') && seen.has('k060') && seen.has('k119'));
-    t.deepEqual(store.seenCounts('acme'), { by_kind: { places: 100 }, capacity_per_kind: 100 });
-    const failed = store.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 1, maxActive: 10 });
-    store.finish(failed.id, { status: 'failed', items: [{ key: 'zzz', item: {} }], result: null, error: { code: 'x', message: 'x', details: {} } });
-    t.false(store.seenKeys('acme', 'places').includes('zzz'), 'a failed run delivered nothing');
+    t.deepEqual(await store.seenCounts('acme'), { by_kind: { places: 100 }, capacity_per_kind: 100 });
+    const failed = await store.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 1, maxActive: 10 });
+    await store.finish(failed.id, { status: 'failed', items: [{ key: 'zzz', item: {} }], result: null, error: { code: 'x', message: 'x', details: {} } });
+    t.false((await store.seenKeys('acme', 'places')).includes('zzz'), 'a failed run delivered nothing');
   } finally {
     db.close();
   }
 });
 
-test('migration 0012 moves the items of existing runs out of result_json, in order, and keeps the rest', (t) => {
+test('migration 0012 moves the items of existing runs out of result_json, in order, and keeps the rest', async (t) => {
   const dir = fresh();
   const migrations = fileURLToPath(new URL('../../src/store/migrations/', import.meta.url));
   const upTo5 = join(dir, 'migrations');
@@ -152,7 +152,7 @@ test('migration 0012 moves the items of existing runs out of result_json, in ord
   for (const f of readdirSync(migrations).filter((f) => /^000[1-5]_/.test(f))) copyFileSync(join(migrations, f), join(upTo5, f));
   const data = join(dir, 'data');
   const old = openDatabase(data, upTo5);
-  new WorkspaceStore(old.db).create({ id: 'acme', name: 'Acme' });
+  await new WorkspaceStore(old.db).create({ id: 'acme', name: 'Acme' });
   old.db.prepare(`INSERT INTO scrape_runs (id, workspace_id, kind, status, request_json, period, billed_units, item_count, result_json, created_at, finished_at)
     VALUES ('run_old', 'acme', 'forum', 'succeeded', '{}', '2026-01', 2, 2, ?, '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z')`)
     .run(JSON.stringify({ items: [{ id: 't3_a' }, { id: 't3_b' }], sources: [{ source: 's', status: 'ok', items: 2, filtered: {} }], warnings: ['w'] }));
@@ -160,13 +160,13 @@ test('migration 0012 moves the items of existing runs out of result_json, in ord
   const db = openDatabase(data);
   try {
     const store = new RunStore(db.db, new UsageMeter(db.db, 1000));
-    t.deepEqual(store.items('run_old', -1, 10).map((r) => r.item), [{ id: 't3_a' }, { id: 't3_b' }]);
-    const row = store.byId('run_old')!;
+    t.deepEqual((await store.items('run_old', -1, 10)).map((r) => r.item), [{ id: 't3_a' }, { id: 't3_b' }]);
+    const row = (await store.byId('run_old'))!;
     t.deepEqual(JSON.parse(row.result_json!), { sources: [{ source: 's', status: 'ok', items: 2, filtered: {} }], warnings: ['w'] });
     t.like(row, { status: 'succeeded', billed_units: 2, resume_at: null, cancel_requested_at: null });
     t.throws(() => db.db.prepare("UPDATE scrape_runs SET status = 'bogus' WHERE id = 'run_old'").run(), { any: true, code: 'SQLITE_CONSTRAINT_CHECK' });
     db.db.prepare("UPDATE scrape_runs SET status = 'waiting_for_rate_limit' WHERE id = 'run_old'").run();
-    t.is(store.byId('run_old')!.status, 'waiting_for_rate_limit', 'the new statuses pass the rebuilt CHECK');
+    t.is((await store.byId('run_old'))!.status, 'waiting_for_rate_limit', 'the new statuses pass the rebuilt CHECK');
   } finally {
     db.close();
   }

@@ -11,26 +11,26 @@ import { Sink } from '../helpers/shared.js';
 
 const fresh = () => mkdtempSync(join(tmpdir(), 'vigil-ws-'));
 
-test('keys are stored as sha256 only, shown once, scoped, revocable', (t) => {
+test('keys are stored as sha256 only, shown once, scoped, revocable', async (t) => {
   const db = openDatabase(fresh());
   try {
     const store = new WorkspaceStore(db.db);
-    store.create({ id: 'acme', name: 'Acme' });
-    t.throws(() => store.create({ id: 'acme', name: 'again' }), { message: /already exists/ });
-    t.throws(() => store.create({ id: 'Bad Id', name: 'x' }), { message: /workspace id/ });
-    const { key, token } = store.createKey('acme', 'ci');
+    await store.create({ id: 'acme', name: 'Acme' });
+    await t.throwsAsync(async () => store.create({ id: 'acme', name: 'again' }), { message: /already exists/ });
+    await t.throwsAsync(async () => store.create({ id: 'Bad Id', name: 'x' }), { message: /workspace id/ });
+    const { key, token } = await store.createKey('acme', 'ci');
     t.regex(token, /^vgl_[A-Za-z0-9_-]{43}$/);
     t.true(token.startsWith(key.prefix));
     const raw = db.db.prepare('SELECT * FROM workspace_keys').all() as Record<string, unknown>[];
     t.false(JSON.stringify(raw.map((r) => ({ ...r, digest: (r.digest as Buffer).toString('hex') }))).includes(token.slice(4)), 'the token itself is not stored');
-    t.like(store.authenticate(token), { workspaceId: 'acme', keyId: key.id });
-    t.is(store.authenticate(`${token}x`), null);
-    t.is(store.authenticate('not-a-key'), null);
-    t.truthy(store.listKeys('acme')[0]!.last_used_at);
-    store.revokeKey(key.id);
-    t.is(store.authenticate(token), null);
-    t.throws(() => store.revokeKey(key.id), { message: /already revoked/ });
-    t.throws(() => store.createKey('nope'), { message: /does not exist/ });
+    t.like(await store.authenticate(token), { workspaceId: 'acme', keyId: key.id });
+    t.is(await store.authenticate(`${token}x`), null);
+    t.is(await store.authenticate('not-a-key'), null);
+    t.truthy((await store.listKeys('acme'))[0]!.last_used_at);
+    await store.revokeKey(key.id);
+    t.is(await store.authenticate(token), null);
+    await t.throwsAsync(async () => store.revokeKey(key.id), { message: /already revoked/ });
+    await t.throwsAsync(async () => store.createKey('nope'), { message: /does not exist/ });
   } finally {
     db.close();
   }
@@ -38,30 +38,31 @@ test('keys are stored as sha256 only, shown once, scoped, revocable', (t) => {
 
 const items = (n: number) => Array.from({ length: n }, (_, i) => ({ key: `k${i}`, item: { i } }));
 
-test('quota reservations hold across connections: two writers never reserve past the quota; finishing bills once', (t) => {
+test('quota reservations hold across connections: two writers never reserve past the quota; finishing bills once', async (t) => {
   const dir = fresh();
   const a = openDatabase(dir, undefined, { lock: false });
   const b = openDatabase(dir, undefined, { lock: false });
   try {
-    new WorkspaceStore(a.db).create({ id: 'acme', name: 'Acme', monthlyItemQuota: 30 });
+    await new WorkspaceStore(a.db).create({ id: 'acme', name: 'Acme', monthlyItemQuota: 30 });
     const ra = new RunStore(a.db, new UsageMeter(a.db, 1000));
     const rb = new RunStore(b.db, new UsageMeter(b.db, 1000));
-    const runs = [ra, rb, ra, rb].map((s) => { try { return s.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 10, maxActive: 100 }); } catch (e) { return e as Error; } });
+    const runs: (Awaited<ReturnType<RunStore['create']>> | Error)[] = [];
+    for (const s of [ra, rb, ra, rb]) runs.push(await s.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 10, maxActive: 100 }).catch((e: Error) => e));
     t.deepEqual(runs.map((r) => ('reserved_units' in r ? r.reserved_units : (r as { code?: string }).code)), [10, 10, 10, 'quota_exceeded']);
     const [r1, r2, r3] = runs as { id: string }[];
-    rb.finish(r1!.id, { status: 'succeeded', items: items(7), result: {}, error: null });
-    ra.finish(r1!.id, { status: 'succeeded', items: items(7), result: {}, error: null }); // a second finish is a no-op
-    ra.finish(r2!.id, { status: 'failed', items: items(5), result: null, error: { code: 'x', message: 'x', details: {} } });
+    await rb.finish(r1!.id, { status: 'succeeded', items: items(7), result: {}, error: null });
+    await ra.finish(r1!.id, { status: 'succeeded', items: items(7), result: {}, error: null }); // a second finish is a no-op
+    await ra.finish(r2!.id, { status: 'failed', items: items(5), result: null, error: { code: 'x', message: 'x', details: {} } });
     const period = billingPeriod(new Date());
-    t.like(ra.meter.snapshot('acme', period), { quota: 30, used: 7, reserved: 10, remaining: 13 });
-    ra.finish(r3!.id, { status: 'partial', items: items(99), result: null, error: null });
-    t.like(rb.meter.snapshot('acme', period), { used: 17, reserved: 0, remaining: 13, by_kind: { forum: { units: 17, runs: 2 } } });
-    t.is(ra.byId(r3!.id)!.billed_units, 10, 'never more than the reservation');
-    t.is(ra.byId(r2!.id)!.billed_units, 0, 'failed runs bill nothing');
-    t.deepEqual([ra.items(r1!.id, -1, 100).length, ra.items(r2!.id, -1, 100).length, ra.items(r3!.id, -1, 100).length], [7, 0, 10], 'stored items = billed units');
-    t.is(ra.purgeResults(new Date(Date.now() + 1000)), 2, 'the runs with items');
-    t.truthy(ra.byId(r1!.id)!.result_purged_at);
-    t.is(ra.items(r1!.id, -1, 100).length, 0);
+    t.like(await ra.meter.snapshot('acme', period), { quota: 30, used: 7, reserved: 10, remaining: 13 });
+    await ra.finish(r3!.id, { status: 'partial', items: items(99), result: null, error: null });
+    t.like(await rb.meter.snapshot('acme', period), { used: 17, reserved: 0, remaining: 13, by_kind: { forum: { units: 17, runs: 2 } } });
+    t.is((await ra.byId(r3!.id))!.billed_units, 10, 'never more than the reservation');
+    t.is((await ra.byId(r2!.id))!.billed_units, 0, 'failed runs bill nothing');
+    t.deepEqual([(await ra.items(r1!.id, -1, 100)).length, (await ra.items(r2!.id, -1, 100)).length, (await ra.items(r3!.id, -1, 100)).length], [7, 0, 10], 'stored items = billed units');
+    t.is(await ra.purgeResults(new Date(Date.now() + 1000)), 2, 'the runs with items');
+    t.truthy((await ra.byId(r1!.id))!.result_purged_at);
+    t.is((await ra.items(r1!.id, -1, 100)).length, 0);
     t.is(periodEnd('2026-12'), '2027-01-01T00:00:00.000Z');
   } finally {
     a.close();
@@ -69,22 +70,22 @@ test('quota reservations hold across connections: two writers never reserve past
   }
 });
 
-test('reviews are metered apart: reserved beside items, capped at their own quota, billed to what was delivered', (t) => {
+test('reviews are metered apart: reserved beside items, capped at their own quota, billed to what was delivered', async (t) => {
   const db = openDatabase(fresh());
   try {
-    new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
+    await new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
     const runs = new RunStore(db.db, new UsageMeter(db.db, 1000, 50));
     const period = billingPeriod(new Date());
-    const a = runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
-    const b = runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
+    const a = await runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
+    const b = await runs.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 5, wantedReviews: 40, maxActive: 100 });
     t.deepEqual([a.reserved_reviews, b.reserved_reviews], [40, 10], 'the second run gets what is left, and is not refused for it');
-    t.like(runs.meter.snapshot('acme', period).reviews, { quota: 50, used: 0, reserved: 50, remaining: 0 });
-    runs.finish(a.id, { status: 'succeeded', items: items(5), reviewCount: 12, result: null, error: null });
-    runs.finish(b.id, { status: 'partial', items: items(2), reviewCount: 99, result: null, error: null });
-    t.deepEqual([runs.byId(a.id)!.billed_reviews, runs.byId(b.id)!.billed_reviews], [12, 10], 'delivered reviews, never past the reservation');
-    const forum = runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 3, maxActive: 100 });
-    runs.finish(forum.id, { status: 'succeeded', items: items(3), result: null, error: null });
-    const u = runs.meter.snapshot('acme', period);
+    t.like((await runs.meter.snapshot('acme', period)).reviews, { quota: 50, used: 0, reserved: 50, remaining: 0 });
+    await runs.finish(a.id, { status: 'succeeded', items: items(5), reviewCount: 12, result: null, error: null });
+    await runs.finish(b.id, { status: 'partial', items: items(2), reviewCount: 99, result: null, error: null });
+    t.deepEqual([(await runs.byId(a.id))!.billed_reviews, (await runs.byId(b.id))!.billed_reviews], [12, 10], 'delivered reviews, never past the reservation');
+    const forum = await runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 3, maxActive: 100 });
+    await runs.finish(forum.id, { status: 'succeeded', items: items(3), result: null, error: null });
+    const u = await runs.meter.snapshot('acme', period);
     t.like(u, { used: 10, reserved: 0, reviews: { quota: 50, used: 22, reserved: 0, remaining: 28 } });
     t.deepEqual(u.by_kind, { forum: { units: 3, runs: 1, reviews: 0 }, places: { units: 7, runs: 2, reviews: 22 } });
   } finally {
@@ -92,13 +93,13 @@ test('reviews are metered apart: reserved beside items, capped at their own quot
   }
 });
 
-test('the queue bound refuses runs with 503 scrape_queue_full', (t) => {
+test('the queue bound refuses runs with 503 scrape_queue_full', async (t) => {
   const db = openDatabase(fresh());
   try {
-    new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
+    await new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
     const runs = new RunStore(db.db, new UsageMeter(db.db, 1000));
-    runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 1, maxActive: 1 });
-    t.throws(() => runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 1, maxActive: 1 }), { message: /queue is full/ });
+    await runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 1, maxActive: 1 });
+    await t.throwsAsync(async () => runs.create({ workspaceId: 'acme', kind: 'forum', request: {}, wanted: 1, maxActive: 1 }), { message: /queue is full/ });
   } finally {
     db.close();
   }

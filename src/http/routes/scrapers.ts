@@ -72,7 +72,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
         body: { contentType: 'application/json', schema: k.request }, success: { status: 202, schema: Run },
         handler: async (ctx) => {
           const request = await readJson(ctx, k.request, maxBytes);
-          accepted(ctx, rt.scrapes.view(ws(ctx), rt.scrapes.submit(ws(ctx), k.kind, request).id));
+          accepted(ctx, await rt.scrapes.view(ws(ctx), (await rt.scrapes.submit(ws(ctx), k.kind, request)).id));
         },
       },
     ];
@@ -83,7 +83,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       method: 'get', path: `${W}/runs/{run_id}`, operationId: 'get_scrape_run', summary: 'Get a scrape run', tags: ['scrapers'], auth: 'workspace',
       success: { status: 200, schema: AnyRun },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.view(ws(ctx), ctx.params.run_id!) };
+        ctx.body = { request_id: ctx.state.requestId, ...await rt.scrapes.view(ws(ctx), ctx.params.run_id!) };
       },
     },
     {
@@ -92,7 +92,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       query: RunItemsQuery, success: { status: 200, schema: RunItemsPage },
       handler: async (ctx) => {
         const q = readQuery(ctx, RunItemsQuery);
-        ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.items(ws(ctx), ctx.params.run_id!, q.cursor, q.limit) };
+        ctx.body = { request_id: ctx.state.requestId, ...await rt.scrapes.items(ws(ctx), ctx.params.run_id!, q.cursor, q.limit) };
       },
     },
     {
@@ -101,7 +101,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       query: ExportQuery, success: { status: 200, schema: null, media: 'text/csv', description: 'The items, as an attachment (application/json, application/x-ndjson or text/csv).' },
       handler: async (ctx) => {
         const q = readQuery(ctx, ExportQuery);
-        const out = rt.scrapes.export(ws(ctx), ctx.params.run_id!, q.format);
+        const out = await rt.scrapes.export(ws(ctx), ctx.params.run_id!, q.format);
         ctx.set('Content-Disposition', `attachment; filename="${out.filename}"`);
         ctx.set('Cache-Control', 'no-store');
         ctx.type = out.contentType;
@@ -113,7 +113,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       description: 'A queued run ends at once (cancelled, nothing billed); a running one stops at its next upstream request and keeps, and bills, what it delivered. 409 run_not_active for a run that already finished.',
       success: { status: 202, schema: AnyRun },
       handler: async (ctx) => {
-        const run = rt.scrapes.cancel(ws(ctx), ctx.params.run_id!);
+        const run = await rt.scrapes.cancel(ws(ctx), ctx.params.run_id!);
         ctx.status = 202;
         ctx.set('Location', `/workspaces/${ws(ctx)}/runs/${run.run_id as string}`);
         ctx.body = { request_id: ctx.state.requestId, ...run };
@@ -124,7 +124,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       query: RunListQuery, success: { status: 200, schema: RunPage },
       handler: async (ctx) => {
         const q = readQuery(ctx, RunListQuery);
-        ctx.body = { request_id: ctx.state.requestId, ...rt.scrapes.list(ws(ctx), q.limit, q.before) };
+        ctx.body = { request_id: ctx.state.requestId, ...await rt.scrapes.list(ws(ctx), q.limit, q.before) };
       },
     },
     {
@@ -132,7 +132,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       query: UsageQuery, success: { status: 200, schema: UsageResponse },
       handler: async (ctx) => {
         const q = readQuery(ctx, UsageQuery);
-        ctx.body = { request_id: ctx.state.requestId, workspace_id: ws(ctx), ...rt.scrapes.usage(ws(ctx), q.period ?? billingPeriod(new Date())) };
+        ctx.body = { request_id: ctx.state.requestId, workspace_id: ws(ctx), ...await rt.scrapes.usage(ws(ctx), q.period ?? billingPeriod(new Date())) };
       },
     },
   ];

@@ -1,0 +1,16 @@
+import type pg from 'pg';
+import { Errors } from '../contract/errors.js';
+import { isConnectionError } from './postgres.js';
+
+/**
+ * One statement on the pool (its own implicit transaction). A lost or refused connection is a 503
+ * store_unavailable with the driver's reason; any other error (a constraint, a bug) is rethrown as is.
+ */
+export async function pgQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(pool: pg.Pool, sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+  try {
+    return await pool.query<R>(sql, params);
+  } catch (e) {
+    if (isConnectionError(e)) throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
+    throw e;
+  }
+}
