@@ -5,14 +5,13 @@ import { Errors } from '../contract/errors.js';
 import { withTransaction } from '../store/postgres.js';
 import {
   collectionFromRow, embeddingToBlob, indexColumns, nowIso, personFromRow,
-  type CollectionRow, type NewCollection, type NewFace, type PersonRow, type StoredPerson,
+  type CollectionRow, type NewCollection, type PersonRow, type StoredPerson,
 } from './collectionStore.js';
+import type { FaceInput, GalleryWriter, ImportBatchPerson, NewPersonRow } from './galleryWriter.js';
 
 /** The change a committed write made: the persons and faces it touched, and whether search_revision moves. */
 interface Change { persons?: number[]; faces?: number[]; search: boolean }
 
-export interface NewPersonRow { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }
-export type FaceInput = Omit<NewFace, 'personSeq'>;
 
 /** What a follower reads of one collection in one snapshot. */
 export interface CollectionSnapshot {
@@ -36,7 +35,9 @@ const CHANNEL = GALLERY_CHANNEL;
  * index up to the commit before the caller acknowledges. Checks are the services' own callbacks, run on
  * the locked row: the same rules as SQLite, one engine deep.
  */
-export class PgGallery {
+export class PgGallery implements GalleryWriter {
+  readonly engine = 'postgres' as const;
+
   constructor(
     private readonly pool: pg.Pool,
     readonly boxId: string,
@@ -216,7 +217,7 @@ export class PgGallery {
   }
 
   /** A bulk-import batch, all or nothing; `check` sees the locked collection. Returns the faces added. */
-  async importBatch(collectionId: string, batch: { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; embeddings: Float32Array[] }[],
+  async importBatch(collectionId: string, batch: ImportBatchPerson[],
     check: (c: CollectionT) => void, newId: () => string): Promise<number> {
     const added = await withTransaction(this.pool, async (c) => {
       const col = await this.lock(c, collectionId);
