@@ -142,7 +142,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       }
       let follower: GalleryFollower | null = null;
       const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));
-      follower = new GalleryFollower(gallery, store, indexes, pgOptions, { intervalMs: config.store.follow_interval_seconds * 1000 }, log);
+      follower = new GalleryFollower(gallery, store, indexes, pgOptions, {
+        intervalMs: config.store.follow_interval_seconds * 1000, retentionSeconds: config.store.change_log_retention_seconds, pruneIntervalSeconds: config.store.change_log_prune_interval_seconds,
+      }, log);
       fleet = { gallery, follower, pool };
     }
     // The one gallery writer every service uses: PostgreSQL (then this box's replica) or the local file.
