@@ -7,7 +7,7 @@ import pg from 'pg';
 import { seededRandom } from '../../bench/seededRandom.js';
 import { PgGallery } from '../../src/collections/pgGallery.js';
 import { migratePostgres } from '../../src/store/postgres.js';
-import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemonProcess.js';
 import { startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { unitVectors } from '../helpers/vectors.js';
