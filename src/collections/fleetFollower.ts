@@ -57,6 +57,7 @@ export class GalleryFollower {
   };
   /** The newest change_revision heard of per collection (heads, snapshots, NOTIFY): the lag's reference. */
   private readonly known = new Map<string, number>();
+  private maintainError: string | null = null;
   /** Called after a collection's replica changed (tests and benches observe propagation). */
   onApplied: ((collectionId: string) => void) | null = null;
 
@@ -116,6 +117,7 @@ export class GalleryFollower {
     client.on('end', () => lost());
     try {
       await client.connect();
+      await this.gallery.ensureSchema();
       await client.query(`LISTEN ${GALLERY_CHANNEL}`);
       this.listener = client;
       client.on('notification', (m) => {
@@ -179,9 +181,13 @@ export class GalleryFollower {
           if (deleted > 0) this.log.info({ deleted }, 'fleet: pruned the gallery change log');
         }
       }
+      this.maintainError = null;
     } catch (e) {
       if (isConnectionError(e) || (isApiError(e) && e.code === 'store_unavailable')) throw e;
-      this.log.warn({ err: e }, 'fleet: recording progress or pruning the change log failed; retried on the next pass');
+      // Logged once per distinct problem, not every pass.
+      const message = e instanceof Error ? e.message : String(e);
+      if (message !== this.maintainError) this.log.warn({ err: e }, 'fleet: recording progress or pruning the change log failed; retried on every pass');
+      this.maintainError = message;
     }
   }
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { CollectionT } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
-import { withTransaction } from '../store/postgres.js';
+import { migratePostgres, withTransaction } from '../store/postgres.js';
 import {
   collectionFromRow, embeddingToBlob, indexColumns, nowIso, personFromRow,
   type CollectionRow, type NewCollection, type PersonRow, type StoredPerson,
@@ -258,6 +258,18 @@ export class PgGallery implements GalleryWriter {
     });
     await this.committed(collectionId);
     return added;
+  }
+
+  private migrated = false;
+
+  /**
+   * Applies pending PostgreSQL migrations once per process (the follower calls it on every connect): a box
+   * that started while the database was unreachable brings the schema up when it first reaches it.
+   */
+  async ensureSchema(): Promise<void> {
+    if (this.migrated) return;
+    await migratePostgres(this.pool);
+    this.migrated = true;
   }
 
   // ---- change-log pruning ----

@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { seededRandom } from '../../bench/seededRandom.js';
 import { PgGallery } from '../../src/collections/pgGallery.js';
@@ -137,6 +138,15 @@ test.serial('SIGKILL of a box mid-write: every acknowledged write is in PostgreS
     t.is(sys.fleet.full_copies, 0, 'the killed box caught up by revision, not by a copy');
     const idx = (sys.search.collections as { collection_id: string; live_rows: number; snapshot: { loaded_from: string } | null }[]).find((c) => c.collection_id === 'kill')!;
     t.is(idx.live_rows, Number(pgCounts!.face_count), 'the restarted box\'s index holds every face');
+    // Its replica holds exactly PostgreSQL's rows: the same face ids under the same sequence numbers.
+    const pgFaces = (await query<{ seq: number; id: string }>(url, "SELECT seq, id FROM face_samples WHERE collection_id = 'kill' ORDER BY seq")).map((r) => `${r.seq}:${r.id}`);
+    const replica = new Database(join(a.dataDir, 'vigil.db'), { readonly: true });
+    try {
+      const local = (replica.prepare("SELECT seq, id FROM face_samples WHERE collection_id = 'kill' ORDER BY seq").all() as { seq: number; id: string }[]).map((r) => `${r.seq}:${r.id}`);
+      t.deepEqual(local, pgFaces);
+    } finally {
+      replica.close();
+    }
     const uncommittedAcks = inPg.size - acked.size;
     t.log(JSON.stringify({
       acknowledged: acked.size, refused_or_cut: failed, committed_not_acknowledged: uncommittedAcks, faces: Number(pgCounts!.face_count),
