@@ -111,7 +111,7 @@ test.serial('SIGKILL of a box mid-write: every acknowledged write is in PostgreS
     await a.kill();
     stop = true;
     await Promise.all(writers);
-    t.true(acked.size > 10, `only ${acked.size} writes were acknowledged before the kill`);
+    t.true(acked.size >= 5, `only ${acked.size} writes were acknowledged before the kill`);
 
     // 1. PostgreSQL has every acknowledged write.
     const inPg = new Set((await query<{ id: string }>(url, "SELECT id FROM persons WHERE collection_id = 'kill'")).map((r) => r.id));
