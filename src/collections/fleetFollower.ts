@@ -205,7 +205,8 @@ export class GalleryFollower {
   private async syncNow(id: string): Promise<void> {
     const local = this.store.replicaHead(id);
     const snap = await this.gallery.snapshot(id, local);
-    if (snap) this.heard(id, snap.collection.change_revision);
+    // The snapshot is PostgreSQL's word at this moment (a re-created collection starts again from 1).
+    if (snap) this.known.set(id, snap.collection.change_revision);
     else this.known.delete(id);
     if (!snap) {
       if (local) {
