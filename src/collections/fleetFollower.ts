@@ -97,7 +97,10 @@ export class GalleryFollower {
   async start(): Promise<void> {
     await this.connect();
     this.timer = setInterval(() => {
-      if (this.listener) void this.syncAll().catch((e: unknown) => this.setState('disconnected', e));
+      // A pass that fails (a pooled connection lost) marks the box degraded; the next pass that succeeds
+      // while the listener is up marks it connected again.
+      const listener = this.listener;
+      if (listener) void this.syncAll().then(() => { if (this.listener === listener) this.setState('connected'); }, (e: unknown) => this.setState('disconnected', e));
     }, this.opts.intervalMs);
     this.timer.unref();
   }
