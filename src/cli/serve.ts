@@ -32,6 +32,8 @@ import { KioskTokenStore } from '../auth/kioskTokenStore.js';
 import { CollectionStore } from '../collections/collectionStore.js';
 import { GalleryFollower } from '../collections/fleetFollower.js';
 import { PgGallery } from '../collections/pgGallery.js';
+import type { GalleryWriter } from '../collections/galleryWriter.js';
+import { SqliteGallery } from '../collections/sqliteGallery.js';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
@@ -140,27 +142,20 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         // An unreachable database at startup: the box serves its replica (degraded) and the follower retries.
         if (!isConnectionError(e)) throw e;
         log.warn({ err: e }, 'fleet: the gallery database is unreachable at startup; serving the local replica');
-        // The migrations (new tables of this version included) are applied as soon as it is reachable.
-        let trying = false;
-        const retry = setInterval(() => {
-          if (pool.ended) return clearInterval(retry);
-          if (trying) return;
-          trying = true;
-          void migratePostgres(pool).finally(() => { trying = false; }).then((n) => {
-            clearInterval(retry);
-            if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
-          }, (err: unknown) => { if (!isConnectionError(err)) { clearInterval(retry); log.error({ err }, 'fleet: PostgreSQL migrations failed'); } });
-        }, 5000);
-        retry.unref();
+        // The follower applies the migrations (new tables of this version included) when it connects.
       }
       let follower: GalleryFollower | null = null;
       const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));
-      follower = new GalleryFollower(gallery, store, indexes, pgOptions, { intervalMs: config.store.follow_interval_seconds * 1000 }, log);
+      follower = new GalleryFollower(gallery, store, indexes, pgOptions, {
+        intervalMs: config.store.follow_interval_seconds * 1000, retentionSeconds: config.store.change_log_retention_seconds, pruneIntervalSeconds: config.store.change_log_prune_interval_seconds,
+      }, log);
       fleet = { gallery, follower, pool, pgOptions };
     }
+    // The one gallery writer every service uses: PostgreSQL (then this box's replica) or the local file.
+    const writer: GalleryWriter = fleet?.gallery ?? new SqliteGallery(store, indexes);
     const collections = new CollectionService(store, indexes, cursors, {
       collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
-    }, () => active?.model ?? null, fleet?.gallery ?? null);
+    }, () => active?.model ?? null, writer);
     const persons = new PersonService(collections, store, indexes, cursors, () => {
       if (!active) throw Errors.serviceNotReady();
       return active.engine;
@@ -169,7 +164,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       maxDetectedFaces: config.detection.max_detected_faces,
       gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
       liveness: liveness?.onRegistration ? liveness : null,
-    }, fleet?.gallery ?? null);
+    }, writer);
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
     const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
@@ -223,7 +218,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     scrapes.onRecorded((row) => runWebhooks.recorded(row));
     scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
-      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes, fleet?.gallery ?? null),
+      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes, writer),
       liveness: livenessManager, monitors, workspaces, scrapes, events, webhooks,
       fleet: fleet ? { boxId, follower: fleet.follower } : null,
     };

@@ -5,7 +5,7 @@ import type { ModelInfo } from '../inference/modelSummary.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { CollectionStore, indexColumns, nowIso } from './collectionStore.js';
-import type { PgGallery } from './pgGallery.js';
+import type { GalleryWriter } from './galleryWriter.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
 import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
 
@@ -38,8 +38,8 @@ export class CollectionService {
     private readonly defaults: CollectionDefaults,
     /** The active model once inference is loaded. */
     private readonly activeModel: () => ModelInfo | null,
-    /** Fleet mode: writes go to PostgreSQL (then this box's replica); null = the local SQLite gallery. */
-    private readonly fleet: PgGallery | null = null,
+    /** Every gallery write (SQLite or PostgreSQL, chosen at composition); reads are the local store's. */
+    private readonly writer: GalleryWriter,
   ) {}
 
   /** The collection or 404. */
@@ -135,7 +135,7 @@ export class CollectionService {
       },
       save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
     };
-    const inserted = this.fleet ? await this.fleet.createCollection(row) : this.store.insertCollection(row);
+    const inserted = await this.writer.createCollection(row);
     if (!inserted) throw Errors.collectionExists(body.id);
     const created = this.get(body.id);
     if (created.load_policy === 'eager') {
@@ -143,8 +143,7 @@ export class CollectionService {
         this.indexes.ready(created);
       } catch (e) {
         // An eager collection whose index cannot be allocated is not kept.
-        if (this.fleet) await this.fleet.deleteCollection(created.id, () => undefined);
-        else this.store.deleteCollection(created.id);
+        await this.writer.deleteCollection(created.id, () => undefined);
         this.indexes.drop(created.id);
         throw e;
       }
@@ -153,18 +152,9 @@ export class CollectionService {
   }
 
   async patch(id: string, body: CollectionPatchT): Promise<CollectionT> {
-    if (this.fleet) {
-      await this.fleet.updateCollection(id, (c) => this.patchColumns(this.checkBound(c), body));
-      // The follower reconfigured the index when the settings changed.
-      return this.get(id);
-    }
-    return this.store.transaction(() => {
-      const cols = this.patchColumns(this.getBound(id), body);
-      this.store.updateCollection(id, cols);
-      const updated = this.get(id);
-      if (['capacity_rows', 'load_policy', 'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'].some((k) => k in cols)) this.indexes.configure(updated);
-      return updated;
-    });
+    // The writer reconfigures the index when index settings change.
+    await this.writer.updateCollection(id, (c) => this.patchColumns(this.checkBound(c), body));
+    return this.get(id);
   }
 
   /** The columns a patch changes on collection `c` (checked); empty for a no-op patch. */
@@ -222,13 +212,7 @@ export class CollectionService {
         throw Errors.collectionNotEmpty(id, c.person_count, c.face_count);
       }
     };
-    if (this.fleet) await this.fleet.deleteCollection(id, check);
-    else {
-      this.store.transaction(() => {
-        check(this.get(id));
-        this.store.deleteCollection(id);
-      });
-    }
+    await this.writer.deleteCollection(id, check);
     this.indexes.drop(id);
   }
 }

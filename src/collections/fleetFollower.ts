@@ -3,7 +3,8 @@ import type { Logger } from 'pino';
 import type { CollectionT } from '../contract/collections.js';
 import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
-import { clientConfig, type PgOptions } from '../store/postgres.js';
+import { isApiError } from '../contract/errors.js';
+import { clientConfig, isConnectionError, type PgOptions } from '../store/postgres.js';
 import { blobToEmbedding, type CollectionStore } from './collectionStore.js';
 import { GALLERY_CHANNEL, type CollectionSnapshot, type PgGallery } from './pgGallery.js';
 
@@ -15,6 +16,22 @@ export interface FollowerStatus {
   syncs: number;
   full_copies: number;
   last_sync_at: string | null;
+  /** Change revisions applied to the replica by catching up (a full copy counts the revisions it jumped). */
+  revisions_applied: number;
+  /** Revisions committed in PostgreSQL that this box has heard of and not yet applied (all collections). */
+  revisions_behind: number;
+  /** Change-log rows this box deleted as the fleet's pruner, and when it last did. */
+  changes_pruned: number;
+  last_prune_at: string | null;
+}
+
+export interface FollowerOptions {
+  /** Milliseconds between full catch-up passes (NOTIFY wakes the follower sooner). */
+  intervalMs: number;
+  /** Change-log pruning: keep what boxes seen within this many seconds still need; 0 = never prune. */
+  retentionSeconds?: number;
+  /** Seconds between two prunes of the fleet (one box does each). */
+  pruneIntervalSeconds?: number;
 }
 
 /** Settings whose change reconfigures a loaded index. */
@@ -34,7 +51,13 @@ export class GalleryFollower {
   private timer: NodeJS.Timeout | null = null;
   private reconnect: NodeJS.Timeout | null = null;
   private closed = false;
-  private status: FollowerStatus = { state: 'disconnected', since: new Date().toISOString(), last_error: null, syncs: 0, full_copies: 0, last_sync_at: null };
+  private status: FollowerStatus = {
+    state: 'disconnected', since: new Date().toISOString(), last_error: null, syncs: 0, full_copies: 0, last_sync_at: null, revisions_applied: 0,
+    revisions_behind: 0, changes_pruned: 0, last_prune_at: null,
+  };
+  /** The newest change_revision heard of per collection (heads, snapshots, NOTIFY): the lag's reference. */
+  private readonly known = new Map<string, number>();
+  private maintainError: string | null = null;
   /** Called after a collection's replica changed (tests and benches observe propagation). */
   onApplied: ((collectionId: string) => void) | null = null;
 
@@ -43,7 +66,7 @@ export class GalleryFollower {
     private readonly store: CollectionStore,
     private readonly indexes: SearchIndexes,
     private readonly pgOptions: PgOptions,
-    private readonly opts: { intervalMs: number },
+    private readonly opts: FollowerOptions,
     private readonly log: Logger,
   ) {}
 
@@ -52,7 +75,13 @@ export class GalleryFollower {
   }
 
   snapshot(): FollowerStatus {
-    return { ...this.status };
+    let behind = 0;
+    for (const [id, head] of this.known) behind += Math.max(0, head - (this.store.replicaHead(id)?.change_revision ?? 0));
+    return { ...this.status, revisions_behind: behind };
+  }
+
+  private heard(id: string, revision: number): void {
+    if (revision > (this.known.get(id) ?? -1)) this.known.set(id, revision);
   }
 
   private setState(state: FollowerStatus['state'], error?: unknown): void {
@@ -68,7 +97,10 @@ export class GalleryFollower {
   async start(): Promise<void> {
     await this.connect();
     this.timer = setInterval(() => {
-      if (this.listener) void this.syncAll().catch((e: unknown) => this.setState('disconnected', e));
+      // A pass that fails (a pooled connection lost) marks the box degraded; the next pass that succeeds
+      // while the listener is up marks it connected again.
+      const listener = this.listener;
+      if (listener) void this.syncAll().then(() => { if (this.listener === listener) this.setState('connected'); }, (e: unknown) => this.setState('disconnected', e));
     }, this.opts.intervalMs);
     this.timer.unref();
   }
@@ -88,9 +120,12 @@ export class GalleryFollower {
     client.on('end', () => lost());
     try {
       await client.connect();
+      await this.gallery.ensureSchema();
       await client.query(`LISTEN ${GALLERY_CHANNEL}`);
       this.listener = client;
       client.on('notification', (m) => {
+        // The payload names the collection only: it is at least one revision ahead of the replica now.
+        if (m.payload) this.heard(m.payload, (this.store.replicaHead(m.payload)?.change_revision ?? 0) + 1);
         if (m.payload) void this.sync(m.payload).catch((e: unknown) => this.log.warn({ err: e, collection_id: m.payload }, 'fleet: sync failed; retried on the next pass'));
       });
       // Catch up everything missed while not listening (startup or a disconnect).
@@ -118,11 +153,44 @@ export class GalleryFollower {
   /** Brings every collection up to date: new ones copied, deleted ones dropped, the rest caught up by revision. */
   async syncAll(): Promise<void> {
     const heads = await this.gallery.heads();
+    for (const h of heads) this.heard(h.id, h.change_revision);
     const remote = new Set(heads.map((h) => h.id));
     for (const id of this.store.replicaCollectionIds()) if (!remote.has(id)) await this.sync(id);
     for (const h of heads) {
       const local = this.store.replicaHead(h.id);
       if (!local || local.index_epoch !== h.index_epoch || local.change_revision !== h.change_revision) await this.sync(h.id);
+    }
+    await this.maintain();
+  }
+
+  /**
+   * After each pass: tell PostgreSQL what this replica has applied, then (when pruning is on) offer to
+   * prune the change log; one box of the fleet does it per interval. A failure here is logged and retried
+   * on the next pass (a lost connection fails the pass as any other query would).
+   */
+  private async maintain(): Promise<void> {
+    try {
+      const mine = this.store.replicaCollectionIds().flatMap((id) => {
+        const h = this.store.replicaHead(id);
+        return h ? [{ id, index_epoch: h.index_epoch, change_revision: h.change_revision }] : [];
+      });
+      await this.gallery.recordProgress(mine);
+      const retention = this.opts.retentionSeconds ?? 0;
+      if (retention > 0) {
+        const deleted = await this.gallery.pruneChanges(retention, this.opts.pruneIntervalSeconds ?? 600);
+        if (deleted !== null) {
+          this.status.changes_pruned += deleted;
+          this.status.last_prune_at = new Date().toISOString();
+          if (deleted > 0) this.log.info({ deleted }, 'fleet: pruned the gallery change log');
+        }
+      }
+      this.maintainError = null;
+    } catch (e) {
+      if (isConnectionError(e) || (isApiError(e) && e.code === 'store_unavailable')) throw e;
+      // Logged once per distinct problem, not every pass.
+      const message = e instanceof Error ? e.message : String(e);
+      if (message !== this.maintainError) this.log.warn({ err: e }, 'fleet: recording progress or pruning the change log failed; retried on every pass');
+      this.maintainError = message;
     }
   }
 
@@ -140,6 +208,9 @@ export class GalleryFollower {
   private async syncNow(id: string): Promise<void> {
     const local = this.store.replicaHead(id);
     const snap = await this.gallery.snapshot(id, local);
+    // The snapshot is PostgreSQL's word at this moment (a re-created collection starts again from 1).
+    if (snap) this.known.set(id, snap.collection.change_revision);
+    else this.known.delete(id);
     if (!snap) {
       if (local) {
         this.store.transaction(() => this.store.deleteCollection(id));
@@ -152,6 +223,7 @@ export class GalleryFollower {
     const before = local ? this.store.getCollection(id) : null;
     const change = this.store.transaction(() => this.apply(snap, local !== null));
     const after = this.store.getCollection(id)!;
+    this.status.revisions_applied += Math.max(0, snap.collection.change_revision - (local?.index_epoch === snap.collection.index_epoch ? local.change_revision : 0));
     if (snap.full) {
       this.indexes.drop(id);
       if (after.load_policy === 'eager') this.indexes.ready(after);

@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { isValidPersonId, type CollectionT } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
 import { l2Normalize } from '../inference/pipeline.js';
-import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
-import { nowIso, type CollectionStore } from './collectionStore.js';
+import type { CollectionStore } from './collectionStore.js';
 import type { CollectionService } from './collectionService.js';
-import type { PgGallery } from './pgGallery.js';
+import type { GalleryWriter } from './galleryWriter.js';
 import { embeddingProblem } from './review.js';
 
 /**
@@ -101,8 +100,8 @@ export class GalleryImportService {
   private readonly newFaceId = uuidV7Generator();
 
   constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes,
-    /** Fleet mode: batches commit in PostgreSQL (then this box's replica); null = the local SQLite gallery. */
-    private readonly fleet: PgGallery | null = null) {}
+    /** Every gallery write (SQLite or PostgreSQL, chosen at composition). */
+    private readonly writer: GalleryWriter) {}
 
   /** The collection as export lines (see exportCollection). */
   export(collectionId: string): Generator<string> {
@@ -126,50 +125,13 @@ export class GalleryImportService {
   /** Commits one batch, all or nothing; returns what it added. */
   async commitBatch(collectionId: string, contractId: string, batch: ImportPerson[]): Promise<{ persons: number; faces: number }> {
     if (batch.length === 0) return { persons: 0, faces: 0 };
-    if (this.fleet) {
-      const faces = await this.fleet.importBatch(collectionId, batch, (c) => {
-        this.checkContract(this.collections.checkBound(c), contractId);
-        const n = batch.reduce((s, p) => s + p.embeddings.length, 0);
-        if (c.face_count + n > c.capacity_rows) throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + n);
-      }, this.newFaceId);
-      return { persons: batch.length, faces };
-    }
-    const store = this.store;
-    const result = store.bulkTransaction(() => {
-      const c = this.collections.getBound(collectionId);
-      this.checkContract(c, contractId);
-      const faces = batch.reduce((s, p) => s + p.embeddings.length, 0);
-      if (c.face_count + faces > c.capacity_rows) {
-        throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + faces);
-      }
-      const ids = new Set<string>(), externals = new Set<string>();
-      const taken = store.takenPersonKeys(c.id, batch.map((p) => p.id), batch.flatMap((p) => (p.external_id === null ? [] : [p.external_id])));
-      for (const p of batch) {
-        if (p.embeddings.length > c.max_faces_per_person) {
-          throw Errors.personFaceLimitExceeded(c.max_faces_per_person, p.embeddings.length).withDetails({ person_id: p.id });
-        }
-        if (ids.has(p.id) || taken.ids.has(p.id)) throw Errors.personExists({ id: p.id });
-        ids.add(p.id);
-        if (p.external_id !== null) {
-          if (externals.has(p.external_id) || taken.externals.has(p.external_id)) {
-            throw Errors.personExists({ externalId: p.external_id });
-          }
-          externals.add(p.external_id);
-        }
-      }
-      const at = nowIso();
-      const binding = { model_id: c.model_id, model_digest: c.model_digest, preprocessing_version: c.preprocessing_version, embedding_contract_id: c.embedding_contract_id };
-      const rows: IndexRow[] = [];
-      for (const p of batch) {
-        const { personSeq, faceSeqs } = store.insertImportedPerson(c.id, p, p.embeddings, binding, at, this.newFaceId);
-        faceSeqs.forEach((seq, i) => rows.push({ faceKey: seq, personKey: personSeq, vector: p.embeddings[i]! }));
-      }
-      store.bumpSearchRevision(c.id);
-      return { before: c.search_revision, after: this.collections.get(c.id), rows };
-    });
-    // Searchable before the batch is acknowledged (as every other write).
-    this.indexes.applyCommitted(result.after, result.before, { add: result.rows });
-    return { persons: batch.length, faces: result.rows.length };
+    // The batch reaches this box's search index before it is acknowledged (as every other write).
+    const faces = await this.writer.importBatch(collectionId, batch, (c) => {
+      this.checkContract(this.collections.checkBound(c), contractId);
+      const n = batch.reduce((s, p) => s + p.embeddings.length, 0);
+      if (c.face_count + n > c.capacity_rows) throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + n);
+    }, this.newFaceId);
+    return { persons: batch.length, faces };
   }
 }
 

@@ -4,13 +4,12 @@ import type { InferenceEngine } from '../inference/engine.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzeResult } from '../inference/pipeline.js';
-import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import { nowIso, type CollectionStore, type NewFace } from './collectionStore.js';
 import { detectionProfileOf, type CollectionService } from './collectionService.js';
 import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from '../contract/collections.js';
-import type { PgGallery } from './pgGallery.js';
+import type { GalleryWriter } from './galleryWriter.js';
 import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
 
 export interface RegistrationImage { filename: string; bytes: Uint8Array }
@@ -52,8 +51,8 @@ export class PersonService {
     private readonly cursors: CursorCodec,
     private readonly engine: () => InferenceEngine,
     private readonly limits: RegistrationLimits,
-    /** Fleet mode: writes go to PostgreSQL (then this box's replica); null = the local SQLite gallery. */
-    private readonly fleet: PgGallery | null = null,
+    /** Every gallery write (SQLite or PostgreSQL, chosen at composition); reads are the local store's. */
+    private readonly writer: GalleryWriter,
   ) {}
 
   private person(collectionId: string, personId: string) {
@@ -85,33 +84,13 @@ export class PersonService {
   }
 
   async patch(collectionId: string, personId: string, body: PersonPatchT): Promise<PersonT> {
-    if (this.fleet) {
-      await this.fleet.updatePerson(collectionId, personId, (p) => PersonService.patchColumns(p.person, body));
-      return this.person(collectionId, personId).person;
-    }
-    return this.store.transaction(() => {
-      this.collections.get(collectionId);
-      const { seq, person } = this.person(collectionId, personId);
-      const cols = PersonService.patchColumns(person, body);
-      if (cols.external_id !== undefined && cols.external_id !== null && this.store.externalIdTaken(collectionId, cols.external_id, seq)) {
-        throw Errors.externalIdExists(cols.external_id);
-      }
-      if (Object.keys(cols).length > 0) this.store.updatePerson(seq, cols);
-      return this.person(collectionId, personId).person;
-    });
+    await this.writer.updatePerson(collectionId, personId, (p) => PersonService.patchColumns(p.person, body));
+    return this.person(collectionId, personId).person;
   }
 
   async delete(collectionId: string, personId: string): Promise<void> {
-    // Fleet mode: the follower applies the commit to this box's replica and index before this returns.
-    if (this.fleet) return this.fleet.deletePerson(collectionId, personId);
-    const { after, before, removed } = this.store.transaction(() => {
-      const c = this.collections.get(collectionId);
-      const { seq } = this.person(collectionId, personId);
-      const removed = this.store.deletePerson(seq);
-      this.store.bumpSearchRevision(collectionId);
-      return { after: this.collections.get(collectionId), before: c.search_revision, removed };
-    });
-    this.indexes.applyCommitted(after, before, { remove: removed });
+    // The commit is in this box's store and index when this returns (on either engine).
+    return this.writer.deletePerson(collectionId, personId);
   }
 
   listFaces(collectionId: string, personId: string, q: { cursor?: string | null; limit: number }): Page<FaceSampleT> {
@@ -123,18 +102,7 @@ export class PersonService {
   }
 
   async deleteFace(collectionId: string, personId: string, faceId: string): Promise<void> {
-    if (this.fleet) return this.fleet.deleteFace(collectionId, personId, faceId);
-    const { after, before, faceSeq } = this.store.transaction(() => {
-      const c = this.collections.get(collectionId);
-      const { seq } = this.person(collectionId, personId);
-      const face = this.store.getFace(seq, faceId);
-      if (!face) throw Errors.faceNotFound({ faceId });
-      this.store.deleteFace(face.seq);
-      this.store.touchPerson(seq, nowIso());
-      this.store.bumpSearchRevision(collectionId);
-      return { after: this.collections.get(collectionId), before: c.search_revision, faceSeq: face.seq };
-    });
-    this.indexes.applyCommitted(after, before, { remove: [faceSeq] });
+    return this.writer.deleteFace(collectionId, personId, faceId);
   }
 
   faceImage(collectionId: string, personId: string, faceId: string): Buffer {
@@ -307,39 +275,13 @@ export class PersonService {
       throw Errors.registrationFailed(rejected);
     }
 
-    if (this.fleet) {
-      const now = nowIso();
-      const faces = accepted.map((a) => ({ id: randomUUID(), embedding: a.embedding, face: a.face, crop: a.crop, createdAt: now }));
-      const written = await this.fleet.addFaces(c.id, 'create' in target ? { create: target.create } : { personId: existing!.person.id }, faces,
-        (col, current) => PersonService.checkLimits(this.collections.checkBound(col), current, accepted.length));
-      // The replica and index already have the commit (the follower ran before addFaces returned).
-      const person = this.person(c.id, written.personId);
-      return { person: person.person, faces: written.faceIds.map((id) => store.getFace(person.seq, id)!.face), rejected_images: rejected };
-    }
-    const result = store.transaction(() => {
-      const now = nowIso();
-      const col = this.collections.get(c.id);
-      const personSeq = 'create' in target ? store.insertPerson(c.id, target.create, now) : existing!.seq;
-      const current = 'create' in target ? 0 : store.getPerson(c.id, existing!.person.id)!.person.face_count;
-      PersonService.checkLimits(col, current, accepted.length);
-      const rows: IndexRow[] = [];
-      const ids: string[] = [];
-      for (const a of accepted) {
-        const id = randomUUID();
-        const seq = store.insertFace(c.id, { id, personSeq, embedding: a.embedding, face: a.face, crop: col.save_face_crops ? a.crop : null, createdAt: now });
-        rows.push({ faceKey: seq, personKey: personSeq, vector: a.embedding });
-        ids.push(id);
-      }
-      if (accepted.length > 0) {
-        if (!('create' in target)) store.touchPerson(personSeq, now);
-        store.bumpSearchRevision(c.id);
-      }
-      const personId = 'create' in target ? target.create.id : existing!.person.id;
-      const person = store.getPerson(c.id, personId)!;
-      const faces = ids.map((id) => store.getFace(person.seq, id)!.face);
-      return { before: col.search_revision, after: this.collections.get(c.id), rows, person: person.person, faces };
-    });
-    if (result.rows.length > 0) this.indexes.applyCommitted(result.after, result.before, { add: result.rows });
-    return { person: result.person, faces: result.faces, rejected_images: rejected };
+    const now = nowIso();
+    const faces = accepted.map((a) => ({ id: randomUUID(), embedding: a.embedding, face: a.face, crop: a.crop, createdAt: now }));
+    // The limits are checked again on the collection as the write locks it (concurrent writes, other boxes).
+    const written = await this.writer.addFaces(c.id, 'create' in target ? { create: target.create } : { personId: existing!.person.id }, faces,
+      (col, current) => PersonService.checkLimits(this.collections.checkBound(col), current, accepted.length));
+    // This box's store and index already have the commit.
+    const person = this.person(c.id, written.personId);
+    return { person: person.person, faces: written.faceIds.map((id) => store.getFace(person.seq, id)!.face), rejected_images: rejected };
   }
 }

@@ -2,17 +2,16 @@ import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { CollectionT } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
-import { withTransaction } from '../store/postgres.js';
+import { migratePostgres, withTransaction } from '../store/postgres.js';
 import {
   collectionFromRow, embeddingToBlob, indexColumns, nowIso, personFromRow,
-  type CollectionRow, type NewCollection, type NewFace, type PersonRow, type StoredPerson,
+  type CollectionRow, type NewCollection, type PersonRow, type StoredPerson,
 } from './collectionStore.js';
+import type { FaceInput, GalleryWriter, ImportBatchPerson, NewPersonRow } from './galleryWriter.js';
 
 /** The change a committed write made: the persons and faces it touched, and whether search_revision moves. */
 interface Change { persons?: number[]; faces?: number[]; search: boolean }
 
-export interface NewPersonRow { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }
-export type FaceInput = Omit<NewFace, 'personSeq'>;
 
 /** What a follower reads of one collection in one snapshot. */
 export interface CollectionSnapshot {
@@ -36,7 +35,9 @@ const CHANNEL = GALLERY_CHANNEL;
  * index up to the commit before the caller acknowledges. Checks are the services' own callbacks, run on
  * the locked row: the same rules as SQLite, one engine deep.
  */
-export class PgGallery {
+export class PgGallery implements GalleryWriter {
+  readonly engine = 'postgres' as const;
+
   constructor(
     private readonly pool: pg.Pool,
     readonly boxId: string,
@@ -216,7 +217,7 @@ export class PgGallery {
   }
 
   /** A bulk-import batch, all or nothing; `check` sees the locked collection. Returns the faces added. */
-  async importBatch(collectionId: string, batch: { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; embeddings: Float32Array[] }[],
+  async importBatch(collectionId: string, batch: ImportBatchPerson[],
     check: (c: CollectionT) => void, newId: () => string): Promise<number> {
     const added = await withTransaction(this.pool, async (c) => {
       const col = await this.lock(c, collectionId);
@@ -257,6 +258,60 @@ export class PgGallery {
     });
     await this.committed(collectionId);
     return added;
+  }
+
+  private migrated = false;
+
+  /**
+   * Applies pending PostgreSQL migrations once per process (the follower calls it on every connect): a box
+   * that started while the database was unreachable brings the schema up when it first reaches it.
+   */
+  async ensureSchema(): Promise<void> {
+    if (this.migrated) return;
+    await migratePostgres(this.pool);
+    this.migrated = true;
+  }
+
+  // ---- change-log pruning ----
+
+  /**
+   * Records the change_revision this box's replica has applied for each collection (one statement),
+   * with the time: pruning keeps every change a box seen within the retention window still needs.
+   */
+  async recordProgress(heads: { id: string; index_epoch: string; change_revision: number }[]): Promise<void> {
+    if (heads.length === 0) return;
+    await this.pool.query(`INSERT INTO gallery_box_progress (box_id, collection_id, index_epoch, applied_revision, seen_at)
+      SELECT $1, h.id, h.epoch, h.rev, now() FROM unnest($2::text[], $3::text[], $4::bigint[]) AS h(id, epoch, rev) JOIN collections c ON c.id = h.id
+      ON CONFLICT (collection_id, box_id) DO UPDATE SET index_epoch = EXCLUDED.index_epoch, applied_revision = EXCLUDED.applied_revision, seen_at = EXCLUDED.seen_at`,
+    [this.boxId, heads.map((h) => h.id), heads.map((h) => h.index_epoch), heads.map((h) => h.change_revision)]);
+  }
+
+  /**
+   * Deletes the changes no box needs: per collection, those at or below the lowest applied revision of
+   * the boxes seen within `retentionSeconds` (all of them when no box was seen: a box that returns later
+   * copies the collection afresh). Once per fleet per `intervalSeconds`: the box that takes the advisory
+   * lock and finds the last run old enough does it; the first call only starts the clock, so every box
+   * reports its progress before anything is deleted. Returns the changes deleted, or null when skipped.
+   */
+  async pruneChanges(retentionSeconds: number, intervalSeconds: number): Promise<number | null> {
+    return withTransaction(this.pool, async (c) => {
+      if (!(await c.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock(7166016) AS ok')).rows[0]!.ok) return null;
+      const last = (await c.query<{ due: boolean }>(`SELECT last_run_at <= now() - make_interval(secs => $1) AS due FROM gallery_maintenance WHERE task = 'prune_changes'`, [intervalSeconds])).rows[0];
+      if (!last) {
+        await c.query(`INSERT INTO gallery_maintenance (task, last_run_at, last_box_id) VALUES ('prune_changes', now(), $1) ON CONFLICT DO NOTHING`, [this.boxId]);
+        return null;
+      }
+      if (!last.due) return null;
+      const r = await c.query(`DELETE FROM gallery_changes g USING (
+          SELECT c.id, coalesce((SELECT min(p.applied_revision) FROM gallery_box_progress p WHERE p.collection_id = c.id AND p.index_epoch = c.index_epoch
+            AND p.seen_at > now() - make_interval(secs => $1)), c.change_revision) AS low FROM collections c) k
+        WHERE g.collection_id = k.id AND g.revision <= k.low`, [retentionSeconds]);
+      // Boxes not seen within the window no longer hold anything back; their rows go.
+      await c.query('DELETE FROM gallery_box_progress WHERE seen_at <= now() - make_interval(secs => $1)', [retentionSeconds]);
+      const deleted = r.rowCount ?? 0;
+      await c.query(`UPDATE gallery_maintenance SET last_run_at = now(), last_box_id = $1, last_deleted = $2 WHERE task = 'prune_changes'`, [this.boxId, deleted]);
+      return deleted;
+    });
   }
 
   // ---- follower reads ----

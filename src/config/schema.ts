@@ -222,6 +222,13 @@ export const StoreConfigSchema = z.strictObject({
   pool_size: z.number().int().min(1).max(100).default(8),
   /** Seconds between full catch-up passes of the follower (LISTEN/NOTIFY wakes it sooner). */
   follow_interval_seconds: z.number().min(0.1).max(3600).default(5),
+  /**
+   * Change-log pruning: changes every box seen within this many seconds has applied are deleted; a box
+   * away for longer copies its collections afresh when it returns. 0 = never prune.
+   */
+  change_log_retention_seconds: z.number().min(0).max(31_536_000).default(604_800),
+  /** Seconds between two prunes of the change log (one box of the fleet does each, under an advisory lock). */
+  change_log_prune_interval_seconds: z.number().min(0.1).max(86_400).default(600),
 }).refine((s) => s.backend !== 'postgres' || s.url !== undefined, { message: 'store.url is required when backend = "postgres"', path: ['url'] });
 
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);

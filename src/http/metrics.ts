@@ -12,6 +12,7 @@ import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 import { parseBearer } from './auth.js';
 import type { AppState } from './route.js';
 import type { Runtime } from './runtime.js';
+import type { FollowerStatus } from '../collections/fleetFollower.js';
 
 /** Per-collection series stop here, so a box with thousands of collections cannot flood the scrape. */
 const MAX_COLLECTION_SERIES = 200;
@@ -192,6 +193,38 @@ export class VigilMetrics {
     new Gauge({ name: 'vigil_mqtt_queued_messages', help: 'MQTT messages waiting for the broker.', registers: reg, collect() { this.set(outputs()?.mqtt.queued ?? 0); } });
     new Counter({ name: 'vigil_mqtt_published_total', help: 'MQTT messages published since start.', registers: reg, collect() { this.reset(); this.inc(outputs()?.mqtt.published ?? 0); } });
     new Counter({ name: 'vigil_mqtt_dropped_total', help: 'MQTT messages dropped because the queue was full.', registers: reg, collect() { this.reset(); this.inc(outputs()?.mqtt.dropped ?? 0); } });
+
+    // Fleet mode ([store] backend = "postgres"): the follower of the shared gallery. Labelled by box so a
+    // fleet's series aggregate; absent on a one-box (SQLite) daemon.
+    const follower = () => {
+      const f = rt()?.fleet;
+      return f ? { box: f.boxId, s: f.follower.snapshot() } : null;
+    };
+    const fleetGauge = (name: string, help: string, value: (s: FollowerStatus) => number | null) => new Gauge({
+      name, help, labelNames: ['box'] as const, registers: reg,
+      collect() {
+        this.reset();
+        const f = follower();
+        const v = f ? value(f.s) : null;
+        if (f && v !== null) this.set({ box: f.box }, v);
+      },
+    });
+    const fleetCounter = (name: string, help: string, value: (s: FollowerStatus) => number) => new Counter({
+      name, help, labelNames: ['box'] as const, registers: reg,
+      collect() {
+        this.reset();
+        const f = follower();
+        if (f) this.inc({ box: f.box }, value(f.s));
+      },
+    });
+    fleetGauge('vigil_fleet_database_connected', 'Whether this box reaches the shared gallery database (1) or serves its replica degraded (0).', (s) => (s.state === 'connected' ? 1 : 0));
+    fleetGauge('vigil_fleet_revisions_behind', 'Gallery revisions committed in PostgreSQL and not yet applied to this box\'s replica and index (all collections).', (s) => s.revisions_behind);
+    fleetGauge('vigil_fleet_seconds_since_last_apply', 'Seconds since the follower last applied a change to the replica (grows on an idle gallery; read with revisions_behind).',
+      (s) => (s.last_sync_at ? (Date.now() - Date.parse(s.last_sync_at)) / 1000 : null));
+    fleetCounter('vigil_fleet_syncs_total', 'Collection catch-ups applied to this box\'s replica and index since start.', (s) => s.syncs);
+    fleetCounter('vigil_fleet_revisions_applied_total', 'Gallery change revisions applied to this box\'s replica since start.', (s) => s.revisions_applied);
+    fleetCounter('vigil_fleet_full_copies_total', 'Collections copied whole (new, re-created, or the change log no longer reached back) since start.', (s) => s.full_copies);
+    fleetCounter('vigil_fleet_changes_pruned_total', 'Change-log rows this box deleted as the fleet\'s pruner since start.', (s) => s.changes_pruned);
   }
 }
 

@@ -38,3 +38,10 @@ test('the store password comes from the environment first, then the password fil
   t.is(storePassword({ passwordFile: pw }), 's3cret');
   t.is(storePassword({}), undefined);
 });
+
+test('[store] change-log pruning: a week of retention, pruned every 10 minutes by default; 0 turns pruning off', (t) => {
+  t.like(loadConfig(null, {}).config.store, { change_log_retention_seconds: 604_800, change_log_prune_interval_seconds: 600 });
+  const off = loadConfig(file('p.toml', '[store]\nchange_log_retention_seconds = 0\nchange_log_prune_interval_seconds = 30\n'), {}).config;
+  t.like(off.store, { change_log_retention_seconds: 0, change_log_prune_interval_seconds: 30 });
+  t.throws(() => loadConfig(file('q.toml', '[store]\nchange_log_retention_seconds = -1\n'), {}));
+});
