@@ -157,7 +157,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     }, fleet?.gallery ?? null);
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
-    const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
+    const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log, boxId);
     warnSmallThreadpool(mc.max_streams, log);
     // The event history and its outputs: every monitor event is written to SQLite in batches, with the
     // webhook outbox and the MQTT queue in the same transaction.
@@ -166,7 +166,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const snapshots = new SnapshotStore(config.server.data_dir, { maxSide: ev.snapshot_max_side, cropMargin: ev.crop_margin, cropMaxSide: ev.crop_max_side, quality: ev.jpeg_quality });
     const history = new EventHistory(historyStore, snapshots, {
       flushIntervalMs: ev.flush_interval_ms, snapshots: ev.snapshots,
-      retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, maxSnapshotBytes: ev.max_snapshot_bytes, intervalMs: ev.retention_interval_seconds * 1000 },
+      retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, maxSnapshotBytes: ev.max_snapshot_bytes, intervalMs: ev.retention_interval_seconds * 1000 }, boxId,
     }, log);
     history.recover();
     const webhookStore = new WebhookStore(db.db);

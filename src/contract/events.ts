@@ -28,7 +28,8 @@ export const EventSnapshot = z
 
 export const HistoryEvent = z
   .looseObject({
-    id: z.uuid().describe('The same id as in /v1/monitors/{id}/events.'), type: z.string(), monitor_id: z.string(), collection_id: z.string().nullable(),
+    id: z.uuid().describe('The same id as in /v1/monitors/{id}/events.'),
+    box_id: z.string().describe('The box that recorded the event ([server] box_id). In fleet mode its pictures are kept on that box only.'), type: z.string(), monitor_id: z.string(), collection_id: z.string().nullable(),
     occurred_at: z.string(), stream_epoch: z.string(), sequence: z.int(), track_id: z.string().nullable(), person: MonitorPerson.nullable(),
     similarity: z.number().nullable(), threshold: z.number().nullable(), matched_face_id: z.string().nullable(), face: FaceObservation.nullable(),
     error: z.looseObject({ code: z.string(), message: z.string() }).nullable(), snapshot: EventSnapshot,
@@ -48,6 +49,7 @@ const idField = (check: (v: string) => boolean, what: string) => formField(z.str
 export const EventListQuery = z.object({
   limit: formInt(1, 500, 50),
   cursor: z.string().nullish(),
+  box_id: idField((v) => ID_PATTERN.test(v), 'box_id').describe('Only events recorded by this box (fleet mode: any box of the fleet).'),
   monitor_id: idField((v) => ID_PATTERN.test(v), 'monitor_id'),
   collection_id: idField(isValidId, 'collection_id'),
   person_id: idField((v) => ID_PATTERN.test(v), 'person_id'),

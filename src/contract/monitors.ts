@@ -103,6 +103,7 @@ export const Monitor = z
     source: z.looseObject({ type: z.literal('rtsp'), url: z.string() }).meta(id('MonitorSource-Output')),
     collection_id: z.string(), inference_fps: z.number(), match_threshold: z.number().nullable(), event_buffer_size: z.int(),
     event_policy: MonitorEventPolicy, preview_enabled: z.boolean(), runtime: MonitorRuntime, created_at: z.string(), updated_at: z.string(),
+    box_id: z.string().describe('Vigil extension: the box that runs this monitor ([server] box_id of the box it was created on). Another box lists it with runtime.status "other_box" and never starts it.'),
   })
   .meta(id('Monitor'));
 

@@ -17,7 +17,7 @@ const ms = (iso: string | undefined) => (iso === undefined ? undefined : Date.pa
 /** The filter of a list or range-delete query. */
 export function filterOf(q: Omit<EventDeleteQueryT, 'all'>): EventFilter {
   return {
-    monitor_id: q.monitor_id, collection_id: q.collection_id, person_id: q.person_id, types: q.type, unknown_only: q.unknown_only,
+    box_id: q.box_id, monitor_id: q.monitor_id, collection_id: q.collection_id, person_id: q.person_id, types: q.type, unknown_only: q.unknown_only,
     since_ms: ms(q.since), until_ms: ms(q.until),
   };
 }
@@ -96,7 +96,7 @@ export class EventService {
   deleteRange(q: EventDeleteQueryT): number {
     const f = filterOf(q);
     const filtered = Object.values(f).some((v) => v !== undefined);
-    if (!filtered && !q.all) throw Errors.invalidRequest('give at least one filter (monitor_id, collection_id, person_id, type, unknown_only, since, until) or all=true', { field: 'all' });
+    if (!filtered && !q.all) throw Errors.invalidRequest('give at least one filter (box_id, monitor_id, collection_id, person_id, type, unknown_only, since, until) or all=true', { field: 'all' });
     const n = this.store.deleteFiltered(f);
     this.history.sweepTrash();
     return n;

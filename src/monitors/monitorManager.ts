@@ -43,7 +43,12 @@ export class MonitorManager {
     /** Null until the models are loaded: sessions need the engine. */
     private readonly sessionDeps: () => SessionDeps | null,
     private readonly log: Logger,
-  ) {}
+    /** This box ([server] box_id): it runs only monitors whose box_id is its own. */
+    readonly boxId: string,
+  ) {
+    const claimed = store.claimUnowned(boxId);
+    if (claimed) log.info({ monitors: claimed, box_id: boxId }, 'monitors from before box identity now belong to this box');
+  }
 
   observe(o: MonitorObserver): void {
     this.observers.push(o);
@@ -65,6 +70,11 @@ export class MonitorManager {
     const r = this.store.get(id);
     if (!r) throw Errors.monitorNotFound(id);
     return r;
+  }
+
+  /** Whether this box runs the monitor (its box_id is this box's). */
+  private own(r: MonitorRecord): boolean {
+    return r.box_id === this.boxId;
   }
 
   private deps(): SessionDeps {
@@ -95,6 +105,10 @@ export class MonitorManager {
   runtime(record: MonitorRecord): MonitorRuntimeT {
     const s = this.sessions.get(record.id);
     if (s) return s.runtime();
+    if (!this.own(record)) {
+      const e = Errors.monitorOtherBox(record.id, record.box_id, this.boxId);
+      return { status: 'other_box', connected: false, stream_epoch: null, last_frame_at: null, last_error: { code: e.code, message: e.message, box_id: record.box_id }, preview_active: false, preview_viewers: 0 };
+    }
     const err = this.restoreErrors.get(record.id) ?? null;
     return { status: err ? 'error' : 'stopped', connected: false, stream_epoch: null, last_frame_at: null, last_error: err, preview_active: false, preview_viewers: 0 };
   }
@@ -104,6 +118,7 @@ export class MonitorManager {
       id: r.id, name: r.name, description: r.description, enabled: r.enabled, source: { type: 'rtsp', url: redactRtspUrl(r.url) },
       collection_id: r.collection_id, inference_fps: r.inference_fps, match_threshold: r.match_threshold, event_buffer_size: r.event_buffer_size,
       event_policy: { ...r.event_policy }, preview_enabled: r.preview_enabled, runtime: this.runtime(r), created_at: r.created_at, updated_at: r.updated_at,
+      box_id: r.box_id,
     };
   }
 
@@ -125,7 +140,7 @@ export class MonitorManager {
     const record: MonitorRecord = {
       id: body.id, name: body.name, description: body.description, enabled: body.enabled, url: body.source.url, collection_id: body.collection_id,
       inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
-      event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at,
+      event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at, box_id: this.boxId,
     };
     if (!this.store.insert(record)) throw Errors.monitorExists(body.id);
     if (record.enabled) {
@@ -147,6 +162,8 @@ export class MonitorManager {
 
   patch(id: string, body: MonitorPatchT): MonitorT {
     const current = this.record(id);
+    // Only the owning box changes (and runs) a monitor; another box may only delete it.
+    if (!this.own(current)) throw Errors.monitorOtherBox(id, current.box_id, this.boxId);
     const next: MonitorRecord = {
       ...current,
       ...(body.name !== undefined && { name: body.name }),
@@ -250,9 +267,14 @@ export class MonitorManager {
 
   /** Starts every enabled monitor (in id order, up to the capacity); failures show as status "error". */
   restore(): void {
+    const foreign: string[] = [];
     for (const id of this.store.enabledIds()) {
       try {
         const r = this.record(id);
+        if (!this.own(r)) {
+          foreign.push(id);
+          continue;
+        }
         this.collections.getBound(r.collection_id);
         this.claimSlot();
         this.sessions.set(id, this.startSession(r));
@@ -262,6 +284,7 @@ export class MonitorManager {
       }
     }
     if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
+    if (foreign.length) this.log.warn({ monitors: foreign, box_id: this.boxId }, 'enabled monitors of another box are not started here (their box_id is not this box\'s)');
   }
 
   /** Stops every session and waits until none has an inference in flight. */
