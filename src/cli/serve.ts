@@ -49,7 +49,9 @@ import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
 import { MonitorStore } from '../monitors/monitorStore.js';
 import { EventHistory } from '../events/eventHistory.js';
+import { EventForwarder } from '../events/eventForwarder.js';
 import { EventService } from '../events/eventService.js';
+import { PgHistory } from '../events/pgHistory.js';
 import { HistoryStore } from '../events/historyStore.js';
 import { MqttPublisher } from '../events/mqttPublisher.js';
 import { SnapshotStore } from '../events/snapshotStore.js';
@@ -188,11 +190,20 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       history.addOutput(mqtt);
       monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
     }
+    // Fleet mode: the local history is the durable queue; the forwarder copies it to the fleet's history.
+    const fleetHistory = fleet ? new PgHistory(fleet.pool) : null;
+    const fleetEvents = fleetHistory ? {
+      pg: fleetHistory, boxId, forwarder: new EventForwarder(historyStore, fleetHistory, {
+        boxId, intervalMs: config.store.follow_interval_seconds * 1000,
+        retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, intervalMs: ev.retention_interval_seconds * 1000 },
+      }, log),
+    } : null;
+    if (fleetEvents) history.addOutput(fleetEvents.forwarder);
     outputs = { history, outbox, mqtt };
     const events = new EventService(historyStore, history, snapshots, persons, collections, cursors, {
       mqtt, mqttPrefix: mq.topic_prefix, webhooks: webhookStore, retry,
       retention: { max_age_days: ev.max_age_days, max_events: ev.max_events, max_snapshot_bytes: ev.max_snapshot_bytes },
-    });
+    }, fleetEvents);
     const webhooks = new WebhookService(webhookStore, outbox, cursors, { allowHttp: wh.allow_http });
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     const runStore = new RunStore(db.db, new UsageMeter(db.db, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month), config.scrapers.seen_items_per_kind);
@@ -228,6 +239,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (!ok || closed) return;
       startedScrapes.start();
       history.start();
+      fleetEvents?.forwarder.start();
       outbox.start();
       mqtt?.start();
     });
@@ -291,7 +303,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await Promise.all([monitorsStopped, monitors.close()]);
       // The sessions have stopped: write what they pushed, then stop the outputs (their queues stay on disk).
       await history.close();
-      await Promise.all([outbox.close(), mqtt?.close()]);
+      await Promise.all([outbox.close(), mqtt?.close(), fleetEvents?.forwarder.close()]);
       await engine?.close();
       await fleet?.follower.close();
       await fleet?.pool.end().catch(() => undefined);

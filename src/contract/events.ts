@@ -78,7 +78,13 @@ export type EventEnrolT = z.infer<typeof EventEnrol>;
 
 export const HistoryEventResponse = z.looseObject({ request_id: requestId, event: HistoryEvent }).meta(id('HistoryEventResponse'));
 export const HistoryEventPageResponse = z
-  .looseObject({ request_id: requestId, events: z.array(HistoryEvent).describe('Newest first.'), next_cursor: z.string().nullable() })
+  .looseObject({
+    request_id: requestId, events: z.array(HistoryEvent).describe('Newest first.'), next_cursor: z.string().nullable(),
+    fleet: z.looseObject({
+      source: z.enum(['database', 'local']).describe('database: the fleet history (every box); local: only this box\'s own history, because the database is unreachable.'),
+      degraded: z.boolean(), reason: z.string().nullable(),
+    }).optional().describe('Fleet mode only: where this page came from.'),
+  })
   .meta(id('HistoryEventPageResponse'));
 export const EventDeleteResponse = z.looseObject({ request_id: requestId, deleted: z.int() }).meta(id('EventDeleteResponse'));
 

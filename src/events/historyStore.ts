@@ -64,6 +64,11 @@ export class HistoryStore {
     return this.db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(seq, limit) as StoredEvent[];
   }
 
+  countFilteredAfter(f: EventFilter, seq: number): number {
+    const { where, params } = filterSql(f);
+    return (this.db.prepare(`SELECT count(*) AS n FROM events WHERE (${where}) AND seq > ?`).get(...params, seq) as { n: number }).n;
+  }
+
   countAfter(seq: number): number {
     return (this.db.prepare('SELECT count(*) AS n FROM events WHERE seq > ?').get(seq) as { n: number }).n;
   }
