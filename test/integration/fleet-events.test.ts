@@ -191,7 +191,7 @@ test.serial('a box started on another box\'s data dir does not run that box\'s m
     t.is(m.json.monitor.runtime.status, 'other_box');
     t.false(m.json.monitor.runtime.connected);
     t.is(m.json.monitor.runtime.last_error.code, 'monitor_other_box');
-    const state = (await call(c, 'GET', '/v1/monitors/door-a/state')).json;
+    const state = (await call(c, 'GET', '/v1/monitors/door-a/state')).json.state;
     t.is(state.status, 'other_box');
     const patch = await call(c, 'PATCH', '/v1/monitors/door-a', { inference_fps: 2 });
     t.is(patch.status, 409);
