@@ -105,6 +105,14 @@ export const EventOutputsResponse = z
     }),
     mqtt: MqttStatus,
     webhooks: z.looseObject({ endpoints: z.int(), enabled: z.int(), pending_messages: z.int(), retry_schedule_seconds: z.array(z.number()) }),
+    fleet: z.looseObject({
+      box_id: z.string(), database: z.enum(['connected', 'disconnected']), since: z.string(), last_error: z.string().nullable(),
+      forwarded_seq: z.int().describe('The highest local history seq the fleet database has (with every row before it).'),
+      backlog: z.int().describe('Local events not yet in the fleet database (they are forwarded when it answers).'),
+      forwarded: z.int(), last_forward_at: z.string().nullable(),
+      fleet: z.looseObject({ events: z.int(), oldest_at: z.string().nullable(), newest_at: z.string().nullable(), boxes: z.array(z.looseObject({ box_id: z.string(), events: z.int(), newest_at: z.string().nullable() })) }).nullable(),
+      last_retention: z.looseObject({ at: z.string(), by_age: z.int(), by_count: z.int() }).nullable(),
+    }).optional().describe('Fleet mode only: forwarding of this box\'s history to the fleet database.'),
   })
   .meta(id('EventOutputsResponse'));
 

@@ -107,6 +107,8 @@ export class EventService {
     const r = await this.db((pg) => pg.get(id));
     if (r === DOWN) throw Errors.storeUnavailable(this.downReason);
     if (!r) throw Errors.eventNotFound(id);
+    // This box's own event whose local row retention removed: its files are gone too (404 missing below).
+    if (r.box_id === this.fleet.boxId) return r;
     throw Errors.eventPictureOnOtherBox(id, r.box_id);
   }
 
