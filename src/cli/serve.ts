@@ -48,6 +48,7 @@ import { CredentialCipher } from '../monitors/credentialCipher.js';
 import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
 import { MonitorStore } from '../monitors/monitorStore.js';
+import { FleetMonitorDirectory } from '../monitors/fleetDirectory.js';
 import { EventHistory } from '../events/eventHistory.js';
 import { EventForwarder } from '../events/eventForwarder.js';
 import { EventService } from '../events/eventService.js';
@@ -161,6 +162,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const mc = config.monitors;
     const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log, boxId);
     warnSmallThreadpool(mc.max_streams, log);
+    // Fleet mode: this box publishes its monitors to the fleet's directory (they stay in its own file).
+    const monitorDirectory = fleet ? new FleetMonitorDirectory(fleet.pool, boxId, () => monitors.all(), { intervalMs: config.store.follow_interval_seconds * 1000 }, log) : null;
+    if (monitorDirectory) monitors.setDirectory(monitorDirectory);
     // The event history and its outputs: every monitor event is written to SQLite in batches, with the
     // webhook outbox and the MQTT queue in the same transaction.
     const ev = config.events, wh = config.webhooks, mq = config.mqtt;
@@ -240,6 +244,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       startedScrapes.start();
       history.start();
       fleetEvents?.forwarder.start();
+      monitorDirectory?.start();
       outbox.start();
       mqtt?.start();
     });
@@ -303,7 +308,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await Promise.all([monitorsStopped, monitors.close()]);
       // The sessions have stopped: write what they pushed, then stop the outputs (their queues stay on disk).
       await history.close();
-      await Promise.all([outbox.close(), mqtt?.close(), fleetEvents?.forwarder.close()]);
+      await Promise.all([outbox.close(), mqtt?.close(), fleetEvents?.forwarder.close(), monitorDirectory?.close()]);
       await engine?.close();
       await fleet?.follower.close();
       await fleet?.pool.end().catch(() => undefined);

@@ -4,7 +4,9 @@ import { Errors } from '../contract/errors.js';
 import type { CursorCodec, Page } from '../store/cursors.js';
 import { toPage } from '../store/cursors.js';
 import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
-import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
+import { directoryEntry, type FleetMonitorDirectory } from './fleetDirectory.js';
+import { isConnectionError } from '../store/postgres.js';
+import type { FleetMonitorT, MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
@@ -52,6 +54,31 @@ export class MonitorManager {
 
   observe(o: MonitorObserver): void {
     this.observers.push(o);
+  }
+
+  /** Fleet mode: the directory this box publishes its monitors to (set at startup). */
+  private directory: FleetMonitorDirectory | null = null;
+  setDirectory(d: FleetMonitorDirectory): void {
+    this.directory = d;
+    this.observe({ changed: () => d.changed(), deleted: () => d.changed() });
+  }
+
+  /**
+   * Every box's monitors (fleet mode, from the directory), or this box's own file (sqlite mode, or the
+   * database unreachable: degraded), optionally one box's.
+   */
+  async fleetList(boxId?: string): Promise<{ monitors: FleetMonitorT[]; fleet: { source: 'database' | 'local'; degraded: boolean; reason: string | null } }> {
+    const local = (degraded: boolean, reason: string | null) => {
+      const at = new Date().toISOString();
+      return { monitors: this.all().filter((m) => !boxId || m.box_id === boxId).map((m) => directoryEntry(m, at)).sort((a, b) => (a.box_id + '\0' + a.id < b.box_id + '\0' + b.id ? -1 : 1)), fleet: { source: 'local' as const, degraded, reason } };
+    };
+    if (!this.directory) return local(false, null);
+    try {
+      return { monitors: await this.directory.list(boxId), fleet: { source: 'database', degraded: false, reason: null } };
+    } catch (e) {
+      if (!isConnectionError(e)) throw e;
+      return local(true, e instanceof Error ? e.message : String(e));
+    }
   }
 
   /** Every monitor as the API shows it (for the outputs that mirror them). */

@@ -41,6 +41,9 @@ test('rows from before box identity are stamped with the starting box; another b
     t.deepEqual((await call(d, 'GET', '/v1/events?box_id=renamed')).json.events.map((e: { id: string }) => e.id), [id]);
     t.deepEqual((await call(d, 'GET', '/v1/events?box_id=elsewhere')).json.events, []);
     t.is((await call(d, 'GET', '/v1/events')).json.fleet, undefined, 'sqlite mode: the list is as before');
+    const dir = (await call(d, 'GET', '/v1/fleet/monitors')).json;
+    t.like(dir, { fleet: { source: 'local', degraded: false } });
+    t.deepEqual(dir.monitors.map((m: { box_id: string; id: string }) => `${m.box_id}/${m.id}`), ['renamed/door']);
   } finally {
     await d.close();
   }

@@ -89,6 +89,15 @@ test.serial('two boxes each run their own monitor; the history on either box sho
   // Monitors are the box's own: each box lists and runs only its own.
   t.deepEqual((await call(a, 'GET', '/v1/monitors')).json.monitors.map((m: { id: string }) => m.id), ['door-a']);
   t.deepEqual((await call(b, 'GET', '/v1/monitors')).json.monitors.map((m: { id: string }) => m.id), ['door-b']);
+  // The fleet's directory: every box lists every box's monitors (published by their boxes, no URLs).
+  const dir = await waitFor('both monitors in the fleet directory, running', async () => {
+    const r = (await call(b, 'GET', '/v1/fleet/monitors')).json;
+    return r.monitors?.length === 2 && r.monitors.every((m: { runtime: { connected: boolean } }) => m.runtime.connected) ? r : undefined;
+  }, 30_000, 300);
+  t.deepEqual(dir.monitors.map((m: { box_id: string; id: string }) => `${m.box_id}/${m.id}`), ['box-a/door-a', 'box-b/door-b']);
+  t.is(dir.fleet.source, 'database');
+  t.false(JSON.stringify(dir).includes('rtsp://'), 'no source URL in the directory');
+  t.deepEqual((await call(a, 'GET', '/v1/fleet/monitors?box_id=box-b')).json.monitors.map((m: { id: string }) => m.id), ['door-b']);
 
   const both = await waitFor('events of both boxes in the fleet history', async () => {
     const h = await history(a);
@@ -149,6 +158,9 @@ test.serial('the database down: both boxes keep recording locally, the history f
       const s = (await call(d, 'GET', '/v1/events/status')).json;
       t.is(s.fleet.database, 'disconnected');
       t.true(s.fleet.backlog > 0);
+      const dir = (await call(d, 'GET', '/v1/fleet/monitors')).json;
+      t.like(dir.fleet, { source: 'local', degraded: true });
+      t.deepEqual(dir.monitors.map((m: { box_id: string }) => m.box_id), [box]);
     }
   } finally {
     cluster.startServer();

@@ -56,3 +56,24 @@ CREATE TABLE event_retention (
   box_id TEXT NOT NULL,
   deleted BIGINT NOT NULL DEFAULT 0
 );
+
+-- The fleet's monitor directory: every box publishes its own monitors here (no source URLs: those stay
+-- encrypted on the box), so any box can list the whole fleet's monitors with their box and status. The
+-- monitors themselves stay in each box's SQLite file (a box runs them with the database down).
+-- reported_at tells a reader how fresh a box's rows are (a box that is off stops reporting).
+CREATE TABLE fleet_monitors (
+  box_id TEXT NOT NULL,
+  id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  enabled BOOLEAN NOT NULL,
+  collection_id TEXT NOT NULL,
+  inference_fps DOUBLE PRECISION NOT NULL,
+  preview_enabled BOOLEAN NOT NULL,
+  status TEXT NOT NULL,
+  connected BOOLEAN NOT NULL,
+  last_frame_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  reported_at TEXT NOT NULL,
+  PRIMARY KEY (box_id, id)
+);
