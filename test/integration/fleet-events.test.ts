@@ -158,6 +158,8 @@ test.serial('the database down: both boxes keep recording locally, the history f
       const s = (await call(d, 'GET', '/v1/events/status')).json;
       t.is(s.fleet.database, 'disconnected');
       t.true(s.fleet.backlog > 0);
+      const metrics = await (await fetch(`${d.url}/metrics`, { headers: d.auth })).text();
+      t.regex(metrics, /^vigil_fleet_event_backlog [1-9]\d*$/m);
       const dir = (await call(d, 'GET', '/v1/fleet/monitors')).json;
       t.like(dir.fleet, { source: 'local', degraded: true });
       t.deepEqual(dir.monitors.map((m: { box_id: string }) => m.box_id), [box]);
