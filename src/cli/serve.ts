@@ -37,6 +37,7 @@ import type pg from 'pg';
 import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
 import { errnoReason, openDatabase } from '../store/database.js';
+import { resolveBoxId } from '../store/boxIdentity.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { RunStore } from '../scrapers/runStore.js';
 import { RunWebhooks } from '../scrapers/runWebhooks.js';
@@ -127,7 +128,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
     // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
-    const boxId = config.server.box_id ?? hostname();
+    const boxId = resolveBoxId(db.db, config.server.box_id, config.store.backend, hostname());
     let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool } | null = null;
     if (config.store.backend === 'postgres') {
       const pgOptions: PgOptions = { url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: config.store.pool_size, applicationName: `vigil:${boxId}` };

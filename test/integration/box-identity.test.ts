@@ -9,7 +9,7 @@ import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
  * existed become the starting box's, so the box keeps running everything it had; a data dir started
  * under another box_id shows the monitors as the other box's and does not run them.
  */
-const start = (boxId: string, dir?: string) => startTestDaemon({ server: [`box_id = "${boxId}"`], ...(dir ? { dir } : {}) });
+const start = (boxId: string, dir?: string): Promise<TestDaemon> => startTestDaemon({ server: [`box_id = "${boxId}"`], ...(dir ? { dir } : {}) });
 const dbFile = (d: TestDaemon) => join(d.runtime.loaded.config.server.data_dir, 'vigil.db');
 
 test('rows from before box identity are stamped with the starting box; another box_id does not run them', async (t) => {
@@ -44,6 +44,16 @@ test('rows from before box identity are stamped with the starting box; another b
     const dir = (await call(d, 'GET', '/v1/fleet/monitors')).json;
     t.like(dir, { fleet: { source: 'local', degraded: false } });
     t.deepEqual(dir.monitors.map((m: { box_id: string; id: string }) => `${m.box_id}/${m.id}`), ['renamed/door']);
+  } finally {
+    await d.close();
+  }
+
+  // Sqlite mode without [server] box_id: the id this data dir ran as is kept (a renamed host keeps its monitors).
+  d = await startTestDaemon({ dir });
+  try {
+    const mon = (await call(d, 'GET', '/v1/monitors/door')).json.monitor;
+    t.is(mon.box_id, 'renamed');
+    t.is(mon.runtime.status, 'stopped');
   } finally {
     await d.close();
   }

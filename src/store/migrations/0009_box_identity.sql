@@ -12,3 +12,9 @@ CREATE TABLE event_forward (
   id INTEGER PRIMARY KEY CHECK (id = 1),
   forwarded_seq INTEGER NOT NULL
 );
+-- The box_id this data dir runs as when [server] box_id is not set (sqlite mode): the hostname at the
+-- first start, kept, so renaming a single box's host does not make its monitors another box's.
+CREATE TABLE box_identity (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  box_id TEXT NOT NULL
+);
