@@ -183,8 +183,8 @@ export class EventService {
       this.history.sweepTrash();
       return;
     }
-    const inDb = await this.write((pg) => pg.deleteOne(id));
-    const local = this.store.deleteWhere('id = ?', [id]);
+    // Both deletes in the forwarder's chain: a copy of this row cannot run between them.
+    const { inDb, local } = await this.write(async (pg) => ({ inDb: await pg.deleteOne(id), local: this.store.deleteWhere('id = ?', [id]) }));
     this.history.sweepTrash();
     if (!inDb && !local) throw Errors.eventNotFound(id);
   }
@@ -202,9 +202,10 @@ export class EventService {
     // The database's rows, plus this box's rows not forwarded yet (they would otherwise arrive later).
     const { n, notForwarded } = await this.write(async (pg) => {
       const notForwarded = this.store.countFilteredAfter(f, this.store.forwardedSeq());
-      return { n: await pg.deleteFiltered(f), notForwarded };
+      const n = await pg.deleteFiltered(f);
+      this.store.deleteFiltered(f);
+      return { n, notForwarded };
     });
-    this.store.deleteFiltered(f);
     this.history.sweepTrash();
     return n + notForwarded;
   }
