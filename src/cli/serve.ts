@@ -39,6 +39,7 @@ import type pg from 'pg';
 import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
 import { errnoReason, openDatabase } from '../store/database.js';
+import { resolveBoxId } from '../store/boxIdentity.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { RunStore } from '../scrapers/runStore.js';
 import { PgRunStore } from '../scrapers/pgRunStore.js';
@@ -53,8 +54,11 @@ import { CredentialCipher } from '../monitors/credentialCipher.js';
 import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
 import { MonitorStore } from '../monitors/monitorStore.js';
+import { FleetMonitorDirectory } from '../monitors/fleetDirectory.js';
 import { EventHistory } from '../events/eventHistory.js';
+import { EventForwarder } from '../events/eventForwarder.js';
 import { EventService } from '../events/eventService.js';
+import { PgHistory } from '../events/pgHistory.js';
 import { HistoryStore } from '../events/historyStore.js';
 import { MqttPublisher } from '../events/mqttPublisher.js';
 import { SnapshotStore } from '../events/snapshotStore.js';
@@ -129,7 +133,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
     // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
-    const boxId = config.server.box_id ?? hostname();
+    const boxId = resolveBoxId(db.db, config.server.box_id, config.store.backend, hostname());
     let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool; pgOptions: PgOptions } | null = null;
     if (config.store.backend === 'postgres') {
       const pgOptions: PgOptions = { url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: config.store.pool_size, applicationName: `vigil:${boxId}` };
@@ -167,8 +171,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     }, writer);
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
-    const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log);
+    const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log, boxId);
     warnSmallThreadpool(mc.max_streams, log);
+    // Fleet mode: this box publishes its monitors to the fleet's directory (they stay in its own file).
+    const monitorDirectory = fleet ? new FleetMonitorDirectory(fleet.pool, boxId, () => monitors.all(), { intervalMs: config.store.follow_interval_seconds * 1000 }, log) : null;
+    if (monitorDirectory) monitors.setDirectory(monitorDirectory);
     // The event history and its outputs: every monitor event is written to SQLite in batches, with the
     // webhook outbox and the MQTT queue in the same transaction.
     const ev = config.events, wh = config.webhooks, mq = config.mqtt;
@@ -176,7 +183,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const snapshots = new SnapshotStore(config.server.data_dir, { maxSide: ev.snapshot_max_side, cropMargin: ev.crop_margin, cropMaxSide: ev.crop_max_side, quality: ev.jpeg_quality });
     const history = new EventHistory(historyStore, snapshots, {
       flushIntervalMs: ev.flush_interval_ms, snapshots: ev.snapshots,
-      retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, maxSnapshotBytes: ev.max_snapshot_bytes, intervalMs: ev.retention_interval_seconds * 1000 },
+      retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, maxSnapshotBytes: ev.max_snapshot_bytes, intervalMs: ev.retention_interval_seconds * 1000 }, boxId,
     }, log);
     history.recover();
     const webhookStore = new WebhookStore(db.db);
@@ -198,11 +205,20 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       history.addOutput(mqtt);
       monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
     }
+    // Fleet mode: the local history is the durable queue; the forwarder copies it to the fleet's history.
+    const fleetHistory = fleet ? new PgHistory(fleet.pool) : null;
+    const fleetEvents = fleetHistory ? {
+      pg: fleetHistory, boxId, forwarder: new EventForwarder(historyStore, fleetHistory, {
+        boxId, intervalMs: config.store.follow_interval_seconds * 1000,
+        retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, intervalMs: ev.retention_interval_seconds * 1000 },
+      }, log),
+    } : null;
+    if (fleetEvents) history.addOutput(fleetEvents.forwarder);
     outputs = { history, outbox, mqtt };
     const events = new EventService(historyStore, history, snapshots, persons, collections, cursors, {
       mqtt, mqttPrefix: mq.topic_prefix, webhooks: webhookStore, retry,
       retention: { max_age_days: ev.max_age_days, max_events: ev.max_events, max_snapshot_bytes: ev.max_snapshot_bytes },
-    });
+    }, fleetEvents);
     const webhooks = new WebhookService(webhookStore, outbox, cursors, { allowHttp: wh.allow_http });
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     // Fleet mode: workspaces, keys, usage and runs in PostgreSQL (shared, metered fleet-wide); else SQLite.
@@ -244,6 +260,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (!ok || closed) return;
       void startedScrapes.start().catch((e: unknown) => log.error({ err: e }, "scrape runs could not be re-queued at start"));
       history.start();
+      fleetEvents?.forwarder.start();
+      monitorDirectory?.start();
       outbox.start();
       mqtt?.start();
     });
@@ -307,7 +325,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await Promise.all([monitorsStopped, monitors.close()]);
       // The sessions have stopped: write what they pushed, then stop the outputs (their queues stay on disk).
       await history.close();
-      await Promise.all([outbox.close(), mqtt?.close()]);
+      await Promise.all([outbox.close(), mqtt?.close(), fleetEvents?.forwarder.close(), monitorDirectory?.close()]);
       await engine?.close();
       await fleet?.follower.close();
       if (workspaces instanceof PgWorkspaceStore) await workspaces.close();

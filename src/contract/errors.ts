@@ -288,6 +288,11 @@ export const Errors = {
     (id: string, why: string) => ({ message: `The monitor could not start: ${why}. Check [monitors].pipeline and the GStreamer installation.`, details: { monitor_id: id } })),
   previewDisabled: api('preview_disabled', 409, 'The monitor\'s preview is off.',
     (id: string) => ({ message: `Preview is disabled for monitor ${q(id)}; PATCH preview_enabled=true first.`, details: { monitor_id: id } })),
+  monitorOtherBox: api('monitor_other_box', 409, 'The monitor belongs to another box (`details.box_id`): only that box runs and changes it; this box may only delete it.',
+    (id: string, owner: string, self: string) => ({
+      message: `Monitor ${q(id)} belongs to box ${q(owner)}, not to this box (${q(self)}): change it there, or set [server] box_id = ${q(owner)} if this is that box renamed.`,
+      details: { monitor_id: id, box_id: owner, this_box_id: self },
+    })),
   streamUnavailable: api('stream_unavailable', 503, 'The monitor has no connected stream right now.',
     (id: string, status: string) => ({ message: `Monitor ${q(id)} has no connected stream right now.`, details: { monitor_id: id, status } })),
 
@@ -296,6 +301,8 @@ export const Errors = {
     (id: string) => ({ message: `Event ${q(id)} was not found.`, details: { event_id: id } })),
   eventSnapshotNotFound: api('event_snapshot_not_found', 404, 'The event has no snapshot picture (`details.snapshot` says why: none, pending, failed, expired).',
     (id: string, snapshot: string) => ({ message: `Event ${q(id)} has no snapshot (${snapshot}).`, details: { event_id: id, snapshot } })),
+  eventPictureOnOtherBox: api('event_picture_on_other_box', 409, 'Fleet mode: the event was recorded by another box (`details.box_id`); its pictures are kept only there, so ask that box for them.',
+    (id: string, owner: string) => ({ message: `Event ${q(id)} was recorded by box ${q(owner)}; its pictures are on that box only.`, details: { event_id: id, box_id: owner } })),
   eventNotEnrollable: api('event_not_enrollable', 409, 'The event has no face crop to enrol from (not an identity event, or its snapshot is gone).',
     (id: string, why: string) => ({ message: `Event ${q(id)} cannot be enrolled from: ${why}.`, details: { event_id: id } })),
   webhookNotFound: api('webhook_not_found', 404, 'No webhook endpoint with this id.', (id: string) => ({ message: `Webhook ${q(id)} was not found.`, details: { webhook_id: id } })),

@@ -28,7 +28,8 @@ export const EventSnapshot = z
 
 export const HistoryEvent = z
   .looseObject({
-    id: z.uuid().describe('The same id as in /v1/monitors/{id}/events.'), type: z.string(), monitor_id: z.string(), collection_id: z.string().nullable(),
+    id: z.uuid().describe('The same id as in /v1/monitors/{id}/events.'),
+    box_id: z.string().describe('The box that recorded the event ([server] box_id). In fleet mode its pictures are kept on that box only.'), type: z.string(), monitor_id: z.string(), collection_id: z.string().nullable(),
     occurred_at: z.string(), stream_epoch: z.string(), sequence: z.int(), track_id: z.string().nullable(), person: MonitorPerson.nullable(),
     similarity: z.number().nullable(), threshold: z.number().nullable(), matched_face_id: z.string().nullable(), face: FaceObservation.nullable(),
     error: z.looseObject({ code: z.string(), message: z.string() }).nullable(), snapshot: EventSnapshot,
@@ -48,6 +49,7 @@ const idField = (check: (v: string) => boolean, what: string) => formField(z.str
 export const EventListQuery = z.object({
   limit: formInt(1, 500, 50),
   cursor: z.string().nullish(),
+  box_id: idField((v) => ID_PATTERN.test(v), 'box_id').describe('Only events recorded by this box (fleet mode: any box of the fleet).'),
   monitor_id: idField((v) => ID_PATTERN.test(v), 'monitor_id'),
   collection_id: idField(isValidId, 'collection_id'),
   person_id: idField((v) => ID_PATTERN.test(v), 'person_id'),
@@ -76,7 +78,13 @@ export type EventEnrolT = z.infer<typeof EventEnrol>;
 
 export const HistoryEventResponse = z.looseObject({ request_id: requestId, event: HistoryEvent }).meta(id('HistoryEventResponse'));
 export const HistoryEventPageResponse = z
-  .looseObject({ request_id: requestId, events: z.array(HistoryEvent).describe('Newest first.'), next_cursor: z.string().nullable() })
+  .looseObject({
+    request_id: requestId, events: z.array(HistoryEvent).describe('Newest first.'), next_cursor: z.string().nullable(),
+    fleet: z.looseObject({
+      source: z.enum(['database', 'local']).describe('database: the fleet history (every box); local: only this box\'s own history, because the database is unreachable.'),
+      degraded: z.boolean(), reason: z.string().nullable(),
+    }).optional().describe('Fleet mode only: where this page came from.'),
+  })
   .meta(id('HistoryEventPageResponse'));
 export const EventDeleteResponse = z.looseObject({ request_id: requestId, deleted: z.int() }).meta(id('EventDeleteResponse'));
 
@@ -97,6 +105,14 @@ export const EventOutputsResponse = z
     }),
     mqtt: MqttStatus,
     webhooks: z.looseObject({ endpoints: z.int(), enabled: z.int(), pending_messages: z.int(), retry_schedule_seconds: z.array(z.number()) }),
+    fleet: z.looseObject({
+      box_id: z.string(), database: z.enum(['connected', 'disconnected']), since: z.string(), last_error: z.string().nullable(),
+      forwarded_seq: z.int().describe('The highest local history seq the fleet database has (with every row before it).'),
+      backlog: z.int().describe('Local events not yet in the fleet database (they are forwarded when it answers).'),
+      forwarded: z.int(), last_forward_at: z.string().nullable(),
+      fleet: z.looseObject({ events: z.int(), oldest_at: z.string().nullable(), newest_at: z.string().nullable(), boxes: z.array(z.looseObject({ box_id: z.string(), events: z.int(), newest_at: z.string().nullable() })) }).nullable(),
+      last_retention: z.looseObject({ at: z.string(), by_age: z.int(), by_count: z.int() }).nullable(),
+    }).optional().describe('Fleet mode only: forwarding of this box\'s history to the fleet database.'),
   })
   .meta(id('EventOutputsResponse'));
 

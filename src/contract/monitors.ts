@@ -103,8 +103,30 @@ export const Monitor = z
     source: z.looseObject({ type: z.literal('rtsp'), url: z.string() }).meta(id('MonitorSource-Output')),
     collection_id: z.string(), inference_fps: z.number(), match_threshold: z.number().nullable(), event_buffer_size: z.int(),
     event_policy: MonitorEventPolicy, preview_enabled: z.boolean(), runtime: MonitorRuntime, created_at: z.string(), updated_at: z.string(),
+    box_id: z.string().describe('Vigil extension: the box that runs this monitor ([server] box_id of the box it was created on). Another box lists it with runtime.status "other_box" and never starts it.'),
   })
   .meta(id('Monitor'));
+
+/** Vigil extension (fleet mode): one monitor of any box, as GET /v1/fleet/monitors lists it (never its URL). */
+export const FleetMonitor = z
+  .looseObject({
+    box_id: z.string(), id: z.string(), name: z.string(), enabled: z.boolean(), collection_id: z.string(), inference_fps: z.number(), preview_enabled: z.boolean(),
+    runtime: z.looseObject({ status: z.string(), connected: z.boolean(), last_frame_at: z.string().nullable() }),
+    created_at: z.string(), updated_at: z.string(),
+    reported_at: z.string().describe('When its box last published it (a box that is off stops publishing).'),
+  })
+  .meta(id('FleetMonitor'));
+export type FleetMonitorT = z.infer<typeof FleetMonitor>;
+export const FleetMonitorQuery = z.object({
+  box_id: z.string().regex(ID_PATTERN, 'box_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$').optional().describe('Only this box\'s monitors.'),
+});
+export const FleetMonitorListResponse = z
+  .looseObject({
+    request_id: requestId, monitors: z.array(FleetMonitor).describe('By box, then id.'),
+    fleet: z.looseObject({ source: z.enum(['database', 'local']), degraded: z.boolean(), reason: z.string().nullable() })
+      .describe('database: every box\'s monitors; local: only this box\'s (sqlite mode, or the database is unreachable: degraded).'),
+  })
+  .meta(id('FleetMonitorListResponse'));
 
 export const MonitorPerson = z.looseObject({ id: z.string(), name: z.string().nullable(), external_id: z.string().nullable() });
 export const MonitorFace = z.looseObject({

@@ -23,6 +23,8 @@ export interface HistoryOptions {
   /** Whether identity events get pictures. */
   snapshots: boolean;
   retention: { maxAgeDays: number; maxEvents: number; maxSnapshotBytes: number; intervalMs: number };
+  /** The box that records ([server] box_id): stamped on every event. */
+  boxId: string;
 }
 
 type Pending =
@@ -33,10 +35,10 @@ type Pending =
 const MAX_SNAPSHOT_WAIT_MS = 600;
 
 /** A history row from a ring event. */
-export function toRow(e: MonitorEventT, collectionId: string, snapshot: NewEvent['snapshot']): NewEvent {
+export function toRow(e: MonitorEventT, collectionId: string, snapshot: NewEvent['snapshot'], boxId: string): NewEvent {
   const ms = Date.parse(e.occurred_at);
   return {
-    id: e.id, type: e.type, monitor_id: e.monitor_id, collection_id: collectionId, person_id: e.person?.id ?? null, person_name: e.person?.name ?? null,
+    id: e.id, box_id: boxId, type: e.type, monitor_id: e.monitor_id, collection_id: collectionId, person_id: e.person?.id ?? null, person_name: e.person?.name ?? null,
     person_external_id: e.person?.external_id ?? null, similarity: e.similarity ?? null, threshold: e.threshold ?? null, matched_face_id: e.matched_face_id ?? null,
     track_id: e.track_id ?? null, stream_epoch: e.stream_epoch, sequence: e.sequence, occurred_at: e.occurred_at, occurred_ms: Number.isFinite(ms) ? ms : Date.now(),
     face_json: e.face ? JSON.stringify(e.face) : null, error_json: e.error ? JSON.stringify(e.error) : null, snapshot, snapshot_path: null, snapshot_bytes: 0,
@@ -79,6 +81,8 @@ export class EventHistory implements MonitorEventSink {
 
   /** Startup: attaches or fails snapshots left pending by a crash, and removes picture files without a row. */
   recover(): void {
+    const claimed = this.store.claimUnowned(this.o.boxId);
+    if (claimed) this.log.info({ events: claimed, box_id: this.o.boxId }, 'events from before box identity stamped with this box');
     const onDisk = this.snapshots.onDisk();
     for (const row of this.store.pendingSnapshots()) {
       // A pending row never got its path recorded; the files, if whole, are under the event's day.
@@ -130,7 +134,7 @@ export class EventHistory implements MonitorEventSink {
     const identity = IDENTITY_EVENT_TYPES.includes(e.type);
     const box = e.face?.bbox.pixels;
     const wantPicture = this.o.snapshots && identity && ctx.frame !== null && box !== undefined;
-    const item: Pending & { kind: 'event' } = { kind: 'event', row: toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none'), queuedAt: performance.now(), snapshot: wantPicture ? 'waiting' : null };
+    const item: Pending & { kind: 'event' } = { kind: 'event', row: toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId), queuedAt: performance.now(), snapshot: wantPicture ? 'waiting' : null };
     if (wantPicture) {
       const job = this.snapshots.make(e.id, e.occurred_at, ctx.frame!, box!);
       if (!job) {

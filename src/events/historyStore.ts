@@ -2,7 +2,7 @@ import type { Db } from '../store/database.js';
 
 /** One history row. */
 export interface StoredEvent {
-  seq: number; id: string; type: string; monitor_id: string; collection_id: string | null; person_id: string | null; person_name: string | null;
+  seq: number; id: string; box_id: string; type: string; monitor_id: string; collection_id: string | null; person_id: string | null; person_name: string | null;
   person_external_id: string | null; similarity: number | null; threshold: number | null; matched_face_id: string | null; track_id: string | null;
   stream_epoch: string; sequence: number; occurred_at: string; occurred_ms: number; face_json: string | null; error_json: string | null;
   snapshot: 'none' | 'pending' | 'ready' | 'failed' | 'expired'; snapshot_path: string | null; snapshot_bytes: number;
@@ -12,13 +12,14 @@ export type NewEvent = Omit<StoredEvent, 'seq'>;
 
 /** What a list, a range delete and the cursor scope filter on. */
 export interface EventFilter {
-  monitor_id?: string | undefined; collection_id?: string | undefined; person_id?: string | undefined; types?: string[] | undefined;
+  box_id?: string | undefined; monitor_id?: string | undefined; collection_id?: string | undefined; person_id?: string | undefined; types?: string[] | undefined;
   unknown_only?: boolean | undefined; since_ms?: number | undefined; until_ms?: number | undefined;
 }
 
 /** The WHERE clause of a filter (pure, so it is unit-tested). */
 export function filterSql(f: EventFilter): { where: string; params: (string | number)[] } {
   const parts: string[] = [], params: (string | number)[] = [];
+  if (f.box_id !== undefined) { parts.push('box_id = ?'); params.push(f.box_id); }
   if (f.monitor_id !== undefined) { parts.push('monitor_id = ?'); params.push(f.monitor_id); }
   if (f.collection_id !== undefined) { parts.push('collection_id = ?'); params.push(f.collection_id); }
   if (f.person_id !== undefined) { parts.push('person_id = ?'); params.push(f.person_id); }
@@ -32,7 +33,7 @@ export function filterSql(f: EventFilter): { where: string; params: (string | nu
   return { where: parts.length ? parts.join(' AND ') : '1', params };
 }
 
-const COLUMNS = ['id', 'type', 'monitor_id', 'collection_id', 'person_id', 'person_name', 'person_external_id', 'similarity', 'threshold', 'matched_face_id', 'track_id',
+export const COLUMNS = ['id', 'box_id', 'type', 'monitor_id', 'collection_id', 'person_id', 'person_name', 'person_external_id', 'similarity', 'threshold', 'matched_face_id', 'track_id',
   'stream_epoch', 'sequence', 'occurred_at', 'occurred_ms', 'face_json', 'error_json', 'snapshot', 'snapshot_path', 'snapshot_bytes', 'snapshot_width', 'snapshot_height',
   'crop_width', 'crop_height'] as const;
 
@@ -41,6 +42,35 @@ export class HistoryStore {
   private readonly insertStmt;
   constructor(readonly db: Db) {
     this.insertStmt = db.prepare(`INSERT INTO events (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`);
+  }
+
+  /** Rows from before box identity ('' box) were recorded by this box. */
+  claimUnowned(boxId: string): number {
+    return this.db.prepare("UPDATE events SET box_id = ? WHERE box_id = ''").run(boxId).changes;
+  }
+
+  // ---- fleet forwarding (the local history is the durable queue of the PostgreSQL history) ----
+
+  forwardedSeq(): number {
+    return (this.db.prepare('SELECT forwarded_seq FROM event_forward WHERE id = 1').get() as { forwarded_seq: number } | undefined)?.forwarded_seq ?? 0;
+  }
+
+  setForwardedSeq(seq: number): void {
+    this.db.prepare('INSERT INTO event_forward (id, forwarded_seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET forwarded_seq = excluded.forwarded_seq').run(seq);
+  }
+
+  /** Rows after `seq`, oldest first. */
+  after(seq: number, limit: number): StoredEvent[] {
+    return this.db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(seq, limit) as StoredEvent[];
+  }
+
+  countFilteredAfter(f: EventFilter, seq: number): number {
+    const { where, params } = filterSql(f);
+    return (this.db.prepare(`SELECT count(*) AS n FROM events WHERE (${where}) AND seq > ?`).get(...params, seq) as { n: number }).n;
+  }
+
+  countAfter(seq: number): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE seq > ?').get(seq) as { n: number }).n;
   }
 
   transaction<T>(fn: () => T): T {

@@ -192,6 +192,8 @@ export class VigilMetrics {
     new Gauge({ name: 'vigil_mqtt_connected', help: 'Whether the MQTT output is connected (0 when disabled).', registers: reg, collect() { this.set(outputs()?.mqtt.connected ? 1 : 0); } });
     new Gauge({ name: 'vigil_mqtt_queued_messages', help: 'MQTT messages waiting for the broker.', registers: reg, collect() { this.set(outputs()?.mqtt.queued ?? 0); } });
     new Counter({ name: 'vigil_mqtt_published_total', help: 'MQTT messages published since start.', registers: reg, collect() { this.reset(); this.inc(outputs()?.mqtt.published ?? 0); } });
+    // Fleet mode: local events not yet in the fleet's database (0 in sqlite mode).
+    new Gauge({ name: 'vigil_fleet_event_backlog', help: 'Fleet mode: events recorded locally and not yet forwarded to the fleet database.', registers: reg, collect() { this.set((outputs() as { fleet?: { backlog?: number } } | null)?.fleet?.backlog ?? 0); } });
     new Counter({ name: 'vigil_mqtt_dropped_total', help: 'MQTT messages dropped because the queue was full.', registers: reg, collect() { this.reset(); this.inc(outputs()?.mqtt.dropped ?? 0); } });
 
     // Fleet mode ([store] backend = "postgres"): the follower of the shared gallery. Labelled by box so a

@@ -4,7 +4,9 @@ import { Errors } from '../contract/errors.js';
 import type { CursorCodec, Page } from '../store/cursors.js';
 import { toPage } from '../store/cursors.js';
 import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
-import type { MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
+import { directoryEntry, type FleetMonitorDirectory } from './fleetDirectory.js';
+import { isConnectionError } from '../store/postgres.js';
+import type { FleetMonitorT, MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
@@ -43,10 +45,40 @@ export class MonitorManager {
     /** Null until the models are loaded: sessions need the engine. */
     private readonly sessionDeps: () => SessionDeps | null,
     private readonly log: Logger,
-  ) {}
+    /** This box ([server] box_id): it runs only monitors whose box_id is its own. */
+    readonly boxId: string,
+  ) {
+    const claimed = store.claimUnowned(boxId);
+    if (claimed) log.info({ monitors: claimed, box_id: boxId }, 'monitors from before box identity now belong to this box');
+  }
 
   observe(o: MonitorObserver): void {
     this.observers.push(o);
+  }
+
+  /** Fleet mode: the directory this box publishes its monitors to (set at startup). */
+  private directory: FleetMonitorDirectory | null = null;
+  setDirectory(d: FleetMonitorDirectory): void {
+    this.directory = d;
+    this.observe({ changed: () => d.changed(), deleted: () => d.changed() });
+  }
+
+  /**
+   * Every box's monitors (fleet mode, from the directory), or this box's own file (sqlite mode, or the
+   * database unreachable: degraded), optionally one box's.
+   */
+  async fleetList(boxId?: string): Promise<{ monitors: FleetMonitorT[]; fleet: { source: 'database' | 'local'; degraded: boolean; reason: string | null } }> {
+    const local = (degraded: boolean, reason: string | null) => {
+      const at = new Date().toISOString();
+      return { monitors: this.all().filter((m) => !boxId || m.box_id === boxId).map((m) => directoryEntry(m, at)).sort((a, b) => (a.box_id + '\0' + a.id < b.box_id + '\0' + b.id ? -1 : 1)), fleet: { source: 'local' as const, degraded, reason } };
+    };
+    if (!this.directory) return local(false, null);
+    try {
+      return { monitors: await this.directory.list(boxId), fleet: { source: 'database', degraded: false, reason: null } };
+    } catch (e) {
+      if (!isConnectionError(e)) throw e;
+      return local(true, e instanceof Error ? e.message : String(e));
+    }
   }
 
   /** Every monitor as the API shows it (for the outputs that mirror them). */
@@ -65,6 +97,11 @@ export class MonitorManager {
     const r = this.store.get(id);
     if (!r) throw Errors.monitorNotFound(id);
     return r;
+  }
+
+  /** Whether this box runs the monitor (its box_id is this box's). */
+  private own(r: MonitorRecord): boolean {
+    return r.box_id === this.boxId;
   }
 
   private deps(): SessionDeps {
@@ -95,6 +132,10 @@ export class MonitorManager {
   runtime(record: MonitorRecord): MonitorRuntimeT {
     const s = this.sessions.get(record.id);
     if (s) return s.runtime();
+    if (!this.own(record)) {
+      const e = Errors.monitorOtherBox(record.id, record.box_id, this.boxId);
+      return { status: 'other_box', connected: false, stream_epoch: null, last_frame_at: null, last_error: { code: e.code, message: e.message, box_id: record.box_id }, preview_active: false, preview_viewers: 0 };
+    }
     const err = this.restoreErrors.get(record.id) ?? null;
     return { status: err ? 'error' : 'stopped', connected: false, stream_epoch: null, last_frame_at: null, last_error: err, preview_active: false, preview_viewers: 0 };
   }
@@ -104,6 +145,7 @@ export class MonitorManager {
       id: r.id, name: r.name, description: r.description, enabled: r.enabled, source: { type: 'rtsp', url: redactRtspUrl(r.url) },
       collection_id: r.collection_id, inference_fps: r.inference_fps, match_threshold: r.match_threshold, event_buffer_size: r.event_buffer_size,
       event_policy: { ...r.event_policy }, preview_enabled: r.preview_enabled, runtime: this.runtime(r), created_at: r.created_at, updated_at: r.updated_at,
+      box_id: r.box_id,
     };
   }
 
@@ -125,7 +167,7 @@ export class MonitorManager {
     const record: MonitorRecord = {
       id: body.id, name: body.name, description: body.description, enabled: body.enabled, url: body.source.url, collection_id: body.collection_id,
       inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
-      event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at,
+      event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at, box_id: this.boxId,
     };
     if (!this.store.insert(record)) throw Errors.monitorExists(body.id);
     if (record.enabled) {
@@ -147,6 +189,8 @@ export class MonitorManager {
 
   patch(id: string, body: MonitorPatchT): MonitorT {
     const current = this.record(id);
+    // Only the owning box changes (and runs) a monitor; another box may only delete it.
+    if (!this.own(current)) throw Errors.monitorOtherBox(id, current.box_id, this.boxId);
     const next: MonitorRecord = {
       ...current,
       ...(body.name !== undefined && { name: body.name }),
@@ -250,9 +294,14 @@ export class MonitorManager {
 
   /** Starts every enabled monitor (in id order, up to the capacity); failures show as status "error". */
   restore(): void {
+    const foreign: string[] = [];
     for (const id of this.store.enabledIds()) {
       try {
         const r = this.record(id);
+        if (!this.own(r)) {
+          foreign.push(id);
+          continue;
+        }
         this.collections.getBound(r.collection_id);
         this.claimSlot();
         this.sessions.set(id, this.startSession(r));
@@ -262,6 +311,7 @@ export class MonitorManager {
       }
     }
     if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
+    if (foreign.length) this.log.warn({ monitors: foreign, box_id: this.boxId }, 'enabled monitors of another box are not started here (their box_id is not this box\'s)');
   }
 
   /** Stops every session and waits until none has an inference in flight. */

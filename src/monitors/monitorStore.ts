@@ -5,7 +5,7 @@ import type { MonitorRecord } from './model.js';
 interface MonitorRow {
   id: string; name: string; description: string; enabled: number; source_url_encrypted: string; collection_id: string;
   inference_fps: number; match_threshold: number | null; event_buffer_size: number; confirm_frames: number;
-  absence_timeout_seconds: number; cooldown_seconds: number; emit_unknown: number; preview_enabled: number; created_at: string; updated_at: string;
+  absence_timeout_seconds: number; cooldown_seconds: number; emit_unknown: number; preview_enabled: number; created_at: string; updated_at: string; box_id: string | null;
 }
 
 /** SQL for monitors. The URL is encrypted on the way in and decrypted on the way out; nothing else sees the ciphertext. */
@@ -17,7 +17,7 @@ export class MonitorStore {
       id: r.id, name: r.name, description: r.description, enabled: r.enabled === 1, url: this.cipher.decrypt(r.source_url_encrypted, r.id),
       collection_id: r.collection_id, inference_fps: r.inference_fps, match_threshold: r.match_threshold, event_buffer_size: r.event_buffer_size,
       event_policy: { confirm_frames: r.confirm_frames, absence_timeout_seconds: r.absence_timeout_seconds, cooldown_seconds: r.cooldown_seconds, emit_unknown: r.emit_unknown === 1 },
-      preview_enabled: r.preview_enabled === 1, created_at: r.created_at, updated_at: r.updated_at,
+      preview_enabled: r.preview_enabled === 1, created_at: r.created_at, updated_at: r.updated_at, box_id: r.box_id ?? '',
     };
   }
 
@@ -27,7 +27,7 @@ export class MonitorStore {
       collection_id: m.collection_id, inference_fps: m.inference_fps, match_threshold: m.match_threshold, event_buffer_size: m.event_buffer_size,
       confirm_frames: m.event_policy.confirm_frames, absence_timeout_seconds: m.event_policy.absence_timeout_seconds,
       cooldown_seconds: m.event_policy.cooldown_seconds, emit_unknown: m.event_policy.emit_unknown ? 1 : 0,
-      preview_enabled: m.preview_enabled ? 1 : 0, created_at: m.created_at, updated_at: m.updated_at,
+      preview_enabled: m.preview_enabled ? 1 : 0, created_at: m.created_at, updated_at: m.updated_at, box_id: m.box_id,
     };
   }
 
@@ -45,12 +45,17 @@ export class MonitorStore {
     return (this.db.prepare('SELECT id FROM monitors WHERE enabled = 1 ORDER BY id').all() as { id: string }[]).map((r) => r.id);
   }
 
+  /** Rows from before box identity (box_id NULL) become this box's: a single box keeps running all its monitors. */
+  claimUnowned(boxId: string): number {
+    return this.db.prepare('UPDATE monitors SET box_id = ? WHERE box_id IS NULL').run(boxId).changes;
+  }
+
   /** False when the id is taken. */
   insert(m: MonitorRecord): boolean {
     const r = this.db.prepare(`INSERT INTO monitors (id, name, description, enabled, source_url_encrypted, collection_id, inference_fps,
-      match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled, created_at, updated_at)
+      match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled, created_at, updated_at, box_id)
       VALUES (@id, @name, @description, @enabled, @source_url_encrypted, @collection_id, @inference_fps, @match_threshold, @event_buffer_size,
-      @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled, @created_at, @updated_at)
+      @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled, @created_at, @updated_at, @box_id)
       ON CONFLICT (id) DO NOTHING`).run(this.toRow(m));
     return r.changes === 1;
   }

@@ -195,7 +195,7 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
   // Vigil extensions under /v1 (additive; upstream clients never call them) are documented, not compared.
   // Whole route families that upstream has no path under (event history, webhooks) count as extensions too.
   const extensions = new Set(['post /v1/collections/{collection_id}/import', 'get /v1/collections/{collection_id}/export']);
-  const extensionFamilies = ['/v1/events', '/v1/webhooks', '/v1/kiosk-tokens'];
+  const extensionFamilies = ['/v1/events', '/v1/webhooks', '/v1/kiosk-tokens', '/v1/fleet'];
   for (const family of extensionFamilies) t.false(Object.keys(snapshot.paths).some((p) => p === family || p.startsWith(`${family}/`)), `${family} is not an upstream path`);
   const isExtension = (x: { method: string; path: string }) =>
     extensions.has(`${x.method} ${x.path}`) || extensionFamilies.some((f) => x.path === f || x.path.startsWith(`${f}/`));

@@ -7,7 +7,7 @@ import type { Detection } from '../../src/monitors/tracker.js';
 const record: MonitorRecord = {
   id: 'door', name: 'Door', description: '', enabled: true, url: 'rtsp://cam/1', collection_id: 'staff', inference_fps: 5, match_threshold: null,
   event_buffer_size: 100, event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0, emit_unknown: true }, preview_enabled: false,
-  created_at: '', updated_at: '',
+  created_at: '', updated_at: '', box_id: 'box-test',
 };
 const face = { bbox: { pixels: { x: 0, y: 0, width: 10, height: 10 }, normalized: { left: 0.1, top: 0.1, width: 0.2, height: 0.2 } }, landmarks: [], detection_score: 0.9, quality: { score: 1, sharpness: 1, brightness: 1, pose: 1 } };
 const ann = (): Detection<FacePayload> => ({

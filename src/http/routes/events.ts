@@ -21,8 +21,8 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       description: 'The durable history of every monitor event, newest first. Filters combine (AND); the signed cursor is bound to them. type takes one type or several, comma-separated.',
       query: EventListQuery, success: { status: 200, schema: HistoryEventPageResponse },
       handler: async (ctx) => {
-        const page = events.list(readQuery(ctx, EventListQuery));
-        ctx.body = { request_id: ctx.state.requestId, events: page.items, next_cursor: page.next_cursor };
+        const page = await events.list(readQuery(ctx, EventListQuery));
+        ctx.body = { request_id: ctx.state.requestId, events: page.items, next_cursor: page.next_cursor, ...(page.fleet ? { fleet: page.fleet } : {}) };
       },
     },
     {
@@ -30,7 +30,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       description: 'Deletes every event matching the filters (a range: since/until, a monitor, a person, …) with its pictures. Without any filter, all=true is required.',
       query: EventDeleteQuery, success: { status: 200, schema: EventDeleteResponse },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, deleted: events.deleteRange(readQuery(ctx, EventDeleteQuery)) };
+        ctx.body = { request_id: ctx.state.requestId, deleted: await events.deleteRange(readQuery(ctx, EventDeleteQuery)) };
       },
     },
     {
@@ -45,14 +45,14 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       method: 'get', path: E, operationId: 'get_event_v1_events__event_id__get', summary: 'Get Event', tags: ['events'],
       success: { status: 200, schema: HistoryEventResponse },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, event: events.get(ctx.params.event_id!) };
+        ctx.body = { request_id: ctx.state.requestId, event: await events.get(ctx.params.event_id!) };
       },
     },
     {
       method: 'delete', path: E, operationId: 'delete_event_v1_events__event_id__delete', summary: 'Delete Event', tags: ['events'],
       success: { status: 204, schema: null },
       handler: async (ctx) => {
-        events.delete(ctx.params.event_id!);
+        await events.delete(ctx.params.event_id!);
         ctx.status = 204;
       },
     },

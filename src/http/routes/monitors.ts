@@ -1,6 +1,6 @@
 import { MonitorCreate, MonitorPatch, type MonitorCreateT, type MonitorPatchT } from '../../contract/monitors.js';
 import type { PreviewViewer } from '../../monitors/previewHub.js';
-import { CapacityExhausted, MonitorEventPageResponse, MonitorEventsQuery, MonitorListQuery, MonitorPageResponse, MonitorResponse, MonitorStateResponse } from '../../contract/monitors.js';
+import { CapacityExhausted, FleetMonitorListResponse, FleetMonitorQuery, MonitorEventPageResponse, MonitorEventsQuery, MonitorListQuery, MonitorPageResponse, MonitorResponse, MonitorStateResponse } from '../../contract/monitors.js';
 import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
 import type { RouteSpec } from '../route.js';
@@ -31,6 +31,15 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
         const q = readQuery(ctx, MonitorListQuery);
         const page = monitors.list(q.cursor, q.limit);
         ctx.body = { request_id: ctx.state.requestId, monitors: page.items, next_cursor: page.next_cursor };
+      },
+    },
+    {
+      method: 'get', path: '/v1/fleet/monitors', operationId: 'list_fleet_monitors_v1_fleet_monitors_get', summary: 'List Fleet Monitors', tags: ['monitors'],
+      description: "Vigil extension. Fleet mode: every box's monitors (published by each box: name, collection, enabled, runtime status, never the URL), by box then id; box_id filters. Each box runs only its own monitors and they stay in its own file; change a monitor on its box. Sqlite mode, or the database unreachable: this box's own (fleet.source = local).",
+      query: FleetMonitorQuery, success: { status: 200, schema: FleetMonitorListResponse },
+      handler: async (ctx) => {
+        const q = readQuery(ctx, FleetMonitorQuery);
+        ctx.body = { request_id: ctx.state.requestId, ...(await monitors.fleetList(q.box_id)) };
       },
     },
     {

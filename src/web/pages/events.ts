@@ -21,6 +21,7 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
   const messages = messageArea();
   const list = h('ol', { class: 'timeline', 'aria-label': 'Events, newest first', 'data-testid': 'event-list' });
   const pager = new Pager();
+  let fleet = false;
   const pagerSlot = h('div');
 
   const monitors = await api<Wire<typeof MonitorPageResponse>>('GET', '/v1/monitors?limit=100', undefined, ctx.signal).then((r) => r.monitors).catch(() => []);
@@ -101,7 +102,7 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
     const li = h('li', { class: `event ${e.type}`, 'data-event-id': e.id, 'data-type': e.type }, thumb(e),
       h('div', { class: 'event-body' },
         h('div', null, h('strong', null, LABEL[e.type] ?? e.type), ' · ', who),
-        h('div', { class: 'muted' }, `${fmt.time(e.occurred_at)} · ${e.monitor_id}${e.similarity !== null ? ` · similarity ${fmt.num(e.similarity)}` : ''}`),
+        h('div', { class: 'muted' }, `${fmt.time(e.occurred_at)} · ${fleet ? `${e.box_id} / ` : ''}${e.monitor_id}${e.similarity !== null ? ` · similarity ${fmt.num(e.similarity)}` : ''}`),
         actions, slot));
     return li;
   };
@@ -111,6 +112,9 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
     try {
       const r = await api<Wire<typeof HistoryEventPageResponse>>('GET', `/v1/events?${query()}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
+      // Fleet mode: events of every box (each names its box); the box's own history while the database is down.
+      fleet = r.fleet !== undefined;
+      if (r.fleet?.degraded) messages.show(notice('The fleet database is unreachable: showing only this box\'s own events.', 'warn'));
       replace(list, r.events.length ? r.events.map(row) : h('li', { class: 'muted' }, 'No events match.'));
       replace(pagerSlot, pager.controls(() => void load()));
     } catch (e) {
