@@ -48,15 +48,29 @@ export class CollectionIndex {
    */
   static fromEncoded(codec: ProfileCodec, dimension: number, capacityRows: number, threads: number, faceKeys: Float64Array, personKeys: Float64Array,
     fill: (block: StoredVectors, firstRow: number, rows: number) => void, blockRows = BLOCK_ROWS): CollectionIndex {
+    return CollectionIndex.fromBlocks(codec, dimension, capacityRows, threads, faceKeys, personKeys, (firstRow, rows) => {
+      const block = allocate(codec.storage, Math.max(rows, 1) * dimension);
+      if (rows > 0) fill(block, firstRow, rows);
+      return block;
+    }, blockRows);
+  }
+
+  /**
+   * An index over encoded blocks that `blockFor` provides (exactly `rows` x dimension values each, e.g.
+   * a memory-mapped range of a snapshot file; rows = 0 asks for the empty first block of an empty index).
+   * Keys must be unique.
+   */
+  static fromBlocks(codec: ProfileCodec, dimension: number, capacityRows: number, threads: number, faceKeys: Float64Array, personKeys: Float64Array,
+    blockFor: (firstRow: number, rows: number) => StoredVectors, blockRows = BLOCK_ROWS): CollectionIndex {
     const n = faceKeys.length;
     if (personKeys.length !== n) throw new Error('face and person key counts differ');
     if (n > capacityRows) throw new Error(`index capacity ${capacityRows} exceeded`);
     const idx = new CollectionIndex(codec, dimension, capacityRows, threads, blockRows);
     idx.blocks = [];
     for (let first = 0; first < n || idx.blocks.length === 0; first += blockRows) {
-      const rows = Math.min(blockRows, n - first);
-      const block = allocate(codec.storage, Math.max(rows, 1) * dimension);
-      if (rows > 0) fill(block, first, rows);
+      const rows = Math.max(0, Math.min(blockRows, n - first));
+      const block = rows > 0 ? blockFor(first, rows) : allocate(codec.storage, dimension);
+      if (block.length !== Math.max(rows, 1) * dimension) throw new Error(`block at row ${first} holds ${block.length} values, not ${rows * dimension}`);
       idx.blocks.push(block);
     }
     idx.faceKeys = faceKeys;
