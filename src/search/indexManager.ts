@@ -42,7 +42,18 @@ interface Snapshot {
   /** Why the last load did not use (or dropped) the file. */
   problem?: string;
   writeError?: string;
+  /** A write waiting for the collection to go quiet (scheduleSnapshot). */
+  due?: { since: number; lastChange: number };
 }
+
+/**
+ * A snapshot write after `snapshot_after_changes` starts once the collection had no change for this long,
+ * or at the latest after SNAPSHOT_MAX_DEFER_MS. A write that the index changes under is discarded, so
+ * writing between the batches of a bulk import re-wrote the whole file (2 GiB at 1M faces: CRC, write,
+ * fsync) again and again for nothing while the import ran.
+ */
+const SNAPSHOT_QUIET_MS = 3000;
+const SNAPSHOT_MAX_DEFER_MS = 600_000;
 
 interface Entry {
   index: CollectionIndex | null;
@@ -201,7 +212,7 @@ export class SearchIndexes {
       }
       e.appliedRevision = after.search_revision;
       e.snapshot.changes += (change.add?.length ?? 0) + (change.remove?.length ?? 0);
-      if (this.snapshotAfter > 0 && e.snapshot.changes >= this.snapshotAfter) this.saveSnapshot(after.id, e);
+      this.scheduleSnapshot(after.id, e);
       this.maybeRebuild(after, e);
     } catch {
       try {
@@ -316,6 +327,31 @@ export class SearchIndexes {
     });
     worker.once('error', () => undefined);
     return index;
+  }
+
+  /** Writes the snapshot once `snapshot_after_changes` rows changed and the collection went quiet (see SNAPSHOT_QUIET_MS). */
+  private scheduleSnapshot(id: string, e: Entry): void {
+    const snap = e.snapshot;
+    if (this.snapshotAfter <= 0 || snap.changes < this.snapshotAfter || this.closed) return;
+    const now = performance.now();
+    if (snap.due) {
+      snap.due.lastChange = now;
+      return;
+    }
+    const due = (snap.due = { since: now, lastChange: now });
+    const tick = () => {
+      if (this.closed || this.entries.get(id) !== e || e.snapshot !== snap) return;
+      const t = performance.now();
+      // A write still running (started before these changes): look again when it is done.
+      const wait = snap.writing ? 500 : Math.min(due.lastChange + SNAPSHOT_QUIET_MS, due.since + SNAPSHOT_MAX_DEFER_MS) - t;
+      if (wait > 0) {
+        setTimeout(tick, wait).unref();
+        return;
+      }
+      delete snap.due;
+      this.saveSnapshot(id, e);
+    };
+    setTimeout(tick, SNAPSHOT_QUIET_MS).unref();
   }
 
   /** Writes the entry's snapshot in the background (one at a time per collection). */

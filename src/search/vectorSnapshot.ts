@@ -174,7 +174,7 @@ export function readSnapshot(dir: string, want: SnapshotExpectation, codec: Prof
     const rowsAt = HEADER_BYTES + h.rows * 16;
     const index = (opts.rows ?? 'map') === 'map'
       ? CollectionIndex.fromBlocks(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys,
-        (firstRow, rows) => typedView(codec, mapFileRange(path, rowsAt + firstRow * rowBytes, rows * rowBytes, opts.populate ?? false)))
+        (firstRow, rows) => typedView(codec, mapFileRange(path, rowsAt + firstRow * rowBytes, rows * rowBytes, opts.populate ?? false)), undefined, true)
       : CollectionIndex.fromEncoded(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys, (block, firstRow, rows) => {
         readFully(fd, bytesOf(block).subarray(0, rows * rowBytes), rowsAt + firstRow * rowBytes);
       });
