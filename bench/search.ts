@@ -474,6 +474,7 @@ function exactTruth(data: Float32Array, n: number, qs: QuerySet): Truth {
     const q = queryVec(qs, i);
     rows.push(idx.topRows(idx.encodeQuery(q), K).map((h) => h.faceKey));
     persons.push(idx.searchPersons(q, PERSON_LIMIT).map((h) => h.personKey));
+    if ((i + 1) % 50 === 0) log(`  exact truth ${i + 1}/${NQ}, load ${loadavg()[0]!.toFixed(1)}`);
   }
   return { rows, persons };
 }
