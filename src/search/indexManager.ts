@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { CollectionT, SearchProfile } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
@@ -6,9 +6,9 @@ import { startModuleWorker } from '../system/workerThread.js';
 import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
 import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
-import { profileCodec } from './profiles.js';
+import { profileCodec, type ProfileCodec } from './profiles.js';
 import type { Index } from './usearchModule.js';
-import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot } from './vectorSnapshot.js';
+import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot, type SnapshotHeader } from './vectorSnapshot.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
 export type GraphState = 'none' | 'building' | 'ready' | 'failed';
@@ -86,6 +86,8 @@ export interface SearchIndexOptions {
   rebuildIntervalMs: number;
   /** Rewrite a collection's vector snapshot after this many changed rows; 0 = no snapshots. Default 10,000. */
   snapshotAfterChanges?: number;
+  /** The rows' checksum of a loaded snapshot is checked once this settles (the daemon: models loaded). */
+  verifyAfter?: Promise<unknown>;
 }
 
 /** Candidates asked of the graph: as many as the exact path's first batch. */
@@ -304,8 +306,29 @@ export class SearchIndexes {
     }
     const index = loaded.index;
     e.snapshot = { revision: loaded.header.revision, changes: 0, writing: null, loadedFrom: 'snapshot', verified: null };
-    // The rows' checksum is read back from the file by a worker while the index already serves.
-    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', { path: snapshotPath(this.opts.dir, c.id), ...snapshotRowsRange(loaded.header, codec), expected: loaded.header.rows_crc32 });
+    // The rows' checksum is read back from the file by a worker while the index already serves (at start,
+    // once the models are loaded: on 2 cores the CRC of 2 GiB took CPU from the model load).
+    // The file is held open from now: the check reads the file that was loaded even if a newer snapshot
+    // replaced the path meanwhile.
+    let fd: number | undefined;
+    try {
+      fd = openSync(snapshotPath(this.opts.dir, c.id), 'r');
+    } catch { /* removed meanwhile: checked by path (and found missing) */ }
+    const verify = () => this.verifySnapshot(c, e, index, loaded.header, codec, fd);
+    if (this.opts.verifyAfter) void this.opts.verifyAfter.then(verify, verify);
+    else verify();
+    return index;
+  }
+
+  private verifySnapshot(c: CollectionT, e: Entry, index: CollectionIndex, header: SnapshotHeader, codec: ProfileCodec, fd: number | undefined): void {
+    let open = fd !== undefined;
+    const release = () => {
+      if (open) closeSync(fd!);
+      open = false;
+    };
+    if (this.closed || this.entries.get(c.id) !== e || e.index !== index) return release();
+    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', { path: snapshotPath(this.opts.dir, c.id), fd, ...snapshotRowsRange(header, codec), expected: header.rows_crc32 });
+    worker.once('exit', release);
     worker.once('message', (ok: boolean) => {
       void worker.terminate();
       const now = this.entries.get(c.id);
@@ -326,7 +349,6 @@ export class SearchIndexes {
       }
     });
     worker.once('error', () => undefined);
-    return index;
   }
 
   /** Writes the snapshot once `snapshot_after_changes` rows changed and the collection went quiet (see SNAPSHOT_QUIET_MS). */
