@@ -47,7 +47,8 @@ function start(config: string): { child: ChildProcess; listening: Promise<{ url:
   const t0 = performance.now();
   // BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags for the daemon (profiling a start).
   const nodeArgs = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, join(REPO, 'dist/cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_DIST: another build's dist/ (an A/B of two commits on the same kept data dir).
+  const child = spawn(process.execPath, [...nodeArgs, join(process.env.BENCH_DIST ?? join(REPO, 'dist'), 'cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const listening = new Promise<{ url: string; ms: number }>((res, rej) => {
     let buf = '';
     child.stdout!.on('data', (c: Buffer) => {
