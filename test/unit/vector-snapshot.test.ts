@@ -110,3 +110,21 @@ for (const rowsMode of ['map', 'read'] as const) {
     for (const q of unitVectors(3, 97, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
   });
 }
+
+test('a mapped snapshot indexes its keys in the background after the load; lookups before and after agree', async (t) => {
+  const dir = join(root, `d${n++}`);
+  mkdirSync(dir);
+  const { index, rows } = indexOf('fp32_v1', 300);
+  t.truthy(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true));
+  const early = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0);
+  const late = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0);
+  if (!('index' in early) || !('index' in late)) return t.fail('not loaded');
+  // `early` is asked at once (completes the map synchronously); `late` after the background slices ran.
+  t.true(rows.every((r) => early.index.has(r.faceKey)));
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  t.true(rows.every((r) => late.index.has(r.faceKey)));
+  t.false(late.index.has(2));
+  t.is(late.index.remove([rows[0]!.faceKey, rows[100]!.faceKey]), 2);
+  t.is(early.index.remove([rows[0]!.faceKey, rows[100]!.faceKey]), 2);
+  for (const q of unitVectors(3, 96, DIM)) t.deepEqual(late.index.exactSearchPersons(q, 10), early.index.exactSearchPersons(q, 10));
+});
