@@ -7,10 +7,14 @@
  * exact search (a real photo: detection + embedding + scan) completed.
  *
  * Usage: npx tsx bench/gallery.ts [--faces 100000] [--profile fp32_v1] [--batch 2000] [--json-faces 20000] [--fresh-vectors]
+ *          [--keep DIR] [--restarts 1]
+ *   --keep DIR    the daemon's data dir lives in DIR and is kept; when DIR already holds an imported gallery
+ *                 the import is skipped and only the restarts run (iterate on start-up without re-importing)
+ *   --restarts N  restarts from the snapshot measured (each reported; the SQLite restart runs once after them)
  * Needs `npm run build` and the models in ../shared/models. Writes bench/results/gallery-<faces>.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +26,7 @@ import { prng } from '../test/helpers/vectors.js';
 const { values } = parseArgs({ options: {
   faces: { type: 'string', default: '100000' }, profile: { type: 'string', default: 'fp32_v1' }, batch: { type: 'string', default: '2000' },
   'json-faces': { type: 'string', default: '20000' }, 'fresh-vectors': { type: 'boolean', default: false },
+  keep: { type: 'string' }, restarts: { type: 'string', default: '1' }, 'skip-sqlite': { type: 'boolean', default: false },
 } });
 const N = Number(values.faces), BATCH = Number(values.batch), JSON_FACES = Number(values['json-faces']);
 const DIM = 512;
@@ -40,7 +45,10 @@ function rssMiB(pid: number): number {
 function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number; marks: Record<string, number> } {
   const marks: Record<string, number> = {};
   const t0 = performance.now();
-  const child = spawn(process.execPath, [join(REPO, 'dist/cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags for the daemon (profiling a start).
+  const nodeArgs = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  // BENCH_DIST: another build's dist/ (an A/B of two commits on the same kept data dir).
+  const child = spawn(process.execPath, [...nodeArgs, join(process.env.BENCH_DIST ?? join(REPO, 'dist'), 'cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
   const listening = new Promise<{ url: string; ms: number }>((res, rej) => {
     let buf = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -180,8 +188,10 @@ async function search(url: string, collection: string) {
   return performance.now() - t;
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-gallery-'));
+const dir = values.keep ? resolve(values.keep) : mkdtempSync(join(tmpdir(), 'vigil-bench-gallery-'));
+mkdirSync(dir, { recursive: true });
 const config = join(dir, 'server.toml');
+const kept = values.keep && existsSync(join(dir, 'imported.json')) ? JSON.parse(readFileSync(join(dir, 'imported.json'), 'utf8')) as Record<string, unknown> : null;
 writeFileSync(config, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
   `models_dir = ${JSON.stringify(await modelsDirWith('edge_s'))}`, 'log_level = "info"', `max_request_bytes = ${64 * 2 ** 20}`].join('\n'));
 try {
@@ -189,17 +199,25 @@ try {
   let d = start(config);
   let { url } = await d.listening;
   await ready(url);
-  const create = await fetch(`${url}/v1/collections`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'g', name: 'G', search: { profile: values.profile, capacity_rows: N + JSON_FACES, max_faces_per_person: 10, load_policy: 'eager' } }) });
-  const contract = ((await create.json()) as { collection: { embedding_contract_id: string } }).collection.embedding_contract_id;
-  await search(url, 'g');
-  await sleep(2000);
-  const rssModels = rssMiB(d.child.pid!);
-  log(`daemon with models and an empty collection: RSS ${rssModels.toFixed(0)} MiB`);
-  const b64 = await importInto(url, 'g', contract, N, false);
-  log(`import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s`);
-  const json = JSON_FACES > 0 ? await importInto(url, 'g', contract, JSON_FACES, true) : null;
-  if (json) log(`import (JSON numbers): ${json.faces} faces in ${json.seconds} s = ${json.faces_per_second} faces/s`);
-  const total = N + (json?.faces ?? 0);
+  let imported: Record<string, unknown>;
+  if (kept) {
+    imported = kept;
+    log(`kept data dir ${dir}: ${String(kept.total)} faces imported earlier, import skipped`);
+  } else {
+    const create = await fetch(`${url}/v1/collections`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'g', name: 'G', search: { profile: values.profile, capacity_rows: N + JSON_FACES, max_faces_per_person: 10, load_policy: 'eager' } }) });
+    const contract = ((await create.json()) as { collection: { embedding_contract_id: string } }).collection.embedding_contract_id;
+    await search(url, 'g');
+    await sleep(2000);
+    const rssModels = rssMiB(d.child.pid!);
+    log(`daemon with models and an empty collection: RSS ${rssModels.toFixed(0)} MiB`);
+    const b64 = await importInto(url, 'g', contract, N, false);
+    log(`import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s`);
+    const json = JSON_FACES > 0 ? await importInto(url, 'g', contract, JSON_FACES, true) : null;
+    if (json) log(`import (JSON numbers): ${json.faces} faces in ${json.seconds} s = ${json.faces_per_second} faces/s`);
+    imported = { total: N + (json?.faces ?? 0), b64, json, rssModels, loadavg_during_import: loadavg() };
+    if (values.keep) writeFileSync(join(dir, 'imported.json'), JSON.stringify(imported));
+  }
+  const total = imported.total as number, b64 = imported.b64, json = imported.json as { faces: number } | null, rssModels = imported.rssModels as number;
   await search(url, 'g');
   await sleep(3000);
   const rssLoaded = rssMiB(d.child.pid!);
@@ -225,10 +243,19 @@ try {
       integrity_check_done_ms: Math.round(marks['database integrity check passed'] ?? -1), indexes_loaded_ms: Math.round(marks['search indexes loaded'] ?? -1), models_ready_log_ms: Math.round(marks.ready ?? -1), warm_search_ms: warm.map(Math.round), rss_mib: r1(rss),
     };
   };
-  const fromSnapshot = await restart();
+  const snapshotRuns = [];
+  for (let i = 0; i < Math.max(1, Number(values.restarts)); i++) {
+    const r = await restart();
+    log(`restart from the snapshot #${i + 1}: port open ${r.port_open_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, models ready ${r.models_ready_log_ms} ms, first search done ${r.first_search_done_ms} ms; load ${loadavg()[0]!.toFixed(1)}`);
+    snapshotRuns.push({ ...r, loadavg_1m: loadavg()[0]! });
+  }
+  const fromSnapshot = snapshotRuns[0]!;
   // The same restart without the snapshot file: the index is built from SQLite (and the file written again).
-  rmSync(join(dir, 'data', 'search-indexes', 'g.vectors'), { force: true });
-  const fromSqlite = await restart();
+  let fromSqlite: typeof fromSnapshot = fromSnapshot;
+  if (!values['skip-sqlite']) {
+    rmSync(join(dir, 'data', 'search-indexes', 'g.vectors'), { force: true });
+    fromSqlite = { ...(await restart()), loadavg_1m: loadavg()[0]! };
+  }
   const rssRestart = fromSnapshot.rss_mib;
   const bytesPer = { fp32_v1: 4, fp16_v1: 2, bf16_v1: 2, int8_x736_v1: 1, int8_x1000_v1: 1 }[values.profile as 'fp32_v1'] ?? 4;
   const rawMiB = (total * DIM * bytesPer) / 2 ** 20;
@@ -238,7 +265,7 @@ try {
     rss_models_empty_mib: r1(rssModels), rss_after_import_mib: r1(rssLoaded), rss_after_restart_mib: r1(rssRestart), raw_vector_mib: r1(rawMiB),
     rss_ratio_after_restart: r1(((rssRestart - rssModels) / rawMiB) * 100) / 100,
     rss_ratio_after_sqlite_restart: r1(((fromSqlite.rss_mib - rssModels) / rawMiB) * 100) / 100,
-    restart_from_snapshot: fromSnapshot, restart_from_sqlite: fromSqlite,
+    restart_from_snapshot: fromSnapshot, restart_from_snapshot_runs: snapshotRuns, restart_from_sqlite: values['skip-sqlite'] ? null : fromSqlite, kept_data_dir: values.keep ?? null,
   };
   for (const [name, r] of [['snapshot', fromSnapshot], ['SQLite', fromSqlite]] as const) {
     log(`restart (${name}): port open ${r.port_open_ms} ms, first search done ${r.first_search_done_ms} ms, health ready ${r.health_ready_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, quick_check done ${r.integrity_check_done_ms} ms (warm ${r.warm_search_ms.join('/')} ms), RSS ${r.rss_mib} MiB, connection resets while starting ${startupResets}`);
@@ -247,5 +274,5 @@ try {
   mkdirSync(join(REPO, 'bench/results'), { recursive: true });
   writeFileSync(join(REPO, `bench/results/gallery-${N}.json`), JSON.stringify(out, null, 2));
 } finally {
-  rmSync(dir, { recursive: true, force: true });
+  if (!values.keep) rmSync(dir, { recursive: true, force: true });
 }

@@ -4,7 +4,9 @@
  * row by row as a load from SQLite does (encode + add in 4096-row batches, without SQLite's own cost).
  * The file is read from the page cache (a warm restart); the first read after a boot is disk-bound.
  *
- * Usage: npx tsx bench/snapshot.ts [--sizes 100000,1000000] [--profiles fp32_v1,fp16_v1] [--reps 3]
+ * Each rep loads the file three ways (read into fresh blocks, memory-mapped, mapped + populated) and runs
+ * one search right after each load (a map pays its page faults in that first search).
+ * Usage: node --expose-gc --import tsx bench/snapshot.ts [--sizes 100000,1000000] [--profiles fp32_v1,fp16_v1] [--reps 3]
  * Writes bench/results/snapshot.json.
  */
 import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -51,19 +53,30 @@ for (const n of values.sizes!.split(',').map(Number)) {
       const writeMs = performance.now() - t;
       const reads: number[] = [];
       let same = true;
+      // Each mode: load time, then the first search over the loaded index (a map pays its page faults there).
+      const modes = { read: { rows: 'read' as const }, map: { rows: 'map' as const, populate: false }, map_populate: { rows: 'map' as const, populate: true } };
+      const byMode: Record<string, { load_ms: number[]; first_search_ms: number[] }> = {};
+      const q = new Float32Array(DIM).map(() => rand() - 0.5);
+      const want = JSON.stringify(index.exactSearchPersons(q, 5));
       for (let r = 0; r < Number(values.reps); r++) {
-        t = performance.now();
-        const loaded = readSnapshot(dir, { collectionId: 'c', epoch: 'e', revision: 1, profile, dimension: DIM, rows: n }, codec, n, 0);
-        reads.push(performance.now() - t);
-        if (!('index' in loaded)) throw new Error(loaded.problem);
-        if (r === 0) {
-          const q = new Float32Array(DIM).map(() => rand() - 0.5);
-          same = JSON.stringify(loaded.index.exactSearchPersons(q, 5)) === JSON.stringify(index.exactSearchPersons(q, 5));
+        for (const [mode, opts] of Object.entries(modes)) {
+          const m = (byMode[mode] ??= { load_ms: [], first_search_ms: [] });
+          t = performance.now();
+          const loaded = readSnapshot(dir, { collectionId: 'c', epoch: 'e', revision: 1, profile, dimension: DIM, rows: n }, codec, n, 0, opts);
+          m.load_ms.push(Math.round(performance.now() - t));
+          if (mode === 'read') reads.push(performance.now() - t);
+          if (!('index' in loaded)) throw new Error(loaded.problem);
+          t = performance.now();
+          const got = JSON.stringify(loaded.index.exactSearchPersons(q, 5));
+          m.first_search_ms.push(Math.round(performance.now() - t));
+          same &&= got === want;
         }
+        (globalThis as { gc?: () => void }).gc?.();
       }
+      for (const [mode, m] of Object.entries(byMode)) log(`  ${profile} ${n} ${mode}: load ${m.load_ms.join('/')} ms, then first search ${m.first_search_ms.join('/')} ms`);
       const row = {
         rows: n, profile, file_mib: r1(statSync(snapshotPath(dir, 'c')).size / 2 ** 20), row_by_row_build_ms: Math.round(buildMs), write_ms: Math.round(writeMs),
-        read_ms_median: Math.round(median(reads)), reads_ms: reads.map(Math.round), same_answers: same, header_rows: h!.rows, loadavg_1m: r1(loadavg()[0]!),
+        read_ms_median: Math.round(median(reads)), reads_ms: reads.map(Math.round), same_answers: same, modes: byMode, header_rows: h!.rows, loadavg_1m: r1(loadavg()[0]!),
       };
       results.push(row);
       log(`${profile} ${n}: file ${row.file_mib} MiB, write ${row.write_ms} ms, read ${row.read_ms_median} ms (${row.reads_ms.join('/')}), row-by-row build ${row.row_by_row_build_ms} ms (incl. making the vectors), same answers ${same}, load ${row.loadavg_1m}`);

@@ -12,3 +12,9 @@ export function encodeHalf(src: Float32Array, dst: Uint16Array, dstOffset: numbe
 export function decodeHalf(src: Uint16Array, srcOffset: number, dst: Float32Array, kind: HalfKind): void;
 /** Which kernel runs on this CPU: "avx2-f16c", "neon" or "scalar". */
 export function kernel(): string;
+/**
+ * A file range as an ArrayBuffer backed by a private memory map (MAP_PRIVATE, read/write: writes stay in
+ * this process, the file is never changed). `populate` maps every page before returning (read faults only,
+ * MADV_POPULATE_READ); else pages are faulted in on first touch. The file must not be truncated while mapped.
+ */
+export function mapFile(path: string, offset: number, length: number, populate: boolean): ArrayBuffer;

@@ -89,8 +89,13 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
   // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
+  // Both background checks (quick_check, the snapshot rows' CRC) start once the models are loaded: on a
+  // 2-core box they took CPU from the model load that the first search waits for. Writes stay refused
+  // (database_not_verified) until quick_check passed, as before.
+  let modelsSettled!: () => void;
+  const modelsLoaded = new Promise<void>((resolve) => { modelsSettled = resolve; });
   const checkStarted = performance.now();
-  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background', reserveBytes: config.server.storage_reserve_bytes });
+  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background', integrityAfter: modelsLoaded, reserveBytes: config.server.storage_reserve_bytes });
   const integrityOk = db.integrityChecked.then((result) => {
     if (result === 'ok') log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
     else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
@@ -129,6 +134,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const indexes = new SearchIndexes(store, {
       threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
       rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, snapshotAfterChanges: cc.snapshot_after_changes,
+      verifyAfter: modelsLoaded,
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
@@ -285,7 +291,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const loadStarted = performance.now();
       const eager = indexes.loadEager(store.allCollections());
       log.info({ collections: eager.built, ms: Math.round(performance.now() - loadStarted) }, 'search indexes loaded');
-      engine = await starting;
+      engine = await starting.finally(modelsSettled);
       engine.observer = metrics.engineObserver;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
       const faces = new FaceService(engine, systemProfile,
@@ -309,6 +315,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (!closed && (await integrityOk) && !closed) monitors.restore();
       log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, startup: engine.startup }, 'ready');
     })();
+    // A start that failed before the engine (a missing pack): the checks run anyway.
+    void ready.then(modelsSettled, modelsSettled);
 
     const close = async () => {
       if (closed) return;

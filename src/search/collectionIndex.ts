@@ -29,7 +29,10 @@ export class CollectionIndex {
   private blocks: StoredVectors[] = [];
   private faceKeys: Float64Array;
   private personKeys: Float64Array;
+  /** Face key -> row for rows [0, keyed); see keysReady. */
   private readonly rowOf = new Map<number, number>();
+  private keyed = 0;
+  private keyError: Error | null = null;
   private rows = 0;
   reallocations = 0;
   /** Set by SearchIndexes while a usable HNSW graph serves this collection. */
@@ -48,26 +51,67 @@ export class CollectionIndex {
    */
   static fromEncoded(codec: ProfileCodec, dimension: number, capacityRows: number, threads: number, faceKeys: Float64Array, personKeys: Float64Array,
     fill: (block: StoredVectors, firstRow: number, rows: number) => void, blockRows = BLOCK_ROWS): CollectionIndex {
+    return CollectionIndex.fromBlocks(codec, dimension, capacityRows, threads, faceKeys, personKeys, (firstRow, rows) => {
+      const block = allocate(codec.storage, Math.max(rows, 1) * dimension);
+      if (rows > 0) fill(block, firstRow, rows);
+      return block;
+    }, blockRows);
+  }
+
+  /**
+   * An index over encoded blocks that `blockFor` provides (exactly `rows` x dimension values each, e.g.
+   * a memory-mapped range of a snapshot file; rows = 0 asks for the empty first block of an empty index).
+   * Keys must be unique.
+   */
+  static fromBlocks(codec: ProfileCodec, dimension: number, capacityRows: number, threads: number, faceKeys: Float64Array, personKeys: Float64Array,
+    blockFor: (firstRow: number, rows: number) => StoredVectors, blockRows = BLOCK_ROWS, lazyKeys = false): CollectionIndex {
     const n = faceKeys.length;
     if (personKeys.length !== n) throw new Error('face and person key counts differ');
     if (n > capacityRows) throw new Error(`index capacity ${capacityRows} exceeded`);
     const idx = new CollectionIndex(codec, dimension, capacityRows, threads, blockRows);
     idx.blocks = [];
     for (let first = 0; first < n || idx.blocks.length === 0; first += blockRows) {
-      const rows = Math.min(blockRows, n - first);
-      const block = allocate(codec.storage, Math.max(rows, 1) * dimension);
-      if (rows > 0) fill(block, first, rows);
+      const rows = Math.max(0, Math.min(blockRows, n - first));
+      const block = rows > 0 ? blockFor(first, rows) : allocate(codec.storage, dimension);
+      if (block.length !== Math.max(rows, 1) * dimension) throw new Error(`block at row ${first} holds ${block.length} values, not ${rows * dimension}`);
       idx.blocks.push(block);
     }
     idx.faceKeys = faceKeys;
     idx.personKeys = personKeys;
-    for (let r = 0; r < n; r++) {
-      const key = faceKeys[r]!;
-      if (idx.rowOf.has(key)) throw new Error(`face ${key} appears twice`);
-      idx.rowOf.set(key, r);
-    }
     idx.rows = n;
+    // The key -> row map of a million rows takes a noticeable part of a second to build: a lazy index
+    // builds it in short slices after the load (the exact scan does not need it), or at once on first use.
+    if (lazyKeys) idx.indexKeysInBackground();
+    else idx.keysReady();
     return idx;
+  }
+
+  /** Completes the key -> row map (every path that reads or changes it calls this first). */
+  private keysReady(): void {
+    if (this.keyError) throw this.keyError;
+    if (this.keyed < this.rows) this.indexKeys(this.rows);
+  }
+
+  private indexKeys(upTo: number): void {
+    for (let r = this.keyed; r < upTo; r++) {
+      const key = this.faceKeys[r]!;
+      if (this.rowOf.has(key)) throw (this.keyError = new Error(`face ${key} appears twice`));
+      this.rowOf.set(key, r);
+    }
+    this.keyed = upTo;
+  }
+
+  private indexKeysInBackground(): void {
+    const step = () => {
+      if (this.keyError || this.keyed >= this.rows) return;
+      try {
+        this.indexKeys(Math.min(this.rows, this.keyed + 65_536));
+      } catch {
+        return; // kept in keyError: the next use throws it
+      }
+      setImmediate(step).unref();
+    };
+    setImmediate(step).unref();
   }
 
   /**
@@ -94,7 +138,10 @@ export class CollectionIndex {
     this.capacityRows = rows;
   }
 
-  has(faceKey: number): boolean { return this.rowOf.has(faceKey); }
+  has(faceKey: number): boolean {
+    this.keysReady();
+    return this.rowOf.has(faceKey);
+  }
 
   /** The live rows' keys in row order (views of the index's own arrays). */
   keyArrays(): { faceKeys: Float64Array; personKeys: Float64Array } {
@@ -117,6 +164,7 @@ export class CollectionIndex {
   /** Adds rows atomically: capacity and duplicates are checked before anything changes. */
   add(rows: IndexRow[]): void {
     if (this.rows + rows.length > this.capacityRows) throw new Error(`index capacity ${this.capacityRows} exceeded`);
+    this.keysReady();
     const batch = new Set<number>();
     for (const r of rows) {
       if (r.vector.length !== this.dimension) throw new Error(`vector has ${r.vector.length} values, the index ${this.dimension}`);
@@ -131,9 +179,11 @@ export class CollectionIndex {
       this.personKeys[row] = r.personKey;
       this.rowOf.set(r.faceKey, row);
     }
+    this.keyed = this.rows;
   }
 
   remove(faceKeys: Iterable<number>): number {
+    this.keysReady();
     let removed = 0;
     const d = this.dimension;
     for (const key of faceKeys) {
@@ -151,6 +201,7 @@ export class CollectionIndex {
       this.rows--;
       removed++;
     }
+    this.keyed = this.rows;
     return removed;
   }
 
@@ -240,11 +291,13 @@ export class CollectionIndex {
       out.personKeys[row] = this.personKeys[r]!;
       out.rowOf.set(key, row);
     }
+    out.keyed = out.rows;
     return out;
   }
 
   /** Exact rescoring of candidate face keys (graph candidates); keys no longer indexed are dropped. */
   scoreFaces(query: StoredVectors, faceKeys: Iterable<number>): RowHit[] {
+    this.keysReady();
     const out: RowHit[] = [];
     for (const key of faceKeys) {
       const row = this.rowOf.get(key);

@@ -26,3 +26,11 @@ export function decodeHalfInto(src: Uint16Array, offset: number, dst: Float32Arr
 
 /** The kernel in use on this CPU ("avx2-f16c", "neon" or "scalar"), for /v1/system and the bench. */
 export const halfKernel = (): string => native.kernel();
+
+/**
+ * A file range as an ArrayBuffer backed by a private memory map (native mapFile): pages come from the
+ * page cache on first touch (or all at once with `populate`), writes stay in this process.
+ */
+export function mapFileRange(path: string, offset: number, length: number, populate: boolean): ArrayBuffer {
+  return native.mapFile(path, offset, length, populate);
+}

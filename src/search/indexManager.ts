@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import type { Worker } from 'node:worker_threads';
 import type { CollectionT, SearchProfile } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
@@ -6,9 +6,9 @@ import { startModuleWorker } from '../system/workerThread.js';
 import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
 import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
-import { profileCodec } from './profiles.js';
+import { profileCodec, type ProfileCodec } from './profiles.js';
 import type { Index } from './usearchModule.js';
-import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot } from './vectorSnapshot.js';
+import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot, type SnapshotHeader } from './vectorSnapshot.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
 export type GraphState = 'none' | 'building' | 'ready' | 'failed';
@@ -42,7 +42,18 @@ interface Snapshot {
   /** Why the last load did not use (or dropped) the file. */
   problem?: string;
   writeError?: string;
+  /** A write waiting for the collection to go quiet (scheduleSnapshot). */
+  due?: { since: number; lastChange: number };
 }
+
+/**
+ * A snapshot write after `snapshot_after_changes` starts once the collection had no change for this long,
+ * or at the latest after SNAPSHOT_MAX_DEFER_MS. A write that the index changes under is discarded, so
+ * writing between the batches of a bulk import re-wrote the whole file (2 GiB at 1M faces: CRC, write,
+ * fsync) again and again for nothing while the import ran.
+ */
+const SNAPSHOT_QUIET_MS = 3000;
+const SNAPSHOT_MAX_DEFER_MS = 600_000;
 
 interface Entry {
   index: CollectionIndex | null;
@@ -75,6 +86,8 @@ export interface SearchIndexOptions {
   rebuildIntervalMs: number;
   /** Rewrite a collection's vector snapshot after this many changed rows; 0 = no snapshots. Default 10,000. */
   snapshotAfterChanges?: number;
+  /** The rows' checksum of a loaded snapshot is checked once this settles (the daemon: models loaded). */
+  verifyAfter?: Promise<unknown>;
 }
 
 /** Candidates asked of the graph: as many as the exact path's first batch. */
@@ -201,7 +214,7 @@ export class SearchIndexes {
       }
       e.appliedRevision = after.search_revision;
       e.snapshot.changes += (change.add?.length ?? 0) + (change.remove?.length ?? 0);
-      if (this.snapshotAfter > 0 && e.snapshot.changes >= this.snapshotAfter) this.saveSnapshot(after.id, e);
+      this.scheduleSnapshot(after.id, e);
       this.maybeRebuild(after, e);
     } catch {
       try {
@@ -293,8 +306,29 @@ export class SearchIndexes {
     }
     const index = loaded.index;
     e.snapshot = { revision: loaded.header.revision, changes: 0, writing: null, loadedFrom: 'snapshot', verified: null };
-    // The rows' checksum is read back from the file by a worker while the index already serves.
-    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', { path: snapshotPath(this.opts.dir, c.id), ...snapshotRowsRange(loaded.header, codec), expected: loaded.header.rows_crc32 });
+    // The rows' checksum is read back from the file by a worker while the index already serves (at start,
+    // once the models are loaded: on 2 cores the CRC of 2 GiB took CPU from the model load).
+    // The file is held open from now: the check reads the file that was loaded even if a newer snapshot
+    // replaced the path meanwhile.
+    let fd: number | undefined;
+    try {
+      fd = openSync(snapshotPath(this.opts.dir, c.id), 'r');
+    } catch { /* removed meanwhile: checked by path (and found missing) */ }
+    const verify = () => this.verifySnapshot(c, e, index, loaded.header, codec, fd);
+    if (this.opts.verifyAfter) void this.opts.verifyAfter.then(verify, verify);
+    else verify();
+    return index;
+  }
+
+  private verifySnapshot(c: CollectionT, e: Entry, index: CollectionIndex, header: SnapshotHeader, codec: ProfileCodec, fd: number | undefined): void {
+    let open = fd !== undefined;
+    const release = () => {
+      if (open) closeSync(fd!);
+      open = false;
+    };
+    if (this.closed || this.entries.get(c.id) !== e || e.index !== index) return release();
+    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', { path: snapshotPath(this.opts.dir, c.id), fd, ...snapshotRowsRange(header, codec), expected: header.rows_crc32 });
+    worker.once('exit', release);
     worker.once('message', (ok: boolean) => {
       void worker.terminate();
       const now = this.entries.get(c.id);
@@ -315,7 +349,31 @@ export class SearchIndexes {
       }
     });
     worker.once('error', () => undefined);
-    return index;
+  }
+
+  /** Writes the snapshot once `snapshot_after_changes` rows changed and the collection went quiet (see SNAPSHOT_QUIET_MS). */
+  private scheduleSnapshot(id: string, e: Entry): void {
+    const snap = e.snapshot;
+    if (this.snapshotAfter <= 0 || snap.changes < this.snapshotAfter || this.closed) return;
+    const now = performance.now();
+    if (snap.due) {
+      snap.due.lastChange = now;
+      return;
+    }
+    const due = (snap.due = { since: now, lastChange: now });
+    const tick = () => {
+      if (this.closed || this.entries.get(id) !== e || e.snapshot !== snap) return;
+      const t = performance.now();
+      // A write still running (started before these changes): look again when it is done.
+      const wait = snap.writing ? 500 : Math.min(due.lastChange + SNAPSHOT_QUIET_MS, due.since + SNAPSHOT_MAX_DEFER_MS) - t;
+      if (wait > 0) {
+        setTimeout(tick, wait).unref();
+        return;
+      }
+      delete snap.due;
+      this.saveSnapshot(id, e);
+    };
+    setTimeout(tick, SNAPSHOT_QUIET_MS).unref();
   }
 
   /** Writes the entry's snapshot in the background (one at a time per collection). */

@@ -7,10 +7,11 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 
-const job = workerData as { path: string; offset: number; length: number; expected: number };
+/** fd: the file as it was loaded (opened by the parent at load; a snapshot written since replaced the path). */
+const job = workerData as { path: string; fd?: number; offset: number; length: number; expected: number };
 let result: boolean;
 try {
-  const fd = openSync(job.path, 'r');
+  const fd = job.fd ?? openSync(job.path, 'r');
   try {
     const buf = Buffer.allocUnsafe(32 * 2 ** 20);
     let crc = 0;
@@ -22,7 +23,7 @@ try {
     }
     result = crc === job.expected;
   } finally {
-    closeSync(fd);
+    if (job.fd === undefined) closeSync(fd);
   }
 } catch {
   result = false;

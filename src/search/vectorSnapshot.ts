@@ -3,7 +3,8 @@ import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CollectionIndex } from './collectionIndex.js';
-import type { ProfileCodec } from './profiles.js';
+import { mapFileRange } from './halfScan.js';
+import type { ProfileCodec, StoredVectors } from './profiles.js';
 
 /**
  * A persisted snapshot of one collection's exact index, so a restart does not rebuild it row by row from
@@ -143,10 +144,14 @@ export function snapshotProblem(h: SnapshotHeader, want: SnapshotExpectation): s
 export type LoadedSnapshot = { index: CollectionIndex; header: SnapshotHeader } | { problem: string };
 
 /**
- * Reads a snapshot that matches `want` straight into an exactly sized index: the keys into their
- * Float64Arrays, each block of rows into its block (one read each; nothing is decoded or copied twice).
+ * Reads a snapshot that matches `want` into an exactly sized index: the keys into their Float64Arrays
+ * (checked against their CRC), the rows either memory-mapped (`rows: 'map'`, the default: each block a
+ * private map of its range of the file, nothing read or copied up front; measured at 1M fp32 rows ~0.1 s
+ * instead of seconds) or read into fresh blocks (`rows: 'read'`, one read each). Either way the rows'
+ * CRC is checked afterwards by snapshotVerifyWorker.ts.
  */
-export function readSnapshot(dir: string, want: SnapshotExpectation, codec: ProfileCodec, capacityRows: number, threads: number): LoadedSnapshot {
+export function readSnapshot(dir: string, want: SnapshotExpectation, codec: ProfileCodec, capacityRows: number, threads: number,
+  opts: { rows?: 'map' | 'read'; populate?: boolean } = {}): LoadedSnapshot {
   const path = snapshotPath(dir, want.collectionId);
   if (!existsSync(path)) return { problem: 'no snapshot file' };
   let fd: number;
@@ -167,14 +172,26 @@ export function readSnapshot(dir: string, want: SnapshotExpectation, codec: Prof
     readFully(fd, bytesOf(personKeys), HEADER_BYTES + h.rows * 8);
     if (crc32(bytesOf(personKeys), crc32(bytesOf(faceKeys))) !== h.keys_crc32) return { problem: 'the snapshot keys fail their checksum' };
     const rowsAt = HEADER_BYTES + h.rows * 16;
-    const index = CollectionIndex.fromEncoded(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys, (block, firstRow, rows) => {
-      readFully(fd, bytesOf(block).subarray(0, rows * rowBytes), rowsAt + firstRow * rowBytes);
-    });
+    const index = (opts.rows ?? 'map') === 'map'
+      ? CollectionIndex.fromBlocks(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys,
+        (firstRow, rows) => typedView(codec, mapFileRange(path, rowsAt + firstRow * rowBytes, rows * rowBytes, opts.populate ?? false)), undefined, true)
+      : CollectionIndex.fromEncoded(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys, (block, firstRow, rows) => {
+        readFully(fd, bytesOf(block).subarray(0, rows * rowBytes), rowsAt + firstRow * rowBytes);
+      });
     return { index, header: h };
   } catch (e) {
     return { problem: `unreadable snapshot: ${(e as Error).message}` };
   } finally {
     closeSync(fd);
+  }
+}
+
+function typedView(codec: ProfileCodec, ab: ArrayBuffer): StoredVectors {
+  switch (codec.storage) {
+    case 'f32': return new Float32Array(ab);
+    case 'f16':
+    case 'bf16': return new Uint16Array(ab);
+    case 'i8': return new Int8Array(ab);
   }
 }
 

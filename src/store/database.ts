@@ -47,6 +47,11 @@ export interface OpenOptions {
   lock?: boolean;
   /** 'open' (default): quick_check before returning; 'background': in a worker thread after returning. */
   integrity?: 'open' | 'background';
+  /**
+   * 'background' only: the check starts when this settles (the daemon passes "models loaded": on a
+   * 2-core box quick_check of a 1M-face database took a core from the model load the first search waits for).
+   */
+  integrityAfter?: Promise<unknown>;
   /** Bytes of the data dir's space reserve (StorageGuard); the default when not given. */
   reserveBytes?: number;
 }
@@ -97,16 +102,26 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   };
   if (opts.integrity === 'background') {
     result.integrityChecked = new Promise<string>((resolve) => {
-      const worker = startModuleWorker(import.meta.url, 'integrityWorker', { path });
-      const settle = (value: string) => {
-        // The first answer wins; a worker stopped by close() leaves the result pending.
-        if (result.integrity === INTEGRITY_PENDING) result.integrity = value;
+      let stopped = false;
+      stopCheck = () => {
+        stopped = true;
         resolve(result.integrity);
       };
-      worker.once('message', (m: string) => settle(m));
-      worker.once('error', (e) => settle(`quick_check could not run: ${e.message}`));
-      worker.once('exit', () => resolve(result.integrity));
-      stopCheck = () => void worker.terminate();
+      const run = () => {
+        if (stopped) return;
+        const worker = startModuleWorker(import.meta.url, 'integrityWorker', { path });
+        const settle = (value: string) => {
+          // The first answer wins; a worker stopped by close() leaves the result pending.
+          if (result.integrity === INTEGRITY_PENDING) result.integrity = value;
+          resolve(result.integrity);
+        };
+        worker.once('message', (m: string) => settle(m));
+        worker.once('error', (e) => settle(`quick_check could not run: ${e.message}`));
+        worker.once('exit', () => resolve(result.integrity));
+        stopCheck = () => void worker.terminate();
+      };
+      if (opts.integrityAfter) void opts.integrityAfter.then(run, run);
+      else run();
     });
   } else {
     result.integrity = quickCheck(opened);

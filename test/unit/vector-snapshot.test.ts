@@ -87,3 +87,44 @@ test('a write the index changed under is dropped; damaged keys and a truncated f
   const r2 = readSnapshot(dir, expect('c', 'fp16_v1', rows.length), codec, 400, 0);
   t.true('problem' in r2 && /wrong size/.test(r2.problem));
 });
+
+for (const rowsMode of ['map', 'read'] as const) {
+  test(`rows ${rowsMode}: changes to a loaded index stay in memory (the file is unchanged) and answer as the same changes to the original`, async (t) => {
+    const dir = join(root, `d${n++}`);
+    mkdirSync(dir);
+    const { index, rows } = indexOf('fp32_v1', 300);
+    t.truthy(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true));
+    const before = readFileSync(snapshotPath(dir, 'c'));
+    const loaded = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0, { rows: rowsMode, populate: rowsMode === 'map' });
+    if (!('index' in loaded)) return t.fail(loaded.problem);
+    // Removes move the last rows into the holes (writes into the mapped pages); adds grow the last block.
+    const extra = unitVectors(30, 11, DIM).map((vector, i) => ({ faceKey: 9000 + i, personKey: 77, vector }));
+    for (const ix of [index, loaded.index]) {
+      ix.remove([1, 3, 150, 299]);
+      ix.add(extra);
+    }
+    for (const q of unitVectors(5, 98, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
+    t.true(readFileSync(snapshotPath(dir, 'c')).equals(before));
+    // The file can be replaced (rename) and removed while mapped: the mapped rows keep answering.
+    rmSync(snapshotPath(dir, 'c'));
+    for (const q of unitVectors(3, 97, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
+  });
+}
+
+test('a mapped snapshot indexes its keys in the background after the load; lookups before and after agree', async (t) => {
+  const dir = join(root, `d${n++}`);
+  mkdirSync(dir);
+  const { index, rows } = indexOf('fp32_v1', 300);
+  t.truthy(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true));
+  const early = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0);
+  const late = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0);
+  if (!('index' in early) || !('index' in late)) return t.fail('not loaded');
+  // `early` is asked at once (completes the map synchronously); `late` after the background slices ran.
+  t.true(rows.every((r) => early.index.has(r.faceKey)));
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  t.true(rows.every((r) => late.index.has(r.faceKey)));
+  t.false(late.index.has(2));
+  t.is(late.index.remove([rows[0]!.faceKey, rows[100]!.faceKey]), 2);
+  t.is(early.index.remove([rows[0]!.faceKey, rows[100]!.faceKey]), 2);
+  for (const q of unitVectors(3, 96, DIM)) t.deepEqual(late.index.exactSearchPersons(q, 10), early.index.exactSearchPersons(q, 10));
+});

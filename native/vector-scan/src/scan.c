@@ -8,6 +8,7 @@
 //
 // The scan splits the rows across threads; each keeps its own min-heap of the k best rows, and the
 // heaps are merged at the end. Order: higher score first, ties to the lower row, as the JS caller does.
+#define _GNU_SOURCE 1
 #define NAPI_VERSION 8
 #include <node_api.h>
 #include <pthread.h>
@@ -15,6 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -381,6 +387,72 @@ static napi_value DecodeHalf(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// ---- mapFile: a file range as an ArrayBuffer backed by a private memory map ----
+//
+// Why: a restart reads the collection's vector snapshot (2 GiB at 1M fp32 faces). read() into fresh
+// memory pays for zeroing and faulting in every anonymous page and for copying every byte from the page
+// cache; a private map shares the page cache's pages and is faulted in on first touch (the kernel maps
+// neighbouring pages per fault). MAP_PRIVATE + PROT_WRITE: the index may change rows in place (removals
+// move rows); such pages are copied on write and the file is never written. The file must not be
+// truncated while mapped (Vigil replaces snapshot files by rename, which keeps the mapped inode).
+
+// MAP_POPULATE would write-fault a private writable map (a private copy of every page): pages are
+// populated read-only with MADV_POPULATE_READ (Linux 5.14) instead; older kernels get a read-ahead hint.
+#if defined(__linux__) && !defined(MADV_POPULATE_READ)
+#define MADV_POPULATE_READ 22
+#endif
+
+typedef struct { void *base; size_t len; } mapping_t;
+
+static void unmap_finalize(napi_env env, void *data, void *hint) {
+  (void)env; (void)data;
+  mapping_t *m = (mapping_t *)hint;
+  munmap(m->base, m->len);
+  free(m);
+}
+
+// mapFile(path: string, offset: number, length: number, populate: boolean): ArrayBuffer
+static napi_value MapFile(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  if (argc != 4) FAIL("mapFile expects 4 arguments");
+  char path[4096];
+  size_t plen;
+  if (napi_get_value_string_utf8(env, argv[0], path, sizeof(path), &plen) != napi_ok || plen >= sizeof(path) - 1) FAIL("path must be a string");
+  int64_t offset, length;
+  bool populate;
+  if (napi_get_value_int64(env, argv[1], &offset) != napi_ok || napi_get_value_int64(env, argv[2], &length) != napi_ok || offset < 0 || length <= 0) FAIL("offset and length must be non-negative integers (length > 0)");
+  if (napi_get_value_bool(env, argv[3], &populate) != napi_ok) FAIL("populate must be a boolean");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) { char msg[160]; snprintf(msg, sizeof msg, "vector-scan: cannot open the file: %s", strerror(errno)); napi_throw_error(env, NULL, msg); return NULL; }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (int64_t)st.st_size < offset + length) { close(fd); FAIL("the file is shorter than the range"); }
+  long page = sysconf(_SC_PAGESIZE);
+  int64_t start = offset - offset % page, delta = offset - start;
+  size_t len = (size_t)(length + delta);
+  void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, (off_t)start);
+  int err = errno;
+  close(fd);
+  if (base == MAP_FAILED) { char msg[160]; snprintf(msg, sizeof msg, "vector-scan: mmap failed: %s", strerror(err)); napi_throw_error(env, NULL, msg); return NULL; }
+#ifdef MADV_POPULATE_READ
+  if (!populate || madvise(base, len, MADV_POPULATE_READ) != 0) madvise(base, len, MADV_WILLNEED);
+#else
+  madvise(base, len, MADV_WILLNEED);
+#endif
+  mapping_t *m = (mapping_t *)malloc(sizeof(mapping_t));
+  if (!m) { munmap(base, len); FAIL("out of memory"); }
+  m->base = base;
+  m->len = len;
+  napi_value ab;
+  if (napi_create_external_arraybuffer(env, (char *)base + delta, (size_t)length, unmap_finalize, m, &ab) != napi_ok) {
+    munmap(base, len);
+    free(m);
+    FAIL("cannot create an external ArrayBuffer");
+  }
+  return ab;
+}
+
 static napi_value Kernel(napi_env env, napi_callback_info info) {
   (void)info;
   napi_value s;
@@ -394,6 +466,7 @@ static napi_value Init(napi_env env, napi_value exports) {
     { "encodeHalf", NULL, EncodeHalf, NULL, NULL, NULL, napi_enumerable, NULL },
     { "decodeHalf", NULL, DecodeHalf, NULL, NULL, NULL, napi_enumerable, NULL },
     { "kernel", NULL, Kernel, NULL, NULL, NULL, napi_enumerable, NULL },
+    { "mapFile", NULL, MapFile, NULL, NULL, NULL, napi_enumerable, NULL },
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) return NULL;
   return exports;
