@@ -9,6 +9,7 @@ import { Errors, isVigilError, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import { replyToClientErrors } from '../http/clientError.js';
+import { KEEP_ALIVE_SERVER_TIMEOUT_MS } from '../http/middleware.js';
 import { VigilMetrics } from '../http/metrics.js';
 import type { HostInfo, Runtime } from '../http/runtime.js';
 import { InferenceEngine, resolveThreading } from '../inference/engine.js';
@@ -257,6 +258,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     });
     // Uploads are bounded by the request deadline, not by Node's own shorter defaults.
     server.requestTimeout = (config.server.request_timeout_seconds + 5) * 1000;
+    // Idle keep-alive connections close well after the time advertised to clients (see keepAliveHint).
+    server.keepAliveTimeout = KEEP_ALIVE_SERVER_TIMEOUT_MS;
     const address = server.address();
     const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
     log.info({ url, config_file: loaded.file }, 'listening');

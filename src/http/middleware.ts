@@ -62,6 +62,24 @@ export function securityHeaders(): Koa.Middleware {
   };
 }
 
+/** Seconds of idle keep-alive advertised to clients (`Keep-Alive: timeout=5`, as Node would say). */
+export const KEEP_ALIVE_ADVERTISED_SECONDS = 5;
+/**
+ * When the server really closes an idle keep-alive connection: well after the advertised time. Clients
+ * (undici/fetch: advertised − 1 s, checked by coarse timers) can send a request on a socket just as a
+ * server that closes at exactly the advertised time drops it, and that request fails with a reset
+ * ("fetch failed"): nodejs/node#52649, nodejs/undici#3141. The margin makes the client always close first.
+ */
+export const KEEP_ALIVE_SERVER_TIMEOUT_MS = 15_000;
+
+/** Advertises the shorter keep-alive time (Node then adds no header of its own from the longer one). */
+export function keepAliveHint(): Koa.Middleware {
+  return async (ctx, next) => {
+    ctx.set('Keep-Alive', `timeout=${KEEP_ALIVE_ADVERTISED_SECONDS}`);
+    await next();
+  };
+}
+
 /** CORS only for the configured exact origins; no credentials. */
 export function cors(origins: string[]): Koa.Middleware {
   const allowed = new Set(origins);
