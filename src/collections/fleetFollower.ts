@@ -1,10 +1,10 @@
-import pg from 'pg';
 import type { Logger } from 'pino';
 import type { CollectionT } from '../contract/collections.js';
 import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { isApiError } from '../contract/errors.js';
-import { clientConfig, isConnectionError, type PgOptions } from '../store/postgres.js';
+import { isConnectionError, type PgOptions } from '../store/postgres.js';
+import { PgListener } from '../store/pgListener.js';
 import { blobToEmbedding, type CollectionStore } from './collectionStore.js';
 import { GALLERY_CHANNEL, type CollectionSnapshot, type PgGallery } from './pgGallery.js';
 
@@ -46,10 +46,9 @@ const INDEX_SETTINGS = ['capacity_rows', 'load_policy', 'search_index', 'hnsw_co
  * and indexes keep serving search and monitors; the box reports degraded.
  */
 export class GalleryFollower {
-  private listener: pg.Client | null = null;
+  private readonly listener: PgListener;
   private readonly chains = new Map<string, Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
-  private reconnect: NodeJS.Timeout | null = null;
   private closed = false;
   private status: FollowerStatus = {
     state: 'disconnected', since: new Date().toISOString(), last_error: null, syncs: 0, full_copies: 0, last_sync_at: null, revisions_applied: 0,
@@ -65,10 +64,25 @@ export class GalleryFollower {
     private readonly gallery: PgGallery,
     private readonly store: CollectionStore,
     private readonly indexes: SearchIndexes,
-    private readonly pgOptions: PgOptions,
+    pgOptions: PgOptions,
     private readonly opts: FollowerOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.listener = new PgListener(pgOptions, GALLERY_CHANNEL, {
+      beforeListen: () => this.gallery.ensureSchema(),
+      onNotification: (collectionId) => {
+        // The payload names the collection only: it is at least one revision ahead of the replica now.
+        this.heard(collectionId, (this.store.replicaHead(collectionId)?.change_revision ?? 0) + 1);
+        void this.sync(collectionId).catch((e: unknown) => this.log.warn({ err: e, collection_id: collectionId }, 'fleet: sync failed; retried on the next pass'));
+      },
+      // Catch up everything missed while not listening (startup or a disconnect).
+      onListening: async () => {
+        await this.syncAll();
+        this.setState('connected');
+      },
+      onLost: (e) => this.setState('disconnected', e),
+    });
+  }
 
   get connected(): boolean {
     return this.status.state === 'connected';
@@ -95,59 +109,14 @@ export class GalleryFollower {
 
   /** Catches up once (if the database answers), then listens. Never throws: an unreachable database is degraded. */
   async start(): Promise<void> {
-    await this.connect();
+    await this.listener.start();
     this.timer = setInterval(() => {
       // A pass that fails (a pooled connection lost) marks the box degraded; the next pass that succeeds
-      // while the listener is up marks it connected again.
-      const listener = this.listener;
-      if (listener) void this.syncAll().then(() => { if (this.listener === listener) this.setState('connected'); }, (e: unknown) => this.setState('disconnected', e));
+      // while the same connection is still listening marks it connected again.
+      const epoch = this.listener.epoch;
+      if (this.listener.listening) void this.syncAll().then(() => { if (this.listener.listening && this.listener.epoch === epoch) this.setState('connected'); }, (e: unknown) => this.setState('disconnected', e));
     }, this.opts.intervalMs);
     this.timer.unref();
-  }
-
-  private async connect(): Promise<void> {
-    if (this.closed) return;
-    const client = new pg.Client(clientConfig(this.pgOptions));
-    const lost = (e?: unknown) => {
-      if (this.listener !== client) return;
-      this.listener = null;
-      client.removeAllListeners('notification');
-      void client.end().catch(() => undefined);
-      this.setState('disconnected', e ?? new Error('connection ended'));
-      this.scheduleReconnect();
-    };
-    client.on('error', lost);
-    client.on('end', () => lost());
-    try {
-      await client.connect();
-      await this.gallery.ensureSchema();
-      await client.query(`LISTEN ${GALLERY_CHANNEL}`);
-      this.listener = client;
-      client.on('notification', (m) => {
-        // The payload names the collection only: it is at least one revision ahead of the replica now.
-        if (m.payload) this.heard(m.payload, (this.store.replicaHead(m.payload)?.change_revision ?? 0) + 1);
-        if (m.payload) void this.sync(m.payload).catch((e: unknown) => this.log.warn({ err: e, collection_id: m.payload }, 'fleet: sync failed; retried on the next pass'));
-      });
-      // Catch up everything missed while not listening (startup or a disconnect).
-      await this.syncAll();
-      this.setState('connected');
-    } catch (e) {
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      void client.end().catch(() => undefined);
-      if (this.listener === client) this.listener = null;
-      this.setState('disconnected', e);
-      this.scheduleReconnect();
-    }
-  }
-
-  private scheduleReconnect(): void {
-    if (this.closed || this.reconnect) return;
-    this.reconnect = setTimeout(() => {
-      this.reconnect = null;
-      void this.connect();
-    }, 1000);
-    this.reconnect.unref();
   }
 
   /** Brings every collection up to date: new ones copied, deleted ones dropped, the rest caught up by revision. */
@@ -278,10 +247,7 @@ export class GalleryFollower {
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    if (this.reconnect) clearTimeout(this.reconnect);
-    const l = this.listener;
-    this.listener = null;
-    if (l) await l.end().catch(() => undefined);
+    await this.listener.close();
     await Promise.allSettled([...this.chains.values()]);
   }
 }

@@ -1,7 +1,8 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { Errors, isApiError } from '../contract/errors.js';
-import { clientConfig, withTransaction, type PgOptions } from '../store/postgres.js';
+import { withTransaction, type PgOptions } from '../store/postgres.js';
+import { PgListener } from '../store/pgListener.js';
 import { pgQuery } from '../store/pgQuery.js';
 import type { WorkspaceRepository } from './repository.js';
 import { keyDigest, looksLikeKey, newKey, newWorkspace, type Workspace, type WorkspaceKey } from './workspaceStore.js';
@@ -34,9 +35,7 @@ export interface KeyCacheOptions {
  */
 export class PgWorkspaceStore implements WorkspaceRepository {
   private readonly cache = new Map<string, Verified>();
-  private listener: pg.Client | null = null;
-  private reconnect: NodeJS.Timeout | null = null;
-  private closed = false;
+  private listener: PgListener | null = null;
   /** Key checks answered from the cache / from PostgreSQL (metrics and tests). */
   readonly stats = { cached: 0, queried: 0, grace: 0 };
 
@@ -45,55 +44,22 @@ export class PgWorkspaceStore implements WorkspaceRepository {
 
   /** Starts the revocation listener (daemons; the CLI does not cache and does not listen). */
   listen(): void {
-    void this.connect();
+    if (!this.pgOptions || this.listener) return;
+    this.listener = new PgListener({ ...this.pgOptions, applicationName: `${this.pgOptions.applicationName ?? 'vigil'}:keys` }, KEYS_CHANNEL, {
+      onNotification: (keyId) => this.forget(keyId),
+      // Revocations sent while not listening were missed: start over.
+      onListening: () => this.cache.clear(),
+    });
+    void this.listener.start();
   }
 
   async close(): Promise<void> {
-    this.closed = true;
-    if (this.reconnect) clearTimeout(this.reconnect);
-    const l = this.listener;
-    this.listener = null;
-    await l?.end().catch(() => undefined);
+    await this.listener?.close();
   }
 
   /** Whether the revocation listener is connected (the cache is trusted only then). */
   get listening(): boolean {
-    return this.listener !== null;
-  }
-
-  private async connect(): Promise<void> {
-    if (this.closed || !this.pgOptions) return;
-    const client = new pg.Client(clientConfig({ ...this.pgOptions, applicationName: `${this.pgOptions.applicationName ?? 'vigil'}:keys` }));
-    const lost = () => {
-      if (this.listener !== client) return;
-      this.listener = null;
-      void client.end().catch(() => undefined);
-      this.scheduleReconnect();
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${KEYS_CHANNEL}`);
-      client.on('notification', (m) => { if (m.payload) this.forget(m.payload); });
-      // Revocations sent while not listening were missed: start over.
-      this.cache.clear();
-      this.listener = client;
-    } catch {
-      client.removeAllListeners();
-      client.on('error', () => undefined);
-      void client.end().catch(() => undefined);
-      this.scheduleReconnect();
-    }
-  }
-
-  private scheduleReconnect(): void {
-    if (this.closed || this.reconnect) return;
-    this.reconnect = setTimeout(() => {
-      this.reconnect = null;
-      void this.connect();
-    }, 1000);
-    this.reconnect.unref();
+    return this.listener?.listening ?? false;
   }
 
   private forget(keyId: string): void {
