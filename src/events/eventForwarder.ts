@@ -140,9 +140,9 @@ export class EventForwarder implements HistoryOutput {
       await this.housekeeping();
     } catch (e) {
       this.setState(false, e);
-      // Started while the database was down: its migrations were not applied yet.
-      if ((e as { code?: string }).code === '42P01') await this.pg.migrate().catch(() => undefined);
-      if (!isConnectionError(e)) this.log.error({ err: e }, 'fleet: forwarding events failed; retried on the next pass');
+      // A box started while the database was down gets the tables when the gallery follower connects
+      // (it applies pending migrations); until then this pass fails and the next one retries.
+      if (!isConnectionError(e) && (e as { code?: string }).code !== '42P01') this.log.error({ err: e }, 'fleet: forwarding events failed; retried on the next pass');
     }
     this.state.backlog = this.store.countAfter(this.state.forwarded_seq || this.store.forwardedSeq());
     if (copied) this.onForwarded?.(copied);

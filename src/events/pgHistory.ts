@@ -1,5 +1,4 @@
 import type pg from 'pg';
-import { migratePostgres } from '../store/postgres.js';
 import { COLUMNS, type EventFilter, type StoredEvent } from './historyStore.js';
 
 /** The fleet list's position: newest first by (occurred_ms, id). */
@@ -41,11 +40,6 @@ const PG_COLUMNS = [...COLUMNS, 'box_seq'] as const;
  */
 export class PgHistory {
   constructor(private readonly pool: pg.Pool) {}
-
-  /** Applies pending PostgreSQL migrations (a box that started while the database was down). */
-  async migrate(): Promise<number> {
-    return migratePostgres(this.pool);
-  }
 
   /** Copies rows (a box's local rows, oldest first); rows already there are left alone. Returns the rows inserted. */
   async insert(rows: StoredEvent[]): Promise<number> {

@@ -5,7 +5,7 @@ import { FACES, MODELS_MIRROR, REPO as REPO_ROOT, Sink } from './shared.js';
 import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
 import { installPack } from '../../src/models/installer.js';
-import { startPostgres, type PgCluster } from './postgres.js';
+import { pgStoreToml, startPostgres, type PgCluster } from './postgres.js';
 
 export { FACES, MODELS_MIRROR, REPO, SHARED, encodeBmp24 } from './shared.js';
 export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
@@ -54,7 +54,7 @@ async function storeToml(dir: string): Promise<string> {
   // A daemon restarted on the same data dir finds the same database (as a real box would).
   let url = dbOfDir.get(dir);
   if (!url) dbOfDir.set(dir, url = (await cluster).createDatabase(`suite_${process.pid}_${++clusterDbs}`));
-  return `\n[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n`;
+  return `\n${pgStoreToml(url)}`;
 }
 
 export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }

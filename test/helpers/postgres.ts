@@ -98,3 +98,11 @@ export async function startPostgres(): Promise<PgCluster> {
     },
   };
 }
+
+/** The `[store]` section of a box on `url`, plus extra `key = value` lines (fleet tests follow every 0.5 s). */
+export function pgStoreToml(url: string, extra = ''): string {
+  return `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n${extra}`;
+}
+
+/** The fleet tests' store section: a follower pass every 0.5 s so propagation is quick to observe. */
+export const fleetStoreToml = (url: string, extra = ''): string => pgStoreToml(url, `follow_interval_seconds = 0.5\n${extra}`);

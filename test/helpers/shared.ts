@@ -93,3 +93,13 @@ export async function freePort(): Promise<number> {
   await new Promise<void>((r) => s.close(() => r()));
   return port;
 }
+
+/** Polls `fn` every 50 ms until `ok` holds or `tries` run out, and returns the last value (the caller asserts on it). */
+export async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, tries = 400): Promise<T> {
+  let v = await fn();
+  for (let i = 0; i < tries && !ok(v); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    v = await fn();
+  }
+  return v;
+}

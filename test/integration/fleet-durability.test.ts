@@ -10,7 +10,8 @@ import { PgGallery } from '../../src/collections/pgGallery.js';
 import { migratePostgres } from '../../src/store/postgres.js';
 import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemonProcess.js';
-import { startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { fleetStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { eventually } from '../helpers/shared.js';
 import { unitVectors } from '../helpers/vectors.js';
 
 /**
@@ -28,16 +29,7 @@ test.after.always(() => {
   cluster?.stop();
 });
 
-const storeToml = (url: string, extra = '') => `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\nfollow_interval_seconds = 0.5\n${extra}`;
 
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean, tries = 400): Promise<T> {
-  let v = await fn();
-  for (let i = 0; i < tries && !ok(v); i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    v = await fn();
-  }
-  return v;
-}
 
 async function query<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
   const c = new pg.Client({ connectionString: url });
@@ -64,8 +56,8 @@ test.serial('SIGKILL of a box mid-write: every acknowledged write is in PostgreS
   let a: DaemonProcess | null = null;
   let b: TestDaemon | null = null;
   try {
-    a = await startDaemonProcess({ logLevel: 'info', toml: `box_id = "box-a"\n${storeToml(url)}` });
-    b = await startTestDaemon({ server: ['box_id = "box-b"'], toml: storeToml(url) });
+    a = await startDaemonProcess({ logLevel: 'info', toml: `box_id = "box-a"\n${fleetStoreToml(url)}` });
+    b = await startTestDaemon({ server: ['box_id = "box-b"'], toml: fleetStoreToml(url) });
     const created = await fetch(`${a.url}/v1/collections`, { method: 'POST', headers: { ...a.auth, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'kill', name: 'Kill', search: { load_policy: 'eager' } }) });
     t.is(created.status, 201);
     const contract = ((await created.json()) as { collection: { embedding_contract_id: string } }).collection.embedding_contract_id;
@@ -221,7 +213,7 @@ function metricValue(text: string, series: string): number | undefined {
 
 test.serial('a box away longer than the retention window copies the collection afresh; boxes that stay are caught up by revision; fleet metrics pass promtool', async (t) => {
   const url = cluster.createDatabase(`away_${process.pid}_${++dbs}`);
-  const toml = storeToml(url, 'change_log_retention_seconds = 1.5\nchange_log_prune_interval_seconds = 0.2\n');
+  const toml = fleetStoreToml(url, 'change_log_retention_seconds = 1.5\nchange_log_prune_interval_seconds = 0.2\n');
   const dirB = mkdtempSync(join(tmpdir(), 'vigil-away-'));
   const a = await startTestDaemon({ server: ['box_id = "box-a"'], toml });
   let b = await startTestDaemon({ dir: dirB, server: ['box_id = "box-b"'], toml });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
-import { startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { fleetStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 
 /**
@@ -24,11 +24,7 @@ const dirs: Record<string, string> = {};
 const boxToml = (dbUrl: string) => `${FAST_MONITORS_TOML}
 [events]
 flush_interval_ms = 100
-[store]
-backend = "postgres"
-url = ${JSON.stringify(dbUrl)}
-follow_interval_seconds = 0.5
-`;
+${fleetStoreToml(dbUrl)}`;
 
 async function startBox(boxId: string, dir?: string): Promise<TestDaemon> {
   const d = await startTestDaemon({ server: [`box_id = "${boxId}"`], toml: boxToml(url), ...(dir ? { dir } : {}) });

@@ -6,7 +6,7 @@ import { runStoreCommand } from '../../src/cli/store.js';
 import { runWorkspacesCommand } from '../../src/cli/workspaces.js';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FakeReddit } from '../helpers/fakeReddit.js';
-import { startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { fleetStoreToml, pgStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { Sink } from '../helpers/shared.js';
 import { startReceiver } from '../helpers/webhookReceiver.js';
 import pgDriver from 'pg';
@@ -32,7 +32,7 @@ const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
 async function fleet(scrapers = 'free_items_per_month = 500'): Promise<{ a: TestDaemon; b: TestDaemon; url: string; close: () => Promise<void> }> {
   const url = pg.createDatabase(`fleetws_${process.pid}_${++dbs}`);
-  const toml = `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\nfollow_interval_seconds = 0.5\n[scrapers]\nmax_concurrent_runs = 2\n${scrapers}\n${reddit.toml()}\n`;
+  const toml = `${fleetStoreToml(url)}[scrapers]\nmax_concurrent_runs = 2\n${scrapers}\n${reddit.toml()}\n`;
   const a = await startTestDaemon({ server: ['box_id = "box-a"'], toml });
   const b = await startTestDaemon({ server: ['box_id = "box-b"'], toml });
   return { a, b, url, close: async () => { await Promise.all([a.close(), b.close()]); } };
@@ -84,7 +84,7 @@ test.serial('a workspace and key made on A work on B; a run started on A is read
     // The CLI in fleet mode writes to PostgreSQL: a key it makes opens both boxes, and its revoke closes both.
     const dir = mkdtempSync(join(tmpdir(), 'vigil-fleetws-cli-'));
     const config = join(dir, 'server.toml');
-    writeFileSync(config, `[server]\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n`);
+    writeFileSync(config, `[server]\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n${pgStoreToml(url)}`);
     const out = new Sink();
     t.is(await runWorkspacesCommand('keys', ['create', '--workspace', 'acme', '--config', config, '--json'], { stdout: out, stderr: new Sink() }), 0);
     const made = JSON.parse(out.text) as { id: string; token: string };
@@ -194,7 +194,7 @@ test.serial('vigil store migrate --to postgres copies workspaces, keys, usage an
   t.deepEqual(report.postgres, report.sqlite);
   await t.throwsAsync(runStoreCommand(['migrate', '--to', 'postgres', '--config', join(dir, 'server.toml'), '--url', url], { stdout: new Sink(), stderr: new Sink() }), { message: /already has (collection|workspace)/ });
 
-  const toml = `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n${scrapers}`;
+  const toml = `${pgStoreToml(url)}${scrapers}`;
   d = await startTestDaemon({ dir, toml, server: ['box_id = "old"'] });
   const fresh = await startTestDaemon({ toml, server: ['box_id = "new"'] });
   try {
@@ -210,7 +210,7 @@ test.serial('vigil store migrate --to postgres copies workspaces, keys, usage an
 test.serial('a run finished in PostgreSQL whose webhook did not reach the box\'s outbox is announced at that box\'s next start (same webhook-id)', async (t) => {
   const url = pg.createDatabase(`announce_${process.pid}`);
   const dir = mkdtempSync(join(tmpdir(), 'vigil-announce-'));
-  const toml = `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n[scrapers]\nfree_items_per_month = 100\n${reddit.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 0.5\n`;
+  const toml = `${pgStoreToml(url)}[scrapers]\nfree_items_per_month = 100\n${reddit.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 0.5\n`;
   const r = await startReceiver();
   let box: TestDaemon | null = await startTestDaemon({ dir, toml, server: ['box_id = "hooks"'] });
   try {
@@ -276,7 +276,7 @@ test.serial('a box started while the database is down applies the migrations onc
   pg.stopServer();
   let box: TestDaemon | null = null;
   try {
-    box = await startTestDaemon({ server: ['box_id = "late"'], toml: `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\nfollow_interval_seconds = 0.5\n` });
+    box = await startTestDaemon({ server: ['box_id = "late"'], toml: fleetStoreToml(url) });
   } finally {
     pg.startServer();
   }

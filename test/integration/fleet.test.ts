@@ -1,6 +1,7 @@
 import test from 'ava';
 import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { fleetStoreToml, pgStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { eventually } from '../helpers/shared.js';
 import { unitVectors } from '../helpers/vectors.js';
 
 /**
@@ -21,7 +22,7 @@ async function fleet(n = 2): Promise<{ boxes: TestDaemon[]; url: string; close: 
   const url = pg.createDatabase(`fleet_${process.pid}_${++dbs}`);
   const boxes: TestDaemon[] = [];
   for (let i = 0; i < n; i++) {
-    boxes.push(await startTestDaemon({ server: [`box_id = "box-${i}"`], toml: `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\nfollow_interval_seconds = 0.5\n` }));
+    boxes.push(await startTestDaemon({ server: [`box_id = "box-${i}"`], toml: fleetStoreToml(url) }));
   }
   return { boxes, url, close: async () => { await Promise.all(boxes.map((b) => b.close())); } };
 }
@@ -29,15 +30,6 @@ async function fleet(n = 2): Promise<{ boxes: TestDaemon[]; url: string; close: 
 const OBAMA = ['identities/obama/1.jpg', 'identities/obama/2.jpg', 'identities/obama/3.jpg', 'identities/obama/4.jpg', 'identities/obama/5.jpg'];
 const BIDEN = ['identities/biden/1.jpg', 'identities/biden/2.jpg'];
 
-/** Polls until `check` passes (propagation is asynchronous on the other box); fails after 10 s. */
-async function eventually<T>(fn: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  let v = await fn();
-  for (let i = 0; i < 200 && !ok(v); i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    v = await fn();
-  }
-  return v;
-}
 
 const search = (d: TestDaemon, cid: string, img: Buffer) => post(d, `/v1/collections/${cid}/search`, form({ image: img }));
 
@@ -192,7 +184,7 @@ test.serial('vigil store migrate --to postgres copies a SQLite box (counts and c
   // A second run refuses (the collection is there) and copies nothing.
   await t.throwsAsync(runStoreCommand(['migrate', '--to', 'postgres', '--config', join(dir, 'server.toml'), '--url', url], { stdout: { write: () => true }, stderr: { write: () => true } }), { message: /already has collection/ });
 
-  const toml = `[store]\nbackend = "postgres"\nurl = ${JSON.stringify(url)}\n`;
+  const toml = pgStoreToml(url);
   d = await startTestDaemon({ dir, toml, server: ['box_id = "old"'] });
   const fresh = await startTestDaemon({ toml, server: ['box_id = "new"'] });
   try {
