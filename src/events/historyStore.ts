@@ -16,21 +16,30 @@ export interface EventFilter {
   unknown_only?: boolean | undefined; since_ms?: number | undefined; until_ms?: number | undefined;
 }
 
-/** The WHERE clause of a filter (pure, so it is unit-tested). */
-export function filterSql(f: EventFilter): { where: string; params: (string | number)[] } {
-  const parts: string[] = [], params: (string | number)[] = [];
-  if (f.box_id !== undefined) { parts.push('box_id = ?'); params.push(f.box_id); }
-  if (f.monitor_id !== undefined) { parts.push('monitor_id = ?'); params.push(f.monitor_id); }
-  if (f.collection_id !== undefined) { parts.push('collection_id = ?'); params.push(f.collection_id); }
-  if (f.person_id !== undefined) { parts.push('person_id = ?'); params.push(f.person_id); }
+/**
+ * The WHERE clause of a filter, for either engine: SQLite (`?` placeholders) or PostgreSQL (`$n` from
+ * `start`, the types as one array parameter). One set of rules for the local and the fleet history.
+ * Pure, so it is unit-tested.
+ */
+export function filterSql(f: EventFilter, engine: 'sqlite' | 'postgres' = 'sqlite', start = 1): { where: string; params: (string | number | string[])[] } {
+  const pg = engine === 'postgres';
+  const parts: string[] = [], params: (string | number | string[])[] = [];
+  const p = (v: string | number | string[]) => {
+    params.push(v);
+    return pg ? `$${start + params.length - 1}` : '?';
+  };
+  if (f.box_id !== undefined) parts.push(`box_id = ${p(f.box_id)}`);
+  if (f.monitor_id !== undefined) parts.push(`monitor_id = ${p(f.monitor_id)}`);
+  if (f.collection_id !== undefined) parts.push(`collection_id = ${p(f.collection_id)}`);
+  if (f.person_id !== undefined) parts.push(`person_id = ${p(f.person_id)}`);
   const types = f.unknown_only ? (f.types?.length ? f.types.filter((t) => t.startsWith('unknown_')) : ['unknown_enter', 'unknown_exit']) : f.types;
   if (types !== undefined && (types.length > 0 || f.unknown_only)) {
-    parts.push(types.length ? `type IN (${types.map(() => '?').join(', ')})` : '0');
-    params.push(...types);
+    if (!types.length) parts.push(pg ? 'false' : '0');
+    else parts.push(pg ? `type = ANY(${p(types)})` : `type IN (${types.map((t) => p(t)).join(', ')})`);
   }
-  if (f.since_ms !== undefined) { parts.push('occurred_ms >= ?'); params.push(f.since_ms); }
-  if (f.until_ms !== undefined) { parts.push('occurred_ms < ?'); params.push(f.until_ms); }
-  return { where: parts.length ? parts.join(' AND ') : '1', params };
+  if (f.since_ms !== undefined) parts.push(`occurred_ms >= ${p(f.since_ms)}`);
+  if (f.until_ms !== undefined) parts.push(`occurred_ms < ${p(f.until_ms)}`);
+  return { where: parts.length ? parts.join(' AND ') : pg ? 'true' : '1', params };
 }
 
 export const COLUMNS = ['id', 'box_id', 'type', 'monitor_id', 'collection_id', 'person_id', 'person_name', 'person_external_id', 'similarity', 'threshold', 'matched_face_id', 'track_id',
@@ -98,7 +107,7 @@ export class HistoryStore {
   }
 
   /** Deletes matching rows; their snapshot files go to the trash in the same transaction. */
-  deleteWhere(where: string, params: (string | number)[]): number {
+  deleteWhere(where: string, params: readonly unknown[]): number {
     return this.transaction(() => {
       this.db.prepare(`INSERT OR IGNORE INTO event_file_trash (path) SELECT snapshot_path FROM events WHERE (${where}) AND snapshot_path IS NOT NULL`).run(...params);
       return this.db.prepare(`DELETE FROM events WHERE ${where}`).run(...params).changes;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { COLUMNS, type EventFilter, type StoredEvent } from './historyStore.js';
+import { COLUMNS, filterSql, type EventFilter, type StoredEvent } from './historyStore.js';
 
 /** The fleet list's position: newest first by (occurred_ms, id). */
 export interface FleetPosition { ms: number; id: string }
@@ -8,24 +8,6 @@ export const formatPosition = (p: FleetPosition) => `${p.ms}:${p.id}`;
 export function parsePosition(s: string): FleetPosition | null {
   const m = /^(\d{1,16}):([0-9a-f-]{36})$/.exec(s);
   return m ? { ms: Number(m[1]), id: m[2]! } : null;
-}
-
-/** The WHERE clause of a filter for PostgreSQL ($n placeholders from `start`). Pure, unit-tested. */
-export function pgFilterSql(f: EventFilter, start = 1): { where: string; params: (string | number | string[])[] } {
-  const parts: string[] = [], params: (string | number | string[])[] = [];
-  const p = (v: string | number | string[]) => {
-    params.push(v);
-    return `$${start + params.length - 1}`;
-  };
-  if (f.box_id !== undefined) parts.push(`box_id = ${p(f.box_id)}`);
-  if (f.monitor_id !== undefined) parts.push(`monitor_id = ${p(f.monitor_id)}`);
-  if (f.collection_id !== undefined) parts.push(`collection_id = ${p(f.collection_id)}`);
-  if (f.person_id !== undefined) parts.push(`person_id = ${p(f.person_id)}`);
-  const types = f.unknown_only ? (f.types?.length ? f.types.filter((t) => t.startsWith('unknown_')) : ['unknown_enter', 'unknown_exit']) : f.types;
-  if (types !== undefined && (types.length > 0 || f.unknown_only)) parts.push(types.length ? `type = ANY(${p(types)})` : 'false');
-  if (f.since_ms !== undefined) parts.push(`occurred_ms >= ${p(f.since_ms)}`);
-  if (f.until_ms !== undefined) parts.push(`occurred_ms < ${p(f.until_ms)}`);
-  return { where: parts.length ? parts.join(' AND ') : 'true', params };
 }
 
 type PgEventRow = Omit<StoredEvent, 'seq'> & { box_seq: number };
@@ -67,7 +49,7 @@ export class PgHistory {
 
   /** Newest first (occurred_ms, id), strictly before `before`. */
   async list(f: EventFilter, before: FleetPosition | null, limit: number): Promise<StoredEvent[]> {
-    const { where, params } = pgFilterSql(f);
+    const { where, params } = filterSql(f, 'postgres');
     let cond = where;
     if (before) {
       params.push(before.ms, before.id);
@@ -83,7 +65,7 @@ export class PgHistory {
   }
 
   async deleteFiltered(f: EventFilter): Promise<number> {
-    const { where, params } = pgFilterSql(f);
+    const { where, params } = filterSql(f, 'postgres');
     return (await this.pool.query(`DELETE FROM events WHERE ${where}`, params)).rowCount ?? 0;
   }
 
