@@ -3,7 +3,7 @@ import { Errors } from '../contract/errors.js';
 import { isConnectionError, withTransaction } from '../store/postgres.js';
 import { pgQuery } from '../store/pgQuery.js';
 import type { UsageReader } from '../workspaces/repository.js';
-import { billingPeriod, periodEnd, type UsageSnapshot } from '../workspaces/usageMeter.js';
+import { billingPeriod, usageSnapshotOf, type UsageSnapshot } from '../workspaces/usageMeter.js';
 import type { RunRepository } from './runRepository.js';
 import { ACTIVE_SQL, newRunRow, type RunFinish, type RunRow, type StoredItem } from './runStore.js';
 
@@ -22,16 +22,10 @@ async function usageSnapshot(q: Queryable, workspaceId: string, period: string, 
      UNION ALL SELECT 'r', NULL, COALESCE(SUM(reserved_units), 0)::int, 0, COALESCE(SUM(reserved_reviews), 0)::int, NULL, NULL FROM scrape_runs
        WHERE workspace_id = $1 AND period = $2 AND status IN ${ACTIVE_SQL}
      UNION ALL SELECT 'w', NULL, 0, 0, 0, monthly_item_quota, monthly_review_quota FROM workspaces WHERE id = $1`, [workspaceId, period])).rows;
-  const used = rows.filter((r) => r.t === 'u');
+  const billed = rows.filter((r) => r.t === 'u').sort((x, y) => (x.kind! < y.kind! ? -1 : 1)).map((r) => ({ kind: r.kind!, units: r.units, runs: r.runs, reviews: r.reviews }));
   const held = rows.find((r) => r.t === 'r') ?? { units: 0, reviews: 0 };
   const ws = rows.find((r) => r.t === 'w');
-  const quota = ws?.q ?? defaults.items, reviewQuota = ws?.rq ?? defaults.reviews;
-  const u = used.reduce((s, r) => s + r.units, 0), ur = used.reduce((s, r) => s + r.reviews, 0);
-  return {
-    period, quota, used: u, reserved: held.units, remaining: Math.max(0, quota - u - held.units), resets_at: periodEnd(period),
-    by_kind: Object.fromEntries(used.sort((a, b) => (a.kind! < b.kind! ? -1 : 1)).map((r) => [r.kind!, { units: r.units, runs: r.runs, reviews: r.reviews }])),
-    reviews: { quota: reviewQuota, used: ur, reserved: held.reviews, remaining: Math.max(0, reviewQuota - ur - held.reviews) },
-  };
+  return usageSnapshotOf(period, { items: ws?.q ?? defaults.items, reviews: ws?.rq ?? defaults.reviews }, billed, { units: held.units, reviews: held.reviews });
 }
 
 /** Usage read from PostgreSQL: one workspace's usage is the same on every box (fleet-wide metering). */

@@ -24,6 +24,20 @@ export interface UsageSnapshot {
 }
 
 /**
+ * A workspace's usage from its billed rows per kind (sorted by kind) and the units held by its active
+ * runs: the one rule for both engines (remaining never below zero).
+ */
+export function usageSnapshotOf(period: string, quotas: { items: number; reviews: number },
+  billed: { kind: string; units: number; runs: number; reviews: number }[], held: { units: number; reviews: number }): UsageSnapshot {
+  const used = billed.reduce((s, r) => s + r.units, 0), usedReviews = billed.reduce((s, r) => s + r.reviews, 0);
+  return {
+    period, quota: quotas.items, used, reserved: held.units, remaining: Math.max(0, quotas.items - used - held.units), resets_at: periodEnd(period),
+    by_kind: Object.fromEntries(billed.map((r) => [r.kind, { units: r.units, runs: r.runs, reviews: r.reviews }])),
+    reviews: { quota: quotas.reviews, used: usedReviews, reserved: held.reviews, remaining: Math.max(0, quotas.reviews - usedReviews - held.reviews) },
+  };
+}
+
+/**
  * Monthly usage per workspace: one returned item is one unit; one delivered review is one review unit. Reading and reserving happen inside the
  * caller's write transaction (RunStore), so two concurrent runs can never both take the last units.
  */
@@ -49,15 +63,9 @@ export class UsageMeter implements UsageReader {
     const { items: quota, reviews: reviewQuota } = this.quotasSync(workspaceId);
     const rows = this.db.prepare('SELECT kind, units, runs, review_units FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind').all(workspaceId, period) as
       { kind: string; units: number; runs: number; review_units: number }[];
-    const used = rows.reduce((s, r) => s + r.units, 0);
-    const usedReviews = rows.reduce((s, r) => s + r.review_units, 0);
-    const held = this.db.prepare("SELECT COALESCE(SUM(reserved_units), 0) AS n, COALESCE(SUM(reserved_reviews), 0) AS r FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running')")
-      .get(workspaceId, period) as { n: number; r: number };
-    return {
-      period, quota, used, reserved: held.n, remaining: Math.max(0, quota - used - held.n), resets_at: periodEnd(period),
-      by_kind: Object.fromEntries(rows.map((r) => [r.kind, { units: r.units, runs: r.runs, reviews: r.review_units }])),
-      reviews: { quota: reviewQuota, used: usedReviews, reserved: held.r, remaining: Math.max(0, reviewQuota - usedReviews - held.r) },
-    };
+    const held = this.db.prepare("SELECT COALESCE(SUM(reserved_units), 0) AS units, COALESCE(SUM(reserved_reviews), 0) AS reviews FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running')")
+      .get(workspaceId, period) as { units: number; reviews: number };
+    return usageSnapshotOf(period, { items: quota, reviews: reviewQuota }, rows.map((r) => ({ kind: r.kind, units: r.units, runs: r.runs, reviews: r.review_units })), held);
   }
 
   /** Adds a finished run's billed units and reviews (call inside the transaction that finalises the run). */
