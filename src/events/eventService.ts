@@ -14,6 +14,7 @@ import type { SnapshotStore } from './snapshotStore.js';
 import type { EventForwarder } from './eventForwarder.js';
 import { formatPosition, parsePosition, type FleetPosition, type PgHistory } from './pgHistory.js';
 import { isConnectionError } from '../store/postgres.js';
+import { storeCall } from '../store/pgQuery.js';
 
 /** Fleet mode: the shared history in PostgreSQL, this box's forwarder, and this box. */
 export interface FleetHistory { pg: PgHistory; forwarder: EventForwarder; boxId: string }
@@ -66,14 +67,7 @@ export class EventService {
 
   /** Runs a fleet database write in the forwarder's chain; 503 store_unavailable (nothing written) when unreachable. */
   private async write<T>(fn: (pg: PgHistory) => Promise<T>): Promise<T> {
-    return this.fleet!.forwarder.run(async () => {
-      try {
-        return await fn(this.fleet!.pg);
-      } catch (e) {
-        if (isConnectionError(e)) throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
-        throw e;
-      }
-    });
+    return this.fleet!.forwarder.run(() => storeCall(() => fn(this.fleet!.pg)));
   }
 
   /** The history's size and retention, and the state of the MQTT and webhook outputs. */

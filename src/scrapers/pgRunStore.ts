@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { Errors } from '../contract/errors.js';
-import { isConnectionError, withTransaction } from '../store/postgres.js';
-import { pgQuery } from '../store/pgQuery.js';
+import { withTransaction } from '../store/postgres.js';
+import { pgQuery, storeCall } from '../store/pgQuery.js';
 import type { UsageReader } from '../workspaces/repository.js';
 import { billingPeriod, usageSnapshotOf, type UsageSnapshot } from '../workspaces/usageMeter.js';
 import type { RunRepository } from './runRepository.js';
@@ -41,13 +41,8 @@ export class PgUsageMeter implements UsageReader {
     return { items: row?.q ?? this.defaultQuota, reviews: row?.r ?? this.defaultReviewQuota };
   }
 
-  async snapshot(workspaceId: string, period: string): Promise<UsageSnapshot> {
-    try {
-      return await usageSnapshot(this.pool, workspaceId, period, this.defaults);
-    } catch (e) {
-      if (isConnectionError(e)) throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
-      throw e;
-    }
+  snapshot(workspaceId: string, period: string): Promise<UsageSnapshot> {
+    return storeCall(() => usageSnapshot(this.pool, workspaceId, period, this.defaults));
   }
 }
 
