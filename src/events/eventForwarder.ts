@@ -47,6 +47,8 @@ export class EventForwarder implements HistoryOutput {
   private lastRetention = 0;
   /** Rows copied while their picture was still pending: updated once it settles. */
   private readonly pendingCopied = new Set<string>();
+  /** Whether this process has read back the rows an earlier one left pending in the fleet history. */
+  private recovered = false;
   private readonly state: ForwarderStatus = {
     database: 'disconnected', since: new Date().toISOString(), last_error: null, forwarded_seq: 0, backlog: 0, forwarded: 0, last_forward_at: null, fleet: null, last_retention: null,
   };
@@ -110,6 +112,13 @@ export class EventForwarder implements HistoryOutput {
     let copied = 0;
     try {
       const batch = this.o.batch ?? 500, wait = this.o.pendingWaitMs ?? 30_000;
+      if (!this.recovered) {
+        // pendingCopied lives in memory: after a crash or restart, the rows this box copied while their
+        // picture was still pending are found in the fleet history and settled from the local rows (which
+        // the local history itself settled at startup).
+        for (const id of await this.pg.pendingIds(this.o.boxId)) this.pendingCopied.add(id);
+        this.recovered = true;
+      }
       let seq = this.store.forwardedSeq();
       for (;;) {
         const rows = this.store.after(seq, batch);
@@ -128,7 +137,8 @@ export class EventForwarder implements HistoryOutput {
       for (const id of [...this.pendingCopied]) {
         const r = this.store.get(id);
         if (r && r.snapshot === 'pending') continue;
-        if (r) await this.pg.setSnapshot(r);
+        // A local row that is gone (removed by retention) has no picture to serve any more.
+        await this.pg.setSnapshot(r ?? { id, snapshot: 'expired', snapshot_path: null, snapshot_bytes: 0, snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null });
         this.pendingCopied.delete(id);
       }
       this.state.forwarded_seq = seq;

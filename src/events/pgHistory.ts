@@ -42,6 +42,12 @@ export class PgHistory {
       WHERE id = $1`, [r.id, r.snapshot, r.snapshot_path, r.snapshot_bytes, r.snapshot_width, r.snapshot_height, r.crop_width, r.crop_height]);
   }
 
+  /** Ids of a box's rows whose picture was still pending when they were copied (at most `limit`). */
+  async pendingIds(boxId: string, limit = 10_000): Promise<string[]> {
+    const r = await this.pool.query<{ id: string }>("SELECT id FROM events WHERE box_id = $1 AND snapshot = 'pending' LIMIT $2", [boxId, limit]);
+    return r.rows.map((x) => x.id);
+  }
+
   async get(id: string): Promise<StoredEvent | null> {
     const r = await this.pool.query<PgEventRow>('SELECT * FROM events WHERE id = $1', [id]);
     return r.rows[0] ? toStored(r.rows[0]) : null;

@@ -78,6 +78,23 @@ test.serial('a batch repeated after a lost cursor update adds nothing twice; a r
     s.store.setSnapshot(stale.id, { snapshot: 'failed', snapshot_path: null, snapshot_bytes: 0, snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null });
     await s.fwd.pass();
     t.is((await s.pgh.get(stale.id))!.snapshot, 'failed');
+
+    // The box restarts (a new forwarder, nothing in memory) before the picture of a row it copied as
+    // pending settled: the new forwarder finds the row in the fleet history and settles it there too.
+    const crashed = row({ snapshot: 'pending', occurred_ms: Date.now() - 60_000 });
+    const gone = row({ snapshot: 'pending', occurred_ms: Date.now() - 60_000 });
+    s.store.insert(crashed);
+    s.store.insert(gone);
+    t.is(await s.fwd.pass(), 2);
+    t.is((await s.pgh.get(crashed.id))!.snapshot, 'pending');
+    await s.fwd.close();
+    s.store.setSnapshot(crashed.id, { snapshot: 'failed', snapshot_path: null, snapshot_bytes: 0, snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null });
+    s.db.db.prepare('DELETE FROM events WHERE id = ?').run(gone.id);
+    const again = new EventForwarder(s.store, s.pgh, { boxId: 'box-a', intervalMs: 60_000, pendingWaitMs: 30_000, retention: { maxAgeDays: 0, maxEvents: 0, intervalMs: 3_600_000 } }, log);
+    t.teardown(() => again.close());
+    await again.pass();
+    t.is((await s.pgh.get(crashed.id))!.snapshot, 'failed', 'settled after the restart');
+    t.is((await s.pgh.get(gone.id))!.snapshot, 'expired', 'a row no longer on the box has no picture to serve');
   } finally {
     await s.close();
   }
