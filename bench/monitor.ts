@@ -182,11 +182,20 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const srv0 = childCpuSeconds(serverPid);
   const c0 = process.cpuUsage(), t0 = performance.now(), wall0 = Date.now(), load0 = loadavg()[0]!;
   const rss: number[] = [];
-  const sampler = setInterval(() => rss.push(process.memoryUsage().rss), 5000);
-  rss.push(process.memoryUsage().rss);
+  // Beside RSS, the main isolate's V8 heap and the memory behind its Buffers/ArrayBuffers (frames), to
+  // tell JS growth from native growth (workers' heaps, libvips, ORT, GStreamer, malloc arenas).
+  const heap: number[] = [], external: number[] = [];
+  const sample = () => {
+    const m = process.memoryUsage();
+    rss.push(m.rss);
+    heap.push(m.heapUsed);
+    external.push(m.external);
+  };
+  const sampler = setInterval(sample, 5000);
+  sample();
   await sleep(DURATION_S * 1000);
   clearInterval(sampler);
-  rss.push(process.memoryUsage().rss);
+  sample();
   const c = process.cpuUsage(c0), wallMs = performance.now() - t0;
   const srvCpu = r1(((childCpuSeconds(serverPid) - srv0) / (wallMs / 1000)) * 100);
   const s1 = await states(d, ids);
@@ -244,6 +253,8 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
       first_half_avg: mb(avg(rss.slice(0, half))), second_half_avg: mb(avg(rss.slice(half))), samples: rss.length,
       // One average per minute (12 samples): tells a warm-up that levels off from a steady climb.
       per_minute_avg: Array.from({ length: Math.ceil(rss.length / 12) }, (_, i) => mb(avg(rss.slice(i * 12, i * 12 + 12)))),
+      main_heap_used_per_minute_avg: Array.from({ length: Math.ceil(heap.length / 12) }, (_, i) => mb(avg(heap.slice(i * 12, i * 12 + 12)))),
+      main_external_per_minute_avg: Array.from({ length: Math.ceil(external.length / 12) }, (_, i) => mb(avg(external.slice(i * 12, i * 12 + 12)))),
     },
     duration_s: r1(secs),
   };

@@ -1,5 +1,6 @@
 import { cpus } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import sharp from 'sharp';
 import { ApiError, Errors } from '../contract/errors.js';
 import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
@@ -80,6 +81,10 @@ export class InferenceEngine {
       const reasons = Object.fromEntries(hostProviderReport().filter((r) => missing.includes(r.name as ProviderName)).map((r) => [r.name, r.reason]));
       throw Errors.executionProviderUnavailable(missing, availableProviders(), reasons);
     }
+    // libvips keeps the results of recent operations (up to 50 MB and 100 operations) in case the same
+    // input comes again; here every decoded upload and every monitor frame is new, so the cache would
+    // only hold memory. Process-wide: the workers share it.
+    sharp.cache(false);
     const engine = new InferenceEngine(options);
     try {
       // The first worker times the graph optimisation levels ('auto'); the others reuse its choice, so a
