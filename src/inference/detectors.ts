@@ -66,37 +66,6 @@ export function decodeYunet(outputs: OutputArrays, inputW: number, inputH: numbe
 }
 
 /**
- * The detector canvases for a video frame of width x height: every profile size above the close-up
- * sizes (`closeUpMaxSide`, which keep their square canvas and margin) is cut to the letterboxed image,
- * rounded up to the detector's stride of 32, at the same scale. A 1280x720 frame in a 512x512 canvas
- * fills 512x288 of it: the rest is padding the model still pays for (13.1 vs 7.6 ms per run, 1 thread),
- * and the faces are seen at the same resolution either way. Used for monitor frames, whose shape is
- * fixed per stream; requests keep the profile's square canvases (the reference's letterbox).
- */
-export function frameCanvasSizes(sizes: readonly [number, number][], width: number, height: number, closeUpMaxSide: number): [number, number][] {
-  const out: [number, number][] = [];
-  for (const [w, h] of sizes) {
-    let fitted: [number, number] = [w, h];
-    if (Math.max(w, h) > closeUpMaxSide && width > 0 && height > 0) {
-      const p = placeInCanvas(width, height, w, h);
-      let fw = Math.min(w, Math.ceil(p.resizedW / 32) * 32), fh = Math.min(h, Math.ceil(p.resizedH / 32) * 32);
-      // The cut canvas must give the very same resize (and so the same scale and boxes); where rounding
-      // makes the other side the limiting one, keep one more stride of padding.
-      for (;;) {
-        const q = placeInCanvas(width, height, fw, fh);
-        if (q.resizedW === p.resizedW && q.resizedH === p.resizedH) break;
-        if (fw < w) fw = Math.min(w, fw + 32);
-        else if (fh < h) fh = Math.min(h, fh + 32);
-        else break; // the profile's own canvas
-      }
-      fitted = [fw, fh];
-    }
-    if (!out.some(([a, b]) => a === fitted[0] && b === fitted[1])) out.push(fitted);
-  }
-  return out;
-}
-
-/**
  * Fits a width x height image into an inputW x inputH canvas keeping its aspect ratio. `margin` is the
  * fraction of the canvas left empty on each side: 0 gives the reference's top-left letterbox; a margin
  * puts black context around the image, which SCRFD needs to find a face that fills the whole frame.

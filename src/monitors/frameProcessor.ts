@@ -1,10 +1,9 @@
 import { detectionProfileOf } from '../collections/collectionService.js';
 import type { CollectionT } from '../contract/collections.js';
 import type { SearchMatch } from '../collections/searchService.js';
-import { frameCanvasSizes } from '../inference/detectors.js';
 import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
-import { CLOSE_UP_MAX_SIDE, type AnalyzedFace, type AnalyzeRequest, type AnalyzeResult } from '../inference/pipeline.js';
+import type { AnalyzedFace, AnalyzeRequest, AnalyzeResult } from '../inference/pipeline.js';
 import type { FaceObservationT } from '../contract/faces.js';
 import type { Frame } from './frameSource.js';
 import type { MonitorPersonT } from '../contract/monitors.js';
@@ -52,11 +51,9 @@ export class FrameProcessor {
     const collection = deps.collection(record.collection_id);
     const threshold = record.match_threshold ?? collection.default_threshold;
     let used = typeof frame === 'function' ? null : frame;
-    const profile = detectionProfileOf(collection);
     const request = (f: Frame): AnalyzeRequest => ({
       image: { raw: f.data, width: f.width, height: f.height }, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
-      // The detector sees the frame at the profile's scale, without the letterbox padding (frameCanvasSizes).
-      profile: { ...profile, input_sizes: frameCanvasSizes(profile.input_sizes, f.width, f.height, CLOSE_UP_MAX_SIDE) }, maxFaces: deps.maxDetectedFaces, embed: 'all',
+      profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all',
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
     });
     const r = await deps.analyze(typeof frame === 'function' ? () => request((used = frame())) : request(frame), signal);

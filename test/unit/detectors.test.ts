@@ -1,5 +1,5 @@
 import test from 'ava';
-import { decodeScrfd, decodeYunet, frameCanvasSizes, placeInCanvas, type OutputArrays, type Placement } from '../../src/inference/detectors.js';
+import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from '../../src/inference/detectors.js';
 
 const close = (a: number, b: number, eps = 1e-6) => Math.abs(a - b) < eps;
 
@@ -21,25 +21,6 @@ test('placeInCanvas margin 0: top-left letterbox, scale = resizedH / height', (t
   t.is(tall.scale, 128 / 600);
   t.is(tall.padX, 0);
   t.is(tall.padY, 0);
-});
-
-test('frameCanvasSizes cuts the padding off a video frame\'s canvas, keeps close-up sizes, same resize', (t) => {
-  t.deepEqual(frameCanvasSizes([[96, 96], [512, 512]], 1280, 720, 160), [[96, 96], [512, 288]]);
-  t.deepEqual(frameCanvasSizes([[640, 640]], 1920, 1080, 160), [[640, 384]], '360 rounded up to the stride');
-  t.deepEqual(frameCanvasSizes([[512, 512]], 720, 1280, 160), [[288, 512]], 'portrait');
-  t.deepEqual(frameCanvasSizes([[512, 512]], 1000, 1000, 160), [[512, 512]], 'square frame: nothing to cut');
-  t.deepEqual(frameCanvasSizes([[512, 512], [640, 384]], 1920, 1080, 160), [[512, 288], [640, 384]]);
-  t.deepEqual(frameCanvasSizes([[640, 384], [640, 640]], 1280, 720, 160), [[640, 384]], 'a size that fits twice is run once');
-  // Every cut canvas resizes the frame exactly as the profile's canvas does (same scale, same boxes),
-  // including shapes where rounding to the stride would flip the limiting side.
-  for (const [w, h] of [[1280, 720], [721, 1280], [1281, 720], [704, 480], [640, 481], [333, 1000], [1920, 1080], [2560, 1440]] as const) {
-    for (const size of [[512, 512], [640, 640], [640, 384], [256, 256]] as [number, number][]) {
-      const [fitted] = frameCanvasSizes([size], w, h, 160);
-      const a = placeInCanvas(w, h, size[0], size[1]), b = placeInCanvas(w, h, fitted![0], fitted![1]);
-      t.deepEqual([b.resizedW, b.resizedH, b.scale], [a.resizedW, a.resizedH, a.scale], `${w}x${h} in ${size.join('x')} -> ${fitted!.join('x')}`);
-      t.true(fitted![0] % 32 === 0 && fitted![1] % 32 === 0 && fitted![0] <= size[0] && fitted![1] <= size[1]);
-    }
-  }
 });
 
 test('placeInCanvas with odd sizes uses the integer resize for the scale', (t) => {
