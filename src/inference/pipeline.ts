@@ -3,7 +3,7 @@ import { ApiError, Errors } from '../contract/errors.js';
 import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';
-import { byAreaDesc, clipCandidate, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
+import { byAreaDesc, clipCandidate, matchKnownBoxes, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
 import { decodeImage } from './image.js';
 import type { LivenessModel } from './livenessModel.js';
 import { classProbability, contextCrop, cropToTensor, livenessInputProblem, livenessVerdict, passed, rejected, type LivenessResult } from './liveness.js';
@@ -31,6 +31,17 @@ export interface AnalyzeRequest {
    * not live gets no embedding (and the selection is never moved to another face); `observe` embeds anyway.
    */
   liveness?: { faces: 'all' | 'selected'; mode: 'normal' | 'observe'; threshold: number };
+  /**
+   * Boxes (pixels, x1, y1, x2, y2) of faces whose identity the caller already knows (a monitor's settled
+   * tracks). A detected face that overlaps one by IoU >= `minIou` (one to one, see matchKnownBoxes) is not
+   * embedded; `AnalyzedFace.known` names the box, and the caller carries the identity over.
+   */
+  known?: { boxes: [number, number, number, number][]; minIou: number };
+  /**
+   * The raw image's ArrayBuffer is the caller's own copy, used by nothing else: the engine moves it to the
+   * worker (a transfer) instead of cloning it, and it is detached here afterwards.
+   */
+  transferRaw?: boolean;
 }
 
 export interface AnalyzedFace extends Candidate {
@@ -39,6 +50,8 @@ export interface AnalyzedFace extends Candidate {
   embedding?: Float32Array;
   /** Present when liveness was evaluated for this face. */
   liveness?: LivenessResult;
+  /** Index into `AnalyzeRequest.known.boxes` of the box this face was matched to (it was not embedded). */
+  known?: number;
 }
 
 export interface AnalyzeResult {
@@ -88,6 +101,9 @@ export class FacePipeline {
     const t2 = performance.now();
     const selectedFace = selectSingleFace(faces, req.profile.single_face_selection, img.width, img.height);
     const selected = selectedFace ? faces.indexOf(selectedFace) : -1;
+    if (req.known && req.known.boxes.length > 0) {
+      matchKnownBoxes(faces.map((f) => f.box), req.known.boxes, req.known.minIou).forEach((k, i) => { if (k >= 0) faces[i]!.known = k; });
+    }
     const live = req.liveness;
     if (live) {
       for (const f of live.faces === 'all' ? faces : selectedFace ? [selectedFace] : []) {
@@ -98,6 +114,7 @@ export class FacePipeline {
     let embedModelMs = 0;
     let toEmbed = req.embed === 'all' ? faces : req.embed === 'selected' && selectedFace ? [selectedFace] : [];
     if (live?.mode === 'normal') toEmbed = toEmbed.filter((f) => !f.liveness || passed(f.liveness));
+    toEmbed = toEmbed.filter((f) => f.known === undefined);
     for (const f of toEmbed) {
       try {
         const r = await this.embed(img.data, img.width, img.height, f.landmarks);
