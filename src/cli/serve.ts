@@ -308,6 +308,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       monitorDeps = {
         analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
+        trimLetterbox: mc.trim_letterbox,
         source: {
           pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, openTimeoutMs: mc.open_timeout_seconds * 1000,
           readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,

@@ -370,6 +370,8 @@ export const ConfigSchema = z.strictObject({
        * embedding for this long, then is searched again; 0 embeds every face in every frame.
        */
       reidentify_interval_seconds: z.number().min(0).max(60).default(1),
+      /** Run the letterboxed detector sizes over the frame only, not over the fill below it (AnalyzeRequest.trimLetterbox). */
+      trim_letterbox: z.boolean().default(true),
       pipeline: z.string().default(DEFAULT_MONITOR_PIPELINE).superRefine((p, ctx) => {
         const problem = pipelineProblem(p);
         if (problem) ctx.addIssue({ code: 'custom', message: problem });

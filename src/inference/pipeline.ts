@@ -2,7 +2,7 @@ import sharp from 'sharp';
 import { ApiError, Errors } from '../contract/errors.js';
 import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
-import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from './detectors.js';
+import { decodeScrfd, decodeYunet, detectorCanvas, type OutputArrays, type Placement } from './detectors.js';
 import { byAreaDesc, clipCandidate, matchKnownBoxes, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
 import { decodeImage } from './image.js';
 import type { LivenessModel } from './livenessModel.js';
@@ -42,6 +42,14 @@ export interface AnalyzeRequest {
    * worker (a transfer) instead of cloning it, and it is detached here afterwards.
    */
   transferRaw?: boolean;
+  /**
+   * Run each letterboxed detector size (margin 0: the image at the top left) only over the image, cut to
+   * the next multiple of the largest stride (32), not over the letterbox fill below or beside it: a 16:9
+   * frame at 512x512 runs at 512x288, 44 % less detector work. The anchor grid over the image is the same;
+   * only faces touching the image's bottom or right edge can score slightly differently (what the model sees
+   * past the edge is its own zero padding instead of the black fill). Monitors use it.
+   */
+  trimLetterbox?: boolean;
 }
 
 export interface AnalyzedFace extends Candidate {
@@ -96,7 +104,7 @@ export class FacePipeline {
       ? await decodeImage(Buffer.from(req.image.encoded.buffer, req.image.encoded.byteOffset, req.image.encoded.byteLength), req.limits)
       : { data: req.image.raw, width: req.image.width, height: req.image.height };
     const t1 = performance.now();
-    const { faces: detected, modelMs: detectModelMs } = await this.detect(img.data, img.width, img.height, req.profile);
+    const { faces: detected, modelMs: detectModelMs } = await this.detect(img.data, img.width, img.height, req.profile, req.trimLetterbox === true);
     const faces = detected.slice(0, req.maxFaces).map((f) => this.describe(f, img.data, img.width, img.height));
     const t2 = performance.now();
     const selectedFace = selectSingleFace(faces, req.profile.single_face_selection, img.width, img.height);
@@ -164,13 +172,13 @@ export class FacePipeline {
   }
 
   /** Runs the detector at every profile size, then ONE global NMS over all candidates. */
-  async detect(rgb: Uint8Array, width: number, height: number, profile: DetectionProfile): Promise<{ faces: Candidate[]; modelMs: number }> {
+  async detect(rgb: Uint8Array, width: number, height: number, profile: DetectionProfile, trimLetterbox = false): Promise<{ faces: Candidate[]; modelMs: number }> {
     const all: Candidate[] = [];
     let modelMs = 0;
     // Resizes for every size start together (libvips runs them on its own threads); models run in turn.
-    const inputs = profile.input_sizes.map(([w, h]) => {
-      const margin = Math.max(w, h) <= CLOSE_UP_MAX_SIDE ? CLOSE_UP_MARGIN : 0;
-      const place = placeInCanvas(width, height, w, h, margin);
+    const inputs = profile.input_sizes.map((size) => {
+      const margin = Math.max(size[0], size[1]) <= CLOSE_UP_MAX_SIDE ? CLOSE_UP_MARGIN : 0;
+      const { w, h, place } = detectorCanvas(width, height, size, margin, trimLetterbox);
       return { w, h, place, tensor: this.detectorInput(rgb, width, height, w, h, place) };
     });
     const session = this.models.detector.session;

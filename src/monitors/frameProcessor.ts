@@ -20,6 +20,8 @@ export interface FrameProcessorDeps {
   maxDetectedFaces: number;
   /** The server's liveness policy when the addon is enabled: normal mode blocks failing faces. */
   liveness: LivenessPolicy | null;
+  /** [monitors] trim_letterbox: the detector runs over the frame, not over the letterbox fill below it. */
+  trimLetterbox: boolean;
 }
 
 /**
@@ -85,7 +87,7 @@ export class FrameProcessor {
       // The frame stays the session's (preview, event snapshots): the worker gets a copy it may own, moved
       // rather than cloned (one memcpy here instead of a serialise and a deserialise).
       image: { raw: ownCopy(f.data), width: f.width, height: f.height }, transferRaw: true, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
-      profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all',
+      profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all', trimLetterbox: deps.trimLetterbox,
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
       ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),
     });
