@@ -42,6 +42,9 @@ const { values } = parseArgs({
     // The monitors' confirm_frames: the product default (3) unless given; the goal's latency is from the
     // confirming frame's arrival to its person_enter (delay_from_decode_ms).
     'confirm-frames': { type: 'string', default: '3' },
+    // Extra [monitors] / [inference] settings for a comparison run, e.g. "monitors.reidentify_interval_seconds=0,
+    // monitors.trim_letterbox=false,inference.intra_op_threads=1" (default: the product defaults).
+    set: { type: 'string', default: '' },
   },
 });
 const CAPACITY = values.capacity ? values.capacity.split(',').map(Number) : [];
@@ -160,7 +163,9 @@ async function capacityRun(n: number, d: TestDaemon, url: string, seconds: numbe
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
   const fps = s1.map((s, i) => r1((s.inference.processed_frames - s0[i].inference.processed_frames) / secs));
   const sustained = !limited && fps.every((f) => f >= 0.95 * INFER_FPS);
-  return { streams: n, sustained, capacity_limited_seen: limited, inference_fps_per_stream: fps, cpu_percent: r1(((c.user + c.system) / 1000 / (secs * 1000)) * 100), seconds: r1(secs), load_average_1m_end: r1(loadavg()[0]!) };
+  const sum = (k: string) => s1.reduce((a, s, i) => a + ((s.inference[k] ?? 0) - (s0[i].inference[k] ?? 0)), 0);
+  return { streams: n, sustained, capacity_limited_seen: limited, inference_fps_per_stream: fps,
+    processing_ms_last: s1.map((s) => s.inference.processing_ms), embedded_faces: sum('embedded_faces'), reused_identities: sum('reused_identities'), cpu_percent: r1(((c.user + c.system) / 1000 / (secs * 1000)) * 100), seconds: r1(secs), load_average_1m_end: r1(loadavg()[0]!) };
 }
 
 async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
@@ -263,7 +268,9 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
 const frames = await renderScenario([{ image: null, seconds: EMPTY_S }, { image: face('identities/obama/1.jpg'), seconds: FACE_S }], { width: W, height: H, fps: FPS });
 const marks: number[] = [];
 const server = await startRtspServer({ frames, fps: FPS, bitrate: 4000, markFrame: EMPTY_S * FPS, onMark: (ms) => marks.push(ms) });
-const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 16` });
+const SETTINGS = values.set ? values.set.split(',').map((kv) => kv.split('=') as [string, string]) : [];
+const section = (name: string) => SETTINGS.filter(([k]) => k.startsWith(`${name}.`)).map(([k, v]) => `${k.slice(name.length + 1)} = ${v}`).join('\n');
+const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 16\n${section('monitors')}${section('inference') ? `\n[inference]\n${section('inference')}` : ''}` });
 // When the frame behind each person_enter reached the daemon: the session's event sink sees the frame
 // (with its arrival time) beside every event. Bench-only wrap of the manager's session dependencies.
 const frameAt = new Map<string, number>();
@@ -307,7 +314,7 @@ const out = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, load_average_at_end: loadavg().map(r1) },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
-  inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
+  settings: values.set || 'defaults', inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
   streams_sustained: capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0),
   streams_per_core: r1(capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
 };

@@ -308,11 +308,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       monitorDeps = {
         analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
+        trimLetterbox: mc.trim_letterbox,
         source: {
           pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, openTimeoutMs: mc.open_timeout_seconds * 1000,
           readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
         },
-        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, log, events: history,
+        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, reidentifyMs: mc.reidentify_interval_seconds * 1000, log, events: history,
       };
       // Monitors write events: they start only on a database that passed its check.
       if (!closed && (await integrityOk) && !closed) monitors.restore();

@@ -365,6 +365,13 @@ export const ConfigSchema = z.strictObject({
       latency_ms: z.number().int().min(0).max(10_000).default(200),
       /** Frames reach inference with their longest side at most this (scaled in GStreamer, before colour conversion): {max_side}. */
       frame_max_side: z.number().int().min(64).max(16_384).default(1280),
+      /**
+       * A confirmed, matched track whose face stays in (nearly) the same box keeps its identity without a new
+       * embedding for this long, then is searched again; 0 embeds every face in every frame.
+       */
+      reidentify_interval_seconds: z.number().min(0).max(60).default(1),
+      /** Run the letterboxed detector sizes over the frame only, not over the fill below it (AnalyzeRequest.trimLetterbox). */
+      trim_letterbox: z.boolean().default(true),
       pipeline: z.string().default(DEFAULT_MONITOR_PIPELINE).superRefine((p, ctx) => {
         const problem = pipelineProblem(p);
         if (problem) ctx.addIssue({ code: 'custom', message: problem });

@@ -138,6 +138,8 @@ export const MonitorInferenceState = z
     configured_fps: z.number(), actual_fps: z.number(), processing_ms: z.number().nullable(), last_frame_at: z.string().nullable(),
     last_inference_at: z.string().nullable(), frame_sequence: z.int(), decoded_frames: z.int(), processed_frames: z.int(),
     dropped_frames: z.int(), capacity_limited: z.boolean(),
+    embedded_faces: z.int().default(0).describe('Faces embedded and searched since the session started.'),
+    reused_identities: z.int().default(0).describe('Faces that kept the identity of their confirmed track instead of being embedded again ([monitors] reidentify_interval_seconds).'),
   })
   .meta(id('MonitorInferenceState'));
 export const MonitorState = z

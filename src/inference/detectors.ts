@@ -81,3 +81,21 @@ export function placeInCanvas(width: number, height: number, inputW: number, inp
   // The scale actually applied, from the integer resize (what the reference calls det_scale = new_h / h).
   return { scale: resizedH / height, padX, padY, resizedW, resizedH };
 }
+
+/** The detectors' largest stride: a trimmed letterbox canvas is a multiple of it. */
+export const LETTERBOX_STRIDE = 32;
+
+/**
+ * The detector input for one profile size: where the image sits (placeInCanvas) and the canvas the model
+ * runs over. `margin` > 0 (close-up sizes) always keeps the whole canvas (the context is the point); with
+ * `trim` a letterboxed size (margin 0) is cut to the image rounded up to LETTERBOX_STRIDE, so the model
+ * does not run over the fill below (or beside) a wide (or tall) image; the anchor grid over the image is
+ * unchanged.
+ */
+export function detectorCanvas(width: number, height: number, size: [number, number], margin: number, trim: boolean): { w: number; h: number; place: Placement & { resizedW: number; resizedH: number } } {
+  const [sw, sh] = size;
+  const place = placeInCanvas(width, height, sw, sh, margin);
+  if (!trim || margin > 0) return { w: sw, h: sh, place };
+  const up = (v: number) => Math.ceil(v / LETTERBOX_STRIDE) * LETTERBOX_STRIDE;
+  return { w: Math.min(sw, up(place.padX + place.resizedW)), h: Math.min(sh, up(place.padY + place.resizedH)), place };
+}

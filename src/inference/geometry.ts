@@ -18,6 +18,28 @@ export function iou(a: readonly number[], b: readonly number[]): number {
 }
 
 /**
+ * Pairs detected faces with boxes whose identity the caller already knows (a monitor's settled tracks):
+ * greedy, highest IoU first, one known box per face and one face per known box, only at `minIou` or more.
+ * Returns, per face, the index of its known box or -1. Pure (both in image pixels, x1, y1, x2, y2).
+ */
+export function matchKnownBoxes(faces: readonly (readonly number[])[], known: readonly (readonly number[])[], minIou: number): number[] {
+  const pairs: { f: number; k: number; v: number }[] = [];
+  faces.forEach((fb, f) => known.forEach((kb, k) => {
+    const v = iou(fb, kb);
+    if (v >= minIou) pairs.push({ f, k, v });
+  }));
+  pairs.sort((a, b) => b.v - a.v || a.f - b.f || a.k - b.k);
+  const out = faces.map(() => -1);
+  const taken = new Set<number>();
+  for (const p of pairs) {
+    if (out[p.f] !== -1 || taken.has(p.k)) continue;
+    out[p.f] = p.k;
+    taken.add(p.k);
+  }
+  return out;
+}
+
+/**
  * Greedy non-maximum suppression, highest score first. Called ONCE over the candidates of every detector
  * input size together, so a face seen at two resolutions yields one result.
  */

@@ -20,12 +20,34 @@ export interface FrameProcessorDeps {
   maxDetectedFaces: number;
   /** The server's liveness policy when the addon is enabled: normal mode blocks failing faces. */
   liveness: LivenessPolicy | null;
+  /** [monitors] trim_letterbox: the detector runs over the frame, not over the letterbox fill below it. */
+  trimLetterbox: boolean;
 }
 
-export interface FacePayload { face: FaceObservationT; person: MonitorPersonT | null; similarity: number | null; matched_face_id: string | null; threshold: number }
+/**
+ * `identifiedAt` (wall clock ms): when this identity was last searched from an embedding; a face whose
+ * identity was carried over from its settled track keeps the track's time (see KnownTrack).
+ */
+export interface FacePayload { face: FaceObservationT; person: MonitorPersonT | null; similarity: number | null; matched_face_id: string | null; threshold: number; identifiedAt?: number }
 
-/** One processed frame: every face with what it is, ready for the tracker. */
-export interface ProcessedFrame { detections: Detection<FacePayload>[]; threshold: number }
+/**
+ * One processed frame: every face with what it is, ready for the tracker; `embedded` faces were embedded
+ * and searched, `reused` ones took the identity of their settled track instead.
+ */
+export interface ProcessedFrame { detections: Detection<FacePayload>[]; threshold: number; embedded?: number; reused?: number }
+
+/**
+ * A confirmed, recently identified track (MonitorActivity.knownTracks): a face detected in nearly the same
+ * box (IoU >= KNOWN_IOU) in the next frame is not embedded again, it keeps this identity. `box` is normalised
+ * [left, top, width, height] like Detection's.
+ */
+export interface KnownTrack { box: [number, number, number, number]; personId: string; payload: FacePayload }
+
+/**
+ * A face must overlap its settled track's last box by at least this IoU to skip its embedding: a face that
+ * moved or changed size more than that (or a new face elsewhere) is embedded and searched as usual.
+ */
+export const KNOWN_IOU = 0.5;
 
 /**
  * What a face is for tracking and the state: liveness-blocked in normal mode (never searched: the
@@ -34,6 +56,13 @@ export interface ProcessedFrame { detections: Detection<FacePayload>[]; threshol
 export function classifyFace(face: AnalyzedFace, match: SearchMatch | null, liveness: LivenessPolicy | null): FaceKind {
   if (livenessBlock(liveness, face)) return 'liveness_blocked';
   return match ? 'matched' : 'unknown';
+}
+
+/** A copy of `data` in an ArrayBuffer of its own (not from Buffer's pool), so it can be transferred. */
+function ownCopy(data: Uint8Array): Uint8Array {
+  const copy = Buffer.allocUnsafeSlow(data.byteLength);
+  copy.set(data);
+  return new Uint8Array(copy.buffer, copy.byteOffset, copy.byteLength);
 }
 
 /** Detect, embed and identify every face of one frame against the monitor's collection. */
@@ -45,16 +74,22 @@ export class FrameProcessor {
    * then (the newest one), so a frame never ages in the queue for a worker. `frame` in the result is the
    * one processed.
    */
-  async process(frame: Frame | (() => Frame), record: MonitorRecord, signal: AbortSignal): Promise<ProcessedFrame & { frame: Frame }> {
+  async process(frame: Frame | (() => Frame), record: MonitorRecord, signal: AbortSignal, knownTracks: KnownTrack[] = []): Promise<ProcessedFrame & { frame: Frame }> {
     const { deps } = this;
     // Read per frame: a patch of the collection's threshold or detection profile applies at once.
     const collection = deps.collection(record.collection_id);
     const threshold = record.match_threshold ?? collection.default_threshold;
+    // With liveness on every face is checked and embedded every frame (a blocked face must stay blocked);
+    // an identity found under another threshold is searched again.
+    const known = deps.liveness ? [] : knownTracks.filter((k) => k.payload.threshold === threshold);
     let used = typeof frame === 'function' ? null : frame;
     const request = (f: Frame): AnalyzeRequest => ({
-      image: { raw: f.data, width: f.width, height: f.height }, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
-      profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all',
+      // The frame stays the session's (preview, event snapshots): the worker gets a copy it may own, moved
+      // rather than cloned (one memcpy here instead of a serialise and a deserialise).
+      image: { raw: ownCopy(f.data), width: f.width, height: f.height }, transferRaw: true, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
+      profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all', trimLetterbox: deps.trimLetterbox,
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
+      ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),
     });
     const r = await deps.analyze(typeof frame === 'function' ? () => request((used = frame())) : request(frame), signal);
     if (!used) throw new Error('the frame callback was not called');
@@ -63,7 +98,19 @@ export class FrameProcessor {
     const searchable = r.faces.filter((f) => f.embedding);
     const found = deps.identify(collection, searchable.map((f) => f.embedding!), threshold);
     const matchOf = new Map(searchable.map((f, i) => [f, found[i] ?? null]));
+    const identifiedAt = Date.now();
+    let reused = 0;
     const detections = r.faces.map((face): Detection<FacePayload> => {
+      const k = face.known !== undefined ? known[face.known] : undefined;
+      if (k) {
+        // Its settled track's identity, with this frame's box, landmarks and quality.
+        reused++;
+        const obs = faceObservation(face, r.width, r.height);
+        return {
+          box: [obs.bbox.normalized.left, obs.bbox.normalized.top, obs.bbox.normalized.width, obs.bbox.normalized.height], kind: 'matched', personId: k.personId,
+          payload: { ...k.payload, face: obs },
+        };
+      }
       const match = matchOf.get(face) ?? null;
       const kind = classifyFace(face, match, deps.liveness);
       const obs = faceObservation(face, r.width, r.height);
@@ -73,9 +120,10 @@ export class FrameProcessor {
         payload: {
           face: obs, threshold, similarity: m ? m.similarity : null, matched_face_id: m?.matched_face_id ?? null,
           person: m ? { id: m.person.id, name: m.person.name, external_id: m.person.external_id } : null,
+          ...(face.embedding ? { identifiedAt } : {}),
         },
       };
     });
-    return { detections, threshold, frame: used };
+    return { detections, threshold, frame: used, embedded: searchable.length, reused };
   }
 }

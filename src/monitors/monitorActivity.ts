@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Errors } from '../contract/errors.js';
 import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
 import type { EventFrame, MonitorEventSink } from './eventSink.js';
-import type { FacePayload, ProcessedFrame } from './frameProcessor.js';
+import type { FacePayload, KnownTrack, ProcessedFrame } from './frameProcessor.js';
 import type { MonitorEventT, MonitorFaceT, MonitorStateT, RtspCause } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { Tracker, type TrackEvent } from './tracker.js';
@@ -37,6 +37,8 @@ export class MonitorActivity {
   private dropped = 0;
   private lastProcessed = 0;
   private inferenceErrors = 0;
+  private embeddedFaces = 0;
+  private reusedIdentities = 0;
   private lastInferenceAt: number | null = null;
   private processingMs: number | null = null;
   lastError: ErrorInfo | null = null;
@@ -73,10 +75,26 @@ export class MonitorActivity {
     this.emitTrackEvents(events, frame);
     if (this.sink && frame) for (const id of trackIds) this.trackFrames.set(id, { frame, at: now });
     this.processed++;
+    this.embeddedFaces += result.embedded ?? 0;
+    this.reusedIdentities += result.reused ?? 0;
     this.dropped += sequence - this.lastProcessed - 1;
     this.lastProcessed = sequence;
     this.lastInferenceAt = now;
     this.processingMs = round3(processingMs);
+  }
+
+  /**
+   * The settled identities the next frame may reuse instead of embedding its faces again: confirmed
+   * matched tracks seen in the last processed frame whose identity was searched from an embedding less
+   * than `reidentifyMs` before `now`. So a new face, an unknown face and a face that is not yet confirmed
+   * are embedded every frame, and a settled one at least every `reidentifyMs` (0: never reused).
+   */
+  knownTracks(now: number, reidentifyMs: number): KnownTrack[] {
+    if (!(reidentifyMs > 0) || this.lastInferenceAt === null) return [];
+    return this.tracker.confirmed()
+      .filter((t) => t.kind === 'matched' && t.personId !== null && t.lastSeen === this.lastInferenceAt
+        && t.payload.identifiedAt !== undefined && now - t.payload.identifiedAt < reidentifyMs)
+      .map((t) => ({ box: t.box, personId: t.personId!, payload: t.payload }));
   }
 
   /** Exits of tracks unseen for the absence timeout. */
@@ -123,6 +141,7 @@ export class MonitorActivity {
         // Frames the pipeline dropped before conversion (past the monitor's rate) plus those the loop skipped.
         dropped_frames: this.dropped + Math.max(0, rc.decoded - rc.frameSequence),
         capacity_limited: this.processingMs !== null && this.processingMs > 1000 / fps,
+        embedded_faces: this.embeddedFaces, reused_identities: this.reusedIdentities,
       },
       threshold: base.threshold, faces: this.faces,
       matched_faces: this.faces.filter((f) => f.status === 'matched').length,

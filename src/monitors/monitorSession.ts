@@ -16,6 +16,8 @@ import { StreamReader, type StreamReaderOptions } from './streamReader.js';
 export interface SessionDeps extends FrameProcessorDeps {
   source: StreamReaderOptions;
   preview: { fps: number; quality: number };
+  /** [monitors] reidentify_interval_seconds in ms: how long a settled track's identity is reused (0: never). */
+  reidentifyMs: number;
   log: Logger;
   /** The durable history and its outputs (MQTT, webhooks); every ring event also goes here. */
   events?: MonitorEventSink;
@@ -150,7 +152,10 @@ export class MonitorSession {
       try {
         // The frame is picked when a worker is free: the newest by then, not the one that woke the loop
         // (under load the wait for a worker would otherwise add to every event's delay).
-        const result = await this.processor.process(() => newer(this.reader.latest, frame), this.record, this.abort.signal);
+        // Confirmed tracks identified less than reidentifyMs ago keep their identity when their face is
+        // detected in nearly the same box: the worker skips those embeddings.
+        const known = this.activity.knownTracks(Date.now(), this.deps.reidentifyMs);
+        const result = await this.processor.process(() => newer(this.reader.latest, frame), this.record, this.abort.signal, known);
         if (this.stopped) break;
         this.activity.frameProcessed(result.frame.sequence, result, Date.now(), performance.now() - started, result.frame);
         this.activity.clearError('inference');

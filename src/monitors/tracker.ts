@@ -105,6 +105,11 @@ export class Tracker<P> {
     return this.tracks.length;
   }
 
+  /** The confirmed tracks as they are now (read only: what the next frame may reuse, see MonitorActivity.knownTracks). */
+  confirmed(): { id: string; box: [number, number, number, number]; kind: FaceKind; personId: string | null; lastSeen: number; payload: P }[] {
+    return this.tracks.filter((t) => t.confirmed).map(({ id, box, kind, personId, lastSeen, payload }) => ({ id, box, kind, personId, lastSeen, payload }));
+  }
+
   /** An announced enter always gets its exit (no cooldown), so clients never see an enter without an exit. */
   private close(t: Track<P>, now: number, events: TrackEvent<P>[]): void {
     if (t.confirmed && t.announced) events.push({ type: t.kind === 'matched' ? 'person_exit' : 'unknown_exit', trackId: t.id, personId: t.personId, payload: t.payload });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { decodeScrfd, decodeYunet, placeInCanvas, type OutputArrays, type Placement } from '../../src/inference/detectors.js';
+import { decodeScrfd, decodeYunet, detectorCanvas, placeInCanvas, type OutputArrays, type Placement } from '../../src/inference/detectors.js';
 
 const close = (a: number, b: number, eps = 1e-6) => Math.abs(a - b) < eps;
 
@@ -204,4 +204,17 @@ test('decodeYunet threshold filtering clamps cls/obj to [0,1] before the geometr
 test('decodeYunet throws when a stride is missing', (t) => {
   const { outputs } = yunetOutputs(64, 64);
   t.throws(() => decodeYunet(outputs.filter((o) => o.name !== 'kps_32'), 64, 64, 0.5, { scale: 1, padX: 0, padY: 0 }), { message: /stride 32/ });
+});
+
+test('detectorCanvas: trim cuts a letterboxed size to the image rounded up to 32; close-up sizes and trim=false keep the canvas', (t) => {
+  const wh = (c: { w: number; h: number }) => [c.w, c.h];
+  t.deepEqual(wh(detectorCanvas(1280, 720, [512, 512], 0, true)), [512, 288], '16:9 at 512: 288 rows of image, no fill');
+  t.deepEqual(wh(detectorCanvas(720, 1280, [512, 512], 0, true)), [288, 512], 'portrait: the fill beside it goes');
+  t.deepEqual(wh(detectorCanvas(1000, 700, [512, 512], 0, true)), [512, 384], '358 rows rounded up to 384');
+  t.deepEqual(wh(detectorCanvas(1280, 720, [640, 480], 0, true)), [640, 384], '360 rows rounded up to 384');
+  t.deepEqual(wh(detectorCanvas(1280, 720, [512, 512], 0, false)), [512, 512]);
+  t.deepEqual(wh(detectorCanvas(1280, 720, [96, 96], 0.2, true)), [96, 96], 'a close-up size keeps its context');
+  t.deepEqual(wh(detectorCanvas(512, 512, [512, 512], 0, true)), [512, 512]);
+  // The placement is placeInCanvas's either way: boxes map back the same.
+  t.deepEqual(detectorCanvas(1280, 720, [512, 512], 0, true).place, placeInCanvas(1280, 720, 512, 512, 0));
 });

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { boxArea, byAreaDesc, clipCandidate, iou, nms, selectSingleFace, type Candidate } from '../../src/inference/geometry.js';
+import { boxArea, byAreaDesc, clipCandidate, iou, matchKnownBoxes, nms, selectSingleFace, type Candidate } from '../../src/inference/geometry.js';
 
 const LM: [number, number][] = [[0, 0], [0, 0], [0, 0], [0, 0], [0, 0]];
 const cand = (box: [number, number, number, number], score = 0.9, tag?: string): Candidate & { tag?: string } => ({ box, score, landmarks: LM, tag });
@@ -131,4 +131,18 @@ test('selectSingleFace exact tie -> first face in area order', (t) => {
   const r = cand([70, 40, 90, 60], 0.9, 'r');
   t.is((selectSingleFace([l, r], 'center_largest', 100, 100) as { tag?: string }).tag, 'l');
   t.is((selectSingleFace([r, l], 'center_largest', 100, 100) as { tag?: string }).tag, 'r');
+});
+
+test('matchKnownBoxes: a face takes the known box it overlaps by at least minIou, one to one, best overlap first', (t) => {
+  const known = [[100, 100, 200, 200], [400, 100, 500, 200]];
+  // Face 0 sits on known 0 (IoU 0.82), face 1 moved half its width off known 1 (IoU 1/3), face 2 is new.
+  const faces = [[105, 105, 205, 205], [450, 100, 550, 200], [700, 700, 800, 800]];
+  t.deepEqual(matchKnownBoxes(faces, known, 0.5), [0, -1, -1]);
+  t.deepEqual(matchKnownBoxes(faces, known, 0.3), [0, 1, -1]);
+  // Two faces on one known box: only the better one takes it (the other is embedded as a new face).
+  t.deepEqual(matchKnownBoxes([[110, 110, 210, 210], [101, 101, 201, 201]], [[100, 100, 200, 200]], 0.5), [-1, 0]);
+  // A face between two known boxes takes the one it overlaps most, and each known box serves one face.
+  t.deepEqual(matchKnownBoxes([[100, 100, 200, 200], [102, 100, 202, 200]], [[101, 100, 201, 200], [100, 100, 200, 200]], 0.5), [1, 0]);
+  t.deepEqual(matchKnownBoxes(faces, [], 0.5), [-1, -1, -1]);
+  t.deepEqual(matchKnownBoxes([], known, 0.5), []);
 });

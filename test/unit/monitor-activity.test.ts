@@ -54,3 +54,37 @@ test('errors: inference failures raise monitor_error once; recovery comes when e
   a.sourceFailed('not_found', 'RTSP 404', 1000);
   t.deepEqual(types(a).slice(3), ['monitor_error'], 'a new outage after a recovery raises a new one');
 });
+
+test('knownTracks: a confirmed matched track seen in the last frame is reused until reidentifyMs after its last search', (t) => {
+  const policy = { ...record.event_policy, confirm_frames: 2, absence_timeout_seconds: 5 };
+  const a = new MonitorActivity({ ...record, event_policy: policy }, 'epoch-1');
+  const searched = (at: number): Detection<FacePayload> => ({ ...ann(), payload: { ...ann().payload, identifiedAt: at } });
+  t.deepEqual(a.knownTracks(0, 1000), [], 'nothing processed yet');
+  a.frameProcessed(1, frame([searched(1000)]), 1000, 10);
+  t.deepEqual(a.knownTracks(1200, 1000), [], 'not confirmed yet (confirm_frames 2): embedded every frame');
+  a.frameProcessed(2, frame([searched(1200)]), 1200, 10);
+  const known = a.knownTracks(1400, 1000);
+  t.is(known.length, 1);
+  t.is(known[0]!.personId, 'ann');
+  t.deepEqual(known[0]!.box, [0.1, 0.1, 0.2, 0.2]);
+  t.is(known[0]!.payload.identifiedAt, 1200);
+  t.deepEqual(a.knownTracks(2200, 1000), [], 'due for re-identification 1 s after the last search');
+  t.deepEqual(a.knownTracks(1400, 0), [], 'reidentify 0: never reused');
+  // A reused frame keeps the track's search time, so the periodic search still comes.
+  a.frameProcessed(3, { ...frame([searched(1200)]), embedded: 0, reused: 1 }, 1400, 10);
+  t.is(a.knownTracks(1600, 1000).length, 1);
+  t.deepEqual(a.knownTracks(2200, 1000), []);
+  const s = a.state(base, reader);
+  t.like(s.inference, { embedded_faces: 0, reused_identities: 1 });
+  // A frame without the face: the track is not reused when it comes back (it is searched again).
+  a.frameProcessed(4, frame([]), 1600, 10);
+  t.deepEqual(a.knownTracks(1700, 1000), []);
+});
+
+test('knownTracks: unknown and liveness-blocked faces are never reused; tracks without a search time neither', (t) => {
+  const a = new MonitorActivity(record, 'epoch-1');
+  const unknown: Detection<FacePayload> = { box: [0.5, 0.5, 0.2, 0.2], kind: 'unknown', personId: null, payload: { face, person: null, similarity: null, matched_face_id: null, threshold: 0.4, identifiedAt: 1000 } };
+  const blocked: Detection<FacePayload> = { box: [0.1, 0.5, 0.2, 0.2], kind: 'liveness_blocked', personId: null, payload: { face, person: null, similarity: null, matched_face_id: null, threshold: 0.4 } };
+  a.frameProcessed(1, frame([unknown, blocked, ann()]), 1000, 10);
+  t.deepEqual(a.knownTracks(1100, 1000), [], 'confirmed unknown, blocked, and a match with no identifiedAt');
+});
