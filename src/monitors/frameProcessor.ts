@@ -1,6 +1,7 @@
 import { detectionProfileOf } from '../collections/collectionService.js';
 import type { CollectionT } from '../contract/collections.js';
 import type { SearchMatch } from '../collections/searchService.js';
+import { movableCopy } from '../inference/engine.js';
 import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzedFace, AnalyzeRequest, AnalyzeResult } from '../inference/pipeline.js';
@@ -58,13 +59,6 @@ export function classifyFace(face: AnalyzedFace, match: SearchMatch | null, live
   return match ? 'matched' : 'unknown';
 }
 
-/** A copy of `data` in an ArrayBuffer of its own (not from Buffer's pool), so it can be transferred. */
-function ownCopy(data: Uint8Array): Uint8Array {
-  const copy = Buffer.allocUnsafeSlow(data.byteLength);
-  copy.set(data);
-  return new Uint8Array(copy.buffer, copy.byteOffset, copy.byteLength);
-}
-
 /** Detect, embed and identify every face of one frame against the monitor's collection. */
 export class FrameProcessor {
   constructor(private readonly deps: FrameProcessorDeps) {}
@@ -86,7 +80,7 @@ export class FrameProcessor {
     const request = (f: Frame): AnalyzeRequest => ({
       // The frame stays the session's (preview, event snapshots): the worker gets a copy it may own, moved
       // rather than cloned (one memcpy here instead of a serialise and a deserialise).
-      image: { raw: ownCopy(f.data), width: f.width, height: f.height }, transferRaw: true, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
+      image: { raw: movableCopy(f.data), width: f.width, height: f.height }, transferRaw: true, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
       profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all', trimLetterbox: deps.trimLetterbox,
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
       ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),
