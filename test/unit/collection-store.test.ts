@@ -232,7 +232,7 @@ test('an import batch writes persons, faces and counters in bulk (multi-row stat
   t.is((db.prepare('SELECT count(*) AS n FROM import_counting').get() as { n: number }).n, 0, 'the trigger bypass is never committed');
   for (const [i, p] of batch.entries()) {
     const stored = store.getPerson('c', p.id)!;
-    t.is(stored.seq, r.personSeqs[i]);
+    t.is(stored.seq, r.personSeqs[i]!);
     t.is(stored.person.face_count, 3);
     t.is(stored.person.external_id, p.external_id);
     t.deepEqual(stored.person.metadata, { k: p.id });
