@@ -4,6 +4,7 @@ import type { CollectionT, FaceSampleT, PersonT, SearchIndexSettingsT } from '..
 import type { DetectionProfile } from '../inference/pipeline.js';
 import { Errors } from '../contract/errors.js';
 import type { Db } from '../store/database.js';
+import { WalCheckpointer } from '../store/walCheckpointer.js';
 
 /** ISO-8601 UTC with milliseconds and Z, as the contract's timestamps. */
 export const nowIso = () => new Date().toISOString();
@@ -128,17 +129,35 @@ export class CollectionStore {
   /**
    * A large write transaction (a bulk import batch) with a 64 MiB page cache while it runs: the face
    * table's indexes of a large gallery no longer fit SQLite's default 2 MiB and every insert re-read
-   * index pages. The cache is set back afterwards, so idle memory stays as it was.
+   * index pages. The cache is set back afterwards, so idle memory stays as it was. The connection's
+   * automatic WAL checkpoint is off for its commit: a WalCheckpointer copies the batch into the database
+   * file in a worker thread afterwards (call bulkReady() before the next batch). The commit itself still
+   * syncs the WAL (synchronous = FULL): what it returns is durable.
    */
   bulkTransaction<T>(fn: () => T): T {
     const before = this.db.pragma('cache_size', { simple: true }) as number;
+    const checkpointer = this.db.memory ? null : (this.checkpointer ??= new WalCheckpointer(this.db.name));
+    const autoCheckpoint = this.db.pragma('wal_autocheckpoint', { simple: true }) as number;
     this.db.pragma('cache_size = -65536');
+    if (checkpointer) this.db.pragma('wal_autocheckpoint = 0');
     try {
       return this.db.transaction(fn).immediate();
     } finally {
       this.db.pragma(`cache_size = ${before}`);
+      if (checkpointer) {
+        this.db.pragma(`wal_autocheckpoint = ${autoCheckpoint}`);
+        checkpointer.request();
+      }
     }
   }
+
+  /** Resolves once the checkpoint of the last bulk transaction is done (the WAL then starts over instead of growing). */
+  bulkReady(): Promise<void> {
+    return this.checkpointer?.idle() ?? Promise.resolve();
+  }
+
+  /** The bulk import's WAL checkpointer (started by the first bulk transaction of a file database). */
+  checkpointer?: WalCheckpointer;
 
   // ---- collections ----
 

@@ -125,6 +125,9 @@ export class SqliteGallery implements GalleryWriter {
 
   async importBatch(collectionId: string, batch: ImportBatchPerson[], check: (c: CollectionT) => void, newId: () => string): Promise<number> {
     const store = this.store;
+    // The previous batch's checkpoint runs in a worker while this batch was read; waiting for it here
+    // keeps the WAL at about one batch (SQLite starts it over when a write finds it fully checkpointed).
+    await store.bulkReady();
     const result = store.bulkTransaction(() => {
       const c = this.collection(collectionId);
       check(c);

@@ -271,6 +271,27 @@ test('an import batch past capacity_rows is refused by its own counter check and
   t.regex(String(sqliteError(() => store.insertFace('c', newFace('f2', store.getPerson('c', 'alice')!.seq)))?.message), /collection_capacity_exceeded/);
 });
 
+test('a bulk transaction commits with the automatic WAL checkpoint off and checkpoints the batch in a worker thread', async (t) => {
+  const { store, db } = fresh();
+  store.insertCollection(collection('c', { capacity_rows: 1000 }));
+  const autoBefore = db.pragma('wal_autocheckpoint', { simple: true });
+  let n = 0;
+  store.bulkTransaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, Array.from({ length: 100 }, (_, i) => importPerson(`p${i}`, 5)), T0, () => `b${n++}`));
+  t.is(db.pragma('wal_autocheckpoint', { simple: true }), autoBefore, 'the connection setting is back');
+  await store.bulkReady();
+  const cp = store.checkpointer!;
+  t.is(cp.runs, 1);
+  const last = cp.last as { busy: number; log: number; checkpointed: number };
+  t.true(last.log > 0, JSON.stringify(last));
+  t.is(last.checkpointed, last.log, 'the whole WAL reached the database file');
+  t.deepEqual(counts(store, 'c'), { persons: 100, faces: 500 });
+  // A second batch after the checkpoint: the WAL starts over (it holds only this batch's frames).
+  store.bulkTransaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, [importPerson('q', 5)], T0, () => `b${n++}`));
+  await store.bulkReady();
+  t.is(cp.runs, 2);
+  t.true((cp.last as { log: number }).log < last.log, 'the WAL was restarted, not appended to');
+});
+
 test('external_id is unique per collection; null external ids may repeat', (t) => {
   const { store } = fresh();
   store.insertCollection(collection('c'));
