@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { isValidPersonId, type CollectionT } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
-import { l2Normalize } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import type { CollectionStore } from './collectionStore.js';
 import type { CollectionService } from './collectionService.js';
 import type { GalleryWriter } from './galleryWriter.js';
-import { embeddingProblem } from './review.js';
+import { checkEmbedding } from './review.js';
 
 /**
  * Bulk gallery import: many persons with their trusted embeddings at once, with `external_trusted`
@@ -28,7 +27,10 @@ const MAX_NAME = 200;
  * same shared box); ordered ids append. Still unguessable enough for ids (62 random bits), never reused.
  */
 export function uuidV7Generator(): () => string {
-  let lastMs = -1, counter = 0;
+  let lastMs = -1, counter = 0, msHex = '';
+  // Random bytes are drawn 64 KiB at a time (one randomBytes call per 8192 ids instead of one per id); each
+  // id uses its own 8 bytes of the pool (rand_a is the counter, rand_b 62 bits of those bytes), never reused.
+  let pool = Buffer.alloc(0), at = 0;
   return () => {
     let ms = Date.now();
     if (ms <= lastMs) {
@@ -36,20 +38,26 @@ export function uuidV7Generator(): () => string {
       if (++counter > 0xfff) {
         counter = 0;
         ms = ++lastMs;
+        msHex = ms.toString(16).padStart(12, '0');
       }
     } else {
       lastMs = ms;
       counter = 0;
+      msHex = ms.toString(16).padStart(12, '0');
     }
-    const b = randomBytes(16);
-    b.writeUIntBE(ms, 0, 6);
-    b[6] = 0x70 | (counter >> 8);
-    b[7] = counter & 0xff;
-    b[8] = 0x80 | (b[8]! & 0x3f);
-    const h = b.toString('hex');
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+    if (at + 8 > pool.length) {
+      pool = randomBytes(65_536);
+      at = 0;
+    }
+    const r = pool;
+    const i = at;
+    at += 8;
+    return `${msHex.slice(0, 8)}-${msHex.slice(8)}-${HEX[0x70 | (counter >> 8)]}${HEX[counter & 0xff]}-${HEX[0x80 | (r[i]! & 0x3f)]}${HEX[r[i + 1]!]}-`
+      + `${HEX[r[i + 2]!]}${HEX[r[i + 3]!]}${HEX[r[i + 4]!]}${HEX[r[i + 5]!]}${HEX[r[i + 6]!]}${HEX[r[i + 7]!]}`;
   };
 }
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 /** Parses one NDJSON person line: {id, name?, external_id?, metadata?, embeddings: [number[] | base64 float32-LE string]}. */
 export function parseImportPerson(line: string, lineNo: number, dim: number): ImportPerson {
@@ -89,9 +97,11 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
     } else {
       throw bad(`embeddings[${i}] must be an array of numbers or a base64 string of float32 values`);
     }
-    const problem = embeddingProblem(vec, dim);
-    if (problem) throw bad(`embeddings[${i}]: ${problem}`);
-    return l2Normalize(vec, dim);
+    const norm = checkEmbedding(vec, dim);
+    if (typeof norm === 'string') throw bad(`embeddings[${i}]: ${norm}`);
+    // Renormalised in place (vec is this parser's own copy), with the same norm and so the same values as l2Normalize.
+    for (let j = 0; j < dim; j++) vec[j] = vec[j]! / norm;
+    return vec;
   });
   return { id: o.id, name: optText('name'), external_id: optText('external_id'), metadata: metadata as Record<string, unknown>, embeddings };
 }
