@@ -1,0 +1,92 @@
+import type { Worker } from 'node:worker_threads';
+import { Errors } from '../contract/errors.js';
+import { startModuleWorker } from '../system/workerThread.js';
+import type { ImportPerson } from './importLines.js';
+import type { ParseWorkerReply } from './importParseWorker.js';
+
+/** Chunks handed to the parse worker and not yet taken by it, at most (then reading the body waits). */
+const MAX_CHUNKS_IN_FLIGHT = 16;
+/** Parsed batches waiting for their commit, at most (then reading the body waits): parsing runs one batch ahead. */
+const MAX_BATCHES_READY = 2;
+
+/**
+ * The bulk import's input as batches of checked persons (ImportLineBatcher's rules and errors), parsed in
+ * a worker thread (importParseWorker.ts) while the caller commits the previous batch. Reading the body
+ * waits while MAX_BATCHES_READY batches wait or MAX_CHUNKS_IN_FLIGHT chunks are unparsed, so memory stays
+ * at about two batches. Batches come in input order; an error (a bad line, an over-long line, the body
+ * failing) is thrown after the batches completed before it. A person's embeddings are views into one
+ * Float32Array per batch. The worker ends with the generator (finished, thrown or returned early).
+ */
+export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: number, batchSize: number): AsyncGenerator<ImportPerson[]> {
+  const worker: Worker = startModuleWorker(import.meta.url, 'importParseWorker', { dim, batchSize });
+  const replies: ParseWorkerReply[] = [];
+  let inFlight = 0, batchesReady = 0, stopped = false;
+  // The consumer below and the feeder both wait on the worker's replies: every reply wakes both.
+  let waiting: (() => void)[] = [];
+  const signal = () => {
+    const w = waiting;
+    waiting = [];
+    for (const f of w) f();
+  };
+  const waitFor = async (ready: () => boolean) => {
+    while (!ready()) await new Promise<void>((r) => waiting.push(r));
+  };
+  worker.on('message', (m: ParseWorkerReply) => {
+    if ('ack' in m) inFlight--;
+    else {
+      if ('batch' in m) batchesReady++;
+      replies.push(m);
+    }
+    signal();
+  });
+  worker.once('error', (e) => {
+    replies.push({ error: { code: 'internal_error', details: null, message: e.message } });
+    signal();
+  });
+  // The feeder: body chunks to the worker, within the limits above.
+  const feeding = (async () => {
+    try {
+      for await (const chunk of source) {
+        if (stopped) return;
+        worker.postMessage({ chunk });
+        inFlight++;
+        await waitFor(() => stopped || (inFlight < MAX_CHUNKS_IN_FLIGHT && batchesReady < MAX_BATCHES_READY));
+      }
+      if (!stopped) worker.postMessage({ end: true });
+    } catch (e) {
+      // The body failed (client gone): an error after what was parsed so far.
+      replies.push({ error: { code: 'internal_error', details: null, message: e instanceof Error ? e.message : String(e) } });
+      signal();
+    }
+  })();
+  try {
+    for (;;) {
+      await waitFor(() => replies.length > 0);
+      const m = replies.shift()!;
+      if ('end' in m) return;
+      if ('error' in m) throw rebuild(m.error);
+      if ('batch' in m) {
+        batchesReady--;
+        signal();
+        let k = 0;
+        yield m.batch.map((p) => ({
+          id: p.id, name: p.name, external_id: p.external_id, metadata: p.metadata,
+          embeddings: Array.from({ length: p.faces }, () => m.vectors.subarray((k++) * dim, k * dim)),
+        }));
+      }
+    }
+  } finally {
+    stopped = true;
+    signal();
+    void worker.terminate();
+    void feeding;
+  }
+}
+
+/** The parse worker's error as the catalogue's error (the worker sends code and details across). */
+function rebuild(e: { code: string; details: unknown; message: string }) {
+  const d = (e.details ?? {}) as { line?: number; problem?: string; max_request_bytes?: number };
+  if (e.code === 'invalid_import_line') return Errors.invalidImportLine(d.line!, d.problem!);
+  if (e.code === 'request_too_large') return Errors.requestTooLarge(d.max_request_bytes);
+  return Errors.internalError();
+}
