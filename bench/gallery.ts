@@ -42,6 +42,13 @@ function rssMiB(pid: number): number {
   return Number(m![1]) / 1024;
 }
 
+/** The process's CPU seconds so far (utime + stime from /proc/<pid>/stat, all threads). */
+function cpuSeconds(pid: number): number {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) / 100; // fields 14 and 15, in clock ticks (USER_HZ = 100 on Linux)
+}
+
 function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number; marks: Record<string, number> } {
   const marks: Record<string, number> = {};
   const t0 = performance.now();
@@ -121,12 +128,13 @@ function* persons(n: number, seed: number, asJson: boolean): Generator<string> {
 /** Persons per request, as `vigil gallery import` sends them (a body must arrive within request_timeout_seconds + 5 s). */
 const REQUEST_PERSONS = 20_000;
 
-async function importInto(url: string, collection: string, contract: string, n: number, asJson: boolean) {
+async function importInto(url: string, collection: string, contract: string, n: number, asJson: boolean, daemonPid: number) {
   const gen = persons(n, asJson ? 2 : 1, asJson);
   const first = gen.next(); // makes the pool before the clock starts
   let pending: string | null = first.done ? null : first.value;
   let ended = !!first.done;
   const t = performance.now();
+  const cpu0 = cpuSeconds(daemonPid), clientCpu0 = process.cpuUsage();
   let faces = 0;
   while (!ended) {
     let sent = 0;
@@ -157,7 +165,13 @@ async function importInto(url: string, collection: string, contract: string, n: 
     faces += last.faces;
   }
   const s = (performance.now() - t) / 1000;
-  return { faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(faces / s), persons_per_request: REQUEST_PERSONS };
+  // CPU per 1000 faces (daemon: all its threads; client: this process) is robust to the load of a shared box, unlike the rate.
+  const daemonCpu = cpuSeconds(daemonPid) - cpu0, clientCpu = process.cpuUsage(clientCpu0);
+  return {
+    faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(faces / s), persons_per_request: REQUEST_PERSONS,
+    daemon_cpu_ms_per_1000_faces: r1((daemonCpu * 1e6) / faces), client_cpu_ms_per_1000_faces: r1((clientCpu.user + clientCpu.system) / faces),
+    loadavg_1m_after: loadavg()[0]!,
+  };
 }
 
 let startupResets = 0;
@@ -210,9 +224,9 @@ try {
     await sleep(2000);
     const rssModels = rssMiB(d.child.pid!);
     log(`daemon with models and an empty collection: RSS ${rssModels.toFixed(0)} MiB`);
-    const b64 = await importInto(url, 'g', contract, N, false);
-    log(`import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s`);
-    const json = JSON_FACES > 0 ? await importInto(url, 'g', contract, JSON_FACES, true) : null;
+    const b64 = await importInto(url, 'g', contract, N, false, d.child.pid!);
+    log(`import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s; daemon CPU ${b64.daemon_cpu_ms_per_1000_faces} ms, client CPU ${b64.client_cpu_ms_per_1000_faces} ms per 1000 faces; load ${b64.loadavg_1m_after.toFixed(1)}`);
+    const json = JSON_FACES > 0 ? await importInto(url, 'g', contract, JSON_FACES, true, d.child.pid!) : null;
     if (json) log(`import (JSON numbers): ${json.faces} faces in ${json.seconds} s = ${json.faces_per_second} faces/s`);
     imported = { total: N + (json?.faces ?? 0), b64, json, rssModels, loadavg_during_import: loadavg() };
     if (values.keep) writeFileSync(join(dir, 'imported.json'), JSON.stringify(imported));

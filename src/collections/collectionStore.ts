@@ -2,7 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import type { CollectionT, FaceSampleT, PersonT, SearchIndexSettingsT } from '../contract/collections.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
+import { Errors } from '../contract/errors.js';
 import type { Db } from '../store/database.js';
+import { WalCheckpointer } from '../store/walCheckpointer.js';
 
 /** ISO-8601 UTC with milliseconds and Z, as the contract's timestamps. */
 export const nowIso = () => new Date().toISOString();
@@ -92,6 +94,8 @@ export const FACE_COLUMNS = `f.seq, f.id, p.id AS person_id, f.bounding_box_json
 
 const IMPORTED_BOX = JSON.stringify({ pixels: { x: 0, y: 0, width: 0, height: 0 }, normalized: { left: 0, top: 0, width: 0, height: 0 } });
 const IMPORTED_QUALITY = JSON.stringify({ score: 0, sharpness: 0, brightness: 0, pose: 0 });
+/** Rows per multi-row INSERT of a bulk import (better-sqlite3 binds 3 values per face row: well under SQLite's 32766). */
+const IMPORT_ROWS = 64;
 
 const REPLICA_COLLECTION_COLUMNS = new Set(['id', 'name', 'description', 'default_threshold', 'model_id', 'model_digest', 'embedding_dimension', 'preprocessing_version',
   'embedding_contract_id', 'search_profile', 'capacity_rows', 'max_faces_per_person', 'load_policy', 'save_face_crops', 'metadata_json', 'detector_input_sizes_json',
@@ -125,17 +129,35 @@ export class CollectionStore {
   /**
    * A large write transaction (a bulk import batch) with a 64 MiB page cache while it runs: the face
    * table's indexes of a large gallery no longer fit SQLite's default 2 MiB and every insert re-read
-   * index pages. The cache is set back afterwards, so idle memory stays as it was.
+   * index pages. The cache is set back afterwards, so idle memory stays as it was. The connection's
+   * automatic WAL checkpoint is off for its commit: a WalCheckpointer copies the batch into the database
+   * file in a worker thread afterwards (call bulkReady() before the next batch). The commit itself still
+   * syncs the WAL (synchronous = FULL): what it returns is durable.
    */
   bulkTransaction<T>(fn: () => T): T {
     const before = this.db.pragma('cache_size', { simple: true }) as number;
+    const checkpointer = this.db.memory ? null : (this.checkpointer ??= new WalCheckpointer(this.db.name));
+    const autoCheckpoint = this.db.pragma('wal_autocheckpoint', { simple: true }) as number;
     this.db.pragma('cache_size = -65536');
+    if (checkpointer) this.db.pragma('wal_autocheckpoint = 0');
     try {
       return this.db.transaction(fn).immediate();
     } finally {
       this.db.pragma(`cache_size = ${before}`);
+      if (checkpointer) {
+        this.db.pragma(`wal_autocheckpoint = ${autoCheckpoint}`);
+        checkpointer.request();
+      }
     }
   }
+
+  /** Resolves once the checkpoint of the last bulk transaction is done (the WAL then starts over instead of growing). */
+  bulkReady(): Promise<void> {
+    return this.checkpointer?.idle() ?? Promise.resolve();
+  }
+
+  /** The bulk import's WAL checkpointer (started by the first bulk transaction of a file database). */
+  checkpointer?: WalCheckpointer;
 
   // ---- collections ----
 
@@ -298,25 +320,65 @@ export class CollectionStore {
   }
 
   /**
-   * Inserts one imported person with its trusted embeddings (bulk gallery import): statements are
-   * prepared once per store, and the caller runs a whole batch in one transaction. Imported faces have
-   * no image: an empty box, no landmarks, zero detection and quality scores.
+   * Inserts one bulk-import batch inside the caller's transaction: the persons (face_count set at once), then
+   * their faces, with multi-row INSERTs of IMPORT_ROWS rows whose constant columns are SQL literals (3 bound
+   * values per face instead of 10), then the collection's counters and search_revision in one UPDATE. The
+   * per-row counter and capacity triggers skip the collection meanwhile (import_counting, migration 0016):
+   * its row is held only inside this call, and the capacity backstop is the check on the counters written
+   * here. Imported faces have no image: an empty box, no landmarks, zero detection and quality scores.
+   * Returns the sequence numbers (AUTOINCREMENT, each statement checked to have taken consecutive ones) and
+   * the collection's search_revision after the batch.
    */
-  insertImportedPerson(collectionId: string, p: { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> },
-    embeddings: Float32Array[], binding: { model_id: string; model_digest: string; preprocessing_version: string; embedding_contract_id: string }, at: string, newId: () => string): { personSeq: number; faceSeqs: number[] } {
-    const st = (this.importStatements ??= {
-      person: this.db.prepare(`INSERT INTO persons (collection_id, id, name, external_id, metadata_json, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
-      face: this.db.prepare(`INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
-        detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at)
-        VALUES (?, ?, ?, ?, ?, '${IMPORTED_BOX}', NULL, 0, '${IMPORTED_QUALITY}', ?, ?, ?, 'external_trusted', ?, ?)`),
+  insertImportBatch(c: { id: string; embedding_dimension: number; model_id: string; model_digest: string; preprocessing_version: string; embedding_contract_id: string },
+    persons: { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; embeddings: Float32Array[] }[],
+    at: string, newId: () => string): { personSeqs: number[]; faceSeqs: number[]; searchRevision: number } {
+    const lit = (v: string | number) => (typeof v === 'number' ? String(v) : `'${v.replaceAll("'", "''")}'`);
+    const personRow = `(${lit(c.id)}, ?, ?, ?, ?, ?, ${lit(at)}, ${lit(at)})`;
+    const faceRow = `(?, ${lit(c.id)}, ?, ?, ${lit(c.embedding_dimension)}, ${lit(IMPORTED_BOX)}, NULL, 0, ${lit(IMPORTED_QUALITY)}, ${lit(c.model_id)}, ${lit(c.model_digest)}, `
+      + `${lit(c.preprocessing_version)}, 'external_trusted', ${lit(c.embedding_contract_id)}, ${lit(at)})`;
+    const personSql = (m: number) => `INSERT INTO persons (collection_id, id, name, external_id, metadata_json, face_count, created_at, updated_at) VALUES ${Array(m).fill(personRow).join(', ')}`;
+    const faceSql = (m: number) => `INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
+      detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at) VALUES ${Array(m).fill(faceRow).join(', ')}`;
+    /** Runs rows (each `width` values in `values`) as statements of IMPORT_ROWS rows then single rows; returns their sequence numbers. */
+    const insertAll = (table: 'persons' | 'face_samples', sql: (m: number) => string, width: number, values: unknown[]): number[] => {
+      const rows = values.length / width;
+      let last = (this.db.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').pluck().get(table) as number | undefined) ?? 0;
+      const first = last + 1;
+      const many = rows >= IMPORT_ROWS ? this.db.prepare(sql(IMPORT_ROWS)) : null, one = this.db.prepare(sql(1));
+      for (let r = 0; r < rows;) {
+        const m = many && rows - r >= IMPORT_ROWS ? IMPORT_ROWS : 1;
+        const seq = Number((m === 1 ? one : many!).run(values.slice(r * width, (r + m) * width)).lastInsertRowid);
+        // AUTOINCREMENT gives each row a larger number than any before it: m rows ending at last + m took last + 1 .. last + m.
+        if (seq !== last + m) throw new Error(`${table}: sequence numbers not consecutive (${last} + ${m} rows ended at ${seq})`);
+        last = seq;
+        r += m;
+      }
+      return Array.from({ length: rows }, (_, i) => first + i);
+    };
+    this.db.prepare('INSERT INTO import_counting (collection_id) VALUES (?)').run(c.id);
+    const pv: unknown[] = [];
+    let faces = 0;
+    for (const p of persons) {
+      pv.push(p.id, p.name, p.external_id, JSON.stringify(p.metadata), p.embeddings.length);
+      faces += p.embeddings.length;
+    }
+    const personSeqs = insertAll('persons', personSql, 5, pv);
+    const fv: unknown[] = new Array(faces * 3);
+    let k = 0;
+    persons.forEach((p, i) => {
+      for (const v of p.embeddings) {
+        fv[k++] = newId();
+        fv[k++] = personSeqs[i];
+        fv[k++] = embeddingToBlob(v);
+      }
     });
-    const personSeq = Number(st.person.run(collectionId, p.id, p.name, p.external_id, JSON.stringify(p.metadata), at, at).lastInsertRowid);
-    const faceSeqs = embeddings.map((v) => Number(st.face.run(newId(), collectionId, personSeq, embeddingToBlob(v), v.length, binding.model_id, binding.model_digest,
-      binding.preprocessing_version, binding.embedding_contract_id, at).lastInsertRowid));
-    return { personSeq, faceSeqs };
+    const faceSeqs = insertAll('face_samples', faceSql, 3, fv);
+    this.db.prepare('DELETE FROM import_counting WHERE collection_id = ?').run(c.id);
+    const after = this.db.prepare(`UPDATE collections SET person_count = person_count + ?, face_count = face_count + ?, search_revision = search_revision + 1, updated_at = ?
+      WHERE id = ? RETURNING face_count, capacity_rows, search_revision`).get(persons.length, faces, nowIso(), c.id) as { face_count: number; capacity_rows: number; search_revision: number };
+    if (after.face_count > after.capacity_rows) throw Errors.collectionCapacityExceeded(after.capacity_rows, after.face_count);
+    return { personSeqs, faceSeqs, searchRevision: after.search_revision };
   }
-
-  private importStatements?: { person: Statement; face: Statement };
 
   /** Which of these person ids and external ids a collection already has (one query each for a whole import batch). */
   takenPersonKeys(collectionId: string, ids: string[], externalIds: string[]): { ids: Set<string>; externals: Set<string> } {

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { isValidPersonId, type CollectionT } from '../contract/collections.js';
+import type { CollectionT } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
-import { l2Normalize } from '../inference/pipeline.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import type { CollectionStore } from './collectionStore.js';
 import type { CollectionService } from './collectionService.js';
 import type { GalleryWriter } from './galleryWriter.js';
-import { embeddingProblem } from './review.js';
+import { EXPORT_HEADER_TYPE, type ImportPerson } from './importLines.js';
+
+export { EXPORT_HEADER_TYPE, type ImportPerson } from './importLines.js';
 
 /**
  * Bulk gallery import: many persons with their trusted embeddings at once, with `external_trusted`
@@ -16,10 +17,7 @@ import { embeddingProblem } from './review.js';
  * reaches the search index before it is acknowledged; a batch that breaks a rule changes nothing.
  * Koa-free so the CLI, a gallery export/import and a store migration can drive it.
  */
-export interface ImportPerson { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; embeddings: Float32Array[] }
 export interface ImportTotals { batches: number; persons: number; faces: number }
-
-const MAX_NAME = 200;
 
 /**
  * Time-ordered UUIDs (RFC 9562 version 7: 48-bit Unix milliseconds, then a 12-bit counter in rand_a, then
@@ -28,7 +26,10 @@ const MAX_NAME = 200;
  * same shared box); ordered ids append. Still unguessable enough for ids (62 random bits), never reused.
  */
 export function uuidV7Generator(): () => string {
-  let lastMs = -1, counter = 0;
+  let lastMs = -1, counter = 0, msHex = '';
+  // Random bytes are drawn 64 KiB at a time (one randomBytes call per 8192 ids instead of one per id); each
+  // id uses its own 8 bytes of the pool (rand_a is the counter, rand_b 62 bits of those bytes), never reused.
+  let pool = Buffer.alloc(0), at = 0;
   return () => {
     let ms = Date.now();
     if (ms <= lastMs) {
@@ -36,65 +37,26 @@ export function uuidV7Generator(): () => string {
       if (++counter > 0xfff) {
         counter = 0;
         ms = ++lastMs;
+        msHex = ms.toString(16).padStart(12, '0');
       }
     } else {
       lastMs = ms;
       counter = 0;
+      msHex = ms.toString(16).padStart(12, '0');
     }
-    const b = randomBytes(16);
-    b.writeUIntBE(ms, 0, 6);
-    b[6] = 0x70 | (counter >> 8);
-    b[7] = counter & 0xff;
-    b[8] = 0x80 | (b[8]! & 0x3f);
-    const h = b.toString('hex');
-    return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+    if (at + 8 > pool.length) {
+      pool = randomBytes(65_536);
+      at = 0;
+    }
+    const r = pool;
+    const i = at;
+    at += 8;
+    return `${msHex.slice(0, 8)}-${msHex.slice(8)}-${HEX[0x70 | (counter >> 8)]}${HEX[counter & 0xff]}-${HEX[0x80 | (r[i]! & 0x3f)]}${HEX[r[i + 1]!]}-`
+      + `${HEX[r[i + 2]!]}${HEX[r[i + 3]!]}${HEX[r[i + 4]!]}${HEX[r[i + 5]!]}${HEX[r[i + 6]!]}${HEX[r[i + 7]!]}`;
   };
 }
 
-/** Parses one NDJSON person line: {id, name?, external_id?, metadata?, embeddings: [number[] | base64 float32-LE string]}. */
-export function parseImportPerson(line: string, lineNo: number, dim: number): ImportPerson {
-  const bad = (problem: string) => Errors.invalidImportLine(lineNo, problem);
-  let v: unknown;
-  try {
-    v = JSON.parse(line);
-  } catch {
-    throw bad('not valid JSON');
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('a person must be a JSON object');
-  const o = v as Record<string, unknown>;
-  // crops: a gallery export's face crops (used by a re-embedding import on another model; ignored here).
-  const known = new Set(['id', 'name', 'external_id', 'metadata', 'embeddings', 'crops']);
-  const extra = Object.keys(o).find((k) => !known.has(k));
-  if (extra) throw bad(`unknown field ${JSON.stringify(extra)}`);
-  if (typeof o.id !== 'string' || !isValidPersonId(o.id)) throw bad('id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$');
-  const optText = (k: 'name' | 'external_id') => {
-    const x = o[k];
-    if (x === undefined || x === null) return null;
-    if (typeof x !== 'string' || x.length > MAX_NAME) throw bad(`${k} must be a string of at most ${MAX_NAME} characters`);
-    return x;
-  };
-  const metadata = o.metadata ?? {};
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) throw bad('metadata must be an object');
-  if (!Array.isArray(o.embeddings) || o.embeddings.length === 0) throw bad('embeddings must be a non-empty array');
-  const embeddings = o.embeddings.map((e: unknown, i: number) => {
-    let vec: Float32Array;
-    if (typeof e === 'string') {
-      const f = new Float32Array(dim);
-      // Decoded straight into the vector's bytes; a wrong length shows in the count.
-      const written = Buffer.from(f.buffer).write(e, 'base64');
-      if (written !== dim * 4 || Buffer.byteLength(e, 'base64') !== dim * 4) throw bad(`embeddings[${i}]: base64 must hold ${dim} float32 values (${dim * 4} bytes)`);
-      vec = f;
-    } else if (Array.isArray(e) && e.every((x) => typeof x === 'number')) {
-      vec = new Float32Array(e as number[]);
-    } else {
-      throw bad(`embeddings[${i}] must be an array of numbers or a base64 string of float32 values`);
-    }
-    const problem = embeddingProblem(vec, dim);
-    if (problem) throw bad(`embeddings[${i}]: ${problem}`);
-    return l2Normalize(vec, dim);
-  });
-  return { id: o.id, name: optText('name'), external_id: optText('external_id'), metadata: metadata as Record<string, unknown>, embeddings };
-}
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 
 export class GalleryImportService {
   private readonly newFaceId = uuidV7Generator();
@@ -136,15 +98,9 @@ export class GalleryImportService {
 }
 
 /** The first line of a gallery export (`GET /v1/collections/{id}/export`); the import skips it. */
-export const EXPORT_HEADER_TYPE = 'vigil_gallery_export';
 export interface ExportHeader {
   type: typeof EXPORT_HEADER_TYPE; format: 1; collection_id: string; embedding_contract_id: string | null; model_id: string | null;
   embedding_dimension: number | null; exported_at: string; persons: number; faces: number;
-}
-
-/** Whether an NDJSON line is an export header (checked cheaply before parsing a person). */
-export function isExportHeader(line: string): boolean {
-  return line.startsWith('{"type":"vigil_gallery_export"');
 }
 
 /**

@@ -10,23 +10,8 @@ export type RejectionReason =
   | 'low_quality' | 'extreme_pose' | 'invalid_embedding' | 'invalid_external_embedding' | 'invalid_landmarks' | 'identity_similarity_conflict'
   | 'liveness_fake' | 'liveness_input_rejected';
 
-/** |norm - 1| above this means the vector was not L2-normalised (the reference's tolerance). */
-export const NORM_TOLERANCE = 2e-4;
-
-/** Why a vector is unusable as a stored embedding of dimension `dim`, or null when it is fine. */
-export function embeddingProblem(v: ArrayLike<number>, dim: number): string | null {
-  if (v.length !== dim) return `expected ${dim} values, got ${v.length}`;
-  let sq = 0;
-  for (let i = 0; i < v.length; i++) {
-    const x = Math.fround(v[i]!);
-    if (!Number.isFinite(x)) return 'non-finite value';
-    sq += x * x;
-  }
-  const norm = Math.sqrt(sq);
-  if (norm === 0) return 'zero vector';
-  if (Math.abs(norm - 1) > NORM_TOLERANCE) return `norm ${norm.toFixed(6)} is not 1 ± ${NORM_TOLERANCE}`;
-  return null;
-}
+export { checkEmbedding, embeddingProblem, NORM_TOLERANCE } from './embeddingRule.js';
+import { embeddingProblem } from './embeddingRule.js';
 
 /**
  * The registration review of one image (§3.5), in the reference's order: face presence, face count

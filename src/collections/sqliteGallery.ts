@@ -125,6 +125,9 @@ export class SqliteGallery implements GalleryWriter {
 
   async importBatch(collectionId: string, batch: ImportBatchPerson[], check: (c: CollectionT) => void, newId: () => string): Promise<number> {
     const store = this.store;
+    // The previous batch's checkpoint runs in a worker while this batch was read; waiting for it here
+    // keeps the WAL at about one batch (SQLite starts it over when a write finds it fully checkpointed).
+    await store.bulkReady();
     const result = store.bulkTransaction(() => {
       const c = this.collection(collectionId);
       check(c);
@@ -141,14 +144,12 @@ export class SqliteGallery implements GalleryWriter {
           externals.add(p.external_id);
         }
       }
-      const at = nowIso();
-      const binding = { model_id: c.model_id, model_digest: c.model_digest, preprocessing_version: c.preprocessing_version, embedding_contract_id: c.embedding_contract_id };
-      const rows: IndexRow[] = [];
-      for (const p of batch) {
-        const { personSeq, faceSeqs } = store.insertImportedPerson(c.id, p, p.embeddings, binding, at, newId);
-        faceSeqs.forEach((seq, i) => rows.push({ faceKey: seq, personKey: personSeq, vector: p.embeddings[i]! }));
-      }
-      store.bumpSearchRevision(c.id);
+      const { personSeqs, faceSeqs } = store.insertImportBatch(c, batch, nowIso(), newId);
+      const rows: IndexRow[] = new Array(faceSeqs.length);
+      let k = 0;
+      batch.forEach((p, i) => {
+        for (const vector of p.embeddings) rows[k] = { faceKey: faceSeqs[k++]!, personKey: personSeqs[i]!, vector };
+      });
       return { before: c.search_revision, after: this.collection(c.id), rows };
     });
     // Searchable before the batch is acknowledged (as every other write).

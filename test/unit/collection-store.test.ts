@@ -206,6 +206,92 @@ test('a transaction that hits the capacity trigger leaves nothing half-written',
   t.is(store.getCollection('c')!.person_count, 2);
 });
 
+const IMPORT_BINDING = { embedding_dimension: DIM, model_id: 'buffalo_l', model_digest: "sha256:o'quote", preprocessing_version: 'arcface_112_v1', embedding_contract_id: 'contract-1' };
+const importPerson = (id: string, faces: number, external_id: string | null = null) => ({ id, name: `N ${id}`, external_id, metadata: { k: id },
+  embeddings: Array.from({ length: faces }, (_, i) => Float32Array.from([Math.cos(i), Math.sin(i), 0, 0])) });
+const faceRows = (db: OpenedDatabase['db'], personSeq: number) => db.prepare('SELECT seq, id, embedding, model_digest, embedding_source FROM face_samples WHERE person_seq = ? ORDER BY seq').all(personSeq) as { seq: number; id: string; embedding: Buffer; model_digest: string; embedding_source: string }[];
+
+test('an import batch writes persons, faces and counters in bulk (multi-row statements, counters once) and the triggers count every other write as before', (t) => {
+  const { store, db } = fresh();
+  store.insertCollection(collection('c', { capacity_rows: 1000 }));
+  store.insertCollection(collection('other'));
+  // Sequence numbers already taken (and a gap from a delete) before the batch.
+  const pre = store.insertPerson('c', person('pre'), T0);
+  store.deleteFace(store.insertFace('c', newFace('gone', pre)));
+  store.insertFace('c', newFace('kept', pre));
+  let n = 0;
+  const newId = () => `imp-${String(n++).padStart(4, '0')}`;
+  // 150 persons x 3 faces: multi-row statements of 64 rows and single-row tails, for persons and for faces.
+  const batch = Array.from({ length: 150 }, (_, i) => importPerson(`p${i}`, 3, i % 2 ? `x${i}` : null));
+  const r = store.transaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, batch, T0, newId));
+  t.is(r.personSeqs.length, 150);
+  t.is(r.faceSeqs.length, 450);
+  t.is(r.searchRevision, 1);
+  t.deepEqual(counts(store, 'c'), { persons: 151, faces: 451 });
+  t.deepEqual(counts(store, 'other'), { persons: 0, faces: 0 });
+  t.is((db.prepare('SELECT count(*) AS n FROM import_counting').get() as { n: number }).n, 0, 'the trigger bypass is never committed');
+  for (const [i, p] of batch.entries()) {
+    const stored = store.getPerson('c', p.id)!;
+    t.is(stored.seq, r.personSeqs[i]!);
+    t.is(stored.person.face_count, 3);
+    t.is(stored.person.external_id, p.external_id);
+    t.deepEqual(stored.person.metadata, { k: p.id });
+    const rows = faceRows(db, stored.seq);
+    t.deepEqual(rows.map((f) => f.seq), r.faceSeqs.slice(i * 3, i * 3 + 3), 'each face has the sequence number returned for it');
+    t.deepEqual(rows.map((f) => f.id), [0, 1, 2].map((k) => `imp-${String(i * 3 + k).padStart(4, '0')}`));
+    rows.forEach((f, k) => t.deepEqual(blobToEmbedding(f.embedding), p.embeddings[k]));
+    t.true(rows.every((f) => f.model_digest === "sha256:o'quote" && f.embedding_source === 'external_trusted'));
+  }
+  // Every other writer still counts through the triggers.
+  const later = store.insertPerson('c', person('later'), T0);
+  store.insertFace('c', newFace('l1', later));
+  store.insertFace('other', newFace('o1', store.insertPerson('other', person('o'), T0)));
+  t.deepEqual(counts(store, 'c'), { persons: 152, faces: 452 });
+  t.deepEqual(counts(store, 'other'), { persons: 1, faces: 1 });
+  t.is(store.getPerson('c', 'later')?.person.face_count, 1);
+  store.deletePerson(r.personSeqs[0]!);
+  t.deepEqual(counts(store, 'c'), { persons: 151, faces: 449 });
+  const recount = db.prepare("SELECT (SELECT count(*) FROM persons WHERE collection_id = 'c') AS persons, (SELECT count(*) FROM face_samples WHERE collection_id = 'c') AS faces").get();
+  t.deepEqual(recount, counts(store, 'c'));
+});
+
+test('an import batch past capacity_rows is refused by its own counter check and leaves nothing written', (t) => {
+  const { store, db } = fresh();
+  store.insertCollection(collection('c', { capacity_rows: 10 }));
+  store.insertFace('c', newFace('f1', store.insertPerson('c', person('alice'), T0)));
+  let n = 0;
+  const err = t.throws(() => store.transaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, [importPerson('a', 5), importPerson('b', 5)], T0, () => `i${n++}`)));
+  t.is((err as { code?: string }).code, 'collection_capacity_exceeded');
+  t.deepEqual(counts(store, 'c'), { persons: 1, faces: 1 });
+  t.is(store.getPerson('c', 'a'), null);
+  t.is((db.prepare('SELECT count(*) AS n FROM import_counting').get() as { n: number }).n, 0);
+  // The triggers are back in force after the rolled-back batch; exactly the capacity fits.
+  store.transaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, [importPerson('a', 5), importPerson('b', 4)], T0, () => `j${n++}`));
+  t.deepEqual(counts(store, 'c'), { persons: 3, faces: 10 });
+  t.regex(String(sqliteError(() => store.insertFace('c', newFace('f2', store.getPerson('c', 'alice')!.seq)))?.message), /collection_capacity_exceeded/);
+});
+
+test('a bulk transaction commits with the automatic WAL checkpoint off and checkpoints the batch in a worker thread', async (t) => {
+  const { store, db } = fresh();
+  store.insertCollection(collection('c', { capacity_rows: 1000 }));
+  const autoBefore = db.pragma('wal_autocheckpoint', { simple: true });
+  let n = 0;
+  store.bulkTransaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, Array.from({ length: 100 }, (_, i) => importPerson(`p${i}`, 5)), T0, () => `b${n++}`));
+  t.is(db.pragma('wal_autocheckpoint', { simple: true }), autoBefore, 'the connection setting is back');
+  await store.bulkReady();
+  const cp = store.checkpointer!;
+  t.is(cp.runs, 1);
+  const last = cp.last as { busy: number; log: number; checkpointed: number };
+  t.true(last.log > 0, JSON.stringify(last));
+  t.is(last.checkpointed, last.log, 'the whole WAL reached the database file');
+  t.deepEqual(counts(store, 'c'), { persons: 100, faces: 500 });
+  // A second batch after the checkpoint: the WAL starts over (it holds only this batch's frames).
+  store.bulkTransaction(() => store.insertImportBatch({ id: 'c', ...IMPORT_BINDING }, [importPerson('q', 5)], T0, () => `b${n++}`));
+  await store.bulkReady();
+  t.is(cp.runs, 2);
+  t.true((cp.last as { log: number }).log < last.log, 'the WAL was restarted, not appended to');
+});
+
 test('external_id is unique per collection; null external ids may repeat', (t) => {
   const { store } = fresh();
   store.insertCollection(collection('c'));

@@ -1,13 +1,11 @@
 import { PassThrough, Readable } from 'node:stream';
 import { z } from 'zod';
-import { isExportHeader, parseImportPerson, type ImportPerson, type ImportTotals } from '../../collections/galleryImport.js';
+import type { ImportTotals } from '../../collections/galleryImport.js';
+import { parseImportStream } from '../../collections/importStream.js';
 import { ApiError, Errors, isApiError } from '../../contract/errors.js';
 import { readQuery } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
-
-/** Lines longer than this are refused (a 512-d vector as JSON numbers is ~6 KB; 1000 faces per person fit). */
-const MAX_LINE_BYTES = 16 * 2 ** 20;
 
 const ImportQuery = z.strictObject({
   embedding_contract_id: z.string().max(256).optional(),
@@ -16,19 +14,6 @@ const ImportQuery = z.strictObject({
 
 /** The path is exempt from [server].max_request_bytes: the stream is bounded per line and per batch instead. */
 export const GALLERY_IMPORT_PATH = /^\/v1\/collections\/[^/]+\/import$/;
-
-/** Splits a byte stream into lines without holding more than one partial line. */
-async function* lines(source: AsyncIterable<Buffer>): AsyncGenerator<string> {
-  let rest = '';
-  for await (const chunk of source) {
-    const text = rest + chunk.toString('utf8');
-    const parts = text.split('\n');
-    rest = parts.pop()!;
-    if (Buffer.byteLength(rest) > MAX_LINE_BYTES) throw Errors.requestTooLarge(MAX_LINE_BYTES);
-    yield* parts;
-  }
-  if (rest.length) yield rest;
-}
 
 /**
  * POST /v1/collections/{id}/import (Vigil extension): NDJSON persons in, NDJSON progress out. The
@@ -74,37 +59,26 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       const progress = () => ({ ...totals, faces_per_second: Math.round(totals.faces / Math.max(1e-3, (performance.now() - started) / 1000)) });
       const out = new PassThrough();
       const write = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
-      let lineNo = 0;
-      let batch: ImportPerson[] = [];
-      const commit = async () => {
-        const r = await imports.commitBatch(collectionId, contract, batch);
-        batch = [];
+      // Lines are parsed and checked in a worker thread, one batch ahead of the commits (parseImportStream).
+      const input = parseImportStream(ctx.req as AsyncIterable<Buffer>, c.embedding_dimension, q.batch_size);
+      /** Commits the next batch (true) or finds the input ended (false). */
+      const step = async (): Promise<boolean> => {
+        const next = await input.next();
+        if (next.done) return false;
+        const r = await imports.commitBatch(collectionId, contract, next.value);
         totals.batches++;
         totals.persons += r.persons;
         totals.faces += r.faces;
-      };
-      const input = lines(ctx.req as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
-      /** Reads and commits until one batch is committed (true) or the input ends (false). */
-      const step = async (): Promise<boolean> => {
-        for (;;) {
-          const next = await input.next();
-          if (next.done) {
-            if (batch.length) await commit();
-            return false;
-          }
-          lineNo++;
-          if (next.value.trim() === '') continue;
-          // A gallery export's header line (GET /v1/collections/{id}/export) is skipped: its persons import as they are.
-          if (lineNo === 1 && isExportHeader(next.value)) continue;
-          batch.push(parseImportPerson(next.value, lineNo, c.embedding_dimension));
-          if (batch.length >= q.batch_size) {
-            await commit();
-            return true;
-          }
-        }
+        return true;
       };
       // Errors here are ordinary responses (status + envelope): nothing was acknowledged yet.
-      const more = await step();
+      let more: boolean;
+      try {
+        more = await step();
+      } catch (e) {
+        await input.return(undefined);
+        throw e;
+      }
       ctx.status = 200;
       ctx.type = 'application/x-ndjson';
       ctx.body = out;
@@ -119,6 +93,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
           write({ type: 'error', error: { code: err.code, message: err.message, details: err.details }, status: err.status, committed: progress(), request_id: ctx.state.requestId });
           ctx.req.resume();
         }
+        await input.return(undefined);
         out.end();
       };
       void finish();
