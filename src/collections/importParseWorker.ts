@@ -13,7 +13,9 @@ import { isApiError } from '../contract/errors.js';
 import { ImportLineBatcher, type ImportPerson } from './importLines.js';
 
 export interface PackedPerson { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; faces: number }
-export type ParseWorkerReply = { s: number } & ({ ack: true } | { batch: PackedPerson[]; vectors: Float32Array } | { error: { code: string; details: unknown; message: string } } | { end: true });
+/** A failure: a catalogue error as it was made (revived by ApiError.revive), or anything else as internal. */
+export type ParseWorkerError = { status: number; code: string; message: string; details: Record<string, unknown> } | { internal: true; message: string };
+export type ParseWorkerReply = { s: number } & ({ ack: true } | { batch: PackedPerson[]; vectors: Float32Array } | { error: ParseWorkerError } | { end: true });
 export type ParseWorkerRequest = { s: number } & ({ open: { dim: number; batchSize: number } } | { chunk: Uint8Array } | { end: true } | { close: true });
 
 interface Session { dim: number; batcher: ImportLineBatcher; decoder: StringDecoder; failed: boolean }
@@ -37,7 +39,7 @@ function step(s: number, x: Session, fn: () => void): void {
     fn();
   } catch (e) {
     x.failed = true;
-    const error = isApiError(e) ? { code: e.code, details: e.details, message: e.message } : { code: 'internal_error', details: null, message: e instanceof Error ? e.message : String(e) };
+    const error: ParseWorkerError = isApiError(e) ? { status: e.status, code: e.code, message: e.message, details: e.details } : { internal: true, message: e instanceof Error ? e.message : String(e) };
     // The batches completed before the bad line go first (they are committed, the failed one is not).
     for (const batch of x.batcher.ready.splice(0)) port.postMessage(...pack(s, x.dim, batch));
     port.postMessage({ s, error } satisfies ParseWorkerReply);

@@ -1,8 +1,8 @@
 import type { Worker } from 'node:worker_threads';
-import { Errors } from '../contract/errors.js';
+import { ApiError, Errors } from '../contract/errors.js';
 import { startModuleWorker } from '../system/workerThread.js';
 import type { ImportPerson } from './importLines.js';
-import type { ParseWorkerReply, ParseWorkerRequest } from './importParseWorker.js';
+import type { ParseWorkerError, ParseWorkerReply, ParseWorkerRequest } from './importParseWorker.js';
 
 /** Chunks handed to the parse worker and not yet taken by it, at most (then reading the body waits). */
 const MAX_CHUNKS_IN_FLIGHT = 16;
@@ -24,7 +24,7 @@ function parseWorker(): SharedParser {
   worker.on('message', (m: ParseWorkerReply) => w.sessions.get(m.s)?.(m));
   const lost = (message: string) => {
     if (shared === w) shared = null;
-    for (const [s, handle] of w.sessions) handle({ s, error: { code: 'internal_error', details: null, message } });
+    for (const [s, handle] of w.sessions) handle({ s, error: { internal: true, message } });
   };
   worker.once('error', (e) => lost(e.message));
   worker.once('exit', () => lost('import parse worker exited'));
@@ -66,7 +66,7 @@ export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: num
   w.worker.ref();
   post({ s, open: { dim, batchSize } });
   // The feeder: body chunks to the worker, within the limits above.
-  const feeding = (async () => {
+  void (async () => {
     try {
       for await (const chunk of source) {
         if (stopped) return;
@@ -77,7 +77,7 @@ export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: num
       if (!stopped) post({ s, end: true });
     } catch (e) {
       // The body failed (client gone): an error after what was parsed so far.
-      replies.push({ s, error: { code: 'internal_error', details: null, message: e instanceof Error ? e.message : String(e) } });
+      replies.push({ s, error: { internal: true, message: e instanceof Error ? e.message : String(e) } });
       signal();
     }
   })();
@@ -86,7 +86,7 @@ export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: num
       await waitFor(() => replies.length > 0);
       const m = replies.shift()!;
       if ('end' in m) return;
-      if ('error' in m) throw rebuild(m.error);
+      if ('error' in m) throw revive(m.error);
       if ('batch' in m) {
         batchesReady--;
         signal();
@@ -100,7 +100,6 @@ export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: num
   } finally {
     stopped = true;
     signal();
-    void feeding;
     w.sessions.delete(s);
     if (shared === w) {
       post({ s, close: true });
@@ -109,10 +108,7 @@ export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: num
   }
 }
 
-/** The parse worker's error as the catalogue's error (the worker sends code and details across). */
-function rebuild(e: { code: string; details: unknown; message: string }) {
-  const d = (e.details ?? {}) as { line?: number; problem?: string; max_request_bytes?: number };
-  if (e.code === 'invalid_import_line') return Errors.invalidImportLine(d.line!, d.problem!);
-  if (e.code === 'request_too_large') return Errors.requestTooLarge(d.max_request_bytes);
-  return Errors.internalError();
+/** The parse worker's error as it was made there (a bad line, an over-long line), or an internal one. */
+function revive(e: ParseWorkerError): Error {
+  return 'internal' in e ? Errors.internalError() : ApiError.revive(e);
 }
