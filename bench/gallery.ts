@@ -20,6 +20,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { modelsDirWith } from '../test/helpers/daemon.js';
+import { processCpuSeconds } from './procStat.js';
 import { FACES } from '../test/helpers/shared.js';
 import { prng } from '../test/helpers/vectors.js';
 
@@ -40,13 +41,6 @@ const r1 = (v: number) => Math.round(v * 10) / 10;
 function rssMiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m![1]) / 1024;
-}
-
-/** The process's CPU seconds so far (utime + stime from /proc/<pid>/stat, all threads). */
-function cpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
-  return (Number(rest[11]) + Number(rest[12])) / 100; // fields 14 and 15, in clock ticks (USER_HZ = 100 on Linux)
 }
 
 function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number; marks: Record<string, number> } {
@@ -134,7 +128,7 @@ async function importInto(url: string, collection: string, contract: string, n: 
   let pending: string | null = first.done ? null : first.value;
   let ended = !!first.done;
   const t = performance.now();
-  const cpu0 = cpuSeconds(daemonPid), clientCpu0 = process.cpuUsage();
+  const cpu0 = processCpuSeconds(daemonPid), clientCpu0 = process.cpuUsage();
   let faces = 0;
   while (!ended) {
     let sent = 0;
@@ -166,7 +160,7 @@ async function importInto(url: string, collection: string, contract: string, n: 
   }
   const s = (performance.now() - t) / 1000;
   // CPU per 1000 faces (daemon: all its threads; client: this process) is robust to the load of a shared box, unlike the rate.
-  const daemonCpu = cpuSeconds(daemonPid) - cpu0, clientCpu = process.cpuUsage(clientCpu0);
+  const daemonCpu = processCpuSeconds(daemonPid) - cpu0, clientCpu = process.cpuUsage(clientCpu0);
   return {
     faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(faces / s), persons_per_request: REQUEST_PERSONS,
     daemon_cpu_ms_per_1000_faces: r1((daemonCpu * 1e6) / faces), client_cpu_ms_per_1000_faces: r1((clientCpu.user + clientCpu.system) / faces),

@@ -12,7 +12,8 @@
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -95,12 +96,6 @@ async function rawFloor(modelsDir: string, intraOpThreads: number) {
   };
 }
 
-/** CPU seconds (user + system, every thread) of a process, from /proc. */
-function procCpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100;
-}
-
 /**
  * Child mode: the daemon alone in its own process, so its CPU (main thread, inference workers, libuv and
  * libvips threads) is measured from /proc without the bench's HTTP clients in it. Prints one JSON line
@@ -177,25 +172,10 @@ function embeddingsCall(url: string, path = '/v1/embeddings'): Promise<void> {
   });
 }
 
-/** CPU seconds per thread name (comm) of a process: main thread, workers, libuv pool, libvips, ORT pools. */
-function threadCpuSeconds(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
-      const f = st.slice(st.lastIndexOf(') ') + 2).split(' ');
-      const key = tid === String(pid) ? 'main' : name;
-      out.set(key, (out.get(key) ?? 0) + (Number(f[11]) + Number(f[12])) / 100);
-    } catch { /* thread gone */ }
-  }
-  return out;
-}
-
 /** `total` requests from `concurrency` clients; photos/s and the daemon's CPU ms per photo (its process only). */
 async function concurrentRun(d: DaemonProcess, path: string, concurrency: number, total: number) {
   let next = 0;
-  const c0 = procCpuSeconds(d.pid);
+  const c0 = processCpuSeconds(d.pid);
   const th0 = threadCpuSeconds(d.pid);
   const b0 = process.cpuUsage();
   const t = performance.now();
@@ -204,7 +184,7 @@ async function concurrentRun(d: DaemonProcess, path: string, concurrency: number
   const b = process.cpuUsage(b0);
   return {
     rps: r3(total / wall),
-    daemon_cpu_ms_per_photo: r3(((procCpuSeconds(d.pid) - c0) * 1000) / total),
+    daemon_cpu_ms_per_photo: r3(((processCpuSeconds(d.pid) - c0) * 1000) / total),
     client_cpu_ms_per_photo: r3((b.user + b.system) / 1000 / total),
     // Per thread name (main = the event loop); threads that ended during the run are not counted.
     daemon_cpu_ms_per_photo_by_thread: Object.fromEntries([...threadCpuSeconds(d.pid)].map(([k, v]) => [k, r3(((v - (th0.get(k) ?? 0)) * 1000) / total)]).filter(([, v]) => (v as number) > 0.05)),
@@ -280,7 +260,7 @@ async function rawPipelines(modelsDir: string, processes: number, threads: numbe
     return () => new Promise<string>((r) => waiters.push(r));
   });
   const levels = (await Promise.all(lines.map((next) => next()))).map((l) => l.replace(/^READY /, ''));
-  const cpu = () => kids.reduce((a, k) => a + procCpuSeconds(k.pid!), 0);
+  const cpu = () => kids.reduce((a, k) => a + processCpuSeconds(k.pid!), 0);
   let lastCpuPerPhotoMs = 0;
   let lastByThread: Record<string, number> = {};
   const threadTotals = () => {

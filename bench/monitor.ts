@@ -19,7 +19,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import type { MonitorEventSink } from '../src/monitors/eventSink.js';
 import type { SessionDeps } from '../src/monitors/monitorSession.js';
@@ -28,6 +28,7 @@ import { parseArgs } from 'node:util';
 import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
+import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
 
 // Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start.
 if (!process.env.UV_THREADPOOL_SIZE) {
@@ -73,34 +74,15 @@ async function cpuOver(ms: number): Promise<number> {
   return r1(((c.user + c.system) / 1000 / (performance.now() - t0)) * 100);
 }
 
-/** CPU ticks (100 Hz) per thread name of a process; the main thread is MAIN, trailing digits become #. */
-function threadTicks(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = tid === String(pid) ? 'MAIN' : st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).replace(/\d+$/, '#');
-      const f = st.slice(st.lastIndexOf(') ') + 2).split(' ');
-      out.set(name, (out.get(name) ?? 0) + Number(f[11]) + Number(f[12]));
-    } catch { /* the thread ended */ }
-  }
-  return out;
-}
-
-/** CPU % (100 = one core) per thread name between two threadTicks snapshots, summed over processes. */
+/** CPU % (100 = one core) per thread name between two threadCpuSeconds snapshots, summed over processes. */
 function byThread(before: Map<string, number>[], after: Map<string, number>[], seconds: number): Record<string, number> {
   const sum = new Map<string, number>();
   after.forEach((a, i) => { for (const [k, v] of a) sum.set(k, (sum.get(k) ?? 0) + v - (before[i]!.get(k) ?? 0)); });
-  return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1(v / seconds)]));
+  return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
 }
 
 /** Threads that are neither the JS main thread nor Node's own ("node": workers, libuv pool, V8): GStreamer's. */
-const gstreamerShare = (t: Record<string, number>) => r1(Object.entries(t).filter(([k]) => k !== 'MAIN' && k !== 'node').reduce((a, [, v]) => a + v, 0));
-
-function childCpuSeconds(pid: number): number {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime in clock ticks (100 Hz)
-}
+const gstreamerShare = (t: Record<string, number>) => r1(Object.entries(t).filter(([k]) => k !== 'main' && k !== 'node').reduce((a, [, v]) => a + v, 0));
 
 async function createMonitors(d: TestDaemon, n: number, url: string, inferenceFps: number): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => `bench${i + 1}`);
@@ -134,11 +116,11 @@ async function gstLaunchCpu(n: number, url: string): Promise<{ total: number; by
   const kids: ChildProcess[] = Array.from({ length: n }, () => spawn('gst-launch-1.0', gstLaunchArgs(url), { stdio: 'ignore' }));
   try {
     await sleep(3000);
-    const c0 = kids.map((k) => childCpuSeconds(k.pid!)), t0 = performance.now();
-    const th0 = kids.map((k) => threadTicks(k.pid!));
+    const c0 = kids.map((k) => processCpuSeconds(k.pid!)), t0 = performance.now();
+    const th0 = kids.map((k) => threadCpuSeconds(k.pid!));
     await sleep(DECODE_S * 1000);
-    const th1 = kids.map((k) => threadTicks(k.pid!));
-    const used = kids.reduce((a, k, i) => a + childCpuSeconds(k.pid!) - c0[i]!, 0);
+    const th1 = kids.map((k) => threadCpuSeconds(k.pid!));
+    const used = kids.reduce((a, k, i) => a + processCpuSeconds(k.pid!) - c0[i]!, 0);
     const secs = (performance.now() - t0) / 1000;
     return { total: r1((used / secs) * 100), by_thread: byThread(th0, th1, secs) };
   } finally {
@@ -174,9 +156,9 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   // Phase 1: decode-dominated (inference at 0.1 fps), then gst-launch-1.0 with the same pipeline.
   let ids = await createMonitors(d, n, url, 0.1);
   await sleep(3000);
-  const dth0 = threadTicks(process.pid), dt0 = performance.now();
+  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now();
   const decodeCpu = await cpuOver(DECODE_S * 1000);
-  const decodeByThread = byThread([dth0], [threadTicks(process.pid)], (performance.now() - dt0) / 1000);
+  const decodeByThread = byThread([dth0], [threadCpuSeconds(process.pid)], (performance.now() - dt0) / 1000);
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
   const gst = await gstLaunchCpu(n, url);
   const gstCpu = gst.total;
@@ -184,7 +166,7 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   ids = await createMonitors(d, n, url, INFER_FPS);
   await sleep(5000);
   const s0 = await states(d, ids);
-  const srv0 = childCpuSeconds(serverPid);
+  const srv0 = processCpuSeconds(serverPid);
   const c0 = process.cpuUsage(), t0 = performance.now(), wall0 = Date.now(), load0 = loadavg()[0]!;
   const rss: number[] = [];
   // Beside RSS, the main isolate's V8 heap and the memory behind its Buffers/ArrayBuffers (frames), to
@@ -202,7 +184,7 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   clearInterval(sampler);
   sample();
   const c = process.cpuUsage(c0), wallMs = performance.now() - t0;
-  const srvCpu = r1(((childCpuSeconds(serverPid) - srv0) / (wallMs / 1000)) * 100);
+  const srvCpu = r1(((processCpuSeconds(serverPid) - srv0) / (wallMs / 1000)) * 100);
   const s1 = await states(d, ids);
   const delays: number[] = [];
   const fromDecode: number[] = [];
@@ -231,7 +213,7 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
     gst_launch_same_pipeline_cpu_percent: gstCpu,
     decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
     // Where it goes: GStreamer's own threads (receive, depayload, decode, drop, scale, convert) against
-    // gst-launch's same threads, and the rest (MAIN: the frame copied into JS and handed on; node: the
+    // gst-launch's same threads, and the rest (main: the frame copied into JS and handed on; node: the
     // libuv pool's parked pulls, the inference workers at 0.1 fps, V8's helpers).
     decode_only_cpu_by_thread: decodeByThread,
     gst_launch_cpu_by_thread: gst.by_thread,
