@@ -2,16 +2,11 @@ import test from 'ava';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
 import { InferenceEngine } from '../../src/inference/engine.js';
-import type { AnalyzeRequest } from '../../src/inference/pipeline.js';
+import { iou } from '../../src/inference/geometry.js';
+import { cosineSimilarity, type AnalyzeRequest } from '../../src/inference/pipeline.js';
 import { loadInstalledPack } from '../../src/models/installed.js';
 import { modelsDirWith } from '../helpers/daemon.js';
 import { FACES } from '../helpers/shared.js';
-
-const iou = (a: number[], b: number[]) => {
-  const w = Math.max(0, Math.min(a[2]!, b[2]!) - Math.max(a[0]!, b[0]!)), h = Math.max(0, Math.min(a[3]!, b[3]!) - Math.max(a[1]!, b[1]!));
-  const inter = w * h;
-  return inter / ((a[2]! - a[0]!) * (a[3]! - a[1]!) + (b[2]! - b[0]!) * (b[3]! - b[1]!) - inter);
-};
 
 // Monitors detect a 16:9 frame with the letterbox trimmed (512x288 instead of 512x512, trimLetterbox): on a
 // real group frame the same faces, boxes and embeddings as the profile's square letterbox, for less model work.
@@ -30,8 +25,7 @@ test('a video frame with its letterbox trimmed gives the faces of the square let
     const fb = b.faces.reduce((best, f) => (iou(f.box, fa.box) > iou(best.box, fa.box) ? f : best));
     t.true(iou(fa.box, fb.box) > 0.97, `box ${fa.box.map(Math.round).join(',')} vs ${fb.box.map(Math.round).join(',')}`);
     t.true(Math.abs(fa.score - fb.score) < 0.02, `score ${fa.score} vs ${fb.score}`);
-    let dot = 0;
-    for (let i = 0; i < fa.embedding!.length; i++) dot += fa.embedding![i]! * fb.embedding![i]!;
-    t.true(dot > 0.98, `embedding cosine ${dot}`);
+    const cos = cosineSimilarity(fa.embedding!, fb.embedding!);
+    t.true(cos > 0.98, `embedding cosine ${cos}`);
   }
 });
