@@ -38,11 +38,6 @@ export interface AnalyzeRequest {
    */
   known?: { boxes: [number, number, number, number][]; minIou: number };
   /**
-   * The raw image's ArrayBuffer is the caller's own copy, used by nothing else: the engine moves it to the
-   * worker (a transfer) instead of cloning it, and it is detached here afterwards.
-   */
-  transferRaw?: boolean;
-  /**
    * Run each letterboxed detector size (margin 0: the image at the top left) only over the image, cut to
    * the next multiple of the largest stride (32), not over the letterbox fill below or beside it: a 16:9
    * frame at 512x512 runs at 512x288, 44 % less detector work. The anchor grid over the image is the same;

@@ -1,7 +1,6 @@
 import { detectionProfileOf } from '../collections/collectionService.js';
 import type { CollectionT } from '../contract/collections.js';
 import type { SearchMatch } from '../collections/searchService.js';
-import { movableCopy } from '../inference/engine.js';
 import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js';
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzedFace, AnalyzeRequest, AnalyzeResult } from '../inference/pipeline.js';
@@ -78,9 +77,8 @@ export class FrameProcessor {
     const known = deps.liveness ? [] : knownTracks.filter((k) => k.payload.threshold === threshold);
     let used = typeof frame === 'function' ? null : frame;
     const request = (f: Frame): AnalyzeRequest => ({
-      // The frame stays the session's (preview, event snapshots): the worker gets a copy it may own, moved
-      // rather than cloned (one memcpy here instead of a serialise and a deserialise).
-      image: { raw: movableCopy(f.data), width: f.width, height: f.height }, transferRaw: true, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
+      // The frame stays the session's (preview, event snapshots); the engine moves a copy to the worker.
+      image: { raw: f.data, width: f.width, height: f.height }, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
       profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all', trimLetterbox: deps.trimLetterbox,
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
       ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),
