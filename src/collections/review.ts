@@ -1,5 +1,6 @@
 import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js';
 import { l2Normalize, type AnalyzedFace } from '../inference/pipeline.js';
+import { embeddingProblem } from './embeddingRule.js';
 
 export type ReviewMode = 'off' | 'standard' | 'strict';
 
@@ -10,8 +11,6 @@ export type RejectionReason =
   | 'low_quality' | 'extreme_pose' | 'invalid_embedding' | 'invalid_external_embedding' | 'invalid_landmarks' | 'identity_similarity_conflict'
   | 'liveness_fake' | 'liveness_input_rejected';
 
-export { checkEmbedding, embeddingProblem, NORM_TOLERANCE } from './embeddingRule.js';
-import { embeddingProblem } from './embeddingRule.js';
 
 /**
  * The registration review of one image (§3.5), in the reference's order: face presence, face count

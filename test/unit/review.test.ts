@@ -1,5 +1,6 @@
 import test from 'ava';
-import { NORM_TOLERANCE, embeddingProblem, identityConflict, parseExternalEmbeddings, reviewImage, type ReviewGates, type ReviewMode } from '../../src/collections/review.js';
+import { NORM_TOLERANCE, embeddingProblem } from '../../src/collections/embeddingRule.js';
+import { identityConflict, parseExternalEmbeddings, reviewImage, type ReviewGates, type ReviewMode } from '../../src/collections/review.js';
 import type { AnalyzedFace } from '../../src/inference/pipeline.js';
 
 const DIM = 4;
