@@ -110,12 +110,12 @@ async function daemonChild(modelsDir: string, layout: string): Promise<void> {
   await d.ready;
   const engine = d.runtime.inference!.engine;
   const stats = engine.stats();
-  process.stdout.write('DAEMON ' + JSON.stringify({ url: d.url, workers: stats.workers, intra_op_threads: stats.intra_op_threads, optimization: engine.startup.optimization }) + '\n');
+  process.stdout.write('DAEMON ' + JSON.stringify({ url: d.url, workers: stats.workers, intra_op_threads: stats.intra_op_threads, alone_intra_op_threads: stats.alone_intra_op_threads, optimization: engine.startup.optimization }) + '\n');
   for await (const _ of process.stdin) { /* until stdin closes */ }
   await d.close();
 }
 
-interface DaemonProcess { url: string; pid: number; workers: number; intra_op_threads: number; optimization: Record<string, string>; rssMiB: () => number; close: () => Promise<void> }
+interface DaemonProcess { url: string; pid: number; workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; optimization: Record<string, string>; rssMiB: () => number; close: () => Promise<void> }
 
 async function daemonProcess(modelsDir: string, layout: string): Promise<DaemonProcess> {
   const prof = values['daemon-cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['daemon-cpu-prof'])] : [];
@@ -173,7 +173,15 @@ function embeddingsCall(url: string, path = '/v1/embeddings'): Promise<void> {
 }
 
 /** `total` requests from `concurrency` clients; photos/s and the daemon's CPU ms per photo (its process only). */
+/** Jobs the daemon ran on its alone sessions so far (two ORT threads for a job with no other in flight). */
+async function aloneJobs(d: DaemonProcess): Promise<number> {
+  const res = await fetch(`${d.url}/v1/system`, { headers: { authorization: `Bearer ${KEY}` } });
+  const body = await res.json() as { runtime?: { inference_concurrency?: { alone_jobs?: number } } };
+  return body.runtime?.inference_concurrency?.alone_jobs ?? 0;
+}
+
 async function concurrentRun(d: DaemonProcess, path: string, concurrency: number, total: number) {
+  const alone0 = await aloneJobs(d);
   let next = 0;
   const c0 = processCpuSeconds(d.pid);
   const th0 = threadCpuSeconds(d.pid);
@@ -182,8 +190,11 @@ async function concurrentRun(d: DaemonProcess, path: string, concurrency: number
   await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await embeddingsCall(d.url, path); }));
   const wall = (performance.now() - t) / 1000;
   const b = process.cpuUsage(b0);
+  const alone = (await aloneJobs(d)) - alone0;
   return {
     rps: r3(total / wall),
+    // Share of the photos that found no other job in flight and ran on two ORT threads.
+    alone_share: r3(alone / total),
     daemon_cpu_ms_per_photo: r3(((processCpuSeconds(d.pid) - c0) * 1000) / total),
     client_cpu_ms_per_photo: r3((b.user + b.system) / 1000 / total),
     // Per thread name (main = the event loop); threads that ended during the run are not counted.
@@ -200,12 +211,13 @@ async function httpRun(modelsDir: string, layout: string) {
     const detect4 = await concurrentRun(d, '/v1/detect', 4, N * 2);
     const embed4 = await concurrentRun(d, '/v1/embeddings', 4, N * 2);
     return {
-      workers: d.workers, intra_op_threads: d.intra_op_threads, optimization: d.optimization,
+      workers: d.workers, intra_op_threads: d.intra_op_threads, alone_intra_op_threads: d.alone_intra_op_threads, optimization: d.optimization,
       detect: summary(detect),
       embeddings: summary(embeddings),
       detect_rps_concurrency4: detect4.rps,
       embeddings_rps_concurrency4: embed4.rps,
       embeddings_concurrency4_daemon_cpu_ms_per_photo: embed4.daemon_cpu_ms_per_photo,
+      embeddings_concurrency4_alone_share: embed4.alone_share,
       embeddings_concurrency4_client_cpu_ms_per_photo: embed4.client_cpu_ms_per_photo,
       daemon_rss_mib_after: d.rssMiB(),
     };
@@ -305,13 +317,13 @@ async function paired(modelsDir: string, rounds: number, threads: number) {
   const d = await daemonProcess(modelsDir, values['paired-layout']!);
   const raw = await rawPipelines(modelsDir, 2, threads, d.optimization);
   for (let i = 0; i < 4; i++) await embeddingsCall(d.url);
-  const pairs: { daemon: number; raw: number; ratio: number; daemon_cpu_ms_per_photo: number; client_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number; daemon_cpu_ms_per_photo_by_thread: Record<string, number>; raw_cpu_ms_per_photo_by_thread: Record<string, number> }[] = [];
+  const pairs: { daemon: number; raw: number; ratio: number; alone_share: number; daemon_cpu_ms_per_photo: number; client_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number; daemon_cpu_ms_per_photo_by_thread: Record<string, number>; raw_cpu_ms_per_photo_by_thread: Record<string, number> }[] = [];
   try {
     for (let r = 0; r < rounds; r++) {
       const daemon = await concurrentRun(d, '/v1/embeddings', 4, 2 * N);
       const rawRps = await raw.round();
       pairs.push({
-        daemon: daemon.rps, raw: rawRps, ratio: r3(daemon.rps / rawRps),
+        daemon: daemon.rps, raw: rawRps, ratio: r3(daemon.rps / rawRps), alone_share: daemon.alone_share,
         daemon_cpu_ms_per_photo: daemon.daemon_cpu_ms_per_photo, client_cpu_ms_per_photo: daemon.client_cpu_ms_per_photo,
         raw_cpu_ms_per_photo: raw.cpuPerPhotoMs(), cpu_efficiency_ratio: r3(raw.cpuPerPhotoMs() / daemon.daemon_cpu_ms_per_photo),
         daemon_cpu_ms_per_photo_by_thread: daemon.daemon_cpu_ms_per_photo_by_thread, raw_cpu_ms_per_photo_by_thread: raw.byThread(),

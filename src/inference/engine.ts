@@ -22,6 +22,8 @@ export interface EngineOptions {
   /** Inference worker threads; each runs one job at a time. */
   workers: number;
   intraOpThreads: number;
+  /** One worker also runs the models with this many threads for a job dispatched while no other job runs (resolveThreading). */
+  aloneIntraOpThreads?: number | null;
   graphOptimization: OptimizationLevel | 'auto';
   warmupSizes: [number, number][];
   /** Verified liveness model files; absent when the addon is disabled. */
@@ -38,18 +40,25 @@ export interface EngineObserver {
   job(waitSeconds: number, timings: AnalyzeResult['timings'] | null): void;
 }
 
-interface Slot { worker: Worker; busy: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
+interface Slot { worker: Worker; busy: boolean; /** Has the aloneIntraOpThreads sessions. */ alone: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
 
 /**
- * "auto" sizing for this host, chosen by measurement (bench/inference.ts, README "Throughput"): two
- * workers with two ONNX Runtime threads each on up to 4 cores, else one worker per two cores with two
- * threads. Two workers keep a core busy while the other worker's request is in its single-threaded parts
- * (letterbox, NMS, alignment, the hop back); two threads per worker keep a lone request fast.
+ * "auto" sizing for this host, chosen by measurement on 2 cores (bench/inference.ts, bench/monitor.ts,
+ * README "Throughput"): one single-threaded worker per core plus one, so a core stays busy while another
+ * job is in its single-threaded parts (decode hand-off, letterbox, NMS, alignment, the hop back); this
+ * carried the most photos/s with four clients and the most camera streams. One worker also loads the
+ * models with min(2, cores) ORT threads for a job that runs alone (`aloneIntraOpThreads`), so a lone
+ * request still gets two cores. Only for the CPU provider: on a GPU the threads do not run the models, and
+ * a second set of sessions would only take device memory. An explicit `intra_op_threads` is used as it
+ * is, for every job; an explicit `max_concurrency` with 'auto' threads gets the same split.
  */
-export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length): { workers: number; intraOpThreads: number } {
-  const workers = maxConcurrency === 'auto' ? (cores <= 1 ? 1 : Math.max(2, Math.floor(cores / 2))) : maxConcurrency;
-  const intraOpThreads = intraOp === 'auto' ? Math.min(2, cores) : intraOp;
-  return { workers, intraOpThreads };
+export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length, cpuOnly = true): { workers: number; intraOpThreads: number; aloneIntraOpThreads: number | null } {
+  const perJob = intraOp === 'auto' ? 1 : intraOp;
+  const workers = maxConcurrency !== 'auto' ? maxConcurrency : cores <= 1 ? 1 : Math.ceil(cores / perJob) + 1;
+  // A single worker never shares the cores with another job: it gets them all.
+  if (intraOp === 'auto' && workers === 1) return { workers, intraOpThreads: Math.min(2, cores), aloneIntraOpThreads: null };
+  const alone = intraOp === 'auto' && cpuOnly && cores >= 2 ? Math.min(2, cores) : null;
+  return { workers, intraOpThreads: perJob, aloneIntraOpThreads: alone };
 }
 
 /** A copy of `data` in an ArrayBuffer of its own (not from Buffer's pool, not zero-filled first), which postMessage can transfer. */
@@ -72,6 +81,7 @@ export class InferenceEngine {
   private readonly limiter: ConcurrencyLimiter;
   private readonly decoder: DecodeStage;
   private nextId = 1;
+  private aloneJobs = 0;
   private closed = false;
   /** Set once by the daemon (metrics); null = nobody listens. */
   observer: EngineObserver | null = null;
@@ -96,8 +106,10 @@ export class InferenceEngine {
     try {
       // The first worker times the graph optimisation levels ('auto'); the others reuse its choice, so a
       // request gives the same numbers whichever worker runs it.
-      await engine.spawn();
-      await Promise.all(Array.from({ length: options.workers - 1 }, () => engine.spawn()));
+      // The second set of sessions for lone jobs goes to a later worker, so it loads beside the others.
+      const aloneAt = options.aloneIntraOpThreads ? Math.min(1, options.workers - 1) : -1;
+      await engine.spawn(aloneAt === 0);
+      await Promise.all(Array.from({ length: options.workers - 1 }, (_, i) => engine.spawn(aloneAt === i + 1)));
     } catch (e) {
       await engine.close();
       throw e;
@@ -105,19 +117,21 @@ export class InferenceEngine {
     return engine;
   }
 
-  private workerInit(): WorkerInit {
+  private workerInit(alone: boolean): WorkerInit {
     const { pack } = this.options;
     return {
       detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
-      deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads, graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
+      deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads,
+      ...(alone && this.options.aloneIntraOpThreads ? { aloneIntraOpThreads: this.options.aloneIntraOpThreads } : {}),
+      graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
       ...(this.slots.length > 0 && this.startup.optimization.detector ? { optimization: this.startup.optimization as { detector: OptimizationLevel; recognizer: OptimizationLevel } } : {}),
       ...(this.options.liveness ? { liveness: this.options.liveness } : {}),
     };
   }
 
-  private spawn(): Promise<void> {
-    const worker = createWorker(this.workerInit());
-    const slot: Slot = { worker, busy: false };
+  private spawn(alone: boolean): Promise<void> {
+    const worker = createWorker(this.workerInit(alone));
+    const slot: Slot = { worker, busy: false, alone };
     return new Promise((resolve, reject) => {
       let ready = false;
       worker.on('message', (msg: WorkerReply) => {
@@ -136,6 +150,7 @@ export class InferenceEngine {
           const pending = slot.pending;
           slot.pending = undefined;
           slot.busy = false;
+          if (msg.alone) this.aloneJobs++;
           if (!pending) return;
           if (msg.error) {
             const err = msg.error.internal ? new Error(msg.error.message) : ApiError.revive(msg.error);
@@ -155,7 +170,7 @@ export class InferenceEngine {
         slot.pending = undefined;
         if (!ready) reject(new Error(`inference worker exited with code ${code} during startup`));
         // A worker that died under load is replaced so capacity does not shrink for the life of the process.
-        else if (!this.closed) this.spawn().catch(() => undefined);
+        else if (!this.closed) this.spawn(slot.alone).catch(() => undefined);
       });
     });
   }
@@ -200,7 +215,11 @@ export class InferenceEngine {
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
-    const slot = this.slots.find((s) => !s.busy);
+    // Alone: this is the only job holding the limiter, so its worker may use aloneIntraOpThreads. A job
+    // that starts beside it later runs single-threaded; a third core's worth of threads for a moment is
+    // cheaper than a lone request on one thread.
+    const alone = this.limiter.stats().active === 1 && this.slots.some((s) => s.alone && !s.busy);
+    const slot = alone ? this.slots.find((s) => s.alone && !s.busy) : this.slots.find((s) => !s.busy && !s.alone) ?? this.slots.find((s) => !s.busy);
     if (!slot) return Promise.reject(Errors.inferenceUnavailable());
     slot.busy = true;
     // A raw image (a decoded upload: sharp's buffer; a monitor frame: still the session's) cannot be moved
@@ -208,15 +227,18 @@ export class InferenceEngine {
     // about half the structured clone's serialise + deserialise of these 3-4 MB (0.7-0.9 vs 1.4-1.5 ms of
     // CPU for a 2.7 MB frame).
     const raw = 'raw' in request.image ? movableCopy(request.image.raw) : null;
-    const job: WorkerJob = { id: this.nextId++, request: raw && 'raw' in request.image ? { ...request, image: { ...request.image, raw } } : request };
+    const job: WorkerJob = { id: this.nextId++, request: raw && 'raw' in request.image ? { ...request, image: { ...request.image, raw } } : request, ...(alone ? { alone } : {}) };
     return new Promise((resolve, reject) => {
       slot.pending = { resolve, reject };
       slot.worker.postMessage(job, raw ? [raw.buffer as ArrayBuffer] : []);
     });
   }
 
-  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number } {
-    return { ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads, ...this.decoder.stats() };
+  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number } {
+    return {
+      ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads,
+      alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null, alone_jobs: this.aloneJobs, ...this.decoder.stats(),
+    };
   }
 
   async close(): Promise<void> {

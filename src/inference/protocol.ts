@@ -9,6 +9,11 @@ export interface WorkerInit {
   providers: ProviderName[];
   deviceId: number;
   intraOpThreads: number;
+  /**
+   * When set, the worker also loads the models with this many ORT threads, for jobs the engine marks
+   * `alone` (dispatched while no other job runs): a lone request gets the cores, a busy box one thread per job.
+   */
+  aloneIntraOpThreads?: number;
   graphOptimization: OptimizationLevel | 'auto';
   /** Levels the first worker chose under 'auto': every later worker uses them, so all workers give identical results. */
   optimization?: { detector: OptimizationLevel; recognizer: OptimizationLevel };
@@ -17,7 +22,7 @@ export interface WorkerInit {
   liveness?: (LivenessModelSpec & { path: string })[];
 }
 
-export interface WorkerJob { id: number; request: AnalyzeRequest }
+export interface WorkerJob { id: number; request: AnalyzeRequest; /** Run on the aloneIntraOpThreads sessions. */ alone?: boolean }
 
 /** Asks a worker to finish its job, release its models (liveness peers included) and exit by itself. */
 export interface WorkerClose { type: 'close' }
@@ -28,6 +33,8 @@ export type WorkerReply =
   | {
       type: 'result';
       id: number;
+      /** The job ran on the aloneIntraOpThreads sessions. */
+      alone?: boolean;
       result?: AnalyzeResult;
       error?: { status: number; code: string; message: string; details: Record<string, unknown>; internal?: boolean };
     };

@@ -7,23 +7,23 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Errors, isApiError } from '../contract/errors.js';
 import { FacePipeline, type AnalyzeRequest, type PackSessions } from './pipeline.js';
 import { loadLivenessModels, type LivenessModel } from './livenessModel.js';
-import { ort, tunedSession, type SessionSettings } from './sessions.js';
+import { ort, tunedSession, type OptimizationLevel, type SessionSettings } from './sessions.js';
 import type { WorkerInit, WorkerReply, WorkerJob, WorkerClose } from './protocol.js';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
 
-async function start(): Promise<FacePipeline> {
-  const settings: SessionSettings = { providers: init.providers, deviceId: init.deviceId, intraOpThreads: init.intraOpThreads, graphOptimization: init.graphOptimization };
+interface LoadedSessions { detector: ort.InferenceSession; recognizer: ort.InferenceSession; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
+
+/** The detector and recognizer at `threads` ORT threads, warmed up at every configured size so the first job does not pay for shape planning. */
+async function loadSessions(settings: SessionSettings, optimization: WorkerInit['optimization']): Promise<LoadedSessions & { loadMs: number; warmupMs: number }> {
   const t0 = performance.now();
   const [rw, rh] = init.recognizer.input_size;
   const largest = [...init.warmupSizes].sort((a, b) => b[0] * b[1] - a[0] * a[1])[0] ?? [640, 640];
-  const det = await tunedSession(init.detector.path, { ...settings, ...(init.optimization ? { graphOptimization: init.optimization.detector } : {}) }, [1, 3, largest[1], largest[0]]);
-  const rec = await tunedSession(init.recognizer.path, { ...settings, ...(init.optimization ? { graphOptimization: init.optimization.recognizer } : {}) }, [1, 3, rh, rw]);
+  const det = await tunedSession(init.detector.path, { ...settings, ...(optimization ? { graphOptimization: optimization.detector } : {}) }, [1, 3, largest[1], largest[0]]);
+  const rec = await tunedSession(init.recognizer.path, { ...settings, ...(optimization ? { graphOptimization: optimization.recognizer } : {}) }, [1, 3, rh, rw]);
   const detector = det.session, recognizer = rec.session;
   const loadMs = performance.now() - t0;
-  const pipeline = new FacePipeline({ detector: { spec: init.detector, session: detector }, recognizer: { spec: init.recognizer, session: recognizer } });
-  // Warm-up at every configured size so the first request does not pay for shape planning.
   const t1 = performance.now();
   for (const [w, h] of init.warmupSizes) {
     await detector.run({ [detector.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
@@ -33,11 +33,35 @@ async function start(): Promise<FacePipeline> {
   if (dim !== init.recognizer.embedding_dimension) {
     throw new Error(`recognizer output has ${dim} values but the pack declares ${init.recognizer.embedding_dimension}`);
   }
+  return { detector, recognizer, optimization: { detector: det.level, recognizer: rec.level }, loadMs, warmupMs: performance.now() - t1 };
+}
+
+/**
+ * The worker's pipelines: `shared` runs jobs while other jobs are in flight; `alone` (only when the engine
+ * asks for it: aloneIntraOpThreads) runs the same models with more ORT threads for a job the engine
+ * dispatches while nothing else runs. Both use the levels the first set chose, so results are identical.
+ */
+interface WorkerPipelines { shared: FacePipeline; alone: { pipeline: FacePipeline; sessions: LoadedSessions } | null }
+
+async function start(): Promise<WorkerPipelines> {
+  const settings: SessionSettings = { providers: init.providers, deviceId: init.deviceId, intraOpThreads: init.intraOpThreads, graphOptimization: init.graphOptimization };
+  const main = await loadSessions(settings, init.optimization);
+  let loadMs = main.loadMs, warmupMs = main.warmupMs;
+  let alone: WorkerPipelines['alone'] = null;
+  if (init.aloneIntraOpThreads) {
+    const sessions = await loadSessions({ ...settings, intraOpThreads: init.aloneIntraOpThreads }, main.optimization);
+    loadMs += sessions.loadMs;
+    warmupMs += sessions.warmupMs;
+    alone = { sessions, pipeline: new FacePipeline({ detector: { spec: init.detector, session: sessions.detector }, recognizer: { spec: init.recognizer, session: sessions.recognizer } }) };
+  }
+  const shared = new FacePipeline({ detector: { spec: init.detector, session: main.detector }, recognizer: { spec: init.recognizer, session: main.recognizer } });
   const liveness = await loadLiveness(settings);
-  if (liveness) pipeline.useLiveness(liveness);
-  const optimization = { detector: det.level, recognizer: rec.level };
-  port.postMessage({ type: 'ready', loadMs, warmupMs: performance.now() - t1, optimization } satisfies WorkerReply);
-  return pipeline;
+  if (liveness) {
+    shared.useLiveness(liveness);
+    alone?.pipeline.useLiveness(liveness);
+  }
+  port.postMessage({ type: 'ready', loadMs, warmupMs, optimization: main.optimization } satisfies WorkerReply);
+  return { shared, alone };
 }
 
 class AddonInvalid extends Error {}
@@ -74,20 +98,25 @@ function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['e
 }
 
 start().then(
-  (pipeline) => {
+  ({ shared, alone }) => {
     let inFlight: Promise<unknown> = Promise.resolve();
     port.on('message', (msg: WorkerJob | WorkerClose) => {
       if ('type' in msg) {
         // Terminating a thread while a native run or a liveness peer is mid-call can abort the whole process
         // (a Napi::Error thrown during teardown), so the engine asks first: finish, close the peers, exit.
-        void inFlight.then(() => pipeline.close()).finally(() => process.exit(0));
+        // The liveness models are shared by both pipelines: `shared` closes them, `alone` only its sessions.
+        void inFlight
+          .then(() => Promise.allSettled([shared.close(), alone?.sessions.detector.release(), alone?.sessions.recognizer.release()]))
+          .finally(() => process.exit(0));
         return;
       }
       const job = msg;
+      const onAlone = job.alone === true && alone !== null;
+      const pipeline = onAlone ? alone.pipeline : shared;
       inFlight = pipeline.analyze(job.request as AnalyzeRequest).then(
         (result) => {
           const transfer = result.faces.flatMap((f) => (f.embedding ? [f.embedding.buffer as ArrayBuffer] : []));
-          port.postMessage({ type: 'result', id: job.id, result } satisfies WorkerReply, transfer);
+          port.postMessage({ type: 'result', id: job.id, result, ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply, transfer);
         },
         (e: unknown) => port.postMessage({ type: 'result', id: job.id, error: serializeError(e) } satisfies WorkerReply),
       );

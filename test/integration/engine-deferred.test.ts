@@ -37,3 +37,33 @@ test('a deferred request is built only when a worker is free, and its request is
   // Encoded images cannot be deferred (they go through the decode stage first).
   await t.throwsAsync(engine.analyze(() => ({ ...raw(single), image: { encoded: new Uint8Array([0xff, 0xd8, 0xff]) } })), { message: /raw image/ });
 });
+
+// With a second set of sessions for lone jobs, a job that runs alone uses it and jobs that overlap do not;
+// both sets give the same faces and the same embeddings (same models and optimisation levels, only the
+// ORT thread count differs).
+test('a job alone runs on the alone sessions, overlapping jobs on the shared ones, with the same results', async (t) => {
+  const modelsDir = await modelsDirWith('edge_s');
+  const pack = await loadInstalledPack(modelsDir, 'edge_s');
+  const engine = await InferenceEngine.start({ pack, providers: ['cpu'], deviceId: 0, workers: 2, intraOpThreads: 1, aloneIntraOpThreads: 2, graphOptimization: 'extended', warmupSizes: profile.input_sizes });
+  t.teardown(() => engine.close());
+  t.like(engine.stats(), { workers: 2, intra_op_threads: 1, alone_intra_op_threads: 2, alone_jobs: 0 });
+  const group = await decodeImage(readFileSync(`${FACES}groups/t1_friends.jpg`), limits);
+  const req: AnalyzeRequest = { image: { raw: group.data, width: group.width, height: group.height }, limits, profile, maxFaces: 100, embed: 'all' };
+
+  const lone = await engine.analyze(req);
+  t.is(engine.stats().alone_jobs, 1, 'the lone job ran on the alone sessions');
+  const overlapping = await Promise.all([engine.analyze(req), engine.analyze(req)]);
+  t.is(engine.stats().alone_jobs, 1, 'two jobs that hold the limiter together both run on the shared sessions');
+
+  t.true(lone.faces.length >= 4);
+  for (const other of overlapping) {
+    t.is(other.faces.length, lone.faces.length);
+    other.faces.forEach((f, i) => {
+      const a = lone.faces[i]!;
+      t.deepEqual(f.box.map((v) => Math.round(v)), a.box.map((v) => Math.round(v)));
+      let dot = 0;
+      for (let j = 0; j < a.embedding!.length; j++) dot += a.embedding![j]! * f.embedding![j]!;
+      t.true(dot > 0.9999, `face ${i}: cosine ${dot}`);
+    });
+  }
+});
