@@ -172,7 +172,6 @@ function embeddingsCall(url: string, path = '/v1/embeddings'): Promise<void> {
   });
 }
 
-/** `total` requests from `concurrency` clients; photos/s and the daemon's CPU ms per photo (its process only). */
 /** Jobs the daemon ran on its alone sessions so far (two ORT threads for a job with no other in flight). */
 async function aloneJobs(d: DaemonProcess): Promise<number> {
   const res = await fetch(`${d.url}/v1/system`, { headers: { authorization: `Bearer ${KEY}` } });
@@ -180,6 +179,7 @@ async function aloneJobs(d: DaemonProcess): Promise<number> {
   return body.runtime?.inference_concurrency?.alone_jobs ?? 0;
 }
 
+/** `total` requests from `concurrency` clients; photos/s and the daemon's CPU ms per photo (its process only). */
 async function concurrentRun(d: DaemonProcess, path: string, concurrency: number, total: number) {
   const alone0 = await aloneJobs(d);
   let next = 0;
