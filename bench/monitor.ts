@@ -14,8 +14,10 @@
  *     when the confirming frame reached the daemon (the goal's "after its frame is decoded")
  *   - RSS sampled every 5 s over the run (it must stay flat)
  * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
- *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3]
- *   -> prints JSON, writes bench/results/monitor.json
+ *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3] [--decode-only]
+ *   --decode-only: only the daemon's idle floor and the decode-only comparison with gst-launch-1.0 per N
+ *   (no 5 fps run, no capacity runs; --duration is ignored)
+ *   -> prints JSON, writes bench/results/monitor.json (monitor-decode.json with --decode-only)
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
@@ -46,9 +48,11 @@ const { values } = parseArgs({
     // Extra [monitors] / [inference] settings for a comparison run, e.g. "monitors.reidentify_interval_seconds=0,
     // monitors.trim_letterbox=false,inference.intra_op_threads=1" (default: the product defaults).
     set: { type: 'string', default: '' },
+    'decode-only': { type: 'boolean', default: false },
   },
 });
-const CAPACITY = values.capacity ? values.capacity.split(',').map(Number) : [];
+const DECODE_ONLY = values['decode-only'];
+const CAPACITY = !DECODE_ONLY && values.capacity ? values.capacity.split(',').map(Number) : [];
 const CAPACITY_S = Number(values['capacity-seconds']);
 const CONFIRM = Number(values['confirm-frames']);
 const DURATION_S = Number(values.duration);
@@ -156,12 +160,27 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   // Phase 1: decode-dominated (inference at 0.1 fps), then gst-launch-1.0 with the same pipeline.
   let ids = await createMonitors(d, n, url, 0.1);
   await sleep(3000);
-  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now();
+  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now(), decodeLoad0 = loadavg()[0]!;
   const decodeCpu = await cpuOver(DECODE_S * 1000);
   const decodeByThread = byThread([dth0], [threadCpuSeconds(process.pid)], (performance.now() - dt0) / 1000);
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
   const gst = await gstLaunchCpu(n, url);
   const gstCpu = gst.total;
+  const decode = {
+    streams: n,
+    daemon_idle_cpu_percent: idleCpu,
+    decode_only_cpu_percent: decodeCpu,
+    gst_launch_same_pipeline_cpu_percent: gstCpu,
+    decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
+    // Where it goes: GStreamer's own threads (receive, depayload, decode, drop, scale, convert) against
+    // gst-launch's same threads, and the rest (main: the frame copied into JS and handed on; node: the
+    // libuv pool's parked pulls, the inference workers at 0.1 fps, V8's helpers).
+    decode_only_cpu_by_thread: decodeByThread,
+    gst_launch_cpu_by_thread: gst.by_thread,
+    decode_only_gstreamer_threads_ratio: gstreamerShare(gst.by_thread) > 0 ? r1((gstreamerShare(decodeByThread) / gstreamerShare(gst.by_thread)) * 100) / 100 : null,
+    decode_load_average_1m: [r1(decodeLoad0), r1(loadavg()[0]!)],
+  };
+  if (DECODE_ONLY) return decode;
   // Phase 2: inference at 5 fps for the run duration.
   ids = await createMonitors(d, n, url, INFER_FPS);
   await sleep(5000);
@@ -207,17 +226,7 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const half = Math.floor(rss.length / 2);
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
-    streams: n,
-    daemon_idle_cpu_percent: idleCpu,
-    decode_only_cpu_percent: decodeCpu,
-    gst_launch_same_pipeline_cpu_percent: gstCpu,
-    decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
-    // Where it goes: GStreamer's own threads (receive, depayload, decode, drop, scale, convert) against
-    // gst-launch's same threads, and the rest (main: the frame copied into JS and handed on; node: the
-    // libuv pool's parked pulls, the inference workers at 0.1 fps, V8's helpers).
-    decode_only_cpu_by_thread: decodeByThread,
-    gst_launch_cpu_by_thread: gst.by_thread,
-    decode_only_gstreamer_threads_ratio: gstreamerShare(gst.by_thread) > 0 ? r1((gstreamerShare(decodeByThread) / gstreamerShare(gst.by_thread)) * 100) / 100 : null,
+    ...decode,
     cpu_percent: r1(((c.user + c.system) / 1000 / wallMs) * 100),
     rtsp_server_cpu_percent: srvCpu,
     decoded_fps_per_stream: s1.map((s, i) => r1((s.inference.decoded_frames - s0[i].inference.decoded_frames) / secs)),
@@ -302,4 +311,5 @@ const out = {
 };
 console.log(JSON.stringify(out, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });
-writeFileSync(join(REPO, 'bench/results/monitor.json'), JSON.stringify(out, null, 2));
+// A decode-only run keeps the full run's results file.
+writeFileSync(join(REPO, `bench/results/${DECODE_ONLY ? 'monitor-decode' : 'monitor'}.json`), JSON.stringify(out, null, 2));
