@@ -23,9 +23,12 @@ export interface SessionDeps extends FrameProcessorDeps {
   events?: MonitorEventSink;
 }
 
-/** The later of two frames of one session (the reader's newest can only move forward, or be null). */
-function newer(latest: Frame | null, fallback: Frame): Frame {
-  return latest && latest.sequence > fallback.sequence ? latest : fallback;
+/**
+ * The later of two frames of one session (the reader's newest only moves forward; null before the first
+ * frame). The reader's newest, even while disconnected: an older frame's pixels may have been released.
+ */
+function newer(newest: Frame | null, fallback: Frame): Frame {
+  return newest && newest.sequence > fallback.sequence ? newest : fallback;
 }
 
 export type MonitorStatus = 'starting' | 'running' | 'reconnecting' | 'degraded' | 'stopped' | 'error';
@@ -129,7 +132,7 @@ export class MonitorSession {
   }
 
   private onFrame(frame: Frame): void {
-    if (this.record.preview_enabled) this.preview.offer(frame.data, frame.width, frame.height);
+    if (this.record.preview_enabled) this.preview.offer(frame);
     this.wake?.();
   }
 
@@ -155,7 +158,7 @@ export class MonitorSession {
         // Confirmed tracks identified less than reidentifyMs ago keep their identity when their face is
         // detected in nearly the same box: the worker skips those embeddings.
         const known = this.activity.knownTracks(Date.now(), this.deps.reidentifyMs);
-        const result = await this.processor.process(() => newer(this.reader.latest, frame), this.record, this.abort.signal, known);
+        const result = await this.processor.process(() => newer(this.reader.newest, frame), this.record, this.abort.signal, known);
         if (this.stopped) break;
         this.activity.frameProcessed(result.frame.sequence, result, Date.now(), performance.now() - started, result.frame);
         this.activity.clearError('inference');
