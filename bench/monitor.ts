@@ -30,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
-import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
+import { processCpuSeconds, threadCpuByTid, threadCpuSeconds, threadRoles } from './procStat.js';
 
 // Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start.
 if (!process.env.UV_THREADPOOL_SIZE) {
@@ -82,6 +82,18 @@ async function cpuOver(ms: number): Promise<number> {
 function byThread(before: Map<string, number>[], after: Map<string, number>[], seconds: number): Record<string, number> {
   const sum = new Map<string, number>();
   after.forEach((a, i) => { for (const [k, v] of a) sum.set(k, (sum.get(k) ?? 0) + v - (before[i]!.get(k) ?? 0)); });
+  return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
+}
+
+/** CPU % (100 = one core) per thread role (threadRoles) between two threadCpuByTid snapshots of this process. */
+function byRole(before: Map<number, { seconds: number }>, after: Map<number, { name: string; seconds: number }>, seconds: number): Record<string, number> | null {
+  const roles = threadRoles(process.pid);
+  if (!roles) return null;
+  const sum = new Map<string, number>();
+  for (const [tid, a] of after) {
+    const role = roles.get(tid) ?? a.name.replace(/\d+$/, '#');
+    sum.set(role, (sum.get(role) ?? 0) + a.seconds - (before.get(tid)?.seconds ?? 0));
+  }
   return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
 }
 
@@ -156,19 +168,24 @@ async function capacityRun(n: number, d: TestDaemon, url: string, seconds: numbe
 
 async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
   // Phase 0: the daemon with no monitor (HTTP server, event history timers): its floor.
+  const ith0 = threadCpuSeconds(process.pid), it0 = performance.now();
   const idleCpu = await cpuOver(Math.min(DECODE_S, 10) * 1000);
+  const idleByThread = byThread([ith0], [threadCpuSeconds(process.pid)], (performance.now() - it0) / 1000);
   // Phase 1: decode-dominated (inference at 0.1 fps), then gst-launch-1.0 with the same pipeline.
   let ids = await createMonitors(d, n, url, 0.1);
   await sleep(3000);
-  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now(), decodeLoad0 = loadavg()[0]!;
+  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now(), decodeLoad0 = loadavg()[0]!, tid0 = threadCpuByTid(process.pid);
   const decodeCpu = await cpuOver(DECODE_S * 1000);
-  const decodeByThread = byThread([dth0], [threadCpuSeconds(process.pid)], (performance.now() - dt0) / 1000);
+  const decodeSecs = (performance.now() - dt0) / 1000;
+  const decodeByThread = byThread([dth0], [threadCpuSeconds(process.pid)], decodeSecs);
+  const decodeByRole = byRole(tid0, threadCpuByTid(process.pid), decodeSecs);
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
   const gst = await gstLaunchCpu(n, url);
   const gstCpu = gst.total;
   const decode = {
     streams: n,
     daemon_idle_cpu_percent: idleCpu,
+    daemon_idle_cpu_by_thread: idleByThread,
     decode_only_cpu_percent: decodeCpu,
     gst_launch_same_pipeline_cpu_percent: gstCpu,
     decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
@@ -177,6 +194,9 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
     // libuv pool's parked pulls, the inference workers at 0.1 fps, V8's helpers).
     decode_only_cpu_by_thread: decodeByThread,
     gst_launch_cpu_by_thread: gst.by_thread,
+    // The same window by what each thread is (one gdb snapshot of the stacks after it; null without gdb):
+    // V8's platform threads (GC), libuv's pool, the workers' JS threads, ONNX Runtime's pools, GStreamer's.
+    decode_only_cpu_by_role: decodeByRole,
     decode_only_gstreamer_threads_ratio: gstreamerShare(gst.by_thread) > 0 ? r1((gstreamerShare(decodeByThread) / gstreamerShare(gst.by_thread)) * 100) / 100 : null,
     decode_load_average_1m: [r1(decodeLoad0), r1(loadavg()[0]!)],
   };
