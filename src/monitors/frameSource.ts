@@ -175,17 +175,29 @@ export class GstFrameSource {
     pipeline.play();
     this.pulling = true;
     sink.pullSample(onSample);
-    this.watchdog = setInterval(() => {
-      const now = Date.now();
-      if (this.lastFrameAt === 0 && now - this.startedAt > this.options.openTimeoutMs) this.fail(`no frame within ${this.options.openTimeoutMs / 1000} s of connecting`);
-      else if (this.lastFrameAt > 0 && now - this.lastFrameAt > this.options.readTimeoutMs) this.fail(`no frame for ${this.options.readTimeoutMs / 1000} s`);
-    }, 250);
+    this.watch();
+  }
+
+  /**
+   * The open / read timeout: one timer set for the moment the source would time out, set again for the
+   * new moment when frames came meanwhile (a timer per timeout period instead of a check every 250 ms).
+   */
+  private watch(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    const left = this.lastFrameAt === 0 ? this.startedAt + this.options.openTimeoutMs - now : this.lastFrameAt + this.options.readTimeoutMs - now;
+    if (left > 0) {
+      this.watchdog = setTimeout(() => this.watch(), left + 1);
+      return;
+    }
+    this.watchdog = null;
+    this.fail(this.lastFrameAt === 0 ? `no frame within ${this.options.openTimeoutMs / 1000} s of connecting` : `no frame for ${this.options.readTimeoutMs / 1000} s`);
   }
 
   /** Idempotent. Stopping the pipeline also releases a pull that is waiting for a frame. */
   stop(): void {
     this.stopped = true;
-    if (this.watchdog) clearInterval(this.watchdog);
+    if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
     this.pipeline?.stop();
     if (!this.pulling) this.dispose();
