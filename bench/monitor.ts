@@ -168,9 +168,9 @@ async function capacityRun(n: number, d: TestDaemon, url: string, seconds: numbe
 
 async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
   // Phase 0: the daemon with no monitor (HTTP server, event history timers): its floor.
-  const ith0 = threadCpuSeconds(process.pid), it0 = performance.now();
+  const ith0 = threadCpuByTid(process.pid), it0 = performance.now();
   const idleCpu = await cpuOver(Math.min(DECODE_S, 10) * 1000);
-  const idleByThread = byThread([ith0], [threadCpuSeconds(process.pid)], (performance.now() - it0) / 1000);
+  const idleByThread = byRole(ith0, threadCpuByTid(process.pid), (performance.now() - it0) / 1000);
   // Phase 1: decode-dominated (inference at 0.1 fps), then gst-launch-1.0 with the same pipeline.
   let ids = await createMonitors(d, n, url, 0.1);
   await sleep(3000);
@@ -185,7 +185,7 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const decode = {
     streams: n,
     daemon_idle_cpu_percent: idleCpu,
-    daemon_idle_cpu_by_thread: idleByThread,
+    daemon_idle_cpu_by_role: idleByThread,
     decode_only_cpu_percent: decodeCpu,
     gst_launch_same_pipeline_cpu_percent: gstCpu,
     decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
