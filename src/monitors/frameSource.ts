@@ -47,6 +47,11 @@ interface GstSample {
   readonly size: number;
   /** The pixels in a new Buffer. Throws once released. */
   copy(): Buffer;
+  /**
+   * The pixels without a copy: a Buffer over GStreamer's mapped buffer, which it keeps (outliving
+   * release()) until V8 collects it; V8 counts it as external memory. Throws once released.
+   */
+  view(): Buffer;
   /** Hands the buffer back to GStreamer now (idempotent); otherwise when the sample is collected. */
   release(): void;
 }
@@ -222,12 +227,14 @@ export class GstFrameSource {
 }
 
 /**
- * The pixels of one pulled frame, still in GStreamer's buffer. `read()` copies them into JS (tightly
- * packed RGB), hands the buffer back and returns the same copy on every later call; `release()` hands the
- * buffer back unread. Most frames are never read (the inference loop takes the newest one when a worker is
- * free; below the pipeline's max_fps the others are only counted), and a frame that is not read is not
- * copied: 2.7 MB at 1280x720 and, above all, no new 2.7 MB of V8 external memory per frame, whose growth
- * made V8 run a full garbage collection every second or two with a few streams (see vendor/README.md).
+ * The pixels of one pulled frame, still in GStreamer's buffer. `read()` returns them as tightly packed RGB,
+ * the same array on every call: a view of GStreamer's buffer when its rows are packed already (1280x720:
+ * no copy; the buffer goes back to its pool when V8 collects the view), else a packed copy; `release()`
+ * hands the buffer back unread. Most frames are never read (the inference loop takes the newest one when a
+ * worker is free; below the pipeline's max_fps the others are only counted), and a frame that is not read
+ * costs JS nothing: upstream's pull copied every frame into a new Buffer, 2.7 MB at 1280x720 of new V8
+ * external memory per frame, whose growth made V8 run a full garbage collection every second or two with
+ * a few streams (see vendor/README.md).
  */
 export class FramePixels {
   private data: Uint8Array | null = null;
@@ -243,7 +250,7 @@ export class FramePixels {
   read(): Uint8Array {
     if (this.data) return this.data;
     if (!this.sample) throw new Error('the frame was released before it was read');
-    const buf = this.sample.copy();
+    const buf = this.sample.view();
     this.release();
     // The size was checked when the frame was pulled.
     this.data = packRgb(buf, this.width, this.height)!;
