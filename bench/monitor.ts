@@ -14,7 +14,7 @@
  *     when the confirming frame reached the daemon (the goal's "after its frame is decoded")
  *   - RSS sampled every 5 s over the run (it must stay flat)
  * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
- *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3] [--decode-only]
+ *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3] [--decode-only] [--settle-seconds 0]
  *   --decode-only: only the daemon's idle floor and the decode-only comparison with gst-launch-1.0 per N
  *   (no 5 fps run, no capacity runs; --duration is ignored)
  *   -> prints JSON, writes bench/results/monitor.json (monitor-decode.json with --decode-only)
@@ -49,6 +49,9 @@ const { values } = parseArgs({
     // monitors.trim_letterbox=false,inference.intra_op_threads=1" (default: the product defaults).
     set: { type: 'string', default: '' },
     'decode-only': { type: 'boolean', default: false },
+    // Seconds to wait after the daemon has started (and enrolled) before phase 0, so the measurements do not
+    // include its start-up tail (V8's memory-reducing GCs and late compilation, ~1 % of a core for ~30 s).
+    'settle-seconds': { type: 'string', default: '0' },
   },
 });
 const DECODE_ONLY = values['decode-only'];
@@ -304,6 +307,7 @@ const frameAt = new Map<string, number>();
   };
 }
 await enrollObamaBiden(d, 'bench');
+await sleep(Number(values['settle-seconds']) * 1000);
 const results = [];
 const capacity: Awaited<ReturnType<typeof capacityRun>>[] = [];
 try {
@@ -325,7 +329,7 @@ const out = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, load_average_at_end: loadavg().map(r1) },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
-  settings: values.set || 'defaults', inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
+  settings: values.set || 'defaults', settle_seconds: Number(values['settle-seconds']), inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
   streams_sustained: capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0),
   streams_per_core: r1(capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
 };
