@@ -1,7 +1,8 @@
 /**
  * Native memory of the monitor decode path, where the npm gstreamer-superficial leaked (vendor/README.md):
  *   1. per pulled frame: 200k appsink pulls of a tiny videotestsrc frame through the addon (upstream leaked
- *      ~70 bytes of caps strings per frame), RSS growth after a 20k-pull warm-up;
+ *      ~70 bytes of caps strings per frame), RSS growth after a 20k-pull warm-up; with `pull` (a copy per
+ *      frame) and with `pullSample` (the frame source's: the sample released unread);
  *   2. per reconnect: N connect/stop cycles of the real frame source (RTSP server on loopback, 1280x720
  *      H.264, the default decode pipeline), RSS after a forced GC every 10 cycles (upstream kept the whole
  *      pipeline: ~5.7 MB per reconnect).
@@ -25,15 +26,25 @@ if (!gc) throw new Error('run with node --expose-gc');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const mb = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 
-type Sink = { pull(cb: (buf: Buffer | null) => void): void };
+type Sample = { size: number; release(): void };
+type Sink = { pull(cb: (buf: Buffer | null) => void): void; pullSample(cb: (s: Sample | null) => void): void };
 const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as { Pipeline: new (l: string) => { play(): void; dispose(): void; findChild(n: string): Sink } };
 
-/** Bytes of RSS per pulled frame after a warm-up (0 when nothing leaks; noise is a few bytes). */
-async function bytesPerPull(): Promise<{ pulls: number; rss_growth_mb: number; bytes_per_frame: number }> {
+/**
+ * Bytes of RSS per pulled frame after a warm-up (0 when nothing leaks; noise is a few bytes): `pull` (a
+ * copy per frame, upstream's API) or `pullSample` (what the frame source uses: the sample released unread).
+ */
+async function bytesPerPull(api: 'pull' | 'pullSample'): Promise<{ pulls: number; rss_growth_mb: number; bytes_per_frame: number }> {
   const p = new Pipeline('videotestsrc ! video/x-raw,format=RGB,width=16,height=16,framerate=25/1 ! appsink name=sink max-buffers=1 sync=false');
   const sink = p.findChild('sink');
   p.play();
-  const pull = () => new Promise<void>((resolve, reject) => sink.pull((buf) => (buf ? resolve() : reject(new Error('end of stream')))));
+  const pull = api === 'pull'
+    ? () => new Promise<void>((resolve, reject) => sink.pull((buf) => (buf ? resolve() : reject(new Error('end of stream')))))
+    : () => new Promise<void>((resolve, reject) => sink.pullSample((s) => {
+      if (!s) return reject(new Error('end of stream'));
+      s.release();
+      resolve();
+    }));
   const warmup = 20_000;
   let base = 0;
   for (let i = 1; i <= PULLS; i++) {
@@ -48,7 +59,8 @@ async function bytesPerPull(): Promise<{ pulls: number; rss_growth_mb: number; b
   p.dispose();
   return { pulls: PULLS - warmup, rss_growth_mb: mb(growth), bytes_per_frame: Math.round(growth / (PULLS - warmup)) };
 }
-const perFrame = await bytesPerPull();
+const perFrame = await bytesPerPull('pull');
+const perSample = await bytesPerPull('pullSample');
 
 const frames = await renderScenario([{ image: null, seconds: 2 }], { width: 1280, height: 720, fps: 25 });
 const server = await startRtspServer({ frames, fps: 25 });
@@ -80,6 +92,7 @@ const mx = pts.reduce((a, p) => a + p.cycles, 0) / pts.length, my = pts.reduce((
 const slope = pts.reduce((a, p) => a + (p.cycles - mx) * (p.rss_mb - my), 0) / pts.reduce((a, p) => a + (p.cycles - mx) ** 2, 0);
 const result = {
   per_frame: perFrame,
+  per_sample: perSample,
   cycles: CYCLES, stream: '1280x720 H.264 25 fps', seconds: Math.round((performance.now() - t0) / 100) / 10,
   rss_mb_per_reconnect: Math.round(slope * 1000) / 1000, samples,
 };

@@ -14,8 +14,10 @@
  *     when the confirming frame reached the daemon (the goal's "after its frame is decoded")
  *   - RSS sampled every 5 s over the run (it must stay flat)
  * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
- *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3]
- *   -> prints JSON, writes bench/results/monitor.json
+ *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3] [--decode-only] [--settle-seconds 0]
+ *   --decode-only: only the daemon's idle floor and the decode-only comparison with gst-launch-1.0 per N
+ *   (no 5 fps run, no capacity runs; --duration is ignored)
+ *   -> prints JSON, writes bench/results/monitor.json (monitor-decode.json with --decode-only)
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
@@ -28,7 +30,7 @@ import { parseArgs } from 'node:util';
 import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
-import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
+import { processCpuSeconds, threadCpuByTid, threadCpuSeconds, threadRoles } from './procStat.js';
 
 // Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start.
 if (!process.env.UV_THREADPOOL_SIZE) {
@@ -46,9 +48,14 @@ const { values } = parseArgs({
     // Extra [monitors] / [inference] settings for a comparison run, e.g. "monitors.reidentify_interval_seconds=0,
     // monitors.trim_letterbox=false,inference.intra_op_threads=1" (default: the product defaults).
     set: { type: 'string', default: '' },
+    'decode-only': { type: 'boolean', default: false },
+    // Seconds to wait after the daemon has started (and enrolled) before phase 0, so the measurements do not
+    // include its start-up tail (V8's memory-reducing GCs and late compilation, ~1 % of a core for ~30 s).
+    'settle-seconds': { type: 'string', default: '0' },
   },
 });
-const CAPACITY = values.capacity ? values.capacity.split(',').map(Number) : [];
+const DECODE_ONLY = values['decode-only'];
+const CAPACITY = !DECODE_ONLY && values.capacity ? values.capacity.split(',').map(Number) : [];
 const CAPACITY_S = Number(values['capacity-seconds']);
 const CONFIRM = Number(values['confirm-frames']);
 const DURATION_S = Number(values.duration);
@@ -78,6 +85,18 @@ async function cpuOver(ms: number): Promise<number> {
 function byThread(before: Map<string, number>[], after: Map<string, number>[], seconds: number): Record<string, number> {
   const sum = new Map<string, number>();
   after.forEach((a, i) => { for (const [k, v] of a) sum.set(k, (sum.get(k) ?? 0) + v - (before[i]!.get(k) ?? 0)); });
+  return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
+}
+
+/** CPU % (100 = one core) per thread role (threadRoles) between two threadCpuByTid snapshots of this process. */
+function byRole(before: Map<number, { seconds: number }>, after: Map<number, { name: string; seconds: number }>, seconds: number): Record<string, number> | null {
+  const roles = threadRoles(process.pid);
+  if (!roles) return null;
+  const sum = new Map<string, number>();
+  for (const [tid, a] of after) {
+    const role = roles.get(tid) ?? a.name.replace(/\d+$/, '#');
+    sum.set(role, (sum.get(role) ?? 0) + a.seconds - (before.get(tid)?.seconds ?? 0));
+  }
   return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
 }
 
@@ -152,16 +171,39 @@ async function capacityRun(n: number, d: TestDaemon, url: string, seconds: numbe
 
 async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
   // Phase 0: the daemon with no monitor (HTTP server, event history timers): its floor.
+  const ith0 = threadCpuByTid(process.pid), it0 = performance.now();
   const idleCpu = await cpuOver(Math.min(DECODE_S, 10) * 1000);
+  const idleByThread = byRole(ith0, threadCpuByTid(process.pid), (performance.now() - it0) / 1000);
   // Phase 1: decode-dominated (inference at 0.1 fps), then gst-launch-1.0 with the same pipeline.
   let ids = await createMonitors(d, n, url, 0.1);
   await sleep(3000);
-  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now();
+  const dth0 = threadCpuSeconds(process.pid), dt0 = performance.now(), decodeLoad0 = loadavg()[0]!, tid0 = threadCpuByTid(process.pid);
   const decodeCpu = await cpuOver(DECODE_S * 1000);
-  const decodeByThread = byThread([dth0], [threadCpuSeconds(process.pid)], (performance.now() - dt0) / 1000);
+  const decodeSecs = (performance.now() - dt0) / 1000;
+  const decodeByThread = byThread([dth0], [threadCpuSeconds(process.pid)], decodeSecs);
+  const decodeByRole = byRole(tid0, threadCpuByTid(process.pid), decodeSecs);
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
   const gst = await gstLaunchCpu(n, url);
   const gstCpu = gst.total;
+  const decode = {
+    streams: n,
+    daemon_idle_cpu_percent: idleCpu,
+    daemon_idle_cpu_by_role: idleByThread,
+    decode_only_cpu_percent: decodeCpu,
+    gst_launch_same_pipeline_cpu_percent: gstCpu,
+    decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
+    // Where it goes: GStreamer's own threads (receive, depayload, decode, drop, scale, convert) against
+    // gst-launch's same threads, and the rest (main: the frame copied into JS and handed on; node: the
+    // libuv pool's parked pulls, the inference workers at 0.1 fps, V8's helpers).
+    decode_only_cpu_by_thread: decodeByThread,
+    gst_launch_cpu_by_thread: gst.by_thread,
+    // The same window by what each thread is (one gdb snapshot of the stacks after it; null without gdb):
+    // V8's platform threads (GC), libuv's pool, the workers' JS threads, ONNX Runtime's pools, GStreamer's.
+    decode_only_cpu_by_role: decodeByRole,
+    decode_only_gstreamer_threads_ratio: gstreamerShare(gst.by_thread) > 0 ? r1((gstreamerShare(decodeByThread) / gstreamerShare(gst.by_thread)) * 100) / 100 : null,
+    decode_load_average_1m: [r1(decodeLoad0), r1(loadavg()[0]!)],
+  };
+  if (DECODE_ONLY) return decode;
   // Phase 2: inference at 5 fps for the run duration.
   ids = await createMonitors(d, n, url, INFER_FPS);
   await sleep(5000);
@@ -207,17 +249,7 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const half = Math.floor(rss.length / 2);
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return {
-    streams: n,
-    daemon_idle_cpu_percent: idleCpu,
-    decode_only_cpu_percent: decodeCpu,
-    gst_launch_same_pipeline_cpu_percent: gstCpu,
-    decode_only_ratio_to_gst_launch: gstCpu > 0 ? r1((decodeCpu / gstCpu) * 100) / 100 : null,
-    // Where it goes: GStreamer's own threads (receive, depayload, decode, drop, scale, convert) against
-    // gst-launch's same threads, and the rest (main: the frame copied into JS and handed on; node: the
-    // libuv pool's parked pulls, the inference workers at 0.1 fps, V8's helpers).
-    decode_only_cpu_by_thread: decodeByThread,
-    gst_launch_cpu_by_thread: gst.by_thread,
-    decode_only_gstreamer_threads_ratio: gstreamerShare(gst.by_thread) > 0 ? r1((gstreamerShare(decodeByThread) / gstreamerShare(gst.by_thread)) * 100) / 100 : null,
+    ...decode,
     cpu_percent: r1(((c.user + c.system) / 1000 / wallMs) * 100),
     rtsp_server_cpu_percent: srvCpu,
     decoded_fps_per_stream: s1.map((s, i) => r1((s.inference.decoded_frames - s0[i].inference.decoded_frames) / secs)),
@@ -275,6 +307,7 @@ const frameAt = new Map<string, number>();
   };
 }
 await enrollObamaBiden(d, 'bench');
+await sleep(Number(values['settle-seconds']) * 1000);
 const results = [];
 const capacity: Awaited<ReturnType<typeof capacityRun>>[] = [];
 try {
@@ -296,10 +329,11 @@ const out = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, load_average_at_end: loadavg().map(r1) },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
-  settings: values.set || 'defaults', inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
+  settings: values.set || 'defaults', settle_seconds: Number(values['settle-seconds']), inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
   streams_sustained: capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0),
   streams_per_core: r1(capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
 };
 console.log(JSON.stringify(out, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });
-writeFileSync(join(REPO, 'bench/results/monitor.json'), JSON.stringify(out, null, 2));
+// A decode-only run keeps the full run's results file.
+writeFileSync(join(REPO, `bench/results/${DECODE_ONLY ? 'monitor-decode' : 'monitor'}.json`), JSON.stringify(out, null, 2));

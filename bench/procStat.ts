@@ -2,7 +2,10 @@
  * CPU time of a process from Linux's /proc, for the benches that run the daemon, gst-launch or raw
  * pipelines in processes of their own: utime + stime, in seconds (clock ticks of USER_HZ = 100).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Seconds of CPU from the fields after the command name (it may hold spaces and parentheses). */
 function statSeconds(stat: string): number {
@@ -30,4 +33,51 @@ export function threadCpuSeconds(pid: number): Map<string, number> {
     } catch { /* the thread ended */ }
   }
   return out;
+}
+
+/** CPU seconds and name (comm) per live thread id of a process. */
+export function threadCpuByTid(pid: number): Map<number, { name: string; seconds: number }> {
+  const out = new Map<number, { name: string; seconds: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      out.set(Number(tid), { name: st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')), seconds: statSeconds(st) });
+    } catch { /* the thread ended */ }
+  }
+  return out;
+}
+
+/**
+ * What each thread of a Node process is, from one snapshot of its stacks (gdb, a second's pause; null
+ * without gdb or when it cannot attach). Node's own threads are all named "node": this tells V8's platform
+ * threads (GC, compilation), libuv's pool, worker threads' JS threads and ONNX Runtime's pools apart.
+ */
+export function threadRoles(pid: number): Map<number, string> | null {
+  // Into a file, not a pipe: when `pid` is this process, its threads are stopped while gdb writes, and a
+  // full pipe that nobody reads would stop gdb too.
+  const dir = mkdtempSync(join(tmpdir(), 'vigil-roles-'));
+  let stacks = '';
+  try {
+    const fd = openSync(join(dir, 'bt.txt'), 'w');
+    const r = spawnSync('gdb', ['-p', String(pid), '-batch', '-nx', '-ex', 'thread apply all bt'], { stdio: ['ignore', fd, 'ignore'], timeout: 60_000 });
+    closeSync(fd);
+    if (r.status !== 0) return null;
+    stacks = readFileSync(join(dir, 'bt.txt'), 'utf8');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const roles = new Map<number, string>();
+  for (const block of stacks.split(/\n(?=Thread \d+ )/)) {
+    const m = /^Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\) "([^"]*)"\)/.exec(block);
+    if (!m) continue;
+    const tid = Number(m[1]);
+    roles.set(tid, tid === pid ? 'main'
+      : /Worker::Run\b/.test(block) ? 'worker thread JS'
+      : /PlatformWorkerThread|DelayedTaskScheduler/.test(block) ? 'v8 platform (GC, compile)'
+      : /threadpool\.c/.test(block) ? 'libuv pool'
+      : /libonnxruntime/.test(block) ? 'onnxruntime pool'
+      : /inspector/.test(block) ? 'inspector'
+      : m[2]!.replace(/\d+$/, '#'));
+  }
+  return roles;
 }

@@ -2,7 +2,8 @@ import { createRequire } from 'node:module';
 
 /** One decoded RGB frame (tightly packed, 3 bytes per pixel). */
 export interface Frame {
-  data: Uint8Array;
+  /** The reader's frames copy their pixels out of GStreamer on the first read (FramePixels). */
+  readonly data: Uint8Array;
   width: number;
   height: number;
   /** 1, 2, ... per session: gaps seen by inference are the dropped frames. */
@@ -27,18 +28,40 @@ export interface FrameSourceHandlers {
   /** Caps of the first frame (and on a change): size and the source frame rate when known. */
   caps(info: { width: number; height: number; fps: number | null }): void;
   /**
-   * A frame for inference. `decoded`: frames the decoder produced on this connection so far (read from the
-   * element named `rate`, the videorate that drops the surplus; without one, every frame is delivered);
-   * `sourceFps`: the source's rate when known (caps, or measured from that counter).
+   * A frame for inference, its pixels still in GStreamer's buffer (see FramePixels: the handler releases
+   * them when it no longer needs them, or they are released when collected). `decoded`: frames the decoder
+   * produced on this connection so far (read from the element named `rate`, the videorate that drops the
+   * surplus; without one, every frame is delivered); `sourceFps`: the source's rate when known (caps, or
+   * measured from that counter).
    */
-  frame(data: Uint8Array, width: number, height: number, decoded: number, sourceFps: number | null): void;
+  frame(pixels: FramePixels, width: number, height: number, decoded: number, sourceFps: number | null): void;
   /** The source stopped by itself (timeout, end of stream, error). Called once; the source is stopped. */
   failed(reason: string): void;
 }
 
 // The gstreamer-superficial surface we use (a native addon without type declarations).
 interface GstElement { [property: string]: unknown }
-interface GstAppSink { pull(cb: (buf: Buffer | null, caps: Record<string, unknown>) => void): void }
+/** Our build's addition (vendor/README.md): a pulled sample, its pixels still in GStreamer's buffer. */
+interface GstSample {
+  /** Bytes of the buffer; 0 once released. */
+  readonly size: number;
+  /** The pixels in a new Buffer. Throws once released. */
+  copy(): Buffer;
+  /**
+   * The pixels without a copy: a Buffer over GStreamer's mapped buffer, which it keeps (outliving
+   * release()) until V8 collects it; V8 counts it as external memory. Throws once released.
+   */
+  view(): Buffer;
+  /** Hands the buffer back to GStreamer now (idempotent); otherwise when the sample is collected. */
+  release(): void;
+}
+interface GstAppSink {
+  /**
+   * Our build's addition: the next sample (null at end of stream) without copying its pixels, and its caps
+   * as an object that stays the same object while the caps do.
+   */
+  pullSample(cb: (sample: GstSample | null, caps: Record<string, unknown>) => void): void;
+}
 interface GstPipeline {
   play(): void;
   stop(): void;
@@ -77,7 +100,8 @@ export class GstFrameSource {
   private stopped = false;
   private lastFrameAt = 0;
   private readonly startedAt = Date.now();
-  private lastCaps = '';
+  private lastCaps: Record<string, unknown> | null = null;
+  private lastCapsKey = '';
   /** A pull is parked in libuv's pool; the pipeline is disposed only once it has come back. */
   private pulling = false;
 
@@ -98,31 +122,38 @@ export class GstFrameSource {
     let measuredFps: number | null = null;
     let firstAt: number | null = null;
     let capsFps: number | null = null;
-    if (!src || !sink?.pull) {
+    if (!src || !sink?.pullSample) {
       pipeline.dispose();
       livePipelines--;
       throw new Error('the monitor pipeline needs elements named src and sink (an appsink)');
     }
     src.location = this.url;
     this.pipeline = pipeline;
-    const onSample = (buf: Buffer | null, caps: Record<string, unknown>) => {
+    let width = 0, height = 0;
+    const onSample = (sample: GstSample | null, caps: Record<string, unknown>) => {
       this.pulling = false;
       if (this.stopped) {
+        sample?.release();
         this.dispose();
         return;
       }
-      if (!buf) {
+      if (!sample) {
         this.fail('the stream ended');
         return;
       }
       this.lastFrameAt = Date.now();
-      const width = Number(caps.width), height = Number(caps.height);
-      const key = `${width}x${height}@${String(caps.framerate)}`;
-      if (key !== this.lastCaps) {
-        this.lastCaps = key;
-        capsFps = parseFramerate(caps.framerate);
-        const limitedCaps = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
-        this.handlers.caps({ width, height, fps: limitedCaps ? null : capsFps });
+      // The addon hands the same caps object while the caps stay the same.
+      if (caps !== this.lastCaps) {
+        this.lastCaps = caps;
+        width = Number(caps.width);
+        height = Number(caps.height);
+        const key = `${width}x${height}@${String(caps.framerate)}`;
+        if (key !== this.lastCapsKey) {
+          this.lastCapsKey = key;
+          capsFps = parseFramerate(caps.framerate);
+          const limitedCaps = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
+          this.handlers.caps({ width, height, fps: limitedCaps ? null : capsFps });
+        }
       }
       delivered++;
       // Behind a videorate the caps say the limited rate; the decoder's own count tells the source's.
@@ -136,30 +167,42 @@ export class GstFrameSource {
         else if (rateStart && now - rateStart.at >= 2000) measuredFps = Math.round(((decoded - rateStart.in) * 1000) / (now - rateStart.at) * 10) / 10;
       }
       const limited = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
-      const data = packRgb(buf, width, height);
-      if (data) this.handlers.frame(data, width, height, decoded, limited ? measuredFps : capsFps);
+      if (width > 0 && height > 0 && sample.size >= width * 3 * height) this.handlers.frame(new FramePixels(sample, width, height), width, height, decoded, limited ? measuredFps : capsFps);
+      else sample.release();
       if (this.stopped) {
         this.dispose(); // a frame handler stopped the source
         return;
       }
       this.pulling = true;
-      sink.pull!(onSample);
+      sink.pullSample!(onSample);
     };
     // Playing first: a pull that reaches an appsink which has not started yet returns "end of stream".
     pipeline.play();
     this.pulling = true;
-    sink.pull(onSample);
-    this.watchdog = setInterval(() => {
-      const now = Date.now();
-      if (this.lastFrameAt === 0 && now - this.startedAt > this.options.openTimeoutMs) this.fail(`no frame within ${this.options.openTimeoutMs / 1000} s of connecting`);
-      else if (this.lastFrameAt > 0 && now - this.lastFrameAt > this.options.readTimeoutMs) this.fail(`no frame for ${this.options.readTimeoutMs / 1000} s`);
-    }, 250);
+    sink.pullSample(onSample);
+    this.watch();
+  }
+
+  /**
+   * The open / read timeout: one timer set for the moment the source would time out, set again for the
+   * new moment when frames came meanwhile (a timer per timeout period instead of a check every 250 ms).
+   */
+  private watch(): void {
+    if (this.stopped) return;
+    const now = Date.now();
+    const left = this.lastFrameAt === 0 ? this.startedAt + this.options.openTimeoutMs - now : this.lastFrameAt + this.options.readTimeoutMs - now;
+    if (left > 0) {
+      this.watchdog = setTimeout(() => this.watch(), left + 1);
+      return;
+    }
+    this.watchdog = null;
+    this.fail(this.lastFrameAt === 0 ? `no frame within ${this.options.openTimeoutMs / 1000} s of connecting` : `no frame for ${this.options.readTimeoutMs / 1000} s`);
   }
 
   /** Idempotent. Stopping the pipeline also releases a pull that is waiting for a frame. */
   stop(): void {
     this.stopped = true;
-    if (this.watchdog) clearInterval(this.watchdog);
+    if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
     this.pipeline?.stop();
     if (!this.pulling) this.dispose();
@@ -180,6 +223,44 @@ export class GstFrameSource {
     if (this.stopped) return;
     this.stop();
     this.handlers.failed(reason);
+  }
+}
+
+/**
+ * The pixels of one pulled frame, still in GStreamer's buffer. `read()` returns them as tightly packed RGB,
+ * the same array on every call: a view of GStreamer's buffer when its rows are packed already (1280x720:
+ * no copy; the buffer goes back to its pool when V8 collects the view), else a packed copy; `release()`
+ * hands the buffer back unread. Most frames are never read (the inference loop takes the newest one when a
+ * worker is free; below the pipeline's max_fps the others are only counted), and a frame that is not read
+ * costs JS nothing: upstream's pull copied every frame into a new Buffer, 2.7 MB at 1280x720 of new V8
+ * external memory per frame, whose growth made V8 run a full garbage collection every second or two with
+ * a few streams (see vendor/README.md).
+ */
+export class FramePixels {
+  private data: Uint8Array | null = null;
+
+  constructor(private sample: GstSample | null, readonly width: number, readonly height: number) {}
+
+  /** Whether read() can still return the pixels (read already, or not released). */
+  get readable(): boolean {
+    return this.data !== null || this.sample !== null;
+  }
+
+  /** Throws when the pixels were released unread. */
+  read(): Uint8Array {
+    if (this.data) return this.data;
+    if (!this.sample) throw new Error('the frame was released before it was read');
+    const buf = this.sample.view();
+    this.release();
+    // The size was checked when the frame was pulled.
+    this.data = packRgb(buf, this.width, this.height)!;
+    return this.data;
+  }
+
+  /** Idempotent; the pixels read so far stay readable. */
+  release(): void {
+    this.sample?.release();
+    this.sample = null;
   }
 }
 

@@ -97,6 +97,11 @@ export class MonitorActivity {
       .map((t) => ({ box: t.box, personId: t.personId!, payload: t.payload }));
   }
 
+  /** Whether expire() has anything to do: open tracks (their absence timeouts) or frames kept for them. */
+  get expiring(): boolean {
+    return this.tracker.size > 0 || this.trackFrames.size > 0;
+  }
+
   /** Exits of tracks unseen for the absence timeout. */
   expire(now: number): void {
     this.emitTrackEvents(this.tracker.expire(now), null);

@@ -23,9 +23,12 @@ export interface SessionDeps extends FrameProcessorDeps {
   events?: MonitorEventSink;
 }
 
-/** The later of two frames of one session (the reader's newest can only move forward, or be null). */
-function newer(latest: Frame | null, fallback: Frame): Frame {
-  return latest && latest.sequence > fallback.sequence ? latest : fallback;
+/**
+ * The later of two frames of one session (the reader's newest only moves forward; null before the first
+ * frame). The reader's newest, even while disconnected: an older frame's pixels may have been released.
+ */
+function newer(newest: Frame | null, fallback: Frame): Frame {
+  return newest && newest.sequence > fallback.sequence ? newest : fallback;
 }
 
 export type MonitorStatus = 'starting' | 'running' | 'reconnecting' | 'degraded' | 'stopped' | 'error';
@@ -45,7 +48,10 @@ export class MonitorSession {
   private readonly activity: MonitorActivity;
   private readonly abort = new AbortController();
   private stopped = false;
+  /** Ends the loop's current wait when a frame arrives (only while it waits for one). */
   private wake: (() => void) | null = null;
+  /** Ends the loop's current wait (stop). */
+  private interrupt: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
 
   constructor(record: MonitorRecord, private readonly deps: SessionDeps) {
@@ -90,7 +96,7 @@ export class MonitorSession {
     this.abort.abort(new Error('monitor stopped'));
     this.reader.stop();
     this.preview.close();
-    this.wake?.();
+    this.interrupt?.();
   }
 
   /** name, description, preview_enabled and event_buffer_size apply without a restart. */
@@ -129,7 +135,7 @@ export class MonitorSession {
   }
 
   private onFrame(frame: Frame): void {
-    if (this.record.preview_enabled) this.preview.offer(frame.data, frame.width, frame.height);
+    if (this.record.preview_enabled) this.preview.offer(frame);
     this.wake?.();
   }
 
@@ -144,7 +150,9 @@ export class MonitorSession {
         continue;
       }
       if (now < nextAllowed) {
-        await this.idle(Math.min(nextAllowed - now, 250), false);
+        // Open tracks are checked for their absence timeout every 250 ms; without any, nothing can change
+        // before the next inference (at 0.1 fps: one wake-up per 10 s instead of 40).
+        await this.idle(this.activity.expiring ? Math.min(nextAllowed - now, 250) : nextAllowed - now, false);
         continue;
       }
       const started = performance.now();
@@ -155,7 +163,7 @@ export class MonitorSession {
         // Confirmed tracks identified less than reidentifyMs ago keep their identity when their face is
         // detected in nearly the same box: the worker skips those embeddings.
         const known = this.activity.knownTracks(Date.now(), this.deps.reidentifyMs);
-        const result = await this.processor.process(() => newer(this.reader.latest, frame), this.record, this.abort.signal, known);
+        const result = await this.processor.process(() => newer(this.reader.newest, frame), this.record, this.abort.signal, known);
         if (this.stopped) break;
         this.activity.frameProcessed(result.frame.sequence, result, Date.now(), performance.now() - started, result.frame);
         this.activity.clearError('inference');
@@ -170,7 +178,7 @@ export class MonitorSession {
     }
   }
 
-  /** Waits for `ms`, or (when `onFrame`) until a new frame arrives, whichever is first. */
+  /** Waits for `ms`, or (when `onFrame`) until a new frame arrives, or until stop(), whichever is first. */
   private idle(ms: number, onFrame = true): Promise<void> {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(done, ms);
@@ -179,9 +187,11 @@ export class MonitorSession {
         resolve();
       }
       this.wake = onFrame ? done : null;
+      this.interrupt = done;
       if (this.stopped) done();
     }).then(() => {
       this.wake = null;
+      this.interrupt = null;
     });
   }
 }

@@ -52,14 +52,18 @@ export class PreviewHub {
     };
   }
 
-  /** Offered every decoded frame; encodes only when someone watches and the preview rate allows. */
-  offer(rgb: Uint8Array, width: number, height: number): void {
+  /**
+   * Offered every decoded frame; encodes only when someone watches and the preview rate allows (only then
+   * is `frame.data` read: reading copies the frame out of GStreamer's buffer).
+   */
+  offer(frame: { readonly data: Uint8Array; width: number; height: number }): void {
     if (this.viewers.size === 0 || this.encoding) return;
     const now = performance.now();
     if (now - this.lastEncodeAt < 1000 / this.fps) return;
     this.lastEncodeAt = now;
     this.encoding = true;
-    sharp(rgb, { raw: { width, height, channels: 3 } }).jpeg({ quality: this.quality }).toBuffer().then((jpeg) => {
+    const { width, height } = frame;
+    sharp(frame.data, { raw: { width, height, channels: 3 } }).jpeg({ quality: this.quality }).toBuffer().then((jpeg) => {
       this.encoding = false;
       if (this.viewers.size === 0) return;
       this.latest = jpeg;

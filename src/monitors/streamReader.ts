@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { GstFrameSource, type Frame, type FrameSourceOptions } from './frameSource.js';
+import { GstFrameSource, type Frame, type FrameSourceOptions, type FramePixels } from './frameSource.js';
 import { probeRtsp, type ProbeResult, type RtspCause } from './rtspProbe.js';
 
 const MAX_BACKOFF_MS = 30_000;
@@ -44,6 +44,12 @@ export class StreamReader {
   private attempt = 0;
   /** The newest frame of the current connection; null while disconnected. */
   latest: Frame | null = null;
+  /**
+   * The newest frame delivered, kept across failures: its pixels stay readable until a newer frame
+   * supersedes it (the superseded frame's pixels are handed back to GStreamer unless already read).
+   */
+  newest: Frame | null = null;
+  private newestPixels: FramePixels | null = null;
   connected = false;
   /** The cause of the current outage (null while connected or before the first failure). */
   cause: RtspCause | null = null;
@@ -104,12 +110,15 @@ export class StreamReader {
       caps: (info) => {
         if (attempt === this.attempt) this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
       },
-      frame: (data, width, height, decoded, sourceFps) => {
-        if (attempt !== this.attempt) return;
+      frame: (pixels, width, height, decoded, sourceFps) => {
+        if (attempt !== this.attempt) {
+          pixels.release();
+          return;
+        }
         this.decoded += Math.max(0, decoded - connectionDecoded);
         connectionDecoded = decoded;
         if (sourceFps !== null) this.sourceInfo.source_fps = sourceFps;
-        this.onFrame(data, width, height);
+        this.onFrame(pixels, width, height);
       },
       failed: (reason) => {
         if (attempt === this.attempt) this.pipelineFailed(attempt, reason);
@@ -137,11 +146,19 @@ export class StreamReader {
     });
   }
 
-  private onFrame(data: Uint8Array, width: number, height: number): void {
-    if (this.stopped) return;
+  private onFrame(pixels: FramePixels, width: number, height: number): void {
+    if (this.stopped) {
+      pixels.release();
+      return;
+    }
     const now = Date.now();
     this.frameSequence++;
-    const frame: Frame = { data, width, height, sequence: this.frameSequence, at: now };
+    // The pixels are copied into JS only when someone reads `data` (inference, preview, snapshots).
+    const frame: Frame = { get data() { return pixels.read(); }, width, height, sequence: this.frameSequence, at: now };
+    const superseded = this.newestPixels;
+    this.newestPixels = pixels;
+    this.newest = frame;
+    superseded?.release();
     this.latest = frame;
     this.lastFrameAt = now;
     if (!this.connected) {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import test from 'ava';
 import { DEFAULT_MONITOR_PIPELINE } from '../../src/config/schema.js';
-import { GstFrameSource, liveNativePipelines, type FrameSourceOptions } from '../../src/monitors/frameSource.js';
+import { FramePixels, GstFrameSource, liveNativePipelines, type FrameSourceOptions } from '../../src/monitors/frameSource.js';
 import { waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 
@@ -53,6 +53,75 @@ test.serial('a template without src/sink is refused and leaves nothing behind', 
   const source = new GstFrameSource(server.url(), { ...OPTIONS, pipeline: 'videotestsrc name=src ! fakesink name=out' }, { caps: () => {}, frame: () => {}, failed: () => {} });
   t.throws(() => source.start(), { message: /src and sink/ });
   t.is(liveNativePipelines(), 0);
+});
+
+test.serial('a frame is read out of GStreamer only when asked: read() returns one packed array every time, an unread released frame refuses', async (t) => {
+  const got: { pixels: FramePixels; width: number; height: number }[] = [];
+  const source = new GstFrameSource(server.url(), OPTIONS, { caps: () => {}, frame: (pixels, width, height) => { got.push({ pixels, width, height }); }, failed: () => {} });
+  source.start();
+  await waitFor('3 frames', async () => (got.length >= 3 ? true : undefined), 15_000, 20);
+  source.stop();
+  const [first, second] = got as [typeof got[0], typeof got[0]];
+  t.is(first.width, 320);
+  t.true(first.pixels.readable);
+  const data = first.pixels.read();
+  t.is(data.length, 320 * 240 * 3);
+  t.is(first.pixels.read(), data, 'the same copy on every read');
+  first.pixels.release();
+  t.is(first.pixels.read(), data, 'what was read stays readable');
+  second.pixels.release();
+  second.pixels.release();
+  t.false(second.pixels.readable);
+  t.throws(() => second.pixels.read(), { message: /released before it was read/ });
+  for (const g of got) g.pixels.release();
+  await waitFor('the pipeline disposed', async () => (liveNativePipelines() === 0 ? true : undefined), 5000, 10);
+});
+
+interface TestSample { size: number; copy(): Buffer; view(): Buffer; release(): void }
+interface TestSink { pullSample(cb: (s: TestSample | null, caps: Record<string, unknown>) => void): void }
+
+test.serial('the installed addon is our build (vigil.4): pullSample hands samples without copying and the caps object once per caps', async (t) => {
+  const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as { Pipeline: new (launch: string) => { play(): void; dispose(): void; findChild(n: string): TestSink } };
+  const p = new Pipeline('videotestsrc num-buffers=3 ! video/x-raw,format=RGB,width=64,height=48 ! appsink name=sink');
+  const sink = p.findChild('sink');
+  p.play();
+  const pull = () => new Promise<[TestSample | null, Record<string, unknown>]>((resolve) => sink.pullSample((s, caps) => resolve([s, caps])));
+  const [a, capsA] = await pull();
+  const [b, capsB] = await pull();
+  t.is(capsA.width, 64);
+  t.is(capsA.format, 'RGB');
+  t.is(capsB, capsA, 'the same caps object while the caps do not change');
+  t.is(a!.size, 64 * 48 * 3);
+  const copy = a!.copy();
+  const view = a!.view();
+  t.is(copy.length, 64 * 48 * 3);
+  t.true(view.equals(copy), 'the view shows the same pixels as the copy');
+  a!.release();
+  a!.release();
+  t.is(a!.size, 0);
+  t.throws(() => a!.copy(), { message: /released/ });
+  t.throws(() => a!.view(), { message: /released/ });
+  t.true(view.equals(copy), 'a view outlives the release of its sample');
+  b!.release();
+  const [c] = await pull();
+  c!.release();
+  const [end] = await pull();
+  t.is(end, null, 'end of stream');
+  p.dispose();
+});
+
+test.serial('FramePixels packs rows that GStreamer padded to 4 bytes', async (t) => {
+  const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as { Pipeline: new (launch: string) => { play(): void; dispose(): void; findChild(n: string): TestSink } };
+  const p = new Pipeline('videotestsrc num-buffers=1 ! video/x-raw,format=RGB,width=3,height=2 ! appsink name=sink');
+  p.play();
+  const sample = await new Promise<TestSample | null>((resolve) => p.findChild('sink').pullSample((s) => resolve(s)));
+  t.is(sample!.size, 12 * 2, 'rows of 9 bytes padded to 12');
+  const padded = sample!.copy();
+  const pixels = new FramePixels(sample, 3, 2);
+  const data = pixels.read();
+  t.is(data.length, 18);
+  t.deepEqual(Array.from(data), [...padded.subarray(0, 9), ...padded.subarray(12, 21)]);
+  p.dispose();
 });
 
 test.serial('the installed addon is our build: a disposed pipeline refuses further use', (t) => {
