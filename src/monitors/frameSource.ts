@@ -241,11 +241,6 @@ export class FramePixels {
 
   constructor(private sample: GstSample | null, readonly width: number, readonly height: number) {}
 
-  /** Whether read() can still return the pixels (read already, or not released). */
-  get readable(): boolean {
-    return this.data !== null || this.sample !== null;
-  }
-
   /** Throws when the pixels were released unread. */
   read(): Uint8Array {
     if (this.data) return this.data;

@@ -63,7 +63,6 @@ test.serial('a frame is read out of GStreamer only when asked: read() returns on
   source.stop();
   const [first, second] = got as [typeof got[0], typeof got[0]];
   t.is(first.width, 320);
-  t.true(first.pixels.readable);
   const data = first.pixels.read();
   t.is(data.length, 320 * 240 * 3);
   t.is(first.pixels.read(), data, 'the same copy on every read');
@@ -71,7 +70,6 @@ test.serial('a frame is read out of GStreamer only when asked: read() returns on
   t.is(first.pixels.read(), data, 'what was read stays readable');
   second.pixels.release();
   second.pixels.release();
-  t.false(second.pixels.readable);
   t.throws(() => second.pixels.read(), { message: /released before it was read/ });
   for (const g of got) g.pixels.release();
   await waitFor('the pipeline disposed', async () => (liveNativePipelines() === 0 ? true : undefined), 5000, 10);
