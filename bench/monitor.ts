@@ -81,11 +81,15 @@ async function cpuOver(ms: number): Promise<number> {
   return r1(((c.user + c.system) / 1000 / (performance.now() - t0)) * 100);
 }
 
+/** CPU seconds used per key over `seconds` of wall time as % of one core, largest first. */
+const percentOfCore = (sum: Map<string, number>, seconds: number): Record<string, number> =>
+  Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
+
 /** CPU % (100 = one core) per thread name between two threadCpuSeconds snapshots, summed over processes. */
 function byThread(before: Map<string, number>[], after: Map<string, number>[], seconds: number): Record<string, number> {
   const sum = new Map<string, number>();
   after.forEach((a, i) => { for (const [k, v] of a) sum.set(k, (sum.get(k) ?? 0) + v - (before[i]!.get(k) ?? 0)); });
-  return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
+  return percentOfCore(sum, seconds);
 }
 
 /** CPU % (100 = one core) per thread role (threadRoles) between two threadCpuByTid snapshots of this process. */
@@ -97,7 +101,7 @@ function byRole(before: Map<number, { seconds: number }>, after: Map<number, { n
     const role = roles.get(tid) ?? a.name.replace(/\d+$/, '#');
     sum.set(role, (sum.get(role) ?? 0) + a.seconds - (before.get(tid)?.seconds ?? 0));
   }
-  return Object.fromEntries([...sum].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]).map(([k, v]) => [k, r1((v / seconds) * 100)]));
+  return percentOfCore(sum, seconds);
 }
 
 /** Threads that are neither the JS main thread nor Node's own ("node": workers, libuv pool, V8): GStreamer's. */

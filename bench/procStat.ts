@@ -25,12 +25,9 @@ export function processCpuSeconds(pid: number): number {
  */
 export function threadCpuSeconds(pid: number): Map<string, number> {
   const out = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = tid === String(pid) ? 'main' : st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')).replace(/\d+$/, '#');
-      out.set(name, (out.get(name) ?? 0) + statSeconds(st));
-    } catch { /* the thread ended */ }
+  for (const [tid, { name, seconds }] of threadCpuByTid(pid)) {
+    const key = tid === pid ? 'main' : name.replace(/\d+$/, '#');
+    out.set(key, (out.get(key) ?? 0) + seconds);
   }
   return out;
 }
