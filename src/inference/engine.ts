@@ -218,8 +218,9 @@ export class InferenceEngine {
     // Alone: this is the only job holding the limiter, so its worker may use aloneIntraOpThreads. A job
     // that starts beside it later runs single-threaded; a third core's worth of threads for a moment is
     // cheaper than a lone request on one thread.
-    const alone = this.limiter.stats().active === 1 && this.slots.some((s) => s.alone && !s.busy);
-    const slot = alone ? this.slots.find((s) => s.alone && !s.busy) : this.slots.find((s) => !s.busy && !s.alone) ?? this.slots.find((s) => !s.busy);
+    const aloneSlot = this.limiter.stats().active === 1 ? this.slots.find((s) => s.alone && !s.busy) : undefined;
+    const slot = aloneSlot ?? this.slots.find((s) => !s.busy && !s.alone) ?? this.slots.find((s) => !s.busy);
+    const alone = aloneSlot !== undefined;
     if (!slot) return Promise.reject(Errors.inferenceUnavailable());
     slot.busy = true;
     // A raw image (a decoded upload: sharp's buffer; a monitor frame: still the session's) cannot be moved

@@ -118,7 +118,7 @@ start().then(
           const transfer = result.faces.flatMap((f) => (f.embedding ? [f.embedding.buffer as ArrayBuffer] : []));
           port.postMessage({ type: 'result', id: job.id, result, ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply, transfer);
         },
-        (e: unknown) => port.postMessage({ type: 'result', id: job.id, error: serializeError(e) } satisfies WorkerReply),
+        (e: unknown) => port.postMessage({ type: 'result', id: job.id, error: serializeError(e), ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply),
       );
     });
   },
