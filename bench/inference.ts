@@ -121,7 +121,8 @@ async function daemonProcess(modelsDir: string, layout: string): Promise<DaemonP
   const prof = values['daemon-cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['daemon-cpu-prof'])] : [];
   if (process.env.BENCH_TRACE_GC) prof.push('--trace-gc');
   if (process.env.BENCH_DAEMON_NODE_FLAGS) prof.push(...process.env.BENCH_DAEMON_NODE_FLAGS.split(' '));
-  const kid = spawn(process.execPath, [...prof, ...process.execArgv, fileURLToPath(import.meta.url), '--daemon-child', layout, '--models-dir', modelsDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const extra = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const kid = spawn(process.execPath, [...prof, ...extra, ...process.execArgv, fileURLToPath(import.meta.url), '--daemon-child', layout, '--models-dir', modelsDir], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => kid.once('exit', () => r()));
   const info = await new Promise<Omit<DaemonProcess, 'pid' | 'rssMiB' | 'close'>>((res, rej) => {
     let buf = '';

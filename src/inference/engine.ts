@@ -5,6 +5,7 @@ import { ApiError, Errors } from '../contract/errors.js';
 import type { LivenessModelSpec } from '../models/catalog.js';
 import type { InstalledPack } from '../models/installed.js';
 import { DecodeStage, type DecodeStageOptions } from './decodeStage.js';
+import { headerDimensions, sniffImageFormat } from './image.js';
 import { ConcurrencyLimiter } from './limiter.js';
 import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
 import type { WorkerClose, WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
@@ -30,10 +31,22 @@ export interface EngineOptions {
   liveness?: (LivenessModelSpec & { path: string })[];
   /** The decode stage in front of the workers ([server] image limits); defaults when absent (tests, benches). */
   decode?: DecodeStageOptions;
+  /** Uploads whose header shows at most this many pixels are decoded in the inference worker; 0 = always in the decode stage. */
+  workerDecodeMaxPixels?: number;
 }
 
 /** [server] defaults of the image shape and time limits. */
 export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 16_384, maxAspectRatio: 20 };
+
+/**
+ * Up to 4K UHD (8.3 Mpx) an upload is decoded in the worker that runs its models. libvips decodes a JPEG
+ * at ~190 Mpx/s here, so that holds a worker for at most about one pipeline run, while the event loop
+ * skips the pixel copy to the worker and the garbage collections that 3-4 MB of pixels per photo cause:
+ * 2.2-2.6 instead of 3.4-4.5 ms of main-thread CPU per photo with four clients (bench/inference.ts).
+ * Larger images, and headers only sharp can read, go through the decode stage, so a slow image
+ * never holds an inference slot.
+ */
+export const WORKER_DECODE_MAX_PIXELS = 3840 * 2160;
 
 /** Told about every analysis (metrics): time waited for a worker, and the pipeline's stage timings when it succeeded. */
 export interface EngineObserver {
@@ -82,6 +95,8 @@ export class InferenceEngine {
   private readonly decoder: DecodeStage;
   private nextId = 1;
   private aloneJobs = 0;
+  private workerDecodes = 0;
+  private workerDecodesTimedOut = 0;
   private closed = false;
   /** Set once by the daemon (metrics); null = nobody listens. */
   observer: EngineObserver | null = null;
@@ -151,6 +166,7 @@ export class InferenceEngine {
           slot.pending = undefined;
           slot.busy = false;
           if (msg.alone) this.aloneJobs++;
+          if (msg.error?.details.reason === 'decode_timeout') this.workerDecodesTimedOut++;
           if (!pending) return;
           if (msg.error) {
             const err = msg.error.internal ? new Error(msg.error.message) : ApiError.revive(msg.error);
@@ -176,9 +192,10 @@ export class InferenceEngine {
   }
 
   /**
-   * Runs one analysis. An encoded image is decoded first, in the decode stage (libuv's pool, bounded by
-   * shape and time) and outside the inference limiter; then the job waits (FIFO) for a free worker. Both
-   * waits are left if `signal` aborts first.
+   * Runs one analysis. An encoded image whose header shows at most `workerDecodeMaxPixels` goes to the
+   * worker as it is and is decoded there, with the same shape, pixel and time limits; any other is decoded
+   * first, in the decode stage (libuv's pool, bounded by shape and time) and outside the inference
+   * limiter. Then the job waits (FIFO) for a free worker. Both waits are left if `signal` aborts first.
    *
    * `request` may be a function (raw images only): it is called when a worker is free, so a live source
    * (a monitor) hands over its newest frame then, not the one it had when it started waiting.
@@ -200,8 +217,18 @@ export class InferenceEngine {
         timings = result.timings;
         return result;
       }
+      const { encoded } = request.image;
+      if (this.decodesInWorker(encoded)) {
+        const d = this.options.decode ?? DEFAULT_DECODE;
+        // The stage's limits, the request's own on top (as the stage applies them); the bytes in a buffer of their own, moved.
+        const inWorker: AnalyzeRequest = { ...request, image: { encoded: movableCopy(encoded) }, limits: { maxSide: d.maxSide, maxAspectRatio: d.maxAspectRatio, timeoutMs: d.timeoutMs, ...request.limits } };
+        const waitFrom = performance.now();
+        const result = await this.limiter.run(() => { waited = (performance.now() - waitFrom) / 1000; return this.dispatch(inWorker); }, signal);
+        timings = result.timings;
+        return result;
+      }
       const t0 = performance.now();
-      const img = await this.decoder.decode(request.image.encoded, request.limits, signal);
+      const img = await this.decoder.decode(encoded, request.limits, signal);
       const decodeMs = performance.now() - t0;
       const raw: AnalyzeRequest = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
       const waitFrom = performance.now();
@@ -212,6 +239,15 @@ export class InferenceEngine {
     } finally {
       observer?.job(waited, timings);
     }
+  }
+
+  /** A header this code reads (JPEG, PNG, WebP) that shows few enough pixels; its limits are checked in the worker. */
+  private decodesInWorker(encoded: Uint8Array): boolean {
+    const max = this.options.workerDecodeMaxPixels ?? WORKER_DECODE_MAX_PIXELS;
+    if (max <= 0) return false;
+    const format = sniffImageFormat(encoded);
+    const dims = format ? headerDimensions(encoded, format) : null;
+    return dims !== null && dims.width > 0 && dims.height > 0 && dims.width * dims.height <= max;
   }
 
   private dispatch(request: AnalyzeRequest): Promise<AnalyzeResult> {
@@ -229,16 +265,21 @@ export class InferenceEngine {
     // CPU for a 2.7 MB frame).
     const raw = 'raw' in request.image ? movableCopy(request.image.raw) : null;
     const job: WorkerJob = { id: this.nextId++, request: raw && 'raw' in request.image ? { ...request, image: { ...request.image, raw } } : request, ...(alone ? { alone } : {}) };
+    // An encoded image was copied into a buffer of its own by analyze(): moved, not cloned.
+    const moved = raw ?? ('encoded' in request.image ? request.image.encoded : null);
+    if ('encoded' in request.image) this.workerDecodes++;
     return new Promise((resolve, reject) => {
       slot.pending = { resolve, reject };
-      slot.worker.postMessage(job, raw ? [raw.buffer as ArrayBuffer] : []);
+      slot.worker.postMessage(job, moved ? [moved.buffer as ArrayBuffer] : []);
     });
   }
 
-  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number } {
+  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number; worker_decodes: number } {
+    const stage = this.decoder.stats();
     return {
       ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads,
-      alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null, alone_jobs: this.aloneJobs, ...this.decoder.stats(),
+      alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null, alone_jobs: this.aloneJobs,
+      ...stage, decodes_timed_out: stage.decodes_timed_out + this.workerDecodesTimedOut, worker_decodes: this.workerDecodes,
     };
   }
 

@@ -4,7 +4,7 @@ import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, detectorCanvas, type OutputArrays, type Placement } from './detectors.js';
 import { byAreaDesc, clipCandidate, matchKnownBoxes, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
-import { decodeImage } from './image.js';
+import { decodeImage, type DecodeLimits } from './image.js';
 import type { LivenessModel } from './livenessModel.js';
 import { classProbability, contextCrop, cropToTensor, livenessInputProblem, livenessVerdict, passed, rejected, type LivenessResult } from './liveness.js';
 import { boxStatistics, estimatePose, faceQuality, type FaceQuality, type Pose } from './quality.js';
@@ -19,7 +19,8 @@ export interface DetectionProfile {
 
 export interface AnalyzeRequest {
   image: { encoded: Uint8Array } | { raw: Uint8Array; width: number; height: number };
-  limits: { maxBytes: number; maxPixels: number };
+  /** Checked when the image is decoded here (an encoded image: the worker decodes small uploads itself). */
+  limits: DecodeLimits;
   profile: DetectionProfile;
   maxFaces: number;
   /** none: detection only; selected: embed the single-face selection; all: embed every face. */

@@ -67,3 +67,40 @@ test('a job alone runs on the alone sessions, overlapping jobs on the shared one
     });
   }
 });
+
+// Uploads up to workerDecodeMaxPixels are decoded in the worker that runs their models, anything else in
+// the decode stage. Both paths must give the same faces and embeddings, and refuse with the same errors.
+test('an upload is decoded in the worker or in the decode stage with the same results and the same refusals', async (t) => {
+  const modelsDir = await modelsDirWith('edge_s');
+  const pack = await loadInstalledPack(modelsDir, 'edge_s');
+  const base = { pack, providers: ['cpu' as const], deviceId: 0, workers: 1, intraOpThreads: 1, graphOptimization: 'extended' as const, warmupSizes: profile.input_sizes };
+  const inWorker = await InferenceEngine.start(base);
+  t.teardown(() => inWorker.close());
+  const inStage = await InferenceEngine.start({ ...base, workerDecodeMaxPixels: 0 });
+  t.teardown(() => inStage.close());
+  const encoded = (file: string, l = limits): AnalyzeRequest => ({ image: { encoded: readFileSync(`${FACES}${file}`) }, limits: l, profile, maxFaces: 100, embed: 'all' });
+
+  for (const file of ['groups/t1_friends.jpg', 'identities/obama/1.jpg']) {
+    const a = await inWorker.analyze(encoded(file));
+    const b = await inStage.analyze(encoded(file));
+    t.deepEqual([a.width, a.height], [b.width, b.height], file);
+    t.true(a.faces.length >= 1, file);
+    t.is(a.faces.length, b.faces.length, file);
+    a.faces.forEach((f, i) => t.deepEqual(Array.from(f.embedding!), Array.from(b.faces[i]!.embedding!), `${file} face ${i}`));
+  }
+  t.like(inWorker.stats(), { worker_decodes: 2, decoding: 0 });
+  t.like(inStage.stats(), { worker_decodes: 0 });
+
+  // The request's own limits and the stage's shape limits hold in the worker too, with the same errors.
+  for (const l of [{ maxBytes: 1e8, maxPixels: 1000 }, { maxBytes: 1000, maxPixels: 1e8 }]) {
+    const fromWorker = await t.throwsAsync(inWorker.analyze(encoded('identities/obama/1.jpg', l)));
+    const fromStage = await t.throwsAsync(inStage.analyze(encoded('identities/obama/1.jpg', l)));
+    t.like(fromWorker, { code: 'image_too_large' });
+    t.deepEqual([(fromWorker as { code?: string }).code, (fromWorker as { details?: unknown }).details], [(fromStage as { code?: string }).code, (fromStage as { details?: unknown }).details]);
+  }
+  t.is(inWorker.stats().worker_decodes, 4, 'both refusals came from the worker');
+  // Bytes whose header this code cannot read go through the stage (sharp reads it there): 422 either way.
+  const garbage: AnalyzeRequest = { ...encoded('identities/obama/1.jpg'), image: { encoded: new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 0, 1, 2, 3, 4, 5, 6]) } };
+  await t.throwsAsync(inWorker.analyze(garbage), { message: /could not be decoded/ });
+  t.is(inWorker.stats().worker_decodes, 4);
+});
