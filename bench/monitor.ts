@@ -71,6 +71,7 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
 };
 const r1 = (v: number) => Math.round(v * 10) / 10;
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const mb = (b: number) => r1(b / 2 ** 20);
 
 /** CPU % of this process (100 = one core) over a window. */
@@ -151,25 +152,56 @@ async function gstLaunchCpu(n: number, url: string): Promise<{ total: number; by
   }
 }
 
+/** The daemon's inference queue-wait histogram (GET /metrics): job count, total seconds, cumulative count per bucket bound. */
+async function queueWaits(d: TestDaemon): Promise<{ count: number; sum: number; le: Map<number, number> }> {
+  const text = await (await fetch(d.url + '/metrics', { headers: d.auth })).text();
+  const le = new Map<number, number>();
+  let count = 0, sum = 0;
+  for (const line of text.split('\n')) {
+    const b = line.match(/^vigil_inference_queue_wait_seconds_bucket\{le="([^"]+)"\} (\S+)/);
+    if (b && b[1] !== '+Inf') le.set(Number(b[1]), Number(b[2]));
+    const c = line.match(/^vigil_inference_queue_wait_seconds_count (\S+)/);
+    if (c) count = Number(c[1]);
+    const m = line.match(/^vigil_inference_queue_wait_seconds_sum (\S+)/);
+    if (m) sum = Number(m[1]);
+  }
+  return { count, sum, le };
+}
+
+/** Between two histogram reads: jobs, mean wait, and the share of jobs that waited longer than 50 and 100 ms. */
+function waitsBetween(a: Awaited<ReturnType<typeof queueWaits>>, b: Awaited<ReturnType<typeof queueWaits>>) {
+  const jobs = b.count - a.count;
+  const over = (bound: number) => (jobs > 0 ? r3(1 - ((b.le.get(bound) ?? 0) - (a.le.get(bound) ?? 0)) / jobs) : 0);
+  return { jobs, mean_wait_ms: jobs > 0 ? r1(((b.sum - a.sum) * 1000) / jobs) : 0, share_waited_over_50ms: over(0.05), share_waited_over_100ms: over(0.1) };
+}
+
 /** N streams at 5 inference fps for `seconds`: sustained when no stream is capacity_limited and each reaches 95 % of the target. */
 async function capacityRun(n: number, d: TestDaemon, url: string, seconds: number) {
   const ids = await createMonitors(d, n, url, INFER_FPS);
   await sleep(5000);
   const s0 = await states(d, ids);
+  const w0 = await queueWaits(d);
   const c0 = process.cpuUsage(), t0 = performance.now();
   let limited = false;
+  // Every poll: how many streams showed capacity_limited, and the longest processing_ms (wait + run) seen.
+  let polls = 0, limitedPolls = 0, maxProcessingMs = 0;
   const watch = setInterval(() => {
-    void states(d, ids).then((ss) => { if (ss.some((s) => s.inference.capacity_limited)) limited = true; }, () => undefined);
+    void states(d, ids).then((ss) => {
+      polls++;
+      if (ss.some((s) => s.inference.capacity_limited)) { limited = true; limitedPolls++; }
+      for (const s of ss) maxProcessingMs = Math.max(maxProcessingMs, s.inference.processing_ms ?? 0);
+    }, () => undefined);
   }, 2000);
   await sleep(seconds * 1000);
   clearInterval(watch);
   const secs = (performance.now() - t0) / 1000, c = process.cpuUsage(c0);
   const s1 = await states(d, ids);
+  const waits = waitsBetween(w0, await queueWaits(d));
   for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
   const fps = s1.map((s, i) => r1((s.inference.processed_frames - s0[i].inference.processed_frames) / secs));
   const sustained = !limited && fps.every((f) => f >= 0.95 * INFER_FPS);
   const sum = (k: string) => s1.reduce((a, s, i) => a + ((s.inference[k] ?? 0) - (s0[i].inference[k] ?? 0)), 0);
-  return { streams: n, sustained, capacity_limited_seen: limited, inference_fps_per_stream: fps,
+  return { streams: n, sustained, capacity_limited_seen: limited, polls, polls_with_capacity_limited: limitedPolls, processing_ms_max_polled: r1(maxProcessingMs), queue_wait: waits, inference_fps_per_stream: fps,
     processing_ms_last: s1.map((s) => s.inference.processing_ms), embedded_faces: sum('embedded_faces'), reused_identities: sum('reused_identities'), cpu_percent: r1(((c.user + c.system) / 1000 / (secs * 1000)) * 100), seconds: r1(secs), load_average_1m_end: r1(loadavg()[0]!) };
 }
 

@@ -28,12 +28,13 @@ export function deadline(timeoutSeconds: number): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     const controller = new AbortController();
     ctx.state.signal = controller.signal;
-    const timeoutError = Errors.requestTimeout(timeoutSeconds);
     const onClose = () => { if (!ctx.res.writableFinished) controller.abort(Errors.clientClosedRequest()); };
     ctx.res.once('close', onClose);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
+        // Made only when it fires: an error captures a stack trace, a cost every request paid before.
+        const timeoutError = Errors.requestTimeout(timeoutSeconds);
         controller.abort(timeoutError);
         reject(timeoutError);
       }, timeoutSeconds * 1000);

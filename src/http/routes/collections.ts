@@ -10,6 +10,11 @@ import { requireInference } from '../ready.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
 
+// The form fields besides the files, built once: a zod schema made per request is compiled again each time.
+const CreatePersonFields = CreatePersonBody.omit({ images: true });
+const AddFacesFields = AddFacesBody.omit({ images: true });
+const SearchFields = SearchBody.omit({ image: true });
+
 const C = '/v1/collections/{collection_id}';
 const P = `${C}/persons/{person_id}`;
 
@@ -81,7 +86,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'multipart/form-data', schema: CreatePersonBody }, success: { status: 201, schema: PersonRegistrationResponse },
       handler: async (ctx) => {
         requireInference(rt);
-        const { fields, files } = await registrationForm<z.infer<typeof CreatePersonBody>>(ctx, CreatePersonBody.omit({ images: true }));
+        const { fields, files } = await registrationForm<z.infer<typeof CreatePersonBody>>(ctx, CreatePersonFields);
         const personId = fields.id ?? crypto.randomUUID();
         if (!isValidPersonId(personId)) throw Errors.invalidPersonId(personId);
         let metadata: unknown;
@@ -139,7 +144,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'multipart/form-data', schema: AddFacesBody }, success: { status: 201, schema: FaceRegistrationResponse },
       handler: async (ctx) => {
         requireInference(rt);
-        const { fields, files } = await registrationForm<z.infer<typeof AddFacesBody>>(ctx, AddFacesBody.omit({ images: true }));
+        const { fields, files } = await registrationForm<z.infer<typeof AddFacesBody>>(ctx, AddFacesFields);
         const r = await persons.addFaces({ collectionId: ctx.params.collection_id!, personId: ctx.params.person_id!, images: images(files), ...registration(fields) }, ctx.state.signal);
         ctx.status = 201;
         ctx.body = { request_id: ctx.state.requestId, faces: r.faces, rejected_images: r.rejected_images };
@@ -179,7 +184,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       body: { contentType: 'multipart/form-data', schema: SearchBody }, success: { status: 200, schema: SearchResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
-        const { fields, files } = await parseMultipart(ctx, { fields: SearchBody.omit({ image: true }), requiredFiles: ['image'], maxFileBytes: s.max_image_bytes, maxFiles: 1 });
+        const { fields, files } = await parseMultipart(ctx, { fields: SearchFields, requiredFiles: ['image'], maxFileBytes: s.max_image_bytes, maxFiles: 1 });
         if (fields.face_selection !== undefined && fields.face_selection !== null) {
           throw Errors.requestDetectionOverrideNotSupported('face_selection', 'the collection detection profile selects the face.');
         }

@@ -6,6 +6,11 @@ import { requireInference } from '../ready.js';
 import { CompareBody, CompareResponse, DetectBody, DetectResponse, EmbeddingsBody, EmbeddingsResponse } from '../../contract/faces.js';
 import { faceObservation, processingMs } from '../../inference/observation.js';
 
+// The form fields besides the files, built once: a zod schema made per request is compiled again each time.
+const DetectFields = DetectBody.omit({ image: true });
+const CompareFields = CompareBody.omit({ source: true, target: true });
+const EmbeddingsFields = EmbeddingsBody.omit({ image: true });
+
 export function faceRoutes(rt: Runtime): RouteSpec[] {
   const s = rt.loaded.config.server;
   const limits = (files: string[]) => ({ requiredFiles: files, maxFileBytes: s.max_image_bytes, maxFiles: files.length });
@@ -17,7 +22,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 200, schema: DetectResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
-        const { fields, files } = await parseMultipart(ctx, { fields: DetectBody.omit({ image: true }), ...limits(['image']) });
+        const { fields, files } = await parseMultipart(ctx, { fields: DetectFields, ...limits(['image']) });
         if (fields.min_score !== undefined && fields.min_score !== null) throw Errors.requestDetectionOverrideNotSupported('min_score', 'set the detection threshold in the server or collection detection profile.');
         const t0 = performance.now();
         const r = await inf.faces.detect({ image: files[0]!.bytes, maxFaces: fields.max_faces, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
@@ -31,7 +36,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 200, schema: CompareResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
-        const { fields, files } = await parseMultipart(ctx, { fields: CompareBody.omit({ source: true, target: true }), ...limits(['source', 'target']) });
+        const { fields, files } = await parseMultipart(ctx, { fields: CompareFields, ...limits(['source', 'target']) });
         const file = (name: string) => files.find((f) => f.field === name)!.bytes;
         const t0 = performance.now();
         const r = await inf.faces.compare({ source: file('source'), target: file('target'), threshold: fields.threshold, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
@@ -50,7 +55,7 @@ export function faceRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 200, schema: EmbeddingsResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
-        const { fields, files } = await parseMultipart(ctx, { fields: EmbeddingsBody.omit({ image: true }), ...limits(['image']) });
+        const { fields, files } = await parseMultipart(ctx, { fields: EmbeddingsFields, ...limits(['image']) });
         if (fields.face_selection !== undefined && fields.face_selection !== null) throw Errors.requestDetectionOverrideNotSupported('face_selection', 'the collection or server detection profile selects the face.');
         const t0 = performance.now();
         const r = await inf.faces.embedOne({ image: files[0]!.bytes, profile: rt.collections.detectionProfile(fields.collection_id) }, ctx.state.signal);
