@@ -7,7 +7,7 @@
  * must reach 0.9x the raw best).
  * The daemon runs in its own process (--daemon-child) so its CPU is read from /proc without the
  * bench's HTTP clients; --daemon-cpu-prof DIR writes V8 CPU profiles of it (main thread and workers).
- * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,1x2,2x1,2x2] [--only paired]
+ * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,1x2,2x1,2x2] [--only paired|single]
  *   -> prints JSON, writes bench/results/inference.json
  */
 import { spawn } from 'node:child_process';
@@ -346,6 +346,36 @@ async function paired(modelsDir: string, rounds: number, threads: number) {
   };
 }
 
+/**
+ * Single-request latency, paired: the in-process pipeline (decode + models, `cores` ORT threads, this
+ * process) and the daemon (layout auto, one client on /v1/embeddings) take turns, `rounds` x N calls each,
+ * so both see the same moments of a noisy machine; the ratio is of the pooled medians.
+ */
+async function singlePaired(modelsDir: string, rounds: number) {
+  const pack = await loadInstalledPack(modelsDir, values.pack!);
+  const d = await daemonProcess(modelsDir, 'auto');
+  const settings = { providers: ['cpu' as const], deviceId: 0, intraOpThreads: cores };
+  const levels = d.optimization as Record<'detector' | 'recognizer', 'all' | 'extended'>;
+  const det = (await tunedSession(pack.detector.path, { ...settings, graphOptimization: levels.detector }, [1, 3, 512, 512])).session;
+  const rec = (await tunedSession(pack.recognizer.path, { ...settings, graphOptimization: levels.recognizer }, [1, 3, 112, 112])).session;
+  const pipeline = new FacePipeline({ detector: { spec: pack.detector, session: det }, recognizer: { spec: pack.recognizer, session: rec } });
+  const profile = { input_sizes: SIZES, threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
+  const inProcess = () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'selected' });
+  const a: number[] = [], b: number[] = [];
+  try {
+    for (let i = 0; i < 5; i++) { await inProcess(); await embeddingsCall(d.url); }
+    for (let r = 0; r < rounds; r++) {
+      a.push(...await timeIt(N, inProcess));
+      b.push(...await timeIt(N, () => embeddingsCall(d.url)));
+    }
+  } finally {
+    await d.close();
+    await det.release();
+    await rec.release();
+  }
+  return { rounds, requests_per_round: N, levels, in_process_pipeline: summary(a), daemon_http: summary(b), ratio_p50: r3(pct(b, 50) / pct(a, 50)), target: 1.2 };
+}
+
 if (values['raw-child']) {
   await rawChild(values['models-dir']!, Number(values['raw-child']));
   process.exit(0);
@@ -358,6 +388,10 @@ if (values['daemon-child']) {
 const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-models-'));
 await installPack({ packId: values.pack!, modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
 const cores = cpus().length;
+if (values.only === 'single') {
+  console.log(JSON.stringify(await singlePaired(modelsDir, Number(values.rounds)), null, 2));
+  process.exit(0);
+}
 if (values.only === 'paired') {
   // Quick mode (profiling with --daemon-cpu-prof): only the paired daemon-vs-raw comparison, raw with 1 thread.
   console.log(JSON.stringify(await paired(modelsDir, Number(values.rounds), 1), null, 2));
