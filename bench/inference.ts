@@ -317,7 +317,8 @@ async function rawThroughput(modelsDir: string, processes: number, threads: numb
 async function paired(modelsDir: string, rounds: number, threads: number) {
   const d = await daemonProcess(modelsDir, values['paired-layout']!);
   const raw = await rawPipelines(modelsDir, 2, threads, d.optimization);
-  for (let i = 0; i < 4; i++) await embeddingsCall(d.url);
+  // Every worker warm (its JIT, its first decodes) before the first round: 4 clients, 24 requests.
+  await concurrentRun(d, '/v1/embeddings', 4, 24);
   const pairs: { daemon: number; raw: number; ratio: number; alone_share: number; daemon_cpu_ms_per_photo: number; client_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number; daemon_cpu_ms_per_photo_by_thread: Record<string, number>; raw_cpu_ms_per_photo_by_thread: Record<string, number> }[] = [];
   try {
     for (let r = 0; r < rounds; r++) {
