@@ -39,14 +39,14 @@ export interface EngineOptions {
 export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 16_384, maxAspectRatio: 20 };
 
 /**
- * Up to 4K UHD (8.3 Mpx) an upload is decoded in the worker that runs its models. libvips decodes a JPEG
- * at ~190 Mpx/s here, so that holds a worker for at most about one pipeline run, while the event loop
- * skips the pixel copy to the worker and the garbage collections that 3-4 MB of pixels per photo cause:
- * 2.2-2.6 instead of 3.4-4.5 ms of main-thread CPU per photo with four clients (bench/inference.ts).
- * Larger images, and headers only sharp can read, go through the decode stage, so a slow image
- * never holds an inference slot.
+ * Up to Full HD (2.1 Mpx) an upload is decoded in the worker that runs its models. libvips decodes a
+ * baseline JPEG at ~240 Mpx/s here and a progressive one with an ICC profile at ~32 Mpx/s, so that holds
+ * a worker for 9-65 ms, at most about one pipeline run, while the event loop skips the pixel copy to the
+ * worker and the garbage collections that 3-4 MB of pixels per photo cause: 2.0-2.5 instead of 3.9-4.4 ms
+ * of main-thread CPU per photo with four clients (bench/inference.ts). Larger images, and headers only
+ * sharp can read, go through the decode stage, so a slow image never holds an inference slot.
  */
-export const WORKER_DECODE_MAX_PIXELS = 3840 * 2160;
+export const WORKER_DECODE_MAX_PIXELS = 1920 * 1080;
 
 /** Told about every analysis (metrics): time waited for a worker, and the pipeline's stage timings when it succeeded. */
 export interface EngineObserver {
