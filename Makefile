@@ -30,9 +30,17 @@ typecheck: node_modules
 lint: node_modules
 	npm run lint
 
+# The suite runs with a TMPDIR of its own (mode 1777 like /tmp: as root the PostgreSQL helper runs initdb
+# as nobody) that must be empty afterwards: tests and helpers remove every temp dir they make
+# (test/helpers/tempDir.ts). tsx's compile cache (tsx-<uid>) is the one thing that may stay.
 test: node_modules typecheck lint
 	VIGIL_TEST_DEPS=1 ./scripts/install-system-deps.sh
-	npm test
+	@tmp=$$(mktemp -d) && chmod 1777 "$$tmp" || exit 1; \
+	TMPDIR="$$tmp" npm test; rc=$$?; \
+	left=$$(find "$$tmp" -mindepth 1 -maxdepth 1 ! -name 'tsx-*' -printf '%f\n' | sort); \
+	rm -rf "$$tmp"; \
+	if [ -n "$$left" ]; then echo "make test: the tests left these in their TMPDIR:" >&2; echo "$$left" >&2; [ $$rc -ne 0 ] || rc=1; fi; \
+	exit $$rc
 
 bench: build
 	VIGIL_BENCH_DEPS=1 scripts/install-system-deps.sh

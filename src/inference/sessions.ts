@@ -1,6 +1,13 @@
 import ort from 'onnxruntime-node';
 import { hostProviderReport } from './providers.js';
 
+// onnxruntime-node 1.30's Linux build carries Microsoft's 1DS telemetry: once the first session sets up ORT's
+// environment it starts an uploader and leaves $TMPDIR/.ses and an empty $TMPDIR/mat-debug-<pid>.log behind
+// in every process (one per daemon start, CLI run and test process). ORT_DISABLE_TELEMETRY=1 turns all of it
+// off; ORT reads it then, so setting it here (main thread, before any session or inference worker) is in time.
+// An operator who sets the variable keeps their value.
+process.env.ORT_DISABLE_TELEMETRY ??= '1';
+
 export type ProviderName = 'cpu' | 'cuda' | 'tensorrt';
 
 export type OptimizationLevel = 'basic' | 'extended' | 'all';

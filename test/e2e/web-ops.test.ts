@@ -1,7 +1,6 @@
 import test from 'ava';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { freePort } from '../helpers/shared.js';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
@@ -10,6 +9,7 @@ import { call, face, modelsDirWith, startTestDaemon, TEST_KEY, type TestDaemon }
 import { ensureWebUi, framesShown, launchChromium, screenshot, signIn } from '../helpers/browser.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../helpers/rtsp.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Operating pages in headless Chromium: the API docs page (/docs, Swagger UI served from node_modules,
@@ -98,7 +98,7 @@ test.serial('a kiosk URL made with a preview token shows the stream, and shows i
   ]);
   const rtsp = await startRtspServer({ frames, fps: 10 });
   // A fixed port, so the open kiosk page finds the restarted daemon at the same address.
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-kiosk-e2e-'));
+  const dir = tempDir(t, 'vigil-kiosk-e2e-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, ['[server]', 'host = "127.0.0.1"', `port = ${port}`, `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(models)}`, 'log_level = "silent"', FAST_MONITORS_TOML].join('\n'));
   const start = async (): Promise<Daemon> => {

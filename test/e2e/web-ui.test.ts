@@ -1,7 +1,6 @@
 import test from 'ava';
-import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import type { Browser, Page } from 'playwright-core';
@@ -10,6 +9,7 @@ import { call, FACES, face, labels, MODELS_MIRROR, startTestDaemon, type TestDae
 import { FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { ensureWebUi, framesShown, launchChromium, screenshot, signIn } from '../helpers/browser.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * The web UI end to end in headless Chromium against a real daemon and a real RTSP stream: sign in,
@@ -22,7 +22,7 @@ let browser: Browser;
 let page: Page;
 let upstream: Server;
 let liveness: { mirror: string; files: string[] };
-const blank = join(mkdtempSync(join(tmpdir(), 'vigil-web-')), 'empty-wall.jpg');
+const blank = join(fileTempDir('vigil-web-'), 'empty-wall.jpg');
 
 test.before(async () => {
   const [frames] = await Promise.all([
@@ -37,9 +37,9 @@ test.before(async () => {
   const catalog = await loadCatalog();
   const files = catalog.addons.liveness!.models.map((m) => m.file);
   for (const f of files) catalog.files[f]!.sources = [{ type: 'url', url: `http://127.0.0.1:${(upstream.address() as { port: number }).port}/${f}` }];
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-web-daemon-'));
+  const dir = fileTempDir('vigil-web-daemon-');
   writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));
-  liveness = { mirror: mkdtempSync(join(tmpdir(), 'vigil-web-mirror-')), files };
+  liveness = { mirror: fileTempDir('vigil-web-mirror-'), files };
   // One stream at most, so the second monitor runs into the capacity error.
   [d, rtsp, browser] = await Promise.all([
     startTestDaemon({

@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { startDaemon, type Daemon } from '../../src/cli/serve.js';
 import { installPack } from '../../src/models/installer.js';
 import { pgStoreToml, startPostgres, type PgCluster } from './postgres.js';
+import { fileTempDir, removeDir } from './tempDir.js';
 
 export { FACES, MODELS_MIRROR, REPO, SHARED, encodeBmp24 } from './shared.js';
 export const face = (rel: string): Buffer => readFileSync(join(FACES, rel));
@@ -25,11 +26,11 @@ export const DEFAULT_THRESHOLD = packThreshold('edge_s');
 
 const installed = new Map<string, Promise<string>>();
 
-/** Installs a model pack from the shared mirror into a temp models dir, once per test process. */
+/** Installs a model pack from the shared mirror into a temp models dir, once per test process (removed at its exit). */
 export function modelsDirWith(packId = 'edge_s'): Promise<string> {
   let p = installed.get(packId);
   if (!p) {
-    const dir = mkdtempSync(join(tmpdir(), 'vigil-models-'));
+    const dir = fileTempDir('vigil-models-');
     p = installPack({ packId, modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: new Sink(), stderr: new Sink() } as never }).then(() => dir);
     installed.set(packId, p);
   }
@@ -59,8 +60,13 @@ async function storeToml(dir: string): Promise<string> {
 
 export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }
 
-/** A real daemon on 127.0.0.1:<random> with its own data dir; `server` lines go into [server], `toml` is appended. */
+/**
+ * A real daemon on 127.0.0.1:<random> with its own data dir; `server` lines go into [server], `toml` is appended.
+ * Without `dir` the daemon gets a temp dir that close() removes once the daemon has stopped; a test that
+ * reads the dir after close() or starts a daemon on it again passes its own `dir` (tempDir(t, …)).
+ */
 export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string; dir?: string; server?: string[] } = {}): Promise<TestDaemon> {
+  const owned = opts.dir === undefined;
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vigil-test-'));
   const modelsDir = opts.modelsDir ?? (await modelsDirWith(opts.pack ?? 'edge_s'));
   const file = join(dir, 'server.toml');
@@ -68,7 +74,19 @@ export async function startTestDaemon(opts: { toml?: string; pack?: string; wait
     '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"', ...(opts.server ?? []),
     opts.toml ?? '', await storeToml(dir),
   ].join('\n'));
-  const daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
+  let daemon: Daemon;
+  try {
+    daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
+  } catch (e) {
+    if (owned) removeDir(dir);
+    throw e;
+  }
+  if (owned) {
+    // One close for every caller (a finally and an after hook may both call it): the dir goes once the daemon is down.
+    const close = daemon.close;
+    let closing: Promise<void> | undefined;
+    daemon.close = () => closing ??= close().finally(() => removeDir(dir));
+  }
   if (opts.waitReady !== false) {
     try {
       await daemon.ready;

@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelsDirWith, TEST_KEY } from './daemon.js';
 import { REPO } from './shared.js';
+import { fileTempDir } from './tempDir.js';
 
 /**
  * The daemon as its own process (`vigil serve`), with everything it prints kept: for tests that look at
@@ -25,7 +25,8 @@ export interface DaemonProcess {
 }
 
 export async function startDaemonProcess(opts: { toml?: string; logLevel?: string } = {}): Promise<DaemonProcess> {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-proc-'));
+  // stop() and start() keep the data dir; it goes when the test process exits.
+  const dir = fileTempDir('vigil-proc-');
   const modelsDir = await modelsDirWith('edge_s');
   const file = join(dir, 'server.toml');
   let out = '';

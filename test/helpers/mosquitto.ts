@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { freePort } from './shared.js';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './shared.js';
+import { fileTempDir } from './tempDir.js';
 
 /** Debian's mosquitto; VIGIL_MOSQUITTO overrides the path. */
 export const MOSQUITTO = process.env.VIGIL_MOSQUITTO ?? '/usr/sbin/mosquitto';
@@ -13,10 +13,10 @@ export interface Broker { port: number; url: string; stop(): Promise<void>; star
 /**
  * A real Mosquitto broker on a loopback port, started the way users start it (a config file), with
  * persistence in a temp dir so persistent sessions (clean=false subscribers) and retained messages
- * survive a stop/start on the same port.
+ * survive a stop/start on the same port. The dir is removed when the test process exits.
  */
 export async function startMosquitto(): Promise<Broker> {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-mqtt-'));
+  const dir = fileTempDir('vigil-mqtt-');
   const port = await freePort();
   const conf = join(dir, 'mosquitto.conf');
   writeFileSync(conf, [

@@ -1,8 +1,9 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { freePort } from './shared.js';
+import { chmodSync, chownSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './shared.js';
+import { removeDir } from './tempDir.js';
 
 /**
  * A throw-away PostgreSQL cluster, started the way users run Debian's `postgresql` package: initdb and
@@ -62,12 +63,25 @@ export async function startPostgres(): Promise<PgCluster> {
     if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr}${r.stdout}`);
     return r.stdout;
   };
-  run('initdb', ['-D', data, '-U', 'vigil', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+  // Until the first start succeeded nothing runs on the dir: a failure removes it.
+  const failed = (e: unknown): never => {
+    removeDir(dir);
+    throw e;
+  };
+  try {
+    run('initdb', ['-D', data, '-U', 'vigil', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+  } catch (e) {
+    failed(e);
+  }
   const port = await freePort();
   const opts = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on -c max_connections=200 -c shared_buffers=64MB`;
   const startServer = () => { run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', opts, '-w', '-t', '60', 'start']); };
   const stopServer = () => { run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']); };
-  startServer();
+  try {
+    startServer();
+  } catch (e) {
+    failed(e);
+  }
   const psql = (sql: string) => {
     const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'vigil', '-d', 'postgres', '-c', sql],
       { encoding: 'utf8', env: { ...process.env, PGPASSWORD: password } });
@@ -94,7 +108,7 @@ export async function startPostgres(): Promise<PgCluster> {
       } catch {
         // already stopped
       }
-      rmSync(dir, { recursive: true, force: true });
+      removeDir(dir); // after pg_ctl stop -w: the server no longer writes there
     },
   };
 }

@@ -1,19 +1,20 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { REPO } from './shared.js';
+import { fileTempDir } from './tempDir.js';
 
 /** One stretch of the test stream: a photo (letterboxed onto the frame) or an empty grey frame. */
 export interface Segment { image: Buffer | null; seconds: number }
 
 /**
  * Writes the JPEG frames of a looping scenario (frame00000.jpg, ...) for test/rtsp/server.py.
- * Every frame has the same size so the encoder never renegotiates.
+ * Every frame has the same size so the encoder never renegotiates. Without `dir` the frames go to a temp
+ * dir removed when the test process exits (servers restarted in place read the same frames).
  */
 export async function renderScenario(segments: Segment[], o: { width: number; height: number; fps: number; dir?: string }): Promise<string> {
-  const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'vigil-rtsp-'));
+  const dir = o.dir ?? fileTempDir('vigil-rtsp-');
   mkdirSync(dir, { recursive: true });
   let n = 0;
   for (const s of segments) {

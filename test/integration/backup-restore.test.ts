@@ -1,12 +1,12 @@
 import test from 'ava';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as tar from 'tar';
 import Database from 'better-sqlite3';
 import { createBackup, restoreBackup } from '../../src/cli/backup.js';
 import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { enrollObamaBiden } from '../helpers/monitors.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Backup while the daemon runs and registers faces (load), restore on a stopped box: the restored
@@ -25,9 +25,10 @@ async function searches(d: TestDaemon) {
 }
 
 test('a backup taken under load restores to an identical gallery; tampering, a running daemon and a non-empty target are refused', async (t) => {
-  const a = await startTestDaemon();
+  // Its own dir: the source database is read again after a.close().
+  const a = await startTestDaemon({ dir: tempDir(t, 'vigil-source-') });
   const aDir = a.runtime.loaded.config.server.data_dir;
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-backup-'));
+  const dir = tempDir(t, 'vigil-backup-');
   const archive = join(dir, 'box.tar.gz');
   let manifest;
   let before;
@@ -58,7 +59,7 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
   t.is(manifest.counts.kiosk_tokens, 1);
 
   // Restore into a fresh box (the daemon's data dir), then start it there.
-  const bRoot = mkdtempSync(join(tmpdir(), 'vigil-restored-'));
+  const bRoot = tempDir(t, 'vigil-restored-');
   const bData = join(bRoot, 'data');
   const restored = await restoreBackup(bData, archive);
   t.deepEqual(restored.counts, manifest.counts);
@@ -100,14 +101,14 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
   t.true(copy.every((r) => source.has(r)));
 
   // A tampered archive: one byte of the database changed; verification refuses it and restores nothing.
-  const x = mkdtempSync(join(tmpdir(), 'vigil-tamper-'));
+  const x = tempDir(t, 'vigil-tamper-');
   await tar.x({ file: archive, cwd: x });
   const db = readFileSync(join(x, 'vigil.db'));
   db[db.length - 100] = db[db.length - 100]! ^ 0xff;
   writeFileSync(join(x, 'vigil.db'), db);
   const bad = join(dir, 'tampered.tar.gz');
   await tar.c({ gzip: true, file: bad, cwd: x }, ['manifest.json', ...manifest.files.map((f) => f.path)]);
-  const empty = join(mkdtempSync(join(tmpdir(), 'vigil-empty-')), 'data');
+  const empty = join(tempDir(t, 'vigil-empty-'), 'data');
   const err = await t.throwsAsync(restoreBackup(empty, bad));
   t.is((err as any).code, 'backup_invalid');
   t.regex(err!.message, /vigil\.db fails its SHA-256 checksum/);

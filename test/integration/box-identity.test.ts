@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Box identity in sqlite mode (a single box, no PostgreSQL): monitors and events from before box_id
@@ -13,8 +14,9 @@ const start = (boxId: string, dir?: string): Promise<TestDaemon> => startTestDae
 const dbFile = (d: TestDaemon) => join(d.runtime.loaded.config.server.data_dir, 'vigil.db');
 
 test('rows from before box identity are stamped with the starting box; another box_id does not run them', async (t) => {
-  let d = await start('solo');
-  const dir = join(d.runtime.loaded.config.server.data_dir, '..');
+  // Its own dir: the test restarts on it (startTestDaemon removes a dir it made at close()).
+  const dir = tempDir(t, 'vigil-box-');
+  let d = await start('solo', dir);
   t.is((await call(d, 'POST', '/v1/collections', { id: 'staff', name: 'Staff' })).status, 201);
   const m = await call(d, 'POST', '/v1/monitors', { id: 'door', name: 'Door', enabled: false, source: { url: 'rtsp://127.0.0.1:9/x' }, collection_id: 'staff' });
   t.is(m.status, 201, JSON.stringify(m.json));

@@ -1,11 +1,11 @@
 import test from 'ava';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { modelsDirWith, REPO, TEST_KEY } from '../helpers/daemon.js';
+import { fileTempDir, tempDir } from '../helpers/tempDir.js';
 
 /**
  * `vigil` as a user runs it: every command and subcommand answers --help, and each start-up mistake is
@@ -21,7 +21,7 @@ function vigil(args: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 function config(lines: string[]): string {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-cli-'));
+  const dir = fileTempDir('vigil-cli-');
   const file = join(dir, 'server.toml');
   // Defaults for [server] keys the case does not set itself (TOML refuses a key twice).
   const defaults = ['host = "127.0.0.1"', 'log_level = "info"', `data_dir = ${JSON.stringify(join(dir, 'data'))}`]
@@ -61,7 +61,7 @@ test('serve: config errors, unknown model_pack, missing models and an unusable d
     ['unknown key', ['port = 0', '[inference]', 'model_pakc = "edge_s"'], EXIT.config, /config_invalid: .*unknown key "inference.model_pakc"/],
     ['bad TOML', ['port = = 1'], EXIT.config, /config_invalid: .*not valid TOML/],
     ['unknown pack', ['port = 0', `models_dir = ${JSON.stringify(models)}`, '[inference]', 'model_pack = "edge_xl"'], EXIT.unknownPack, /model_pack_unknown: unknown model pack "edge_xl" \(known packs: .*edge_s/],
-    ['missing models', ['port = 0', `models_dir = ${JSON.stringify(mkdtempSync(join(tmpdir(), 'vigil-empty-models-')))}`], EXIT.modelsMissing, /model_not_installed: .*vigil models install edge_s/],
+    ['missing models', ['port = 0', `models_dir = ${JSON.stringify(tempDir(t, 'vigil-empty-models-'))}`], EXIT.modelsMissing, /model_not_installed: .*vigil models install edge_s/],
     ['data dir under a file', ['port = 0', 'data_dir = "/dev/null/vigil"', `models_dir = ${JSON.stringify(models)}`], EXIT.dataDir, /data_dir_unusable: The data directory \/dev\/null\/vigil is not usable: a part of the path is not a directory/],
   ];
   for (const [what, lines, code, re] of cases) {
@@ -79,7 +79,7 @@ test('serve: config errors, unknown model_pack, missing models and an unusable d
 
 test('serve: a data dir this user cannot write is exit 13', (t) => {
   if (process.getuid?.() !== 0 || spawnSync('runuser', ['--help']).status !== 0) return t.pass('needs root and runuser');
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-ro-'));
+  const dir = tempDir(t, 'vigil-ro-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, ['[server]', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`].join('\n'));
   // nobody may read the config but not create the data dir in root's 0755 directory.
@@ -109,7 +109,7 @@ test('serve: the port in use is one line and exit 14', async (t) => {
 
 test('serve under systemd: READY=1 reaches NOTIFY_SOCKET once the models are loaded (systemd-notify)', async (t) => {
   const models = await modelsDirWith('edge_s');
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-notify-'));
+  const dir = tempDir(t, 'vigil-notify-');
   const socket = join(dir, 'notify.sock');
   const received = join(dir, 'received.txt');
   // A unix datagram receiver standing in for systemd (Node cannot bind one).

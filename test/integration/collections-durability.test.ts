@@ -1,16 +1,16 @@
 import test from 'ava';
 import Database from 'better-sqlite3';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startChild } from '../helpers/daemonProcess.js';
 import { call, face, form, labels, modelsDirWith, post, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 const PHOTOS = Object.values(labels.identities).flat();
 
 test('restart: indexes are rebuilt from SQLite; another model pack gives collection_model_mismatch, delete still works', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-restart-'));
+  const dir = tempDir(t, 'vigil-restart-');
   let d: TestDaemon = await startTestDaemon({ dir });
   try {
     for (const [id, load] of [['eager-c', 'eager'], ['lazy-c', 'lazy']]) {
@@ -65,7 +65,7 @@ async function waitReady(url: string): Promise<void> {
 }
 
 test('durability: SIGKILL during registrations loses no acknowledged face; the restart rebuilds and passes integrity_check', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-kill-'));
+  const dir = tempDir(t, 'vigil-kill-');
   const config = join(dir, 'server.toml');
   writeFileSync(config, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
     `models_dir = ${JSON.stringify(await modelsDirWith('edge_s'))}`, 'log_level = "info"', '[collections]', 'default_load_policy = "eager"'].join('\n'));

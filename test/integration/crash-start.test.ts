@@ -1,22 +1,22 @@
 import test from 'ava';
 import { EXIT } from '../../src/cli/exitCodes.js';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { modelsDirWith, TEST_KEY } from '../helpers/daemon.js';
 import { REPO } from '../helpers/shared.js';
+import { fileTempDir, tempDir } from '../helpers/tempDir.js';
 
 const canUnshare = spawnSync('unshare', ['--pid', '--fork', 'true']).status === 0;
 const canMount = (() => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-mnt-probe-'));
+  const dir = fileTempDir('vigil-mnt-probe-');
   const ok = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir]).status === 0;
   if (ok) spawnSync('umount', [dir]);
   return ok;
 })();
 
 function configFile(dataDir: string, modelsDir: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-crash-'));
+  const dir = fileTempDir('vigil-crash-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(dataDir)}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "info"'].join('\n'));
   return file;
@@ -57,7 +57,7 @@ test('a daemon SIGKILLed as PID 1 of a PID namespace starts again as PID 1 (the 
     t.pass();
     return;
   }
-  const dataDir = join(mkdtempSync(join(tmpdir(), 'vigil-crash-data-')), 'data');
+  const dataDir = join(tempDir(t, 'vigil-crash-data-'), 'data');
   const file = configFile(dataDir, await modelsDirWith('edge_s'));
   for (let round = 0; round < 3; round++) {
     const child = spawn('unshare', ['--pid', '--fork', '--kill-child', ...serveArgs(file)], { cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -80,7 +80,7 @@ test('a read-only data dir at start is one line on stderr, exit code 13 (a data-
     t.pass();
     return;
   }
-  const mnt = mkdtempSync(join(tmpdir(), 'vigil-ro-'));
+  const mnt = tempDir(t, 'vigil-ro-');
   t.is(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt]).status, 0);
   try {
     mkdirSync(join(mnt, 'data'));

@@ -1,12 +1,12 @@
 import test from 'ava';
 import Database from 'better-sqlite3';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, startTestDaemon } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 test('a database that fails the background quick_check never serves: health not_ready, reads and writes 503', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-integrity-'));
+  const dir = tempDir(t, 'vigil-integrity-');
   let d = await startTestDaemon({ dir });
   try {
     t.is((await call(d, 'POST', '/v1/collections', { id: 'c1', name: 'c1' })).status, 201);

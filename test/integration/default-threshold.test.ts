@@ -1,8 +1,8 @@
 import test from 'ava';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, face, form, modelsDirWith, packThreshold, post, REPO, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * The default match threshold follows the active pack's measured recommended_threshold unless the
@@ -85,7 +85,7 @@ test('a configured default_threshold wins over the pack, which is still reported
 });
 
 test('a pack without a measured threshold (as buffalo_* here) keeps the upstream 0.4', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-threshold-'));
+  const dir = tempDir(t, 'vigil-threshold-');
   const catalog = JSON.parse(readFileSync(join(REPO, 'models/manifest.json'), 'utf8'));
   delete catalog.packs.edge_s.recommended_threshold;
   writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));

@@ -1,11 +1,11 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const mnt = mkdtempSync(join(tmpdir(), 'vigil-full-'));
+const mnt = fileTempDir('vigil-full-');
 const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=48m', 'tmpfs', mnt]).status === 0;
 let d: TestDaemon | undefined;
 test.after.always(async () => {

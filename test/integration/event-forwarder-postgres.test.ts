@@ -1,8 +1,5 @@
 import test from 'ava';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import type pg from 'pg';
 import { EventForwarder } from '../../src/events/eventForwarder.js';
@@ -11,6 +8,7 @@ import { PgHistory } from '../../src/events/pgHistory.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
 import { migratePostgres, openPool } from '../../src/store/postgres.js';
 import { startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * The forwarder's guarantees on a real PostgreSQL, component by component: a repeated batch (a crash
@@ -31,7 +29,7 @@ async function setup() {
   const url = cluster.createDatabase(`fwd_${process.pid}_${++dbs}`);
   pool = openPool({ url, poolSize: 4 });
   await migratePostgres(pool);
-  const db: OpenedDatabase = openDatabase(mkdtempSync(join(tmpdir(), 'vigil-fwd-')), undefined, { reserveBytes: 0 });
+  const db: OpenedDatabase = openDatabase(fileTempDir('vigil-fwd-'), undefined, { reserveBytes: 0 });
   const store = new HistoryStore(db.db);
   const pgh = new PgHistory(pool);
   const fwd = new EventForwarder(store, pgh, { boxId: 'box-a', intervalMs: 60_000, pendingWaitMs: 30_000, retention: { maxAgeDays: 0, maxEvents: 0, intervalMs: 3_600_000 } }, log);

@@ -9,6 +9,7 @@ import { allEvents, enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../hel
 import { startMosquitto, type Broker } from '../helpers/mosquitto.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../helpers/webhookReceiver.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * Monitor events end to end on a real H.264 stream: the durable history with snapshots, the same
@@ -43,8 +44,10 @@ test.before(async () => {
     { image: face('identities/rose_leslie/1.jpg'), seconds: 4 }, { image: null, seconds: 2.5 },
   ], { width: 960, height: 540, fps: FPS });
   [rtsp, broker, receiver] = await Promise.all([startRtspServer({ frames, fps: FPS }), startMosquitto(), startReceiver()]);
-  d = await startTestDaemon({ toml: toml(broker.url) });
-  dir = join(d.runtime.loaded.config.server.data_dir);
+  // The file's own dir: a later test restarts the daemon on it.
+  const root = fileTempDir('vigil-events-');
+  d = await startTestDaemon({ toml: toml(broker.url), dir: root });
+  dir = join(root, 'data');
   await enrollObamaBiden(d, 'gallery');
   sub = await mqtt.connectAsync(broker.url, { clientId: 'test-sub', clean: true });
   sub.on('message', (topic, payload, packet) => messages.push({ topic, payload, retain: packet.retain }));

@@ -1,6 +1,4 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import Database from 'better-sqlite3';
@@ -13,6 +11,7 @@ import { startDaemonProcess, type DaemonProcess } from '../helpers/daemonProcess
 import { fleetStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { eventually } from '../helpers/shared.js';
 import { unitVectors } from '../helpers/vectors.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Fleet mode under failure and over time: a box SIGKILLed while a client writes to it (no acknowledged
@@ -214,7 +213,7 @@ function metricValue(text: string, series: string): number | undefined {
 test.serial('a box away longer than the retention window copies the collection afresh; boxes that stay are caught up by revision; fleet metrics pass promtool', async (t) => {
   const url = cluster.createDatabase(`away_${process.pid}_${++dbs}`);
   const toml = fleetStoreToml(url, 'change_log_retention_seconds = 1.5\nchange_log_prune_interval_seconds = 0.2\n');
-  const dirB = mkdtempSync(join(tmpdir(), 'vigil-away-'));
+  const dirB = tempDir(t, 'vigil-away-');
   const a = await startTestDaemon({ server: ['box_id = "box-a"'], toml });
   let b = await startTestDaemon({ dir: dirB, server: ['box_id = "box-b"'], toml });
   const changes = async () => Number((await query<{ n: string }>(url, "SELECT count(*) AS n FROM gallery_changes WHERE collection_id = 'away'"))[0]!.n);

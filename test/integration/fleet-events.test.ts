@@ -6,6 +6,7 @@ import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { fleetStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * Fleet mode's event history (issue 16): two real daemons (box-a, box-b) on one real PostgreSQL cluster,
@@ -26,9 +27,10 @@ const boxToml = (dbUrl: string) => `${FAST_MONITORS_TOML}
 flush_interval_ms = 100
 ${fleetStoreToml(dbUrl)}`;
 
-async function startBox(boxId: string, dir?: string): Promise<TestDaemon> {
-  const d = await startTestDaemon({ server: [`box_id = "${boxId}"`], toml: boxToml(url), ...(dir ? { dir } : {}) });
-  dirs[boxId] = dir ?? join(d.runtime.loaded.config.server.data_dir, '..');
+/** On its own dir (or `dir`), kept to the end of the file: a later test starts another box on box-a's. */
+async function startBox(boxId: string, dir = fileTempDir('vigil-box-')): Promise<TestDaemon> {
+  const d = await startTestDaemon({ server: [`box_id = "${boxId}"`], toml: boxToml(url), dir });
+  dirs[boxId] = dir;
   return d;
 }
 

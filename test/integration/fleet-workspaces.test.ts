@@ -1,6 +1,5 @@
 import test from 'ava';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runStoreCommand } from '../../src/cli/store.js';
 import { runWorkspacesCommand } from '../../src/cli/workspaces.js';
@@ -10,6 +9,7 @@ import { fleetStoreToml, pgStoreToml, startPostgres, type PgCluster } from '../h
 import { Sink } from '../helpers/shared.js';
 import { startReceiver } from '../helpers/webhookReceiver.js';
 import pgDriver from 'pg';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Fleet mode for workspaces, keys, usage and scrape runs: two real daemons (each its own data dir) on one
@@ -82,7 +82,7 @@ test.serial('a workspace and key made on A work on B; a run started on A is read
     t.is(status, 401);
 
     // The CLI in fleet mode writes to PostgreSQL: a key it makes opens both boxes, and its revoke closes both.
-    const dir = mkdtempSync(join(tmpdir(), 'vigil-fleetws-cli-'));
+    const dir = tempDir(t, 'vigil-fleetws-cli-');
     const config = join(dir, 'server.toml');
     writeFileSync(config, `[server]\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n${pgStoreToml(url)}`);
     const out = new Sink();
@@ -171,7 +171,7 @@ test.serial('with the database down, workspace calls answer 503 store_unavailabl
 });
 
 test.serial('vigil store migrate --to postgres copies workspaces, keys, usage and runs (counts and checksums match); the key then works on every box', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-migrate-ws-'));
+  const dir = tempDir(t, 'vigil-migrate-ws-');
   const scrapers = `[scrapers]\nfree_items_per_month = 500\n${reddit.toml()}\n`;
   let d = await startTestDaemon({ dir, toml: scrapers });
   let token: string;
@@ -209,7 +209,7 @@ test.serial('vigil store migrate --to postgres copies workspaces, keys, usage an
 
 test.serial('a run finished in PostgreSQL whose webhook did not reach the box\'s outbox is announced at that box\'s next start (same webhook-id)', async (t) => {
   const url = pg.createDatabase(`announce_${process.pid}`);
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-announce-'));
+  const dir = tempDir(t, 'vigil-announce-');
   const toml = `${pgStoreToml(url)}[scrapers]\nfree_items_per_month = 100\n${reddit.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 0.5\n`;
   const r = await startReceiver();
   let box: TestDaemon | null = await startTestDaemon({ dir, toml, server: ['box_id = "hooks"'] });

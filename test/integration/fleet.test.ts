@@ -3,6 +3,7 @@ import { call, face, form, post, startTestDaemon, type TestDaemon } from '../hel
 import { fleetStoreToml, pgStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { eventually } from '../helpers/shared.js';
 import { unitVectors } from '../helpers/vectors.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Fleet mode: two real daemons (each with its own data dir, replica and indexes) on one real PostgreSQL
@@ -158,11 +159,9 @@ test.serial('a box that loses the database keeps searching, reports degraded, an
 });
 
 test.serial('vigil store migrate --to postgres copies a SQLite box (counts and checksums match); the box and a new one then follow it', async (t) => {
-  const { mkdtempSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
   const { join } = await import('node:path');
   const { runStoreCommand } = await import('../../src/cli/store.js');
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-migrate-'));
+  const dir = tempDir(t, 'vigil-migrate-');
   let d = await startTestDaemon({ dir });
   try {
     const created = await call(d, 'POST', '/v1/collections', { id: 'home', name: 'Home', search: { load_policy: 'eager' } });

@@ -1,10 +1,10 @@
 import test from 'ava';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runGalleryExport, runGalleryImport } from '../../src/cli/gallery.js';
 import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { Sink } from '../helpers/shared.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * Gallery export from one box and import into another: the same embedding contract takes the embeddings
@@ -12,7 +12,7 @@ import { Sink } from '../helpers/shared.js';
  */
 let a: TestDaemon;
 let b: TestDaemon;
-const dir = mkdtempSync(join(tmpdir(), 'vigil-gallery-export-'));
+const dir = fileTempDir('vigil-gallery-export-');
 const PEOPLE: [string, string[]][] = [['obama', ['identities/obama/2.jpg', 'identities/obama/3.jpg']], ['biden', ['identities/biden/2.jpg']], ['rob_lowe', ['identities/rob_lowe/1.jpg']]];
 const QUERIES = ['identities/obama/1.jpg', 'identities/biden/1.jpg', 'identities/rob_lowe/2.jpg'];
 

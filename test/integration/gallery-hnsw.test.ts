@@ -1,13 +1,13 @@
 import test from 'ava';
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { runGalleryImport } from '../../src/cli/gallery.js';
 import { unitVectors } from '../helpers/vectors.js';
 import { startChild } from '../helpers/daemonProcess.js';
 import { join } from 'node:path';
 import { call, face, form, labels, modelsDirWith, post, startTestDaemon, TEST_KEY, type TestDaemon } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 const PHOTOS = Object.entries(labels.identities).flatMap(([person, photos]) => photos.map((photo) => ({ person, photo })));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -85,7 +85,7 @@ test('gallery import: contract id, line checks, capacity and per-person limits a
     t.true((s.json.matches as unknown[]).length >= 1);
 
     // The CLI streams a file to the same endpoint and reads the contract id from the collection.
-    const file = join(mkdtempSync(join(tmpdir(), 'vigil-gallery-')), 'g.ndjson');
+    const file = join(tempDir(t, 'vigil-gallery-'), 'g.ndjson');
     writeFileSync(file, ndjson([{ id: 'cli1', embeddings: [b64(v[10]!)] }, { id: 'cli2', embeddings: [b64(v[11]!)] }]));
     const printed: string[] = [];
     const sink = new Writable({ write(chunk, _enc, done) { printed.push(String(chunk)); done(); } });
@@ -101,7 +101,7 @@ test('gallery import: contract id, line checks, capacity and per-person limits a
 });
 
 test('hnsw collection: identical to exact on the fixture faces, exact while building, deletes never returned, restart maps the file, a stale file is rebuilt', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-hnsw-'));
+  const dir = tempDir(t, 'vigil-hnsw-');
   let d = await startTestDaemon({ dir, toml: '[collections]\ndefault_load_policy = "eager"' });
   /** Rows the graph holds beyond its build (a build during the import, then the late add): the same after a restart. */
   let addedSince = 1;
@@ -206,7 +206,7 @@ test('hnsw: searches are exact while the first graph is built', async (t) => {
 });
 
 test('gallery import: SIGKILL mid-import loses no acknowledged batch and keeps batches whole', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-import-kill-'));
+  const dir = tempDir(t, 'vigil-import-kill-');
   const config = join(dir, 'server.toml');
   writeFileSync(config, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
     `models_dir = ${JSON.stringify(await modelsDirWith('edge_s'))}`, 'log_level = "info"', '[collections]', 'default_load_policy = "eager"'].join('\n'));

@@ -1,11 +1,11 @@
 import test from 'ava';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { apiRoutes } from '../../src/http/app.js';
 import { koaPath } from '../../src/http/route.js';
 import { SHARED, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 let d: TestDaemon;
 test.before(async () => {
@@ -160,7 +160,7 @@ test('a request past the deadline is 503 request_timeout', async (t) => {
 });
 
 test('before the models are ready health is 503 not_ready and model routes 503 service_not_ready', async (t) => {
-  const empty = mkdtempSync(join(tmpdir(), 'vigil-nomodels-'));
+  const empty = tempDir(t, 'vigil-nomodels-');
   const nr = await startTestDaemon({ modelsDir: empty, waitReady: false });
   try {
     const err = await t.throwsAsync(nr.ready);

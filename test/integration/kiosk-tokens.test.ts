@@ -1,7 +1,6 @@
 import test from 'ava';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { runKioskCommand } from '../../src/cli/kiosk.js';
@@ -9,12 +8,13 @@ import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { Sink } from '../helpers/shared.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * Preview-only kiosk tokens against a real daemon and RTSP stream: the token opens its monitors' preview
  * and state and nothing else, is stored hashed, works after a restart, and stops at once when revoked.
  */
-const dir = mkdtempSync(join(tmpdir(), 'vigil-kiosk-'));
+const dir = fileTempDir('vigil-kiosk-');
 let d: TestDaemon;
 let rtsp: RtspServer;
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });

@@ -1,8 +1,7 @@
 import test from 'ava';
 import { execFileSync } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runAddonsCommand } from '../../src/cli/addons.js';
 import { runModelsCommand } from '../../src/cli/models.js';
@@ -10,11 +9,12 @@ import { loadCatalog } from '../../src/models/catalog.js';
 import { installPack } from '../../src/models/installer.js';
 import { call, face, form, MODELS_MIRROR, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { Sink } from '../helpers/shared.js';
+import { fileTempDir, tempDir } from '../helpers/tempDir.js';
 
 const quiet = () => ({ stdout: new Sink(), stderr: new Sink(), stdin: process.stdin }) as never;
 
 async function packOnly(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-mgmt-models-'));
+  const dir = fileTempDir('vigil-mgmt-models-');
   await installPack({ packId: 'edge_s', modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: quiet() });
   return dir;
 }
@@ -36,7 +36,7 @@ const status = async (d: TestDaemon) => (await call(d, 'GET', '/v1/addons/livene
 
 test('status, the enable job shared by duplicate POSTs, comments kept, and liveness active after a restart', async (t) => {
   const models = await packOnly();
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-mgmt-'));
+  const dir = tempDir(t, 'vigil-mgmt-');
   const d = await startTestDaemon({ modelsDir: models, dir, toml: SITE(MODELS_MIRROR) });
   const configFile = join(dir, 'server.toml');
   try {
@@ -116,9 +116,9 @@ test('a failed download leaves the config unchanged and never shows the source U
   const port = (upstream.address() as { port: number }).port;
   const catalog = await loadCatalog();
   for (const m of catalog.addons.liveness!.models) catalog.files[m.file]!.sources = [{ type: 'url', url: `http://user:secret@127.0.0.1:${port}/${m.file}` }];
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-mgmt-'));
+  const dir = tempDir(t, 'vigil-mgmt-');
   writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));
-  const emptyMirror = mkdtempSync(join(tmpdir(), 'vigil-empty-mirror-'));
+  const emptyMirror = tempDir(t, 'vigil-empty-mirror-');
   const d = await startTestDaemon({ modelsDir: await packOnly(), dir, toml: SITE(emptyMirror), server: [`model_catalog = ${JSON.stringify(join(dir, 'catalog.json'))}`] });
   try {
     const before = readFileSync(join(dir, 'server.toml'), 'utf8');
@@ -138,7 +138,7 @@ test('a failed download leaves the config unchanged and never shows the source U
 
 test('can_enable=false with the reason for a symlinked, read-only, single-file-mounted or invalid config, a corrupt model, and another process\'s job', async (t) => {
   const models = await packOnly();
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-mgmt-'));
+  const dir = tempDir(t, 'vigil-mgmt-');
   const d = await startTestDaemon({ modelsDir: models, dir, toml: SITE(MODELS_MIRROR) });
   const file = join(dir, 'server.toml');
   const original = readFileSync(file, 'utf8');
@@ -166,7 +166,7 @@ test('can_enable=false with the reason for a symlinked, read-only, single-file-m
     }
 
     // A single-file bind mount (docker -v server.toml:…) cannot be replaced atomically.
-    const source = join(mkdtempSync(join(tmpdir(), 'vigil-mount-')), 'server.toml');
+    const source = join(tempDir(t, 'vigil-mount-'), 'server.toml');
     writeFileSync(source, original);
     execFileSync('mount', ['--bind', source, file]);
     try {
@@ -201,7 +201,7 @@ test('can_enable=false with the reason for a symlinked, read-only, single-file-m
 });
 
 test('vigil models install --enable-liveness and [addons].auto_download; vigil addons install|verify liveness', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-cli-'));
+  const dir = tempDir(t, 'vigil-cli-');
   const config = join(dir, 'server.toml');
   writeFileSync(config, '# mine\n[inference]\nliveness_threshold = 0.7 # lenient\n');
   const models = join(dir, 'models');

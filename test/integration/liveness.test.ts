@@ -1,6 +1,5 @@
 import test from 'ava';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import { installLiveness } from '../../src/addons/livenessFiles.js';
@@ -9,6 +8,7 @@ import { installPack } from '../../src/models/installer.js';
 import { call, face, form, MODELS_MIRROR, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { Sink } from '../helpers/shared.js';
 import { createHash } from 'node:crypto';
+import { fileTempDir, tempDir } from '../helpers/tempDir.js';
 
 const LIVE = face('liveness/live_T1.jpg');
 const SPOOFS = ['liveness/spoof_print_F1.jpg', 'liveness/spoof_screen_F2.jpg', 'liveness/spoof_rgb_fake.jpg'];
@@ -18,7 +18,7 @@ const quiet = { stdout: new Sink(), stderr: new Sink() } as never;
 
 /** A models dir with the edge_s pack and, unless told otherwise, the liveness addon, from the shared mirror. */
 async function modelsDir(withLiveness = true): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-live-models-'));
+  const dir = fileTempDir('vigil-live-models-');
   await installPack({ packId: 'edge_s', modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: quiet });
   if (withLiveness) await installLiveness({ modelsDir: dir, mirror: MODELS_MIRROR });
   return dir;
@@ -218,7 +218,7 @@ test('a liveness model that breaks at run time gives 503 liveness_unavailable in
   // (run in its peer thread on a 2+ core machine), so both paths are covered.
   const V2 = '2.7_80x80_MiniFASNetV2.onnx', V1SE = '4_0_0_80x80_MiniFASNetV1SE.onnx';
   for (const [mode, name] of [['normal', V2], ['observe', V1SE]] as const) {
-    const dir = mkdtempSync(join(tmpdir(), 'vigil-broken-'));
+    const dir = tempDir(t, 'vigil-broken-');
     const models = await modelsDir(false);
     const broken = Buffer.from(readFileSync(join(MODELS_MIRROR, name)));
     broken.fill(0xff, Math.floor(broken.length * 0.7), Math.floor(broken.length * 0.7) + 4096);

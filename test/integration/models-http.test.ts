@@ -4,11 +4,11 @@
  */
 import test, { type ExecutionContext } from 'ava';
 import { crc32, Sink } from '../helpers/shared.js';
+import { tempDir } from '../helpers/tempDir.js';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import { Readable } from 'node:stream';
@@ -178,12 +178,6 @@ function makeCatalog(files: Record<string, FileDef>, packs: Record<string, [stri
 }
 
 
-async function workDir(t: ExecutionContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'vigil-models-http-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 function install(modelsDir: string, catalog: Catalog, packId: string, extra: Partial<InstallOptions> = {}) {
   const io = { stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) };
   return installPack({
@@ -225,7 +219,7 @@ test('mirror base URL is tried first; a mirror miss falls back to the catalog so
     },
     { p: ['a.onnx', 'b.onnx'] },
   );
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   const stderr = new Sink();
   const io = { stdout: new Sink(), stderr, stdin: Object.assign(Readable.from([]), { isTTY: false }) };
   const result = await install(modelsDir, catalog, 'p', { mirror: `${server.base}/mirror/`, io });
@@ -262,7 +256,7 @@ test('zip archive: both members extracted from one download, archive_sha256 chec
     },
     { z: ['det.onnx', 'rec.onnx'] },
   );
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   // Left by an interrupted run (a pid that cannot exist): cleaned up.
   await mkdir(join(modelsDir, 'z'), { recursive: true });
   await writeFile(join(modelsDir, 'z', '.det.onnx.99999999-0badc0de.part'), 'partial');
@@ -287,7 +281,7 @@ test('zip archive with the wrong archive_sha256 is rejected and nothing is publi
     },
     { z: ['det.onnx', 'det.onnx'] },
   );
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   const err = await rejectsWith(t, install(modelsDir, catalog, 'z'), 'model_checksum_mismatch');
   t.regex(attemptsOf(err)[0]!.error, /archive sha256 is [0-9a-f]{64}, expected a{64}/);
   t.deepEqual(await readdir(join(modelsDir, 'z')), []);
@@ -311,7 +305,7 @@ test('zip members that are symlinks or ambiguous are refused', async (t) => {
     },
     { z: ['det.onnx', 'det.onnx'] },
   );
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   const err = await rejectsWith(t, install(modelsDir, catalog, 'z'), 'model_download_failed');
   const [link, twice] = attemptsOf(err);
   t.is(link!.kind, 'bad_archive');
@@ -323,7 +317,7 @@ test('zip members that are symlinks or ambiguous are refused', async (t) => {
 test('npm source: the tarball comes from npm_config_registry and the one path is extracted', async (t) => {
   const rec = blob();
   const det = blob();
-  const work = await workDir(t);
+  const work = tempDir(t, 'vigil-models-http-');
   const tgz = await buildTgz(work, {
     'package.json': Buffer.from('{"name":"@vigil-test/models","version":"1.2.3"}'),
     'model/rec.onnx': rec.bytes,
@@ -350,7 +344,7 @@ test('npm source: the tarball comes from npm_config_registry and the one path is
 
 test('npm source: a path that is not in the tarball fails with the reason', async (t) => {
   const rec = blob();
-  const work = await workDir(t);
+  const work = tempDir(t, 'vigil-models-http-');
   const tgz = await buildTgz(work, { 'model/rec.onnx': rec.bytes });
   const server = await startServer(t, { '/pkg/-/pkg-1.0.0.tgz': send(tgz) });
   const catalog = makeCatalog(
@@ -377,7 +371,7 @@ test('503 then 200 is retried (honouring Retry-After); 404 is not retried', asyn
     },
     { flaky: ['flaky.onnx', 'flaky.onnx'], gone: ['gone.onnx', 'gone.onnx'] },
   );
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   const ok = await install(modelsDir, catalog, 'flaky');
   t.is(ok.files[0]!.status, 'downloaded');
   t.is(server.count('/flaky.onnx'), 2);
@@ -399,7 +393,7 @@ test('429 waits for Retry-After before the next try', async (t) => {
   const catalog = makeCatalog({ 'l.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/limited.onnx` }] } }, { l: ['l.onnx', 'l.onnx'] });
   const started = Date.now();
   // maxDelayMs above the server's 1 s so the header, not the 5 ms backoff, sets the wait.
-  await install(await workDir(t), catalog, 'l', { http: { baseDelayMs: 5, maxDelayMs: 5_000 } });
+  await install(tempDir(t, 'vigil-models-http-'), catalog, 'l', { http: { baseDelayMs: 5, maxDelayMs: 5_000 } });
   t.true(Date.now() - started >= 950);
   t.is(server.count('/limited.onnx'), 2);
 });
@@ -414,7 +408,7 @@ test('a stalled body times out and is retried up to maxAttempts', async (t) => {
   });
   const catalog = makeCatalog({ 's.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/stall.onnx` }] } }, { s: ['s.onnx', 's.onnx'] });
   const http = { baseDelayMs: 5, maxAttempts: 2, readTimeoutMs: 200 };
-  const err = await rejectsWith(t, install(await workDir(t), catalog, 's', { http }), 'model_download_failed');
+  const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 's', { http }), 'model_download_failed');
   t.is(attemptsOf(err)[0]!.error, 'stalled within 0.2 s (after 2 attempts)');
   t.is(server.count('/stall.onnx'), 2);
 });
@@ -423,7 +417,7 @@ test('persistent 5xx gives up after 5 attempts', async (t) => {
   const f = blob();
   const server = await startServer(t, { '/down.onnx': (_req, res) => void res.writeHead(502).end() });
   const catalog = makeCatalog({ 'down.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/down.onnx` }] } }, { d: ['down.onnx', 'down.onnx'] });
-  const err = await rejectsWith(t, install(await workDir(t), catalog, 'd'), 'model_download_failed');
+  const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'd'), 'model_download_failed');
   t.is(server.count('/down.onnx'), 5);
   t.is(attemptsOf(err)[0]!.error, 'HTTP 502 (after 5 attempts)');
 });
@@ -434,7 +428,7 @@ test('wrong bytes are rejected by checksum; an existing bad file is kept until a
   let serveGood = false;
   const server = await startServer(t, { '/m.onnx': (req, res, hit) => send(serveGood ? good.bytes : evil.bytes)(req, res, hit) });
   const catalog = makeCatalog({ 'm.onnx': { blob: good, sources: [{ type: 'url', url: `${server.base}/m.onnx` }] } }, { m: ['m.onnx', 'm.onnx'] });
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   await mkdir(join(modelsDir, 'm'), { recursive: true });
   const stale = Buffer.from('stale copy');
   await writeFile(join(modelsDir, 'm', 'm.onnx'), stale);
@@ -454,7 +448,7 @@ test('a response larger than the catalog size is cut off and rejected', async (t
   const f = blob(1024);
   const server = await startServer(t, { '/big.onnx': send(randomBytes(64 * 1024)) });
   const catalog = makeCatalog({ 'big.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/big.onnx` }] } }, { b: ['big.onnx', 'big.onnx'] });
-  const err = await rejectsWith(t, install(await workDir(t), catalog, 'b'), 'model_checksum_mismatch');
+  const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'b'), 'model_checksum_mismatch');
   t.regex(attemptsOf(err)[0]!.error, /larger than the catalog size \(1024 bytes\)/);
 });
 
@@ -470,7 +464,7 @@ test('an archive whose Content-Length is over the cap is refused without reading
     { 'f.onnx': { blob: f, sources: [{ type: 'archive', url: `${server.base}/huge.zip`, format: 'zip', member: 'f.onnx' }] } },
     { f: ['f.onnx', 'f.onnx'] },
   );
-  const err = await rejectsWith(t, install(await workDir(t), catalog, 'f'), 'model_download_failed');
+  const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'f'), 'model_download_failed');
   t.is(attemptsOf(err)[0]!.kind, 'too_large');
   t.is(server.count('/huge.zip'), 1);
 });
@@ -479,7 +473,7 @@ test('licence refusal in a non-TTY happens before any request', async (t) => {
   const f = blob();
   const server = await startServer(t, { '/f.onnx': send(f.bytes) });
   const catalog = makeCatalog({ 'f.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/f.onnx` }] } }, { f: ['f.onnx', 'f.onnx'] });
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   await rejectsWith(t, install(modelsDir, catalog, 'f', { acceptLicense: false, mirror: `${server.base}/mirror` }), 'license_not_accepted');
   t.deepEqual(server.hits, []);
   t.deepEqual(await readdir(modelsDir), []);
@@ -495,7 +489,7 @@ test('credentials in a mirror URL become Basic auth and never appear in errors',
     },
   });
   const catalog = makeCatalog({ 'f.onnx': { blob: f, sources: [] }, 'g.onnx': { blob: blob(), sources: [] } }, { f: ['f.onnx', 'f.onnx'], g: ['g.onnx', 'g.onnx'] });
-  const modelsDir = await workDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-http-');
   const mirror = server.base.replace('http://', 'http://user:s3cret@') + '/private';
   const ok = await install(modelsDir, catalog, 'f', { mirror });
   t.is(ok.files[0]!.source, `mirror ${server.base}/private/f.onnx`);
@@ -506,5 +500,5 @@ test('credentials in a mirror URL become Basic auth and never appear in errors',
 
 test('a file with no catalog sources and no mirror is model_source_unavailable', async (t) => {
   const catalog = makeCatalog({ 'f.onnx': { blob: blob(), sources: [] } }, { f: ['f.onnx', 'f.onnx'] });
-  await rejectsWith(t, install(await workDir(t), catalog, 'f'), 'model_source_unavailable');
+  await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'f'), 'model_source_unavailable');
 });

@@ -1,10 +1,10 @@
 import test from 'ava';
 import Database from 'better-sqlite3';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, DEFAULT_THRESHOLD, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FAST_MONITORS_TOML } from '../helpers/monitors.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * Monitor CRUD and its rules. The sources point at a closed local port: sessions run (and retry), which
@@ -16,7 +16,7 @@ let d: TestDaemon;
 let dir: string;
 
 test.before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vigil-monitors-'));
+  dir = fileTempDir('vigil-monitors-');
   d = await startTestDaemon({ toml: TOML, dir });
   for (const id of ['lobby', 'spare']) t0(await call(d, 'POST', '/v1/collections', { id, name: id }));
 });

@@ -1,13 +1,11 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { installLiveness } from '../../src/addons/livenessFiles.js';
 import { installPack } from '../../src/models/installer.js';
 import { call, face, form, MODELS_MIRROR, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { allEvents, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { Sink } from '../helpers/shared.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /** Normal-mode liveness on a monitor: a replayed (screen) face is blocked, never searched, never "enters". */
 const FPS = 10;
@@ -15,7 +13,7 @@ let d: TestDaemon;
 let rtsp: RtspServer;
 
 test.before(async () => {
-  const models = mkdtempSync(join(tmpdir(), 'vigil-mon-live-'));
+  const models = fileTempDir('vigil-mon-live-');
   await installPack({ packId: 'edge_s', modelsDir: models, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: new Sink(), stderr: new Sink() } as never });
   await installLiveness({ modelsDir: models, mirror: MODELS_MIRROR });
   const frames = await renderScenario([{ image: face('liveness/spoof_screen_F2.jpg'), seconds: 3 }], { width: 640, height: 360, fps: FPS });

@@ -1,6 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { DEFAULT_MONITOR_PIPELINE } from '../../src/config/schema.js';
@@ -8,6 +7,7 @@ import { GstFrameSource } from '../../src/monitors/frameSource.js';
 import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { allEvents, enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
  * rtsps:// end to end: GStreamer's RTSP server with a self-signed certificate made at test time. By
@@ -20,7 +20,7 @@ let server: RtspServer;
 let d: TestDaemon | undefined;
 
 test.before(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'vigil-rtsps-'));
+  dir = fileTempDir('vigil-rtsps-');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
     '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
   writeFileSync(join(dir, 'server.pem'), readFileSync(join(dir, 'cert.pem'), 'utf8') + readFileSync(join(dir, 'key.pem'), 'utf8'));
@@ -30,7 +30,6 @@ test.before(async () => {
 test.after.always(async () => {
   await d?.close();
   await server?.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Frames a frame source gets from the TLS server within a few seconds, or why it gave up. */

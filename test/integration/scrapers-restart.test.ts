@@ -1,9 +1,7 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FakeReddit } from '../helpers/fakeReddit.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 const until = async (f: () => boolean | Promise<boolean>, ms = 10_000) => {
   const end = Date.now() + ms;
@@ -15,7 +13,7 @@ const until = async (f: () => boolean | Promise<boolean>, ms = 10_000) => {
 
 test.serial('an acknowledged async run survives a daemon restart: re-queued, finished and billed once', async (t) => {
   const fake = await FakeReddit.start();
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-restart-'));
+  const dir = tempDir(t, 'vigil-restart-');
   let d: TestDaemon | null = await startTestDaemon({ dir, toml: fake.toml() });
   try {
     await d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });

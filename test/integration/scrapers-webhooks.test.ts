@@ -1,12 +1,10 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { startScraperDaemon, type ScraperDaemon } from '../helpers/scraperDaemon.js';
 import { FakeMaps, REAL_QUERY } from '../helpers/fakeMaps.js';
 import { FakeReddit, fixture } from '../helpers/fakeReddit.js';
 import { startReceiver, verifyStandardWebhook, type Receiver } from '../helpers/webhookReceiver.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Run webhooks (issue 19 item 8): real scrape runs against the replay fakes are delivered to real local
@@ -221,7 +219,7 @@ test.serial('a workspace may register [webhooks] max_endpoints_per_workspace end
 });
 
 test.serial('a run that ends while its receiver is down is delivered after a restart (the outbox row is written with the run)', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-runhooks-'));
+  const dir = tempDir(t, 'vigil-runhooks-');
   const toml = `[scrapers]\nfree_items_per_month = 100\n${reddit.toml()}\n[webhooks]\nfirst_retry_seconds = 0.2\nmax_retry_delay_seconds = 0.5`;
   let first: TestDaemon | null = await startTestDaemon({ dir, toml });
   let second: TestDaemon | null = null;

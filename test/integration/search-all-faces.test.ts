@@ -1,12 +1,10 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import sharp from 'sharp';
 import { installLiveness } from '../../src/addons/livenessFiles.js';
 import { installPack } from '../../src/models/installer.js';
 import { call, face, form, labels, MODELS_MIRROR, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { Sink } from '../helpers/shared.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 /**
  * Multi-face search (faces=all): one result per detected face with its box, over HTTP on real photos.
@@ -101,7 +99,7 @@ test('/openapi.json documents the faces field and the per-face results', async (
 });
 
 test('faces=all with liveness in normal mode: a spoofed face gets its problem, the live one is still searched', async (t) => {
-  const models = mkdtempSync(join(tmpdir(), 'vigil-allfaces-models-'));
+  const models = tempDir(t, 'vigil-allfaces-models-');
   await installPack({ packId: 'edge_s', modelsDir: models, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: new Sink(), stderr: new Sink() } as never });
   await installLiveness({ modelsDir: models, mirror: MODELS_MIRROR });
   const live = await startTestDaemon({ modelsDir: models, toml: '[inference]\naddons = ["liveness"]\nliveness_mode = "normal"' });

@@ -1,9 +1,9 @@
 import test from 'ava';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { unitVectors } from '../helpers/vectors.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
@@ -27,7 +27,7 @@ function answers(d: TestDaemon, id: string, queries: Float32Array[]) {
 }
 
 test('restart reads the vector snapshot at the committed revision; a stale file falls back to SQLite; damaged rows are caught and rebuilt', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-snapshot-'));
+  const dir = tempDir(t, 'vigil-snapshot-');
   const snap = join(dir, 'data', 'search-indexes', 'g.vectors');
   let d = await startTestDaemon({ dir });
   let queries: Float32Array[];

@@ -1,15 +1,13 @@
 import test from 'ava';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ApiKeyStore } from '../../src/auth/apiKeyStore.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'vigil-keys-test-'));
+const root = fileTempDir('vigil-keys-test-');
 const opened: OpenedDatabase[] = [];
 test.after.always(() => {
   for (const o of opened) o.close();
-  rmSync(root, { recursive: true, force: true });
 });
 let n = 0;
 function freshStore(): { store: ApiKeyStore; db: OpenedDatabase['db'] } {

@@ -1,15 +1,14 @@
 import test from 'ava';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CollectionStore, blobToEmbedding, embeddingToBlob, nowIso, type NewCollection, type NewFace } from '../../src/collections/collectionStore.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'vigil-cstore-test-'));
+const root = fileTempDir('vigil-cstore-test-');
 const opened: OpenedDatabase[] = [];
 test.after.always(() => {
   for (const o of opened) o.close();
-  rmSync(root, { recursive: true, force: true });
 });
 let n = 0;
 function fresh(): { store: CollectionStore; db: OpenedDatabase['db'] } {

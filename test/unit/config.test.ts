@@ -1,13 +1,12 @@
 import test from 'ava';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OperatorError } from '../../src/contract/errors.js';
 import { loadConfig } from '../../src/config/load.js';
 import { inputSizesProblem } from '../../src/config/schema.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'vigil-config-test-'));
-test.after.always(() => rmSync(dir, { recursive: true, force: true }));
+const dir = fileTempDir('vigil-config-test-');
 
 let n = 0;
 function tomlFile(text: string): string {

@@ -1,13 +1,12 @@
 import test from 'ava';
 import { createHmac } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiError, OperatorError } from '../../src/contract/errors.js';
 import { CursorCodec, toPage } from '../../src/store/cursors.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'vigil-cursor-test-'));
-test.after.always(() => rmSync(root, { recursive: true, force: true }));
+const root = fileTempDir('vigil-cursor-test-');
 let n = 0;
 function freshDir(): string {
   const dir = join(root, `data-${n++}`);

@@ -1,14 +1,13 @@
 import test from 'ava';
 import { EXIT, exitCodeFor } from '../../src/cli/exitCodes.js';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OperatorError } from '../../src/contract/errors.js';
 import { migrate, openDatabase, quickCheck } from '../../src/store/database.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'vigil-db-test-'));
-test.after.always(() => rmSync(root, { recursive: true, force: true }));
+const root = fileTempDir('vigil-db-test-');
 let n = 0;
 const freshDir = () => join(root, `data-${n++}`);
 

@@ -1,11 +1,11 @@
 import test from 'ava';
-import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bestPerPerson, CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { graphProblem, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph, type HnswMeta } from '../../src/search/hnswGraph.js';
 import { profileCodec } from '../../src/search/profiles.js';
 import { unitVectors } from '../helpers/vectors.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 const DIM = 32;
 function rows(n: number, seed: number, firstKey: number): IndexRow[] {
@@ -19,7 +19,7 @@ test('graph search: re-ranked candidates equal the exact answer on these rows, d
   index.add(base);
   const graph = newGraph(DIM, { connectivity: 16, expansion_add: 128, expansion_search: 256 });
   graph.add(BigUint64Array.from(base, (r) => BigInt(r.faceKey)), Float32Array.from(base.flatMap((r) => [...r.vector])), 1);
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-graph-'));
+  const dir = tempDir(t, 'vigil-graph-');
   const meta = saveGraph(dir, graph, { format: 1, collection_id: 'c', index_epoch: 'e1', dimension: DIM, quantization: HNSW_QUANTIZATION, connectivity: 16, expansion_add: 128, revision: 5, max_face_key: 2000, rows: 2000, build_seconds: 0, built_at: new Date().toISOString() });
   const want = { collectionId: 'c', epoch: 'e1', dimension: DIM, params: { connectivity: 16, expansion_add: 128, expansion_search: 256 }, revision: 7 };
   const loaded = viewGraph(dir, want);
@@ -59,7 +59,7 @@ test('graphProblem: another incarnation, other parameters, a later revision than
 });
 
 test('viewGraph refuses a truncated file and a missing sidecar', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-graph-'));
+  const dir = tempDir(t, 'vigil-graph-');
   const graph = newGraph(8, { connectivity: 16, expansion_add: 64, expansion_search: 64 });
   graph.add(BigUint64Array.of(1n, 2n), Float32Array.from({ length: 16 }, (_, i) => (i % 8 === 0 ? 1 : 0.01)), 1);
   const want = { collectionId: 'c', epoch: 'e', dimension: 8, params: { connectivity: 16, expansion_add: 64, expansion_search: 64 }, revision: 1 };

@@ -1,16 +1,14 @@
 import test from 'ava';
 import Koa from 'koa';
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { errorEnvelope, RecentErrors } from '../../src/http/errors.js';
 import { integrityGate } from '../../src/http/integrityGate.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'vigil-gate-'));
-test.after.always(() => rmSync(root, { recursive: true, force: true }));
+const root = fileTempDir('vigil-gate-');
 
 /** The gate in front of a handler that answers 200, over a real database whose integrity state the test sets. */
 async function serve(db: OpenedDatabase) {

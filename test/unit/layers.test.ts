@@ -1,12 +1,12 @@
 import test from 'ava';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { importsOf, layerViolations } from '../../scripts/check-layers.js';
 import { REPO } from '../helpers/shared.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 function tree(files: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), 'vigil-layers-'));
+  const root = fileTempDir('vigil-layers-');
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), text);

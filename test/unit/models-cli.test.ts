@@ -1,7 +1,7 @@
 import test from 'ava';
 import { MODELS_MIRROR, Sink } from '../helpers/shared.js';
-import { mkdtemp, open, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tempDir } from '../helpers/tempDir.js';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { resolveModelsDir, runModelsCommand } from '../../src/cli/models.js';
@@ -16,14 +16,8 @@ async function run(argv: string[]) {
   return { code, stdout: io.stdout.text, stderr: io.stderr.text };
 }
 
-async function tempModelsDir(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'vigil-models-cli-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
 test('install from a mirror returns 0, reinstall reports cached, verify and list agree', async (t) => {
-  const dir = await tempModelsDir(t);
+  const dir = tempDir(t, 'vigil-models-cli-');
   const first = await run(['install', 'edge_s', '--accept-license', '--from', MIRROR, '--models-dir', dir]);
   t.is(first.code, 0, first.stderr);
   t.regex(first.stdout, /det_500m\.onnx: downloaded from mirror /);
@@ -45,7 +39,7 @@ test('install from a mirror returns 0, reinstall reports cached, verify and list
 });
 
 test('verify reports a corrupted pack with exit code 2', async (t) => {
-  const dir = await tempModelsDir(t);
+  const dir = tempDir(t, 'vigil-models-cli-');
   t.is((await run(['install', 'edge_open', '--accept-license', '--from', MIRROR, '--models-dir', dir])).code, 0);
   const fh = await open(join(dir, 'edge_open', 'face_detection_yunet_2026may.onnx'), 'r+');
   await fh.write(Buffer.from([0x42]), 0, 1, 5000);
@@ -56,7 +50,7 @@ test('verify reports a corrupted pack with exit code 2', async (t) => {
 });
 
 test('errors print "vigil models: error: <code>: <message>" and return 2', async (t) => {
-  const dir = await tempModelsDir(t);
+  const dir = tempDir(t, 'vigil-models-cli-');
   const unknown = await run(['install', 'no_such_pack', '--accept-license', '--from', MIRROR, '--models-dir', dir]);
   t.is(unknown.code, 2);
   t.regex(unknown.stderr, /^vigil models: error: model_pack_unknown: unknown model pack "no_such_pack"/m);
@@ -80,7 +74,7 @@ test('--help and info print to stdout', async (t) => {
   const help = await run(['--help']);
   t.is(help.code, 0);
   t.regex(help.stdout, /Usage: vigil models/);
-  const info = await run(['info', 'edge_open', '--models-dir', await tempModelsDir(t)]);
+  const info = await run(['info', 'edge_open', '--models-dir', tempDir(t, 'vigil-models-cli-')]);
   t.is(info.code, 0, info.stderr);
   t.regex(info.stdout, /face_detection_yunet_2026may\.onnx \[detector\]\n\s+sha256:\s+ebafce4e3c118d6554634be5c27ab333b4c047a9a8c3faf1d7cf93101c22f0f0/);
   t.regex(info.stdout, /status: not installed/);

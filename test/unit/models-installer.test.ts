@@ -1,7 +1,7 @@
 import test from 'ava';
 import { MODELS_MIRROR, Sink } from '../helpers/shared.js';
-import { mkdtemp, open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { tempDir } from '../helpers/tempDir.js';
+import { open, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { ApiError } from '../../src/contract/errors.js';
@@ -13,12 +13,6 @@ const MIRROR = MODELS_MIRROR;
 
 
 const quietIo = () => ({ stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) });
-
-async function tempModelsDir(t: { teardown(fn: () => Promise<void>): void }): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'vigil-models-unit-'));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 function install(modelsDir: string, packId: string, extra: Partial<InstallOptions> = {}) {
   return installPack({ packId, modelsDir, mirror: MIRROR, acceptLicense: true, env: {}, io: quietIo(), ...extra });
@@ -49,7 +43,7 @@ async function rejectsWith(t: { fail(m: string): void }, promise: Promise<unknow
 }
 
 test('installs edge_s and edge_open from a mirror directory and writes pack.json', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   const catalog = await loadCatalog();
   for (const packId of ['edge_s', 'edge_open']) {
     const result = await install(modelsDir, packId);
@@ -74,7 +68,7 @@ test('installs edge_s and edge_open from a mirror directory and writes pack.json
 });
 
 test('reinstalling is idempotent: verified files are reported cached and not rewritten', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   await install(modelsDir, 'edge_s');
   const detPath = join(modelsDir, 'edge_s', 'det_500m.onnx');
   const before = await stat(detPath);
@@ -86,7 +80,7 @@ test('reinstalling is idempotent: verified files are reported cached and not rew
 });
 
 test('verifyPack and loadInstalledPack detect one corrupted byte; reinstall repairs it', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   await install(modelsDir, 'edge_open');
   const ok = await verifyPack({ packId: 'edge_open', modelsDir });
   t.is(ok.files.length, 2);
@@ -106,7 +100,7 @@ test('verifyPack and loadInstalledPack detect one corrupted byte; reinstall repa
 });
 
 test('loadInstalledPack returns verified specs with absolute paths', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   await install(modelsDir, 'edge_s');
   const pack = await loadInstalledPack(modelsDir, 'edge_s');
   t.is(pack.id, 'edge_s');
@@ -122,7 +116,7 @@ test('loadInstalledPack returns verified specs with absolute paths', async (t) =
 });
 
 test('loadInstalledPack: missing pack names the directory and the install command', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   const err = await rejectsWith(t, loadInstalledPack(modelsDir, 'edge_open'), 'model_not_installed');
   t.is(err.status, 503);
   t.true(err.message.includes(join(modelsDir, 'edge_open')));
@@ -131,7 +125,7 @@ test('loadInstalledPack: missing pack names the directory and the install comman
 });
 
 test('loadInstalledPack: a deleted file or a pack.json that disagrees with the catalog is invalid', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   await install(modelsDir, 'edge_s');
   const packJsonPath = join(modelsDir, 'edge_s', 'pack.json');
   const packJson = JSON.parse(await readFile(packJsonPath, 'utf8'));
@@ -147,7 +141,7 @@ test('loadInstalledPack: a deleted file or a pack.json that disagrees with the c
 });
 
 test('without --accept-license in a non-TTY nothing is created and license_not_accepted is thrown', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   const io = quietIo();
   const err = await rejectsWith(t, install(modelsDir, 'edge_s', { acceptLicense: false, io }), 'license_not_accepted');
   t.is(err.status, 403);
@@ -159,7 +153,7 @@ test('without --accept-license in a non-TTY nothing is created and license_not_a
 });
 
 test('a mirror that is not a directory is model_source_unavailable; VIGIL_MODEL_MIRROR is honoured', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   await rejectsWith(t, install(modelsDir, 'edge_s', { mirror: join(modelsDir, 'nope') }), 'model_source_unavailable');
   const viaEnv = await installPack({
     packId: 'edge_open',
@@ -196,7 +190,7 @@ function terminalIo(answer: string) {
 }
 
 test('on a terminal the licence is confirmed interactively ([y/N], default no)', async (t) => {
-  const modelsDir = await tempModelsDir(t);
+  const modelsDir = tempDir(t, 'vigil-models-unit-');
   const no = terminalIo('\n');
   await rejectsWith(t, install(modelsDir, 'edge_open', { acceptLicense: false, io: no }), 'license_not_accepted');
   t.regex(no.stderr.text, /\[y\/N\]/);

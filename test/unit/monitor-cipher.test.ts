@@ -1,12 +1,12 @@
 import test from 'ava';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OperatorError } from '../../src/contract/errors.js';
 import { CredentialCipher } from '../../src/monitors/credentialCipher.js';
+import { tempDir } from '../helpers/tempDir.js';
 
 test('the key file is created once, 32 bytes, mode 0600, and reused', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-cipher-'));
+  const dir = tempDir(t, 'vigil-cipher-');
   const a = CredentialCipher.open(dir);
   const key = readFileSync(join(dir, 'monitor-credentials.key'));
   t.is(key.length, 32);
@@ -33,7 +33,7 @@ test('v1 tokens: random nonce, bound to the monitor id, tamper-evident', (t) => 
 });
 
 test('a key file of the wrong size is refused, never replaced', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-cipher-'));
+  const dir = tempDir(t, 'vigil-cipher-');
   writeFileSync(join(dir, 'monitor-credentials.key'), Buffer.alloc(16));
   const err = t.throws(() => CredentialCipher.open(dir), { instanceOf: OperatorError });
   t.is(err?.code, 'monitor_key_invalid');

@@ -1,7 +1,6 @@
 import test from 'ava';
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, readdirSync, copyFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -17,8 +16,9 @@ import { openDatabase } from '../../src/store/database.js';
 import { UsageMeter } from '../../src/workspaces/usageMeter.js';
 import { WorkspaceStore } from '../../src/workspaces/workspaceStore.js';
 import { gmapsJson, gmapsText } from '../helpers/fakeMaps.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const fresh = () => mkdtempSync(join(tmpdir(), 'vigil-datasets-'));
+const fresh = () => fileTempDir('vigil-datasets-');
 const Item = z.object({ id: z.string().regex(/^x\d+$/) });
 
 /** A source that yields `n` items named `<prefix><i>` (ids x…), reporting what the scheduler answered. */

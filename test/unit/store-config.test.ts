@@ -1,13 +1,12 @@
 import test from 'ava';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OperatorError } from '../../src/contract/errors.js';
 import { loadConfig } from '../../src/config/load.js';
 import { storePassword } from '../../src/store/postgres.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'vigil-store-config-'));
-test.after.always(() => rmSync(dir, { recursive: true, force: true }));
+const dir = fileTempDir('vigil-store-config-');
 const file = (name: string, text: string) => {
   const p = join(dir, name);
   writeFileSync(p, text);

@@ -1,15 +1,14 @@
 import test from 'ava';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
 import { CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { profileCodec } from '../../src/search/profiles.js';
 import { readSnapshot, snapshotPath, writeSnapshot, type SnapshotExpectation } from '../../src/search/vectorSnapshot.js';
 import { unitVectors } from '../helpers/vectors.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const root = mkdtempSync(join(tmpdir(), 'vigil-snapshot-test-'));
-test.after.always(() => rmSync(root, { recursive: true, force: true }));
+const root = fileTempDir('vigil-snapshot-test-');
 let n = 0;
 const DIM = 64;
 

@@ -1,7 +1,4 @@
 import test from 'ava';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { nominalSchedule, retryDelayMs } from '../../src/webhooks/retrySchedule.js';
 import { newWebhookSecret, signWebhook } from '../../src/webhooks/signature.js';
@@ -10,6 +7,7 @@ import { WebhookStore, type WebhookEndpoint } from '../../src/webhooks/webhookSt
 import { openDatabase } from '../../src/store/database.js';
 import { startReceiver, verifyStandardWebhook } from '../helpers/webhookReceiver.js';
 import { waitFor } from '../helpers/monitors.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
 test('signatures match the Standard Webhooks reference vector', (t) => {
   t.is(signWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}'), 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
@@ -44,7 +42,7 @@ test('endpoint matching: scope, types (empty = all) and tag filters', (t) => {
 });
 
 function outboxWith(o: Partial<ConstructorParameters<typeof WebhookOutbox>[1]> = {}) {
-  const db = openDatabase(mkdtempSync(join(tmpdir(), 'vigil-wh-')));
+  const db = openDatabase(fileTempDir('vigil-wh-'));
   const store = new WebhookStore(db.db);
   const outbox = new WebhookOutbox(store, { timeoutMs: 1000, retry: { firstRetryMs: 50, maxDelayMs: 200, jitter: 0 }, disableAfterFailures: 0, maxPendingPerEndpoint: 1000, logSize: 50, maxRedirects: 2, ...o }, pino({ level: 'silent' }));
   const add = (url: string): WebhookEndpoint => {

@@ -1,6 +1,5 @@
 import test from 'ava';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runWorkspacesCommand } from '../../src/cli/workspaces.js';
 import { RunStore } from '../../src/scrapers/runStore.js';
@@ -8,8 +7,9 @@ import { openDatabase } from '../../src/store/database.js';
 import { billingPeriod, periodEnd, UsageMeter } from '../../src/workspaces/usageMeter.js';
 import { WorkspaceStore } from '../../src/workspaces/workspaceStore.js';
 import { Sink } from '../helpers/shared.js';
+import { fileTempDir } from '../helpers/tempDir.js';
 
-const fresh = () => mkdtempSync(join(tmpdir(), 'vigil-ws-'));
+const fresh = () => fileTempDir('vigil-ws-');
 
 test('keys are stored as sha256 only, shown once, scoped, revocable', async (t) => {
   const db = openDatabase(fresh());
