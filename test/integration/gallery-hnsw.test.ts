@@ -109,7 +109,7 @@ test('hnsw collection: identical to exact on the fixture faces, exact while buil
     t.is((await call(d, 'POST', '/v1/collections', { id: 'ex', name: 'Exact' })).status, 201);
     const created = await call(d, 'POST', '/v1/collections', { id: 'hn', name: 'HNSW', search: { index: 'hnsw', hnsw: { connectivity: 8, expansion_search: 128 } } });
     t.is(created.status, 201);
-    t.like(created.json.collection.search_index, { type: 'hnsw', hnsw: { connectivity: 8, expansion_add: 128, expansion_search: 128 } });
+    t.like(created.json.collection.search_index, { type: 'hnsw', hnsw: { connectivity: 8, expansion_add: 256, expansion_search: 128 } });
 
     // The fixture faces' embeddings (server-side), imported into both collections plus synthetic distractors.
     const fixtures: { person: string; photo: string; embedding: number[] }[] = [];
