@@ -39,9 +39,9 @@ export class DecodeStage {
       throw abortReason(signal);
     }
     const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    const work = decodeImage(buf, { maxSide: this.options.maxSide, maxAspectRatio: this.options.maxAspectRatio, timeoutMs: this.options.timeoutMs, ...limits })
+    const work = decodeImage(buf, this.limits(limits))
       .catch((e: unknown) => {
-        if (isApiError(e) && e.details.reason === 'decode_timeout') this.timedOut++;
+        this.noteFailure(e);
         throw e;
       })
       .finally(release);
@@ -55,6 +55,16 @@ export class DecodeStage {
       signal.addEventListener('abort', onAbort, { once: true });
       work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
     });
+  }
+
+  /** The [server] shape and time limits, with a request's own on top: what any decode of an upload applies. */
+  limits(limits: DecodeLimits): DecodeLimits {
+    return { maxSide: this.options.maxSide, maxAspectRatio: this.options.maxAspectRatio, timeoutMs: this.options.timeoutMs, ...limits };
+  }
+
+  /** Counts a decode that sharp stopped at the time limit, here or in an inference worker (decodes_timed_out). */
+  noteFailure(e: unknown): void {
+    if (isApiError(e) && e.details.reason === 'decode_timeout') this.timedOut++;
   }
 
   stats(): { decode_concurrency: number; decoding: number; decode_waiting: number; decodes_abandoned: number; decodes_timed_out: number } {

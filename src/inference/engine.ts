@@ -96,7 +96,6 @@ export class InferenceEngine {
   private nextId = 1;
   private aloneJobs = 0;
   private workerDecodes = 0;
-  private workerDecodesTimedOut = 0;
   private closed = false;
   /** Set once by the daemon (metrics); null = nobody listens. */
   observer: EngineObserver | null = null;
@@ -166,7 +165,6 @@ export class InferenceEngine {
           slot.pending = undefined;
           slot.busy = false;
           if (msg.alone) this.aloneJobs++;
-          if (msg.error?.details.reason === 'decode_timeout') this.workerDecodesTimedOut++;
           if (!pending) return;
           if (msg.error) {
             const err = msg.error.internal ? new Error(msg.error.message) : ApiError.revive(msg.error);
@@ -218,22 +216,29 @@ export class InferenceEngine {
         return result;
       }
       const { encoded } = request.image;
-      if (this.decodesInWorker(encoded)) {
-        const d = this.options.decode ?? DEFAULT_DECODE;
-        // The stage's limits, the request's own on top (as the stage applies them); the bytes in a buffer of their own, moved.
-        const inWorker: AnalyzeRequest = { ...request, image: { encoded: movableCopy(encoded) }, limits: { maxSide: d.maxSide, maxAspectRatio: d.maxAspectRatio, timeoutMs: d.timeoutMs, ...request.limits } };
-        const waitFrom = performance.now();
-        const result = await this.limiter.run(() => { waited = (performance.now() - waitFrom) / 1000; return this.dispatch(inWorker); }, signal);
-        timings = result.timings;
-        return result;
+      const inWorker = this.decodesInWorker(encoded);
+      let job: AnalyzeRequest;
+      let stageDecodeMs: number | null = null;
+      if (inWorker) {
+        // The bytes in a buffer of their own (moved to the worker), with the limits the stage would apply.
+        job = { ...request, image: { encoded: movableCopy(encoded) }, limits: this.decoder.limits(request.limits) };
+      } else {
+        const t0 = performance.now();
+        const img = await this.decoder.decode(encoded, request.limits, signal);
+        stageDecodeMs = performance.now() - t0;
+        job = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
       }
-      const t0 = performance.now();
-      const img = await this.decoder.decode(encoded, request.limits, signal);
-      const decodeMs = performance.now() - t0;
-      const raw: AnalyzeRequest = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
       const waitFrom = performance.now();
-      const result = await this.limiter.run(() => { waited = (performance.now() - waitFrom) / 1000; return this.dispatch(raw); }, signal);
-      result.timings.decode_ms = decodeMs;
+      const result = await this.limiter.run(() => {
+        waited = (performance.now() - waitFrom) / 1000;
+        if (inWorker) this.workerDecodes++;
+        return this.dispatch(job);
+      }, signal)
+        .catch((e: unknown) => {
+          if (inWorker) this.decoder.noteFailure(e);
+          throw e;
+        });
+      if (stageDecodeMs !== null) result.timings.decode_ms = stageDecodeMs;
       timings = result.timings;
       return result;
     } finally {
@@ -267,7 +272,6 @@ export class InferenceEngine {
     const job: WorkerJob = { id: this.nextId++, request: raw && 'raw' in request.image ? { ...request, image: { ...request.image, raw } } : request, ...(alone ? { alone } : {}) };
     // An encoded image was copied into a buffer of its own by analyze(): moved, not cloned.
     const moved = raw ?? ('encoded' in request.image ? request.image.encoded : null);
-    if ('encoded' in request.image) this.workerDecodes++;
     return new Promise((resolve, reject) => {
       slot.pending = { resolve, reject };
       slot.worker.postMessage(job, moved ? [moved.buffer as ArrayBuffer] : []);
@@ -275,11 +279,10 @@ export class InferenceEngine {
   }
 
   stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number; worker_decodes: number } {
-    const stage = this.decoder.stats();
     return {
       ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads,
       alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null, alone_jobs: this.aloneJobs,
-      ...stage, decodes_timed_out: stage.decodes_timed_out + this.workerDecodesTimedOut, worker_decodes: this.workerDecodes,
+      ...this.decoder.stats(), worker_decodes: this.workerDecodes,
     };
   }
 

@@ -63,24 +63,18 @@ export async function startPostgres(): Promise<PgCluster> {
     if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr}${r.stdout}`);
     return r.stdout;
   };
+  let port: number;
+  const opts = () => `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on -c max_connections=200 -c shared_buffers=64MB`;
+  const startServer = () => { run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', opts(), '-w', '-t', '60', 'start']); };
+  const stopServer = () => { run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']); };
   // Until the first start succeeded nothing runs on the dir: a failure removes it.
-  const failed = (e: unknown): never => {
-    removeDir(dir);
-    throw e;
-  };
   try {
     run('initdb', ['-D', data, '-U', 'vigil', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
-  } catch (e) {
-    failed(e);
-  }
-  const port = await freePort();
-  const opts = `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on -c max_connections=200 -c shared_buffers=64MB`;
-  const startServer = () => { run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', opts, '-w', '-t', '60', 'start']); };
-  const stopServer = () => { run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']); };
-  try {
+    port = await freePort(); // after initdb, which takes seconds: the port is taken right before the start
     startServer();
   } catch (e) {
-    failed(e);
+    removeDir(dir);
+    throw e;
   }
   const psql = (sql: string) => {
     const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'vigil', '-d', 'postgres', '-c', sql],
