@@ -7,6 +7,12 @@ import { Errors } from '../contract/errors.js';
 export const LOCK_FILE = 'vigil.lock';
 
 /**
+ * Every lock this process holds, until released. better-sqlite3 closes a connection when its object is
+ * garbage collected, which would silently drop the lock of a caller that let go of the database handle.
+ */
+const held = new Set<Database.Database>();
+
+/**
  * Takes the data directory for this process with a lock the kernel releases when the process dies:
  * SQLite's own POSIX advisory lock (fcntl) on a small database held in `locking_mode = EXCLUSIVE`
  * with an open write transaction. Nothing is inferred from pids, so a SIGKILLed daemon, a power cut,
@@ -33,10 +39,12 @@ export function acquireDataDirLock(dataDir: string): () => void {
     throw e;
   }
   writeFileSync(pidFile, String(process.pid), { mode: 0o600 });
+  held.add(db);
   let released = false;
   return () => {
     if (released) return;
     released = true;
+    held.delete(db);
     try {
       if (readPid(pidFile) === process.pid) rmSync(pidFile, { force: true });
     } catch { /* informational only */ }

@@ -119,10 +119,12 @@ test('a second openDatabase on the same dir while the first is open throws data_
 test('a lock held by another running process is refused with its pid', async (t) => {
   const dir = freshDir();
   openDatabase(dir).close();
-  // Another process holds the data dir (the same module, in a child).
-  const child = spawn(process.execPath, ['--import', 'tsx', '-e', `
+  // Another process holds the data dir (the same module, in a child). The child drops its handle and
+  // collects garbage first: the lock must outlive the handle (better-sqlite3 closes collected connections).
+  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '-e', `
     const { openDatabase } = await import(${JSON.stringify(join(process.cwd(), 'src/store/database.ts'))});
-    openDatabase(${JSON.stringify(dir)}); console.log('held'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    openDatabase(${JSON.stringify(dir)}); globalThis.gc(); await new Promise((r) => setTimeout(r, 50)); globalThis.gc();
+    console.log('held'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     await new Promise<void>((resolve, reject) => {
       child.stdout!.on('data', (b: Buffer) => { if (b.toString().includes('held')) resolve(); });
