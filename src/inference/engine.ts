@@ -53,7 +53,18 @@ export interface EngineObserver {
   job(waitSeconds: number, timings: AnalyzeResult['timings'] | null): void;
 }
 
-interface Slot { worker: Worker; busy: boolean; /** Has the aloneIntraOpThreads sessions. */ alone: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void } }
+interface Slot {
+  worker: Worker; busy: boolean; /** Has the aloneIntraOpThreads sessions. */ alone: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void };
+  /** Raw pixels of this slot's jobs up to REUSED_RAW_MAX_BYTES, shared with its worker; only written while the slot is free. */
+  raw?: SharedArrayBuffer;
+}
+
+/**
+ * Raw images up to Full HD RGB go to a worker through its slot's one shared buffer, allocated once: a new
+ * 2.7 MB buffer per monitor frame is V8 external memory, and at 8 streams x 5 fps that made the main
+ * thread run a full garbage collection several times a second. Larger images get a buffer of their own.
+ */
+const REUSED_RAW_MAX_BYTES = 1920 * 1080 * 3;
 
 /**
  * "auto" sizing for this host, chosen by measurement on 2 cores (bench/inference.ts, bench/monitor.ts,
@@ -79,6 +90,15 @@ function movableCopy(data: Uint8Array): Uint8Array {
   const copy = Buffer.allocUnsafeSlow(data.byteLength);
   copy.set(data);
   return new Uint8Array(copy.buffer, copy.byteOffset, copy.byteLength);
+}
+
+/** `raw` copied into the slot's shared buffer (see REUSED_RAW_MAX_BYTES), or into a movable one of its own. */
+function rawForSlot(slot: Slot, raw: Uint8Array): Uint8Array {
+  if (raw.byteLength > REUSED_RAW_MAX_BYTES) return movableCopy(raw);
+  slot.raw ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
+  const data = new Uint8Array(slot.raw, 0, raw.byteLength);
+  data.set(raw);
+  return data;
 }
 
 function createWorker(workerData: WorkerInit): Worker {
@@ -265,13 +285,13 @@ export class InferenceEngine {
     if (!slot) return Promise.reject(Errors.inferenceUnavailable());
     slot.busy = true;
     // A raw image (a decoded upload: sharp's buffer; a monitor frame: still the session's) cannot be moved
-    // as it is. One copy into a buffer of its own, made now that a worker is free and then moved, costs
-    // about half the structured clone's serialise + deserialise of these 3-4 MB (0.7-0.9 vs 1.4-1.5 ms of
-    // CPU for a 2.7 MB frame).
-    const raw = 'raw' in request.image ? movableCopy(request.image.raw) : null;
+    // as it is. One copy, made now that a worker is free, into the slot's shared buffer (or, when larger,
+    // into a buffer of its own that is moved) costs about half the structured clone's serialise +
+    // deserialise of these 3-4 MB (0.7-0.9 vs 1.4-1.5 ms of CPU for a 2.7 MB frame).
+    const raw = 'raw' in request.image ? rawForSlot(slot, request.image.raw) : null;
     const job: WorkerJob = { id: this.nextId++, request: raw && 'raw' in request.image ? { ...request, image: { ...request.image, raw } } : request, ...(alone ? { alone } : {}) };
     // An encoded image was copied into a buffer of its own by analyze(): moved, not cloned.
-    const moved = raw ?? ('encoded' in request.image ? request.image.encoded : null);
+    const moved = (raw && !(raw.buffer instanceof SharedArrayBuffer) ? raw : null) ?? ('encoded' in request.image ? request.image.encoded : null);
     return new Promise((resolve, reject) => {
       slot.pending = { resolve, reject };
       slot.worker.postMessage(job, moved ? [moved.buffer as ArrayBuffer] : []);

@@ -104,3 +104,37 @@ test('an upload is decoded in the worker or in the decode stage with the same re
   await t.throwsAsync(inWorker.analyze(garbage), { message: /could not be decoded/ });
   t.is(inWorker.stats().worker_decodes, 4);
 });
+
+// Raw images up to Full HD reach a worker through its slot's one shared buffer, reused by every job of
+// that slot: one worker, different frames one after the other, each result must be that frame's alone
+// (the same as from a fresh engine), and the caller's buffer is never touched.
+test('raw frames through one reused slot buffer give each frame its own result', async (t) => {
+  const modelsDir = await modelsDirWith('edge_s');
+  const pack = await loadInstalledPack(modelsDir, 'edge_s');
+  const start = () => InferenceEngine.start({ pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: 1, graphOptimization: 'extended', warmupSizes: profile.input_sizes });
+  const engine = await start();
+  t.teardown(() => engine.close());
+  const group = await decodeImage(readFileSync(`${FACES}groups/t1_friends.jpg`), limits);
+  const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
+  const raw = (img: typeof group): AnalyzeRequest => ({ image: { raw: img.data, width: img.width, height: img.height }, limits, profile, maxFaces: 100, embed: 'all' });
+  const groupCopy = Buffer.from(group.data);
+  const summary = (r: Awaited<ReturnType<typeof engine.analyze>>) => ({ size: [r.width, r.height], faces: r.faces.map((f) => ({ box: f.box, embedding: Array.from(f.embedding!) })) });
+
+  const sequence = [group, single, group, single];
+  const results = [];
+  for (const img of sequence) results.push(summary(await engine.analyze(raw(img))));
+  // Queued behind each other on the one slot as well.
+  const queued = (await Promise.all(sequence.map((img) => engine.analyze(raw(img))))).map(summary);
+
+  const fresh = await start();
+  t.teardown(() => fresh.close());
+  const expected = { group: summary(await fresh.analyze(raw(group))), single: summary(await fresh.analyze(raw(single))) };
+  t.true(expected.group.faces.length >= 4 && expected.single.faces.length >= 1);
+  for (const rs of [results, queued]) {
+    t.deepEqual(rs[0], expected.group);
+    t.deepEqual(rs[1], expected.single);
+    t.deepEqual(rs[2], expected.group);
+    t.deepEqual(rs[3], expected.single);
+  }
+  t.true(groupCopy.equals(Buffer.from(group.data)), 'the caller\'s pixels are unchanged');
+});
