@@ -5,7 +5,12 @@
  *   - decode-only CPU: the same streams with inference at 0.1 fps (process CPU time / wall, 100% = one core),
  *     beside N gst-launch-1.0 processes running the same pipeline (appsink -> fakesink) in the same run
  *   - capacity (--capacity 4,6,8): for each N, whether N streams sustain 5 inference fps (no
- *     capacity_limited, inference fps >= 95 % of the target on every stream), over --capacity-seconds
+ *     capacity_limited, inference fps >= 95 % of the target on every stream), over --capacity-seconds.
+ *     --capacity-phases locked (default): the N clients of the one shared live mount see the face enter in
+ *     the same frame (all N need their embeddings in the same interval: the worst case). independent: N
+ *     mounts replay the stream encoded once at start (no encoder on the box, as with real cameras), each
+ *     from a seeded random start second of the loop, so the faces enter at unrelated times as on N
+ *     cameras; both: each N in both ways
  *   - CPU, actual inference fps and decoded fps at 5 fps inference
  *   - end-to-end delay from frame to event (--confirm-frames, default 3 as the product): the server prints
  *     when the first frame with the face enters its payloader; delay_ms is the person_enter event's
@@ -14,7 +19,8 @@
  *     when the confirming frame reached the daemon (the goal's "after its frame is decoded")
  *   - RSS sampled every 5 s over the run (it must stay flat)
  * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
- *          [--capacity 4,6,8] [--capacity-seconds 60] [--confirm-frames 3] [--decode-only] [--settle-seconds 0]
+ *          [--capacity 4,6,8] [--capacity-seconds 60] [--capacity-phases locked|independent|both] [--confirm-frames 3]
+ *          [--decode-only] [--settle-seconds 0]
  *   --decode-only: only the daemon's idle floor and the decode-only comparison with gst-launch-1.0 per N
  *   (no 5 fps run, no capacity runs; --duration is ignored)
  *   -> prints JSON, writes bench/results/monitor.json (monitor-decode.json with --decode-only)
@@ -52,11 +58,14 @@ const { values } = parseArgs({
     // Seconds to wait after the daemon has started (and enrolled) before phase 0, so the measurements do not
     // include its start-up tail (V8's memory-reducing GCs and late compilation, ~1 % of a core for ~30 s).
     'settle-seconds': { type: 'string', default: '0' },
+    'capacity-phases': { type: 'string', default: 'locked' },
   },
 });
 const DECODE_ONLY = values['decode-only'];
 const CAPACITY = !DECODE_ONLY && values.capacity ? values.capacity.split(',').map(Number) : [];
 const CAPACITY_S = Number(values['capacity-seconds']);
+const PHASES = values['capacity-phases'] === 'both' ? ['locked', 'independent'] as const : [values['capacity-phases'] as 'locked' | 'independent'];
+if (!PHASES.every((p) => p === 'locked' || p === 'independent')) throw new Error('--capacity-phases: locked, independent or both');
 const CONFIRM = Number(values['confirm-frames']);
 const DURATION_S = Number(values.duration);
 const DECODE_S = Number(values['decode-seconds']);
@@ -108,11 +117,11 @@ function byRole(before: Map<number, { seconds: number }>, after: Map<number, { n
 /** Threads that are neither the JS main thread nor Node's own ("node": workers, libuv pool, V8): GStreamer's. */
 const gstreamerShare = (t: Record<string, number>) => r1(Object.entries(t).filter(([k]) => k !== 'main' && k !== 'node').reduce((a, [, v]) => a + v, 0));
 
-async function createMonitors(d: TestDaemon, n: number, url: string, inferenceFps: number): Promise<string[]> {
+async function createMonitors(d: TestDaemon, n: number, url: string | ((i: number) => string), inferenceFps: number): Promise<string[]> {
   const ids = Array.from({ length: n }, (_, i) => `bench${i + 1}`);
-  for (const id of ids) {
+  for (const [i, id] of ids.entries()) {
     const r = await call(d, 'POST', '/v1/monitors', {
-      id, name: id, source: { url }, collection_id: 'bench', inference_fps: inferenceFps, event_buffer_size: 10000,
+      id, name: id, source: { url: typeof url === 'string' ? url : url(i) }, collection_id: 'bench', inference_fps: inferenceFps, event_buffer_size: 10000,
       event_policy: { confirm_frames: CONFIRM, absence_timeout_seconds: 1, cooldown_seconds: 0 },
     });
     if (r.status !== 201) throw new Error(JSON.stringify(r.json));
@@ -176,7 +185,7 @@ function waitsBetween(a: Awaited<ReturnType<typeof queueWaits>>, b: Awaited<Retu
 }
 
 /** N streams at 5 inference fps for `seconds`: sustained when no stream is capacity_limited and each reaches 95 % of the target. */
-async function capacityRun(n: number, d: TestDaemon, url: string, seconds: number) {
+async function capacityRun(n: number, d: TestDaemon, url: string | ((i: number) => string), seconds: number, phases: 'locked' | 'independent', offsets: number[] = []) {
   const ids = await createMonitors(d, n, url, INFER_FPS);
   await sleep(5000);
   const s0 = await states(d, ids);
@@ -201,8 +210,10 @@ async function capacityRun(n: number, d: TestDaemon, url: string, seconds: numbe
   const fps = s1.map((s, i) => r1((s.inference.processed_frames - s0[i].inference.processed_frames) / secs));
   const sustained = !limited && fps.every((f) => f >= 0.95 * INFER_FPS);
   const sum = (k: string) => s1.reduce((a, s, i) => a + ((s.inference[k] ?? 0) - (s0[i].inference[k] ?? 0)), 0);
-  return { streams: n, sustained, capacity_limited_seen: limited, polls, polls_with_capacity_limited: limitedPolls, processing_ms_max_polled: r1(maxProcessingMs), queue_wait: waits, inference_fps_per_stream: fps,
-    processing_ms_last: s1.map((s) => s.inference.processing_ms), embedded_faces: sum('embedded_faces'), reused_identities: sum('reused_identities'), cpu_percent: r1(((c.user + c.system) / 1000 / (secs * 1000)) * 100), seconds: r1(secs), load_average_1m_end: r1(loadavg()[0]!) };
+  return { streams: n, phases, ...(phases === 'independent' ? { start_offsets_s: offsets.slice(0, n) } : {}), sustained, capacity_limited_seen: limited, polls, polls_with_capacity_limited: limitedPolls, processing_ms_max_polled: r1(maxProcessingMs), queue_wait: waits, inference_fps_per_stream: fps,
+    processing_ms_last: s1.map((s) => s.inference.processing_ms), embedded_faces: sum('embedded_faces'), reused_identities: sum('reused_identities'),
+    // Every frame over the interval, not only those a poll happened to see (capacity_limited is the last frame's).
+    late_frames: sum('late_frames'), late_frame_share: r3(sum('late_frames') / Math.max(1, sum('processed_frames'))), cpu_percent: r1(((c.user + c.system) / 1000 / (secs * 1000)) * 100), seconds: r1(secs), load_average_1m_end: r1(loadavg()[0]!) };
 }
 
 async function runFor(n: number, d: TestDaemon, url: string, marks: number[], serverPid: number) {
@@ -318,6 +329,17 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
 const frames = await renderScenario([{ image: null, seconds: EMPTY_S }, { image: face('identities/obama/1.jpg'), seconds: FACE_S }], { width: W, height: H, fps: FPS });
 const marks: number[] = [];
 const server = await startRtspServer({ frames, fps: FPS, bitrate: 4000, markFrame: EMPTY_S * FPS, onMark: (ms) => marks.push(ms) });
+// Independent phases: seeded random start seconds of the loop, one mount per stream (see the header).
+const OFFSETS = (() => {
+  let x = 0x9e3779b9;
+  return Array.from({ length: Math.max(0, ...CAPACITY) }, () => {
+    x = (Math.imul(x ^ (x >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
+    return Math.floor((x / 2 ** 32) * (EMPTY_S + FACE_S));
+  });
+})();
+const independent = CAPACITY.length > 0 && PHASES.includes('independent')
+  ? await startRtspServer({ frames, fps: FPS, bitrate: 4000, mounts: OFFSETS.map((_, i) => `/s${i}`), preencoded: { mountOffsetsSeconds: OFFSETS } })
+  : null;
 const SETTINGS = values.set ? values.set.split(',').map((kv) => kv.split('=') as [string, string]) : [];
 const section = (name: string) => SETTINGS.filter(([k]) => k.startsWith(`${name}.`)).map(([k, v]) => `${k.slice(name.length + 1)} = ${v}`).join('\n');
 const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 16\n${section('monitors')}${section('inference') ? `\n[inference]\n${section('inference')}` : ''}` });
@@ -353,21 +375,27 @@ try {
     results.push(r);
   }
   for (const n of CAPACITY) {
-    const r = await capacityRun(n, d, server.url(), CAPACITY_S);
-    console.error(JSON.stringify(r));
-    capacity.push(r);
+    for (const phases of PHASES) {
+      const r = phases === 'locked'
+        ? await capacityRun(n, d, server.url(), CAPACITY_S, phases)
+        : await capacityRun(n, d, (i) => independent!.url(`/s${i}`), CAPACITY_S, phases, OFFSETS);
+      console.error(JSON.stringify(r));
+      capacity.push(r);
+    }
   }
 } finally {
   await d.close();
   await server.stop();
+  await independent?.stop();
 }
 const out = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, load_average_at_end: loadavg().map(r1) },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
   settings: values.set || 'defaults', settle_seconds: Number(values['settle-seconds']), inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
-  streams_sustained: capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0),
-  streams_per_core: r1(capacity.filter((c) => c.sustained).reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
+  streams_sustained: capacity.filter((c) => c.sustained && c.phases === 'locked').reduce((m, c) => Math.max(m, c.streams), 0),
+  streams_per_core: r1(capacity.filter((c) => c.sustained && c.phases === 'locked').reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
+  streams_sustained_independent: capacity.filter((c) => c.sustained && c.phases === 'independent').reduce((m, c) => Math.max(m, c.streams), 0),
 };
 console.log(JSON.stringify(out, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });

@@ -19,6 +19,10 @@
  *   --hnsw-measure DIR  only measure from what --hnsw-persist saved (same sizes, data and queries, regenerated
  *                   from the seeds): memory-maps the graph, re-ranks from an fp32 CollectionIndex, p50/p99 and
  *                   recall@10 for every --hnsw-ef-search; writes bench/results/search-hnsw-<n>.json
+ *   --hnsw-warm N   before timing each ef, N warm-up searches with queries of another seed (a serving daemon's
+ *                   mapping is warm; right after a start it is not); 0 = time the cold mapping
+ *   --hnsw-open     view (memory-map, as the daemon does) or load (read the file into memory)
+ *   --hnsw-candidates  graph candidates re-ranked exactly (default: the daemon's Math.max(5 * 8, 64))
  * Prints a table, writes bench/results/search.json. global.gc is used when present (node --expose-gc),
  * otherwise it is enabled at runtime through v8.setFlagsFromString.
  */
@@ -33,7 +37,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { bestPerPerson, CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
 import { halfKernel } from '../src/search/halfScan.js';
-import { graphCandidates, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph } from '../src/search/hnswGraph.js';
+import { graphCandidates, graphPaths, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph } from '../src/search/hnswGraph.js';
 import usearch from '../src/search/usearchModule.js';
 import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
@@ -56,6 +60,9 @@ const { values } = parseArgs({
     'gallery-sizes': { type: 'string', default: '' },
     'hnsw-persist': { type: 'string', default: '' },
     'hnsw-measure': { type: 'string', default: '' },
+    'hnsw-warm': { type: 'string', default: '0' },
+    'hnsw-open': { type: 'string', default: 'view' },
+    'hnsw-candidates': { type: 'string', default: '' },
   },
 });
 
@@ -437,12 +444,21 @@ async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: T
     const t = performance.now();
     const loaded = viewGraph(dir, { collectionId: collection, epoch: 'bench', dimension: DIM, params: { connectivity: M, expansion_add: efAdd, expansion_search: ef }, revision: 0 });
     if (!('graph' in loaded)) throw new Error(loaded.problem);
+    if (values['hnsw-open'] === 'load') loaded.graph.load(graphPaths(dir, collection).graph);
     const viewMs = performance.now() - t;
     const g = { graph: loaded.graph, delta, deleted: 0 };
-    const candidates = Math.max(PERSON_LIMIT * 8, 64);
+    const warm = Number(values['hnsw-warm']);
+    if (warm > 0) {
+      const wq = makeQueries(data, n, warm, 0xbadcafe + n);
+      const tw = performance.now();
+      for (let i = 0; i < warm; i++) graphCandidates(loaded.graph, queryVec(wq, i), 64);
+      log(`  warm-up: ${warm} searches in ${((performance.now() - tw) / 1000).toFixed(1)} s`);
+    }
+    const candidates = values['hnsw-candidates'] ? Number(values['hnsw-candidates']) : Math.max(PERSON_LIMIT * 8, 64);
     const top = timeQueries(NQ, qs, (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey));
     const persons = timeQueries(NQ, qs, (q) => bestPerPerson(graphTopRows(idx, g, q, candidates), PERSON_LIMIT).map((h) => h.personKey));
     const rawSearch = timeQueries(NQ, qs, (q) => graphCandidates(loaded.graph, q, K));
+    const rawCandidates = timeQueries(NQ, qs, (q) => graphCandidates(loaded.graph, q, candidates));
     const rssAfter = await rssMiB();
     const run = {
       expansion_search: ef, view_ms: r3(viewMs), top_rows: summary(top.ms), search_persons: summary(persons.ms),
@@ -450,12 +466,16 @@ async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: T
       recall_at_10_perturbed: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
       recall_at_10_random: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'random' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
       persons_agreement_at_5: r3(mean(persons.results.map((p, i) => overlap(p, truth.persons[i]!)))),
+      top_rows_perturbed: summary(top.ms.filter((_, i) => qs.kind[i] === 'perturbed')),
+      top_rows_random: summary(top.ms.filter((_, i) => qs.kind[i] === 'random')),
+      open: values['hnsw-open'], warm_up_searches: warm, candidates,
+      usearch_raw_candidates: summary(rawCandidates.ms),
       usearch_raw_search: { ...summary(rawSearch.ms), recall_at_10: r3(mean(rawSearch.results.map((r, i) => overlap(r, truth.rows[i]!)))) },
       rss_delta_after_queries_mib: r1(rssAfter - rssBefore),
       loadavg_1m: r3(loadavg()[0]!),
     };
     runs.push(run);
-    log(`hnsw M=${M} ef_add=${efAdd} ef_search=${ef}: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (perturbed ${run.recall_at_10_perturbed.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); usearch raw p50 ${run.usearch_raw_search.p50_ms.toFixed(3)} ms R@10 ${run.usearch_raw_search.recall_at_10.toFixed(3)}; view ${run.view_ms.toFixed(1)} ms; load ${run.loadavg_1m.toFixed(1)}`);
+    log(`hnsw M=${M} ef_add=${efAdd} ef_search=${ef}: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (perturbed ${run.recall_at_10_perturbed.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); p99 known ${run.top_rows_perturbed.p99_ms.toFixed(3)} random ${run.top_rows_random.p99_ms.toFixed(3)} ms; usearch raw p50 ${run.usearch_raw_search.p50_ms.toFixed(3)} ms (${candidates} candidates p50 ${run.usearch_raw_candidates.p50_ms.toFixed(3)} p99 ${run.usearch_raw_candidates.p99_ms.toFixed(3)}) R@10 ${run.usearch_raw_search.recall_at_10.toFixed(3)}; view ${run.view_ms.toFixed(1)} ms; load ${run.loadavg_1m.toFixed(1)}`);
   }
   return { runs, loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)] };
 }

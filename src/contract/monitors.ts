@@ -140,6 +140,7 @@ export const MonitorInferenceState = z
     dropped_frames: z.int(), capacity_limited: z.boolean(),
     embedded_faces: z.int().default(0).describe('Faces embedded and searched since the session started.'),
     reused_identities: z.int().default(0).describe('Faces that kept the identity of their confirmed track instead of being embedded again ([monitors] reidentify_interval_seconds).'),
+    late_frames: z.int().default(0).describe('Processed frames whose processing (wait for a worker + inference) took longer than the inference interval, since the session started; capacity_limited shows only the last frame.'),
   })
   .meta(id('MonitorInferenceState'));
 export const MonitorState = z

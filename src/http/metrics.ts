@@ -165,6 +165,7 @@ export class VigilMetrics {
     perMonitorCounter('vigil_monitor_frames_inferred_total', 'Frames run through inference in this session.', (m) => m.state.inference.processed_frames);
     perMonitorCounter('vigil_monitor_frames_dropped_total', 'Decoded frames skipped because inference was busy or slower than the source.', (m) => m.state.inference.dropped_frames);
     perMonitorCounter('vigil_monitor_faces_embedded_total', 'Faces embedded and searched in this session.', (m) => m.state.inference.embedded_faces);
+    perMonitorCounter('vigil_monitor_late_frames_total', 'Processed frames that took longer than the inference interval (wait for a worker + inference).', (m) => m.state.inference.late_frames);
     perMonitorCounter('vigil_monitor_identities_reused_total', 'Faces that kept their confirmed track\'s identity instead of a new embedding ([monitors] reidentify_interval_seconds).', (m) => m.state.inference.reused_identities);
     perMonitorCounter('vigil_monitor_reconnects_total', 'Source reconnects in this session.', (m) => m.state.reconnects);
     perMonitorCounter('vigil_monitor_inference_errors_total', 'Frames whose inference failed in this session.', (m) => m.state.inference_errors);

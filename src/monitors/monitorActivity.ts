@@ -41,6 +41,7 @@ export class MonitorActivity {
   private reusedIdentities = 0;
   private lastInferenceAt: number | null = null;
   private processingMs: number | null = null;
+  private lateFrames = 0;
   lastError: ErrorInfo | null = null;
   /** The frame each live track was last seen in, for the snapshot of its exit (the sink's frame). */
   private readonly trackFrames = new Map<string, { frame: EventFrame; at: number }>();
@@ -81,6 +82,7 @@ export class MonitorActivity {
     this.lastProcessed = sequence;
     this.lastInferenceAt = now;
     this.processingMs = round3(processingMs);
+    if (processingMs > 1000 / this.record.inference_fps) this.lateFrames++;
   }
 
   /**
@@ -146,7 +148,7 @@ export class MonitorActivity {
         // Frames the pipeline dropped before conversion (past the monitor's rate) plus those the loop skipped.
         dropped_frames: this.dropped + Math.max(0, rc.decoded - rc.frameSequence),
         capacity_limited: this.processingMs !== null && this.processingMs > 1000 / fps,
-        embedded_faces: this.embeddedFaces, reused_identities: this.reusedIdentities,
+        embedded_faces: this.embeddedFaces, reused_identities: this.reusedIdentities, late_frames: this.lateFrames,
       },
       threshold: base.threshold, faces: this.faces,
       matched_faces: this.faces.filter((f) => f.status === 'matched').length,

@@ -247,7 +247,7 @@ export class MonitorManager {
       monitor_id: id, stream_epoch: null, status: rt.status, connected: false, source: { width: null, height: null, source_fps: null },
       inference: {
         configured_fps: r.inference_fps, actual_fps: 0, processing_ms: null, last_frame_at: null, last_inference_at: null,
-        frame_sequence: 0, decoded_frames: 0, processed_frames: 0, dropped_frames: 0, capacity_limited: false, embedded_faces: 0, reused_identities: 0,
+        frame_sequence: 0, decoded_frames: 0, processed_frames: 0, dropped_frames: 0, capacity_limited: false, embedded_faces: 0, reused_identities: 0, late_frames: 0,
       },
       threshold: this.threshold(r), faces: [], matched_faces: 0, unknown_faces: 0, liveness_blocked_faces: 0,
       preview: { enabled: r.preview_enabled, active: false, viewers: 0, frames: 0 }, reconnects: 0, inference_errors: 0, last_error: rt.last_error, started_at: null,

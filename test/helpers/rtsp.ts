@@ -33,7 +33,7 @@ export interface RtspServer { port: number; frames: string; url: (mount?: string
  * Starts test/rtsp/server.py (GstRtspServer, Debian's python3-gi: /usr/bin/python3, not a pyenv one)
  * and resolves once it listens. `port` 0 picks a free one; pass the old port to restart in place.
  */
-export async function startRtspServer(o: { frames: string; fps: number; port?: number; mounts?: string[]; bitrate?: number; markFrame?: number; onMark?: (ms: number) => void; tlsPem?: string; auth?: string; audioMount?: string }): Promise<RtspServer> {
+export async function startRtspServer(o: { frames: string; fps: number; port?: number; mounts?: string[]; bitrate?: number; markFrame?: number; onMark?: (ms: number) => void; tlsPem?: string; auth?: string; audioMount?: string; preencoded?: { mountOffsetsSeconds: number[] } }): Promise<RtspServer> {
   const args = [join(REPO, 'test/rtsp/server.py'), '--frames', o.frames, '--fps', String(o.fps), '--port', String(o.port ?? 0)];
   for (const m of o.mounts ?? []) args.push('--mount', m);
   if (o.bitrate) args.push('--bitrate', String(o.bitrate));
@@ -41,6 +41,7 @@ export async function startRtspServer(o: { frames: string; fps: number; port?: n
   if (o.tlsPem) args.push('--tls', o.tlsPem);
   if (o.auth) args.push('--auth', o.auth);
   if (o.audioMount) args.push('--audio-mount', o.audioMount);
+  if (o.preencoded) args.push('--preencoded', '--mount-offsets', o.preencoded.mountOffsetsSeconds.join(','));
   const child = spawn('/usr/bin/python3', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (c: Buffer) => { stderr += c.toString(); });

@@ -3,11 +3,15 @@
 directory of same-sized JPEG frames (frame00000.jpg, ...) at a given frame rate.
 
 Usage: server.py --frames DIR --fps N [--port P] [--mount /stream] [--bitrate KBPS] [--mark-frame K] [--tls PEM]
-                 [--auth USER:PASS] [--audio-mount /audio]
+                 [--auth USER:PASS] [--audio-mount /audio] [--preencoded] [--mount-offsets S,S,...]
 Prints "READY <port>" on stdout once it accepts connections. Run with /usr/bin/python3 (python3-gi).
 With --mark-frame K it prints "MARK <unix ms>" whenever frame K of the loop enters the payloader
 (bench/monitor.ts measures frame-to-event delay from it). With --tls PEM (certificate and key) it serves
 rtsps:// only, to anyone (the anonymous role may open every mount).
+With --preencoded the frames are encoded once at start (the same x264 settings, SPS/PPS before every key
+frame, one access unit per file) and every mount replays those files without encoding, as a camera's own
+encoder spares the box: mount i starts the i-th of --mount-offsets seconds into the loop (rounded to a key
+frame), so the mounts can show the same scene at different times instead of in lock step.
 """
 import argparse
 import os
@@ -34,6 +38,27 @@ def mark_frames(media, frame: int, total: int) -> None:
     pad.add_probe(Gst.PadProbeType.BUFFER, probe)
 
 
+def encode_once(a, keyint: int) -> str:
+    """Encodes the frames once into DIR/au/au%05d.h264 (one access unit per file); returns that dir."""
+    total = len([f for f in os.listdir(a.frames) if f.startswith('frame')])
+    out = os.path.join(a.frames, 'au')
+    os.makedirs(out, exist_ok=True)
+    pipeline = Gst.parse_launch(
+        f'multifilesrc location="{a.frames}/frame%05d.jpg" index=0 stop-index={total - 1} caps="image/jpeg,framerate={a.fps}/1" '
+        f'! jpegdec ! videoconvert ! video/x-raw,format=I420 '
+        f'! x264enc tune=zerolatency speed-preset=ultrafast bitrate={a.bitrate} key-int-max={keyint} '
+        f'! video/x-h264,profile=baseline ! h264parse config-interval=-1 '
+        f'! video/x-h264,stream-format=byte-stream,alignment=au ! multifilesink location="{out}/au%05d.h264"')
+    pipeline.set_state(Gst.State.PLAYING)
+    msg = pipeline.get_bus().timed_pop_filtered(Gst.CLOCK_TIME_NONE, Gst.MessageType.EOS | Gst.MessageType.ERROR)
+    pipeline.set_state(Gst.State.NULL)
+    if msg.type == Gst.MessageType.ERROR:
+        raise RuntimeError(f'encoding the frames failed: {msg.parse_error()[0].message}')
+    if len(os.listdir(out)) != total:
+        raise RuntimeError(f'encoding gave {len(os.listdir(out))} access units for {total} frames')
+    return out
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument('--frames', required=True)
@@ -46,6 +71,8 @@ def main() -> int:
     p.add_argument('--tls', default=None, help='PEM file with the certificate and its key: serve rtsps://')
     p.add_argument('--auth', default=None, help='user:password required (Basic) on every mount')
     p.add_argument('--audio-mount', default=None, help='a mount serving audio only (no video track)')
+    p.add_argument('--preencoded', action='store_true', help='encode once, replay the encoded frames on every mount')
+    p.add_argument('--mount-offsets', default='', help='with --preencoded: each mount\'s start point in the loop, seconds')
     a = p.parse_args()
     Gst.init(None)
     keyint = a.keyint or a.fps
@@ -56,6 +83,18 @@ def main() -> int:
         f'! x264enc tune=zerolatency speed-preset=ultrafast bitrate={a.bitrate} key-int-max={keyint} '
         f'! video/x-h264,profile=baseline ! rtph264pay name=pay0 pt=96 config-interval=1 )'
     )
+    launches = None
+    if a.preencoded:
+        total = len([f for f in os.listdir(a.frames) if f.startswith('frame')])
+        au_dir = encode_once(a, keyint)
+        offsets = [float(x) for x in a.mount_offsets.split(',') if x] or [0.0]
+        start = [(round(offsets[i % len(offsets)] * a.fps / keyint) * keyint) % total for i in range(len(a.mount or ['/stream']))]
+        launches = [
+            f'( multifilesrc location="{au_dir}/au%05d.h264" index={start[i]} start-index=0 loop=true '
+            f'caps="video/x-h264,stream-format=byte-stream,alignment=au,framerate={a.fps}/1" '
+            f'! h264parse ! rtph264pay name=pay0 pt=96 config-interval=1 )'
+            for i in range(len(a.mount or ['/stream']))
+        ]
     server = GstRtspServer.RTSPServer()
     server.set_address('127.0.0.1')
     server.set_service(str(a.port))
@@ -81,9 +120,9 @@ def main() -> int:
         audio.set_launch('( audiotestsrc is-live=true ! audioconvert ! audio/x-raw,format=S16BE,channels=1,rate=8000 ! rtpL16pay name=pay0 pt=96 )')
         audio.set_shared(True)
         mounts.add_factory(a.audio_mount, audio)
-    for m in a.mount or ['/stream']:
+    for i, m in enumerate(a.mount or ['/stream']):
         factory = GstRtspServer.RTSPMediaFactory()
-        factory.set_launch(launch)
+        factory.set_launch(launches[i] if launches else launch)
         factory.set_shared(True)
         if a.auth:
             factory.add_role_from_structure(Gst.Structure.from_string(

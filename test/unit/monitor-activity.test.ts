@@ -75,7 +75,14 @@ test('knownTracks: a confirmed matched track seen in the last frame is reused un
   t.is(a.knownTracks(1600, 1000).length, 1);
   t.deepEqual(a.knownTracks(2200, 1000), []);
   const s = a.state(base, reader);
-  t.like(s.inference, { embedded_faces: 0, reused_identities: 1 });
+  t.like(s.inference, { embedded_faces: 0, reused_identities: 1, late_frames: 0, capacity_limited: false });
+  // At the record's inference_fps, a frame that took longer than the interval is late (and only the last one
+  // shows as capacity_limited).
+  const interval = 1000 / record.inference_fps;
+  a.frameProcessed(5, frame([]), 1700, interval + 1);
+  t.like(a.state(base, reader).inference, { late_frames: 1, capacity_limited: true });
+  a.frameProcessed(6, frame([]), 1900, interval);
+  t.like(a.state(base, reader).inference, { late_frames: 1, capacity_limited: false });
   // A frame without the face: the track is not reused when it comes back (it is searched again).
   a.frameProcessed(4, frame([]), 1600, 10);
   t.deepEqual(a.knownTracks(1700, 1000), []);
