@@ -3,14 +3,14 @@
  * (the daemon's normal case), beside the right key (the anchor, same run), and one scrypt (what a wrong
  * key cost before). Usage: npx tsx bench/auth-cost.ts -> prints JSON
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+
 import { join } from 'node:path';
 import { ApiKeyStore } from '../src/auth/apiKeyStore.js';
 import { openDatabase } from '../src/store/database.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const KEY = 'bench-key-0123456789abcdef';
-const opened = openDatabase(join(mkdtempSync(join(tmpdir(), 'vigil-authbench-')), 'data'));
+const opened = openDatabase(join(fileTempDir('vigil-authbench-'), 'data'));
 new ApiKeyStore(opened.db).ensureKey(KEY);
 const started = new ApiKeyStore(opened.db);
 started.ensureKey(KEY); // as serve does at start: verifies once

@@ -10,8 +10,8 @@
  *   npx tsx bench/fleet-events.ts --rate 50 --seconds 10 --outage 5000
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
@@ -25,6 +25,7 @@ import { openDatabase } from '../src/store/database.js';
 import { migratePostgres, openPool } from '../src/store/postgres.js';
 import { REPO } from '../test/helpers/daemon.js';
 import { startPostgres } from '../test/helpers/postgres.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values: args } = parseArgs({ options: { rate: { type: 'string', default: '50' }, seconds: { type: 'string', default: '10' }, outage: { type: 'string', default: '5000' } } });
 const RATE = Number(args.rate), SECONDS = Number(args.seconds), OUTAGE = Number(args.outage);
@@ -42,7 +43,7 @@ const event = (): MonitorEventT => ({
 } as MonitorEventT);
 
 function box(boxId: string) {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-fe-'));
+  const dir = fileTempDir('vigil-bench-fe-');
   const db = openDatabase(dir, undefined, { reserveBytes: 0 });
   const store = new HistoryStore(db.db);
   const history = new EventHistory(store, new SnapshotStore(dir, { maxSide: 640, cropMargin: 0.5, cropMaxSide: 320, quality: 80 }), {

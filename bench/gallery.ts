@@ -14,8 +14,8 @@
  * Needs `npm run build` and the models in ../shared/models. Writes bench/results/gallery-<faces>.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -23,6 +23,7 @@ import { modelsDirWith } from '../test/helpers/daemon.js';
 import { processCpuSeconds } from './procStat.js';
 import { FACES } from '../test/helpers/shared.js';
 import { prng } from '../test/helpers/vectors.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({ options: {
   faces: { type: 'string', default: '100000' }, profile: { type: 'string', default: 'fp32_v1' }, batch: { type: 'string', default: '2000' },
@@ -196,7 +197,7 @@ async function search(url: string, collection: string) {
   return performance.now() - t;
 }
 
-const dir = values.keep ? resolve(values.keep) : mkdtempSync(join(tmpdir(), 'vigil-bench-gallery-'));
+const dir = values.keep ? resolve(values.keep) : fileTempDir('vigil-bench-gallery-');
 mkdirSync(dir, { recursive: true });
 const config = join(dir, 'server.toml');
 const kept = values.keep && existsSync(join(dir, 'imported.json')) ? JSON.parse(readFileSync(join(dir, 'imported.json'), 'utf8')) as Record<string, unknown> : null;

@@ -13,8 +13,8 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
@@ -26,6 +26,7 @@ import { FacePipeline } from '../src/inference/pipeline.js';
 import { ort, tunedSession } from '../src/inference/sessions.js';
 import { installPack } from '../src/models/installer.js';
 import { loadInstalledPack } from '../src/models/installed.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({
   options: {
@@ -103,7 +104,7 @@ async function rawFloor(modelsDir: string, intraOpThreads: number) {
  */
 async function daemonChild(modelsDir: string, layout: string): Promise<void> {
   const m = /^(\d+)x(\d+)$/.exec(layout);
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-'));
+  const dir = fileTempDir('vigil-bench-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(m ? Number(m[1]) : 'auto')}\nintra_op_threads = ${JSON.stringify(m ? Number(m[2]) : 'auto')}\n`);
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
@@ -386,7 +387,7 @@ if (values['daemon-child']) {
   process.exit(0);
 }
 
-const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-models-'));
+const modelsDir = fileTempDir('vigil-bench-models-');
 await installPack({ packId: values.pack!, modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
 const cores = cpus().length;
 if (values.only === 'single') {

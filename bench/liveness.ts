@@ -4,8 +4,8 @@
  * end-to-end /v1/embeddings latency with the addon off and on.
  * Usage: npx tsx bench/liveness.ts [--iterations 200] [--requests 60]  -> prints JSON, writes bench/results/liveness.json
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +21,7 @@ import { tunedSession } from '../src/inference/sessions.js';
 import { loadCatalog } from '../src/models/catalog.js';
 import { loadInstalledPack } from '../src/models/installed.js';
 import { installPack } from '../src/models/installer.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' }, requests: { type: 'string', default: '60' } } });
 const N = Number(values.iterations), R = Number(values.requests);
@@ -34,7 +35,7 @@ const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(
 const r3 = (v: number) => Math.round(v * 1000) / 1000;
 const summary = (xs: number[]) => ({ p50_ms: r3(pct(xs, 50)), p95_ms: r3(pct(xs, 95)), mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length), n: xs.length });
 
-const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-live-'));
+const modelsDir = fileTempDir('vigil-bench-live-');
 await installPack({ packId: 'edge_s', modelsDir, mirror: MIRROR, acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
 await installLiveness({ modelsDir, mirror: MIRROR });
 const catalog = await loadCatalog();
@@ -77,7 +78,7 @@ const loadAverage = (await import('node:os')).loadavg()[0];
 
 // End to end: /v1/embeddings on one portrait, addon off vs on (normal mode), same machine, one after the other.
 async function endToEnd(addons: string) {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-live-d-'));
+  const dir = fileTempDir('vigil-bench-live-d-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\nmodels_dir = ${JSON.stringify(modelsDir)}\nlog_level = "silent"\n[inference]\naddons = ${addons}\n`);
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));

@@ -22,8 +22,8 @@
  *        [--variants baseline,det640,det960,det1280] [--conditions clean,crop112,...]
  * Prints tables, writes bench/results/quality.json.
  */
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -40,6 +40,7 @@ import {
   contextCrop, gaussianBlur, infraredGray, jpegRecompress, lowLight, motionBlur, scaleFace, smallFaceInFrame, yawCylinder, type Probe, type RawImage,
 } from './quality/degradations.js';
 import { dPrime, histogram, minImpostorsFor, openSet, operatingPoint, rank1, rocAuc, summarize, tarAtFar, type OperatingPoint } from './quality/metrics.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
@@ -148,7 +149,7 @@ async function ensurePack(packId: string, modelsDir: string | undefined): Promis
   if (absent.length) {
     return { missing: `${absent.join(', ')} not in the mirror ${MIRROR}${modelsDir ? ` and not installed in ${modelsDir}` : ''}; install it where the network allows (vigil models install ${packId} --accept-license --models-dir DIR) and pass --models-dir DIR` };
   }
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-quality-models-'));
+  const dir = fileTempDir('vigil-quality-models-');
   await installPack({ packId, modelsDir: dir, mirror: MIRROR, acceptLicense: true, io: { stdout: quiet as never, stderr: quiet as never } });
   return { dir };
 }

@@ -8,8 +8,8 @@
  * Usage: npx tsx bench/scrape.ts [--requests 100] [--only forum|places]   -> prints JSON, writes bench/results/scrape.json
  */
 import { fork } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, setPriority, tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, setPriority } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +17,7 @@ import { Writable } from 'node:stream';
 import { startDaemon, type Daemon } from '../src/cli/serve.js';
 import { loadConfig } from '../src/config/load.js';
 import { installPack } from '../src/models/installer.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({ options: { requests: { type: 'string', default: '100' }, only: { type: 'string' } } });
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -35,7 +36,7 @@ async function startFake(script: string): Promise<{ url: string; toml?: string; 
 }
 
 async function daemon(modelsDir: string, scraperToml: string): Promise<{ d: Daemon; token: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-scrape-'));
+  const dir = fileTempDir('vigil-bench-scrape-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"',
     '[scrapers]', 'free_items_per_month = 100000000', 'max_queued_runs = 1000', scraperToml].join('\n'));
@@ -70,7 +71,7 @@ async function detectLatencies(d: Daemon, n: number): Promise<number[]> {
   return out;
 }
 
-const modelsDir = mkdtempSync(join(tmpdir(), 'vigil-bench-models-'));
+const modelsDir = fileTempDir('vigil-bench-models-');
 await installPack({ packId: 'edge_s', modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
 const reddit = await startFake('./fakeRedditServer.ts');
 const maps = await startFake('./fakeMapsServer.ts');

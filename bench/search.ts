@@ -27,8 +27,8 @@
  * otherwise it is enabled at runtime through v8.setFlagsFromString.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
-import { cpus, endianness, freemem, loadavg, tmpdir, totalmem } from 'node:os';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { cpus, endianness, freemem, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,6 +41,7 @@ import { graphCandidates, graphPaths, graphTopRows, HNSW_QUANTIZATION, newGraph,
 import usearch from '../src/search/usearchModule.js';
 import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
+import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({
   options: {
@@ -239,7 +240,7 @@ interface FaissRun { threads: number; omp_threads: number; p50_ms: number; p99_m
 interface FaissResult { faiss_version: string; faiss_compile_options: string | null; omp_default_threads: number; load_s: number; build_s: number; runs: FaissRun[]; ids: number[][]; loadavg_1m?: number[] }
 
 function runFaiss(data: Float32Array, qs: QuerySet): FaissResult {
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-search-'));
+  const dir = fileTempDir('vigil-bench-search-');
   try {
     writeF32(join(dir, 'dataset.f32'), data);
     writeF32(join(dir, 'queries.f32'), qs.vectors);
@@ -397,7 +398,7 @@ function runUsearchRaw(data: Float32Array, n: number, qs: QuerySet, truth: Truth
  */
 async function runHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth) {
   const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']), threads = Number(values['hnsw-threads']);
-  const dir = mkdtempSync(join(tmpdir(), 'vigil-bench-hnsw-'));
+  const dir = fileTempDir('vigil-bench-hnsw-');
   try {
     const built = buildHnsw(data, n, dir, `bench`);
     const measured = await measureHnsw(data, n, qs, truth, dir, 'bench');
