@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 UPSTREAM=1.7.4
-VERSION=$UPSTREAM-vigil.4
+VERSION=$UPSTREAM-vigil.5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 (cd "$work" && npm pack --silent "gstreamer-superficial@$UPSTREAM" >/dev/null && tar xzf "gstreamer-superficial-$UPSTREAM.tgz")

@@ -7,7 +7,7 @@ import type { InstalledPack } from '../models/installed.js';
 import { DecodeStage, type DecodeStageOptions } from './decodeStage.js';
 import { headerDimensions, sniffImageFormat } from './image.js';
 import { ConcurrencyLimiter } from './limiter.js';
-import type { AnalyzeRequest, AnalyzeResult } from './pipeline.js';
+import type { AnalyzeRequest, AnalyzeResult, PixelSource } from './pipeline.js';
 import type { WorkerClose, WorkerInit, WorkerJob, WorkerReply } from './protocol.js';
 import { availableProviders, type OptimizationLevel, type ProviderName } from './sessions.js';
 import { startWorkerThread } from './workerThread.js';
@@ -93,11 +93,17 @@ function movableCopy(data: Uint8Array): Uint8Array {
 }
 
 /** `raw` copied into the slot's shared buffer (see REUSED_RAW_MAX_BYTES), or into a movable one of its own. */
-function rawForSlot(slot: Slot, raw: Uint8Array): Uint8Array {
-  if (raw.byteLength > REUSED_RAW_MAX_BYTES) return movableCopy(raw);
-  slot.raw ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
-  const data = new Uint8Array(slot.raw, 0, raw.byteLength);
-  data.set(raw);
+function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): Uint8Array {
+  const copyInto = (target: Uint8Array) => (raw instanceof Uint8Array ? target.set(raw) : raw.copyInto(target));
+  let data: Uint8Array;
+  if (raw.byteLength > REUSED_RAW_MAX_BYTES) {
+    const own = Buffer.allocUnsafeSlow(raw.byteLength);
+    data = new Uint8Array(own.buffer, own.byteOffset, own.byteLength);
+  } else {
+    slot.raw ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
+    data = new Uint8Array(slot.raw, 0, raw.byteLength);
+  }
+  copyInto(data);
   return data;
 }
 
@@ -288,8 +294,9 @@ export class InferenceEngine {
     // as it is. One copy, made now that a worker is free, into the slot's shared buffer (or, when larger,
     // into a buffer of its own that is moved) costs about half the structured clone's serialise +
     // deserialise of these 3-4 MB (0.7-0.9 vs 1.4-1.5 ms of CPU for a 2.7 MB frame).
-    const raw = 'raw' in request.image ? rawForSlot(slot, request.image.raw) : null;
-    const job: WorkerJob = { id: this.nextId++, request: raw && 'raw' in request.image ? { ...request, image: { ...request.image, raw } } : request, ...(alone ? { alone } : {}) };
+    const image = request.image;
+    const raw = 'raw' in image ? rawForSlot(slot, image.raw) : 'pixels' in image ? rawForSlot(slot, image.pixels) : null;
+    const job: WorkerJob = { id: this.nextId++, request: raw && !('encoded' in image) ? { ...request, image: { raw, width: image.width, height: image.height } } : request, ...(alone ? { alone } : {}) };
     // An encoded image was copied into a buffer of its own by analyze(): moved, not cloned.
     const moved = (raw && !(raw.buffer instanceof SharedArrayBuffer) ? raw : null) ?? ('encoded' in request.image ? request.image.encoded : null);
     return new Promise((resolve, reject) => {

@@ -17,8 +17,15 @@ export interface DetectionProfile {
   single_face_selection: SingleFaceSelection;
 }
 
+/**
+ * Packed RGB pixels that the engine copies straight into the buffer it hands a worker (a monitor frame
+ * still in GStreamer's buffer): reading them as a Uint8Array first would make a Buffer that V8 counts as
+ * new external memory for every frame. Workers always receive `raw`.
+ */
+export interface PixelSource { readonly byteLength: number; copyInto(target: Uint8Array): void }
+
 export interface AnalyzeRequest {
-  image: { encoded: Uint8Array } | { raw: Uint8Array; width: number; height: number };
+  image: { encoded: Uint8Array } | { raw: Uint8Array; width: number; height: number } | { pixels: PixelSource; width: number; height: number };
   /** Checked when the image is decoded here (an encoded image: the worker decodes small uploads itself). */
   limits: DecodeLimits;
   profile: DetectionProfile;
@@ -96,6 +103,7 @@ export class FacePipeline {
 
   async analyze(req: AnalyzeRequest): Promise<AnalyzeResult> {
     const t0 = performance.now();
+    if ('pixels' in req.image) throw new Error('a pixel source is copied into raw pixels by the engine before it reaches a worker');
     const img = 'encoded' in req.image
       ? await decodeImage(Buffer.from(req.image.encoded.buffer, req.image.encoded.byteOffset, req.image.encoded.byteLength), req.limits)
       : { data: req.image.raw, width: req.image.width, height: req.image.height };

@@ -78,7 +78,10 @@ export class FrameProcessor {
     let used = typeof frame === 'function' ? null : frame;
     const request = (f: Frame): AnalyzeRequest => ({
       // The frame stays the session's (preview, event snapshots); the engine moves a copy to the worker.
-      image: { raw: f.data, width: f.width, height: f.height }, limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
+      image: f.copyInto
+        ? { pixels: { byteLength: f.width * f.height * 3, copyInto: (target: Uint8Array) => f.copyInto!(target) }, width: f.width, height: f.height }
+        : { raw: f.data, width: f.width, height: f.height },
+      limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
       profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all', trimLetterbox: deps.trimLetterbox,
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
       ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),

@@ -4,6 +4,11 @@ import { createRequire } from 'node:module';
 export interface Frame {
   /** The reader's frames copy their pixels out of GStreamer on the first read (FramePixels). */
   readonly data: Uint8Array;
+  /**
+   * The reader's frames: copies the packed RGB pixels into `target` (width x height x 3 bytes) without
+   * making a JS view of GStreamer's buffer (see PixelSource), unless they were read already.
+   */
+  copyInto?(target: Uint8Array): void;
   width: number;
   height: number;
   /** 1, 2, ... per session: gaps seen by inference are the dropped frames. */
@@ -54,6 +59,8 @@ interface GstSample {
   view(): Buffer;
   /** Hands the buffer back to GStreamer now (idempotent); otherwise when the sample is collected. */
   release(): void;
+  /** Copies the pixels into `target` at byte `offset` (no new Buffer); returns the byte count. Throws once released or when it does not fit. */
+  copyTo(target: Uint8Array, offset?: number): number;
 }
 interface GstAppSink {
   /**
@@ -250,6 +257,15 @@ export class FramePixels {
     // The size was checked when the frame was pulled.
     this.data = packRgb(buf, this.width, this.height)!;
     return this.data;
+  }
+
+  /**
+   * The packed pixels into `target`: straight from GStreamer's buffer when its rows are packed and nothing
+   * has read them yet (no view, so nothing for V8 to count or collect), else from read().
+   */
+  copyInto(target: Uint8Array): void {
+    if (!this.data && this.sample && this.sample.size === this.width * this.height * 3) this.sample.copyTo(target);
+    else target.set(this.read());
   }
 
   /** Idempotent; the pixels read so far stay readable. */

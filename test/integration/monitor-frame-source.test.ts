@@ -75,10 +75,10 @@ test.serial('a frame is read out of GStreamer only when asked: read() returns on
   await waitFor('the pipeline disposed', async () => (liveNativePipelines() === 0 ? true : undefined), 5000, 10);
 });
 
-interface TestSample { size: number; copy(): Buffer; view(): Buffer; release(): void }
+interface TestSample { size: number; copy(): Buffer; view(): Buffer; release(): void; copyTo(target: Uint8Array, offset?: number): number }
 interface TestSink { pullSample(cb: (s: TestSample | null, caps: Record<string, unknown>) => void): void }
 
-test.serial('the installed addon is our build (vigil.4): pullSample hands samples without copying and the caps object once per caps', async (t) => {
+test.serial('the installed addon is our build (vigil.5): pullSample hands samples without copying and the caps object once per caps', async (t) => {
   const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as { Pipeline: new (launch: string) => { play(): void; dispose(): void; findChild(n: string): TestSink } };
   const p = new Pipeline('videotestsrc num-buffers=3 ! video/x-raw,format=RGB,width=64,height=48 ! appsink name=sink');
   const sink = p.findChild('sink');
@@ -94,11 +94,22 @@ test.serial('the installed addon is our build (vigil.4): pullSample hands sample
   const view = a!.view();
   t.is(copy.length, 64 * 48 * 3);
   t.true(view.equals(copy), 'the view shows the same pixels as the copy');
+  // copyTo: into an existing array (a SharedArrayBuffer's too) at an offset, no new Buffer.
+  const target = new Uint8Array(new SharedArrayBuffer(64 * 48 * 3 + 8));
+  t.is(a!.copyTo(target, 8), 64 * 48 * 3);
+  t.true(Buffer.from(target.buffer, 8).equals(copy), 'copyTo writes the same pixels at the offset');
+  t.throws(() => a!.copyTo(new Uint8Array(64 * 48 * 3 - 1)), { message: /too small/ });
+  t.throws(() => a!.copyTo(target, 9), { message: /too small/ });
+  // FramePixels.copyInto takes the pixels straight from the sample while nothing has read them.
+  const fromSample = new Uint8Array(64 * 48 * 3);
+  new FramePixels(a as never, 64, 48).copyInto(fromSample);
+  t.true(Buffer.from(fromSample).equals(copy));
   a!.release();
   a!.release();
   t.is(a!.size, 0);
   t.throws(() => a!.copy(), { message: /released/ });
   t.throws(() => a!.view(), { message: /released/ });
+  t.throws(() => a!.copyTo(target), { message: /released/ });
   t.true(view.equals(copy), 'a view outlives the release of its sample');
   b!.release();
   const [c] = await pull();
@@ -119,6 +130,10 @@ test.serial('FramePixels packs rows that GStreamer padded to 4 bytes', async (t)
   const data = pixels.read();
   t.is(data.length, 18);
   t.deepEqual(Array.from(data), [...padded.subarray(0, 9), ...padded.subarray(12, 21)]);
+  // copyInto of padded rows gives the packed pixels too (through read()).
+  const packed = new Uint8Array(18);
+  pixels.copyInto(packed);
+  t.deepEqual(Array.from(packed), Array.from(data));
   p.dispose();
 });
 
