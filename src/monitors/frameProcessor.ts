@@ -86,8 +86,16 @@ export class FrameProcessor {
       ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
       ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),
     });
-    const r = await deps.analyze(typeof frame === 'function' ? () => request((used = frame())) : request(frame), signal);
+    let r: AnalyzeResult;
+    try {
+      r = await deps.analyze(typeof frame === 'function' ? () => request((used = frame())) : request(frame), signal);
+    } catch (e) {
+      used?.settle?.(false);
+      throw e;
+    }
     if (!used) throw new Error('the frame callback was not called');
+    // A frame with faces may become an event snapshot (enter now, exit later): its pixels must stay readable.
+    used.settle?.(!signal.aborted && r.faces.length > 0);
     if (signal.aborted) return { detections: [], threshold, frame: used };
     // Faces without an embedding (blocked by normal-mode liveness) are never searched.
     const searchable = r.faces.filter((f) => f.embedding);

@@ -9,6 +9,11 @@ export interface Frame {
    * making a JS view of GStreamer's buffer (see PixelSource), unless they were read already.
    */
   copyInto?(target: Uint8Array): void;
+  /**
+   * After copyInto: `keep` keeps the pixels readable for later (a frame with faces may become an event
+   * snapshot), else GStreamer's buffer goes back as soon as the reader has moved past this frame.
+   */
+  settle?(keep: boolean): void;
   width: number;
   height: number;
   /** 1, 2, ... per session: gaps seen by inference are the dropped frames. */
@@ -245,6 +250,8 @@ export class GstFrameSource {
  */
 export class FramePixels {
   private data: Uint8Array | null = null;
+  private pinned = false;
+  private releaseAsked = false;
 
   constructor(private sample: GstSample | null, readonly width: number, readonly height: number) {}
 
@@ -264,12 +271,27 @@ export class FramePixels {
    * has read them yet (no view, so nothing for V8 to count or collect), else from read().
    */
   copyInto(target: Uint8Array): void {
-    if (!this.data && this.sample && this.sample.size === this.width * this.height * 3) this.sample.copyTo(target);
-    else target.set(this.read());
+    if (!this.data && this.sample && this.sample.size === this.width * this.height * 3) {
+      this.sample.copyTo(target);
+      // Held until settle(): a newer frame must not release it while its result may still need it.
+      this.pinned = true;
+    } else target.set(this.read());
   }
 
-  /** Idempotent; the pixels read so far stay readable. */
+  /** Ends copyInto's hold: `keep` reads the pixels (a view, as read() makes) so they outlive the sample. */
+  settle(keep: boolean): void {
+    if (!this.pinned) return;
+    this.pinned = false;
+    if (keep) this.read();
+    else if (this.releaseAsked) this.release();
+  }
+
+  /** Idempotent; the pixels read so far stay readable. While copyInto's hold lasts, deferred to settle(). */
   release(): void {
+    if (this.pinned) {
+      this.releaseAsked = true;
+      return;
+    }
     this.sample?.release();
     this.sample = null;
   }

@@ -154,7 +154,7 @@ export class StreamReader {
     const now = Date.now();
     this.frameSequence++;
     // The pixels are copied into JS only when someone reads `data` (inference, preview, snapshots).
-    const frame: Frame = { get data() { return pixels.read(); }, copyInto: (target) => pixels.copyInto(target), width, height, sequence: this.frameSequence, at: now };
+    const frame: Frame = { get data() { return pixels.read(); }, copyInto: (target) => pixels.copyInto(target), settle: (keep) => pixels.settle(keep), width, height, sequence: this.frameSequence, at: now };
     const superseded = this.newestPixels;
     this.newestPixels = pixels;
     this.newest = frame;

@@ -111,9 +111,22 @@ test.serial('the installed addon is our build (vigil.5): pullSample hands sample
   t.throws(() => a!.view(), { message: /released/ });
   t.throws(() => a!.copyTo(target), { message: /released/ });
   t.true(view.equals(copy), 'a view outlives the release of its sample');
-  b!.release();
+  // copyInto holds its sample until settle(): a newer frame releasing it meanwhile only asks.
+  const kept = new FramePixels(b as never, 64, 48);
+  kept.copyInto(new Uint8Array(64 * 48 * 3));
+  kept.release();
+  t.true(b!.size > 0, 'held until settle');
+  kept.settle(true);
+  t.is(b!.size, 0, 'settle(true) reads the pixels (a view) and lets the sample go');
+  t.is(kept.read().length, 64 * 48 * 3, 'kept pixels stay readable');
   const [c] = await pull();
-  c!.release();
+  const dropped = new FramePixels(c as never, 64, 48);
+  dropped.copyInto(new Uint8Array(64 * 48 * 3));
+  dropped.release();
+  t.true(c!.size > 0);
+  dropped.settle(false);
+  t.is(c!.size, 0, 'settle(false) after a release request hands the buffer back');
+  t.throws(() => dropped.read(), { message: /released/ });
   const [end] = await pull();
   t.is(end, null, 'end of stream');
   p.dispose();
