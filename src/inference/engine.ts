@@ -86,25 +86,28 @@ export function resolveThreading(maxConcurrency: number | 'auto', intraOp: numbe
 }
 
 /** A copy of `data` in an ArrayBuffer of its own (not from Buffer's pool, not zero-filled first), which postMessage can transfer. */
-function movableCopy(data: Uint8Array): Uint8Array {
-  const copy = Buffer.allocUnsafeSlow(data.byteLength);
-  copy.set(data);
-  return new Uint8Array(copy.buffer, copy.byteOffset, copy.byteLength);
+function movableBuffer(bytes: number): Uint8Array {
+  const own = Buffer.allocUnsafeSlow(bytes);
+  return new Uint8Array(own.buffer, own.byteOffset, own.byteLength);
 }
 
-/** `raw` copied into the slot's shared buffer (see REUSED_RAW_MAX_BYTES), or into a movable one of its own. */
-function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): Uint8Array {
-  const copyInto = (target: Uint8Array) => (raw instanceof Uint8Array ? target.set(raw) : raw.copyInto(target));
-  let data: Uint8Array;
-  if (raw.byteLength > REUSED_RAW_MAX_BYTES) {
-    const own = Buffer.allocUnsafeSlow(raw.byteLength);
-    data = new Uint8Array(own.buffer, own.byteOffset, own.byteLength);
-  } else {
-    slot.raw ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
-    data = new Uint8Array(slot.raw, 0, raw.byteLength);
-  }
-  copyInto(data);
-  return data;
+function movableCopy(data: Uint8Array): Uint8Array {
+  const copy = movableBuffer(data.byteLength);
+  copy.set(data);
+  return copy;
+}
+
+/**
+ * `raw` copied into the slot's shared buffer (see REUSED_RAW_MAX_BYTES), or into a buffer of its own that
+ * postMessage moves (`transfer`).
+ */
+function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): { data: Uint8Array; transfer: ArrayBuffer | null } {
+  const own = raw.byteLength > REUSED_RAW_MAX_BYTES;
+  if (!own) slot.raw ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
+  const data = own ? movableBuffer(raw.byteLength) : new Uint8Array(slot.raw!, 0, raw.byteLength);
+  if (raw instanceof Uint8Array) data.set(raw);
+  else raw.copyInto(data);
+  return { data, transfer: own ? (data.buffer as ArrayBuffer) : null };
 }
 
 function createWorker(workerData: WorkerInit): Worker {
@@ -295,13 +298,28 @@ export class InferenceEngine {
     // into a buffer of its own that is moved) costs about half the structured clone's serialise +
     // deserialise of these 3-4 MB (0.7-0.9 vs 1.4-1.5 ms of CPU for a 2.7 MB frame).
     const image = request.image;
-    const raw = 'raw' in image ? rawForSlot(slot, image.raw) : 'pixels' in image ? rawForSlot(slot, image.pixels) : null;
-    const job: WorkerJob = { id: this.nextId++, request: raw && !('encoded' in image) ? { ...request, image: { raw, width: image.width, height: image.height } } : request, ...(alone ? { alone } : {}) };
-    // An encoded image was copied into a buffer of its own by analyze(): moved, not cloned.
-    const moved = (raw && !(raw.buffer instanceof SharedArrayBuffer) ? raw : null) ?? ('encoded' in request.image ? request.image.encoded : null);
+    let job: WorkerJob;
+    let transfer: ArrayBuffer | null;
+    if ('encoded' in image) {
+      // Copied into a buffer of its own by analyze(): moved, not cloned.
+      job = { id: this.nextId++, request };
+      transfer = image.encoded.buffer as ArrayBuffer;
+    } else {
+      let raw: ReturnType<typeof rawForSlot>;
+      try {
+        raw = rawForSlot(slot, 'raw' in image ? image.raw : image.pixels);
+      } catch (e) {
+        // A pixel source can fail (a frame released by a stopping reader): the slot must not stay taken.
+        slot.busy = false;
+        return Promise.reject(e);
+      }
+      job = { id: this.nextId++, request: { ...request, image: { raw: raw.data, width: image.width, height: image.height } } };
+      transfer = raw.transfer;
+    }
+    if (alone) job.alone = true;
     return new Promise((resolve, reject) => {
       slot.pending = { resolve, reject };
-      slot.worker.postMessage(job, moved ? [moved.buffer as ArrayBuffer] : []);
+      slot.worker.postMessage(job, transfer ? [transfer] : []);
     });
   }
 

@@ -82,7 +82,12 @@ export class MonitorActivity {
     this.lastProcessed = sequence;
     this.lastInferenceAt = now;
     this.processingMs = round3(processingMs);
-    if (processingMs > 1000 / this.record.inference_fps) this.lateFrames++;
+    if (this.overInterval(processingMs)) this.lateFrames++;
+  }
+
+  /** Longer than the inference interval: a late frame, and capacity_limited when it is the last one. */
+  private overInterval(ms: number): boolean {
+    return ms > 1000 / this.record.inference_fps;
   }
 
   /**
@@ -147,7 +152,7 @@ export class MonitorActivity {
         decoded_frames: rc.decoded, processed_frames: this.processed,
         // Frames the pipeline dropped before conversion (past the monitor's rate) plus those the loop skipped.
         dropped_frames: this.dropped + Math.max(0, rc.decoded - rc.frameSequence),
-        capacity_limited: this.processingMs !== null && this.processingMs > 1000 / fps,
+        capacity_limited: this.processingMs !== null && this.overInterval(this.processingMs),
         embedded_faces: this.embeddedFaces, reused_identities: this.reusedIdentities, late_frames: this.lateFrames,
       },
       threshold: base.threshold, faces: this.faces,

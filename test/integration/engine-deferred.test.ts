@@ -138,3 +138,21 @@ test('raw frames through one reused slot buffer give each frame its own result',
   }
   t.true(groupCopy.equals(Buffer.from(group.data)), 'the caller\'s pixels are unchanged');
 });
+
+// A pixel source that fails when the engine copies it (a monitor frame released by a stopping reader)
+// fails that request only: the one worker slot is free again for the next one.
+test('a pixel source that throws fails its request and leaves the worker slot free', async (t) => {
+  const modelsDir = await modelsDirWith('edge_s');
+  const pack = await loadInstalledPack(modelsDir, 'edge_s');
+  const engine = await InferenceEngine.start({ pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: 1, graphOptimization: 'extended', warmupSizes: profile.input_sizes });
+  t.teardown(() => engine.close());
+  const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
+  const base = { limits, profile, maxFaces: 100, embed: 'all' as const };
+  const failing: AnalyzeRequest = { ...base, image: { pixels: { byteLength: single.data.byteLength, copyInto: () => { throw new Error('the frame was released before it was read'); } }, width: single.width, height: single.height } };
+  await t.throwsAsync(engine.analyze(failing), { message: /released before it was read/ });
+  t.is(engine.stats().active, 0);
+  const copied: AnalyzeRequest = { ...base, image: { pixels: { byteLength: single.data.byteLength, copyInto: (target) => target.set(single.data) }, width: single.width, height: single.height } };
+  const ok = await engine.analyze(copied);
+  const direct = await engine.analyze({ ...base, image: { raw: single.data, width: single.width, height: single.height } });
+  t.deepEqual(ok.faces.map((f) => Array.from(f.embedding!)), direct.faces.map((f) => Array.from(f.embedding!)), 'a pixel source gives what raw pixels give');
+});
