@@ -38,17 +38,25 @@ def mark_frames(media, frame: int, total: int) -> None:
     pad.add_probe(Gst.PadProbeType.BUFFER, probe)
 
 
-def encode_once(a, keyint: int) -> str:
+def frame_count(frames: str) -> int:
+    return len([f for f in os.listdir(frames) if f.startswith('frame')])
+
+
+def jpeg_to_h264(a, keyint: int) -> str:
+    """The encoder chain every mode uses: the JPEG frames decoded and encoded with x264 (baseline)."""
+    return (f'! jpegdec ! videoconvert ! video/x-raw,format=I420 '
+            f'! x264enc tune=zerolatency speed-preset=ultrafast bitrate={a.bitrate} key-int-max={keyint} '
+            f'! video/x-h264,profile=baseline ')
+
+
+def encode_once(a, keyint: int, total: int) -> str:
     """Encodes the frames once into DIR/au/au%05d.h264 (one access unit per file); returns that dir."""
-    total = len([f for f in os.listdir(a.frames) if f.startswith('frame')])
     out = os.path.join(a.frames, 'au')
     os.makedirs(out, exist_ok=True)
     pipeline = Gst.parse_launch(
         f'multifilesrc location="{a.frames}/frame%05d.jpg" index=0 stop-index={total - 1} caps="image/jpeg,framerate={a.fps}/1" '
-        f'! jpegdec ! videoconvert ! video/x-raw,format=I420 '
-        f'! x264enc tune=zerolatency speed-preset=ultrafast bitrate={a.bitrate} key-int-max={keyint} '
-        f'! video/x-h264,profile=baseline ! h264parse config-interval=-1 '
-        f'! video/x-h264,stream-format=byte-stream,alignment=au ! multifilesink location="{out}/au%05d.h264"')
+        + jpeg_to_h264(a, keyint) +
+        f'! h264parse config-interval=-1 ! video/x-h264,stream-format=byte-stream,alignment=au ! multifilesink location="{out}/au%05d.h264"')
     pipeline.set_state(Gst.State.PLAYING)
     msg = pipeline.get_bus().timed_pop_filtered(Gst.CLOCK_TIME_NONE, Gst.MessageType.EOS | Gst.MessageType.ERROR)
     pipeline.set_state(Gst.State.NULL)
@@ -74,19 +82,19 @@ def main() -> int:
     p.add_argument('--preencoded', action='store_true', help='encode once, replay the encoded frames on every mount')
     p.add_argument('--mount-offsets', default='', help='with --preencoded: each mount\'s start point in the loop, seconds')
     a = p.parse_args()
+    if a.preencoded and a.mark_frame >= 0:
+        p.error('--mark-frame counts frames from a mount\'s start: not with --preencoded offsets')
     Gst.init(None)
     keyint = a.keyint or a.fps
+    total = frame_count(a.frames)
     # One shared encoder per mount: every client of a mount sees the same live stream.
     launch = (
         f'( multifilesrc location="{a.frames}/frame%05d.jpg" index=0 loop=true caps="image/jpeg,framerate={a.fps}/1" '
-        f'! jpegdec ! videoconvert ! video/x-raw,format=I420 '
-        f'! x264enc tune=zerolatency speed-preset=ultrafast bitrate={a.bitrate} key-int-max={keyint} '
-        f'! video/x-h264,profile=baseline ! rtph264pay name=pay0 pt=96 config-interval=1 )'
+        + jpeg_to_h264(a, keyint) + '! rtph264pay name=pay0 pt=96 config-interval=1 )'
     )
     launches = None
     if a.preencoded:
-        total = len([f for f in os.listdir(a.frames) if f.startswith('frame')])
-        au_dir = encode_once(a, keyint)
+        au_dir = encode_once(a, keyint, total)
         offsets = [float(x) for x in a.mount_offsets.split(',') if x] or [0.0]
         start = [(round(offsets[i % len(offsets)] * a.fps / keyint) * keyint) % total for i in range(len(a.mount or ['/stream']))]
         launches = [
@@ -131,7 +139,6 @@ def main() -> int:
             factory.add_role_from_structure(Gst.Structure.from_string(
                 'anonymous, media.factory.access=(boolean)true, media.factory.construct=(boolean)true')[0])
         if a.mark_frame >= 0:
-            total = len([f for f in os.listdir(a.frames) if f.startswith('frame')])
             factory.connect('media-configure', lambda _f, media: mark_frames(media, a.mark_frame, total))
         mounts.add_factory(m, factory)
     if server.attach(None) == 0:
