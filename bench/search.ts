@@ -21,7 +21,10 @@
  *                   recall@10 for every --hnsw-ef-search; writes bench/results/search-hnsw-<n>.json
  *   --hnsw-warm N   before timing each ef, N warm-up searches with queries of another seed (a serving daemon's
  *                   mapping is warm; right after a start it is not); 0 = time the cold mapping
- *   --hnsw-open     view (memory-map, as the daemon does) or load (read the file into memory)
+ *   --hnsw-memory   how the walker holds the graph, a list of view, load, huge_pages (the daemon's default)
+ *   --hnsw-lags     walker prefetch distances timed beside usearch's binding (-1: usearch's own walk code in
+ *                   the walker's memory; 0: the walker's walk without prefetching); default -1,0,8
+ *   --hnsw-strangers N  faces of people not in the gallery (clustered data), exact truth computed in the run
  *   --hnsw-candidates  graph candidates re-ranked exactly (default: the daemon's Math.max(5 * 8, 64))
  * Prints a table, writes bench/results/search.json. global.gc is used when present (node --expose-gc),
  * otherwise it is enabled at runtime through v8.setFlagsFromString.
@@ -37,7 +40,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { bestPerPerson, CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
 import { halfKernel } from '../src/search/halfScan.js';
-import { graphCandidates, graphPaths, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph } from '../src/search/hnswGraph.js';
+import { graphCandidates, graphPaths, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph, type GraphMemory } from '../src/search/hnswGraph.js';
 import usearch from '../src/search/usearchModule.js';
 import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
@@ -62,7 +65,9 @@ const { values } = parseArgs({
     'hnsw-persist': { type: 'string', default: '' },
     'hnsw-measure': { type: 'string', default: '' },
     'hnsw-warm': { type: 'string', default: '0' },
-    'hnsw-open': { type: 'string', default: 'view' },
+    'hnsw-memory': { type: 'string', default: 'huge_pages' },
+    'hnsw-lags': { type: 'string', default: '-1,0,8' },
+    'hnsw-strangers': { type: 'string', default: '100' },
     'hnsw-candidates': { type: 'string', default: '' },
   },
 });
@@ -199,7 +204,33 @@ function clusteredRows(n: number, seed: number): Float32Array {
   return m;
 }
 
-interface QuerySet { vectors: Float32Array; kind: ('perturbed' | 'random')[]; source: number[] }
+/**
+ * Faces of people who are not in the gallery, drawn as clusteredRows draws a gallery face (the same group
+ * centres for `dataSeed`, a new identity, face noise): the unknown faces a camera sees. Unlike isotropic
+ * random queries they lie where faces lie, so their nearest rows are the near-ties of their group.
+ */
+function strangerQueries(dataSeed: number, count: number, seed: number): QuerySet {
+  const GROUPS = 256;
+  const centres = randomUnitRows(GROUPS, dataSeed + 7);
+  const g = gaussians(seed);
+  const rand = mulberry32(seed + 1);
+  const sd = 1 / Math.sqrt(DIM);
+  const vectors = new Float32Array(count * DIM);
+  const person = new Float32Array(DIM);
+  for (let q = 0; q < count; q++) {
+    const c = Math.floor(rand() * GROUPS) * DIM;
+    let s = 0;
+    for (let j = 0; j < DIM; j++) {
+      person[j] = 0.5 * centres[c + j]! + 0.866 * sd * g();
+      s += person[j]! * person[j]!;
+    }
+    for (let j = 0; j < DIM; j++) vectors[q * DIM + j] = person[j]! / Math.sqrt(s) + 0.75 * sd * g();
+    normalise(vectors, q);
+  }
+  return { vectors, kind: Array.from({ length: count }, () => 'stranger' as const), source: Array.from({ length: count }, () => -1) };
+}
+
+interface QuerySet { vectors: Float32Array; kind: ('perturbed' | 'random' | 'stranger')[]; source: number[] }
 
 function makeQueries(data: Float32Array, n: number, nq: number, seed: number): QuerySet {
   const rand = mulberry32(seed);
@@ -427,64 +458,154 @@ function buildHnsw(data: Float32Array, n: number, dir: string, collection: strin
   return { connectivity: M, expansion_add: efAdd, quantization: HNSW_QUANTIZATION, build_threads: threads, build_s: r3(buildS), file_bytes: meta.file_bytes, loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)] };
 }
 
+
 /**
- * HNSW as a collection uses it: the saved usearch graph (i8, cosine) memory-mapped (view), its candidates
- * (Math.max(5 * 8, 64), as the daemon asks) re-ranked exactly from an fp32 CollectionIndex (graphTopRows),
- * and usearch's raw graph search without re-rank beside it, for every --hnsw-ef-search. Recall@10 is
- * against exact fp32.
+ * Every variant over the same queries, in blocks of INTERLEAVE_BLOCK queries with the variants' order
+ * rotated per block, so drift and noise hit all variants alike. Not query by query: a walk leaves the nodes
+ * it read in the CPU caches (several MiB), and the next variant walking the same query would find them warm.
+ */
+const INTERLEAVE_BLOCK = 25;
+function timeInterleaved<T>(nq: number, qs: QuerySet, variants: Record<string, (q: Float32Array) => T>): Record<string, { ms: number[]; results: T[] }> {
+  const names = Object.keys(variants);
+  const out: Record<string, { ms: number[]; results: T[] }> = {};
+  for (const n of names) out[n] = { ms: [], results: [] };
+  for (let i = 0; i < Math.min(WARMUP, nq); i++) for (const n of names) variants[n]!(queryVec(qs, i));
+  for (let from = 0, block = 0; from < nq; from += INTERLEAVE_BLOCK, block++) {
+    for (let j = 0; j < names.length; j++) {
+      const n = names[(block + j) % names.length]!;
+      for (let i = from; i < Math.min(nq, from + INTERLEAVE_BLOCK); i++) {
+        const q = queryVec(qs, i);
+        const t = performance.now();
+        const r = variants[n]!(q);
+        out[n]!.ms.push(performance.now() - t);
+        out[n]!.results.push(r);
+      }
+    }
+  }
+  return out;
+}
+
+/** This process's anonymous memory in transparent huge pages (smaps_rollup), MiB. */
+function anonHugeMiB(): number {
+  const m = /AnonHugePages:\s+(\d+) kB/.exec(readFileSync('/proc/self/smaps_rollup', 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+/**
+ * HNSW as a collection uses it: the saved usearch graph (i8, cosine) opened by the native walker as
+ * `--hnsw-memory` says (view, load, huge_pages; the daemon's default huge_pages), its candidates
+ * (Math.max(5 * 8, 64), as the daemon asks) re-ranked exactly from an fp32 CollectionIndex (graphTopRows).
+ * Beside it, interleaved in blocks of queries (timeInterleaved), the raw walk for the candidates: usearch's own
+ * binding over its `view` (what served before the walker), the walker at every --hnsw-lags, and the walker plus
+ * the exact re-rank as the daemon runs it. Recall@10 is against exact fp32.
  */
 async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth, dir: string, collection: string) {
   const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']);
   const efs = values['hnsw-ef-search']!.split(',').map(Number);
+  const memories = values['hnsw-memory']!.split(',').map((m) => m.trim()) as GraphMemory[];
+  for (const m of memories) if (!['view', 'load', 'huge_pages'].includes(m)) throw new Error(`unknown --hnsw-memory ${m}`);
   const loadBefore = loadavg()[0]!;
   const { idx } = build('fp32_v1', data, n, 0);
   const delta = new CollectionIndex(profileCodec('fp32_v1'), DIM, 1);
+  const candidates = values['hnsw-candidates'] ? Number(values['hnsw-candidates']) : Math.max(PERSON_LIMIT * 8, 64);
+  const recall = (results: number[][]) => r3(mean(results.map((r, i) => overlap(r.slice(0, K), truth.rows[i]!))));
+  const nStrangers = values.data === 'clustered' ? Number(values['hnsw-strangers']) : 0;
+  const strangers = strangerQueries(0x5eed + n, nStrangers, 0x57a9 + n);
+  const tt = performance.now();
+  const strangerTruth = Array.from({ length: nStrangers }, (_, i) => idx.topRows(idx.encodeQuery(queryVec(strangers, i)), K).map((h) => h.faceKey));
+  if (nStrangers) log(`  exact fp32 truth of ${nStrangers} stranger queries in ${((performance.now() - tt) / 1000).toFixed(1)} s`);
   const runs = [];
   for (const ef of efs) {
-    const rssBefore = await rssMiB();
-    const t = performance.now();
-    const loaded = viewGraph(dir, { collectionId: collection, epoch: 'bench', dimension: DIM, params: { connectivity: M, expansion_add: efAdd, expansion_search: ef }, revision: 0 });
-    if (!('graph' in loaded)) throw new Error(loaded.problem);
-    if (values['hnsw-open'] === 'load') loaded.graph.load(graphPaths(dir, collection).graph);
-    const viewMs = performance.now() - t;
-    const g = { graph: loaded.graph, delta, deleted: 0 };
-    const warm = Number(values['hnsw-warm']);
-    if (warm > 0) {
-      const wq = makeQueries(data, n, warm, 0xbadcafe + n);
-      const tw = performance.now();
-      for (let i = 0; i < warm; i++) graphCandidates(loaded.graph, queryVec(wq, i), 64);
-      log(`  warm-up: ${warm} searches in ${((performance.now() - tw) / 1000).toFixed(1)} s`);
+    for (const memory of memories) {
+      const rssBefore = await rssMiB();
+      const hugeBefore = anonHugeMiB();
+      const t = performance.now();
+      const loaded = viewGraph(dir, { collectionId: collection, epoch: 'bench', dimension: DIM, params: { connectivity: M, expansion_add: efAdd, expansion_search: ef }, revision: 0 }, memory);
+      if (!('graph' in loaded)) throw new Error(loaded.problem);
+      const walker = loaded.graph;
+      const mapMs = performance.now() - t;
+      await walker.loaded;
+      if (walker.loadError) throw new Error(walker.loadError);
+      const openMs = performance.now() - t;
+      const hugeMiB = anonHugeMiB() - hugeBefore;
+      const binding = newGraph(DIM, { connectivity: M, expansion_add: efAdd, expansion_search: ef });
+      binding.view(graphPaths(dir, collection).graph);
+      const g = { graph: walker, delta, deleted: 0 };
+      const warm = Number(values['hnsw-warm']);
+      if (warm > 0) {
+        const wq = makeQueries(data, n, warm, 0xbadcafe + n);
+        const tw = performance.now();
+        for (let i = 0; i < warm; i++) {
+          graphCandidates(walker, queryVec(wq, i), candidates);
+          binding.search(queryVec(wq, i), candidates, 1);
+        }
+        log(`  warm-up: ${warm} searches each in ${((performance.now() - tw) / 1000).toFixed(1)} s`);
+      }
+      const top = timeQueries(NQ, qs, (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey));
+      const persons = timeQueries(NQ, qs, (q) => bestPerPerson(graphTopRows(idx, g, q, candidates), PERSON_LIMIT).map((h) => h.personKey));
+      const strangerTop = timeQueries(nStrangers, strangers, (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey));
+      const faceMs = [...top.ms.filter((_, i) => qs.kind[i] === 'perturbed'), ...strangerTop.ms];
+      const faceRecall = [...top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)), ...strangerTop.results.map((r, i) => overlap(r, strangerTruth[i]!))];
+      const lags = values['hnsw-lags']!.split(',').map(Number);
+      const variants: Record<string, (q: Float32Array) => number[]> = {
+        usearch_binding: (q) => Array.from(binding.search(q, candidates, 1).keys, Number),
+        walker_reranked: (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey),
+      };
+      for (const lag of lags) {
+        variants[`walker_lag_${lag}`] = (q) => {
+          const before = walker.lag;
+          walker.lag = lag;
+          try {
+            return walker.search(q, candidates);
+          } finally {
+            walker.lag = before;
+          }
+        };
+      }
+      const raw = timeInterleaved(NQ, qs, variants);
+      const same = (name: string) => r3(mean(raw[name]!.results.map((r, i) => (r.join() === raw.usearch_binding!.results[i]!.join() ? 1 : 0))));
+      const rssAfter = await rssMiB();
+      const run = {
+        expansion_search: ef, memory, huge_pages_advised: walker.hugePages, anon_huge_mib: r1(hugeMiB), map_ms: r3(mapMs), open_ms: r3(openMs),
+        top_rows: summary(top.ms), search_persons: summary(persons.ms),
+        recall_at_10: r3(mean(top.results.map((r, i) => overlap(r, truth.rows[i]!)))),
+        recall_at_10_perturbed: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
+        recall_at_10_random: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'random' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
+        persons_agreement_at_5: r3(mean(persons.results.map((p, i) => overlap(p, truth.persons[i]!)))),
+        top_rows_perturbed: summary(top.ms.filter((_, i) => qs.kind[i] === 'perturbed')),
+        top_rows_random: summary(top.ms.filter((_, i) => qs.kind[i] === 'random')),
+        strangers: nStrangers, recall_at_10_strangers: r3(mean(strangerTop.results.map((r, i) => overlap(r, strangerTruth[i]!)))), top_rows_strangers: summary(strangerTop.ms),
+        face_queries: { queries: faceMs.length, top_rows: summary(faceMs), recall_at_10: r3(mean(faceRecall)) },
+        warm_up_searches: warm, candidates,
+        raw_walk: Object.fromEntries(Object.entries(raw).map(([name, r]) => [name, {
+          ...summary(r.ms), recall_at_10: recall(r.results), same_candidates_as_binding: name === 'walker_reranked' ? null : same(name),
+        }])),
+        walker_lag: walker.lag,
+        rss_delta_after_queries_mib: r1(rssAfter - rssBefore),
+        loadavg_1m: r3(loadavg()[0]!),
+      };
+      runs.push(run);
+      walker.close();
+      const walks = Object.entries(run.raw_walk).map(([name, r]) => `${name} ${r.p50_ms.toFixed(3)}/${r.p99_ms.toFixed(3)}${r.same_candidates_as_binding === null ? '' : ` (same as binding ${r.same_candidates_as_binding})`}`).join(', ');
+      log(`hnsw M=${M} ef_add=${efAdd} ef_search=${ef} memory=${memory}${memory === 'huge_pages' ? ` (advised ${walker.hugePages}, ${run.anon_huge_mib} MiB in huge pages)` : ''}, mapped in ${run.map_ms.toFixed(0)} ms, copy in place after ${run.open_ms.toFixed(0)} ms: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (known ${run.recall_at_10_perturbed.toFixed(3)}, strangers ${run.recall_at_10_strangers.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); p99 known ${run.top_rows_perturbed.p99_ms.toFixed(3)} strangers ${run.top_rows_strangers.p99_ms.toFixed(3)} random ${run.top_rows_random.p99_ms.toFixed(3)} ms; interleaved p50/p99 ms of ${candidates} candidates: ${walks}; load ${run.loadavg_1m.toFixed(1)}`);
     }
-    const candidates = values['hnsw-candidates'] ? Number(values['hnsw-candidates']) : Math.max(PERSON_LIMIT * 8, 64);
-    const top = timeQueries(NQ, qs, (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey));
-    const persons = timeQueries(NQ, qs, (q) => bestPerPerson(graphTopRows(idx, g, q, candidates), PERSON_LIMIT).map((h) => h.personKey));
-    const rawSearch = timeQueries(NQ, qs, (q) => graphCandidates(loaded.graph, q, K));
-    const rawCandidates = timeQueries(NQ, qs, (q) => graphCandidates(loaded.graph, q, candidates));
-    const rssAfter = await rssMiB();
-    const run = {
-      expansion_search: ef, view_ms: r3(viewMs), top_rows: summary(top.ms), search_persons: summary(persons.ms),
-      recall_at_10: r3(mean(top.results.map((r, i) => overlap(r, truth.rows[i]!)))),
-      recall_at_10_perturbed: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
-      recall_at_10_random: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'random' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
-      persons_agreement_at_5: r3(mean(persons.results.map((p, i) => overlap(p, truth.persons[i]!)))),
-      top_rows_perturbed: summary(top.ms.filter((_, i) => qs.kind[i] === 'perturbed')),
-      top_rows_random: summary(top.ms.filter((_, i) => qs.kind[i] === 'random')),
-      open: values['hnsw-open'], warm_up_searches: warm, candidates,
-      usearch_raw_candidates: summary(rawCandidates.ms),
-      usearch_raw_search: { ...summary(rawSearch.ms), recall_at_10: r3(mean(rawSearch.results.map((r, i) => overlap(r, truth.rows[i]!)))) },
-      rss_delta_after_queries_mib: r1(rssAfter - rssBefore),
-      loadavg_1m: r3(loadavg()[0]!),
-    };
-    runs.push(run);
-    log(`hnsw M=${M} ef_add=${efAdd} ef_search=${ef}: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (perturbed ${run.recall_at_10_perturbed.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); p99 known ${run.top_rows_perturbed.p99_ms.toFixed(3)} random ${run.top_rows_random.p99_ms.toFixed(3)} ms; usearch raw p50 ${run.usearch_raw_search.p50_ms.toFixed(3)} ms (${candidates} candidates p50 ${run.usearch_raw_candidates.p50_ms.toFixed(3)} p99 ${run.usearch_raw_candidates.p99_ms.toFixed(3)}) R@10 ${run.usearch_raw_search.recall_at_10.toFixed(3)}; view ${run.view_ms.toFixed(1)} ms; load ${run.loadavg_1m.toFixed(1)}`);
   }
   return { runs, loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)] };
 }
 
+/**
+ * The issue's goal at n (p99 <= 2 ms with recall@10 >= 0.99), judged two ways and both printed: over face
+ * queries (known persons' faces and strangers' faces, the queries a face service gets) and over every query,
+ * the isotropic random vectors included (their exact top 10 are near-ties of noise; see the README).
+ */
 const hnswGoal = (n: number, runs: Awaited<ReturnType<typeof measureHnsw>>['runs']) => {
-  const best = runs.find((r) => r.top_rows.p99_ms <= 2 && r.recall_at_10 >= 0.99);
-  for (const r of runs) log(`hnsw goal at ${n} (p99 <= 2 ms with recall@10 >= 0.99), ef_search ${r.expansion_search}: p99 ${r.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.recall_at_10.toFixed(3)} (known persons ${r.recall_at_10_perturbed.toFixed(3)}) -> ${best === r ? 'PASS' : 'FAIL'}`);
-  return best ? best.expansion_search : null;
+  const passes = (p99: number, recall: number) => p99 <= 2 && recall >= 0.99;
+  const faces = runs.find((r) => passes(r.face_queries.top_rows.p99_ms, r.face_queries.recall_at_10));
+  const all = runs.find((r) => passes(r.top_rows.p99_ms, r.recall_at_10));
+  for (const r of runs) {
+    log(`hnsw goal at ${n} (p99 <= 2 ms with recall@10 >= 0.99), ef_search ${r.expansion_search}, ${r.memory}: face queries p99 ${r.face_queries.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.face_queries.recall_at_10.toFixed(3)} -> ${passes(r.face_queries.top_rows.p99_ms, r.face_queries.recall_at_10) ? 'PASS' : 'FAIL'}; all queries with random ones p99 ${r.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.recall_at_10.toFixed(3)} -> ${passes(r.top_rows.p99_ms, r.recall_at_10) ? 'PASS' : 'FAIL'}`);
+  }
+  return { face_queries: faces ? { expansion_search: faces.expansion_search, memory: faces.memory } : null, all_queries: all ? { expansion_search: all.expansion_search, memory: all.memory } : null };
 };
 
 /** Exact fp32 ground truth of the queries (top-10 rows, top-5 persons), as the fp32 profile run gives it. */
@@ -540,7 +661,7 @@ if (values['hnsw-persist'] || values['hnsw-measure']) {
       const pass = hnswGoal(n, measured.runs);
       mkdirSync(join(REPO, 'bench/results'), { recursive: true });
       const file = join(REPO, `bench/results/search-hnsw-${n}.json`);
-      writeFileSync(file, JSON.stringify({ bench: 'search-hnsw', at: new Date().toISOString(), n, machine, settings: { dim: DIM, k: K, queries: NQ, random_query_every: RANDOM_EVERY, noise_sigma: NOISE_SIGMA, candidates: Math.max(PERSON_LIMIT * 8, 64) }, build, ...measured, goal_pass_expansion_search: pass }, null, 2));
+      writeFileSync(file, JSON.stringify({ bench: 'search-hnsw', at: new Date().toISOString(), n, machine, settings: { dim: DIM, k: K, queries: NQ, random_query_every: RANDOM_EVERY, noise_sigma: NOISE_SIGMA, candidates: Math.max(PERSON_LIMIT * 8, 64) }, build, ...measured, goal_pass: pass }, null, 2));
       log(`-> ${file}`);
     }
   }

@@ -134,7 +134,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const cc = config.collections;
     const indexes = new SearchIndexes(store, {
       threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
-      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, snapshotAfterChanges: cc.snapshot_after_changes,
+      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, graphMemory: cc.hnsw_memory, snapshotAfterChanges: cc.snapshot_after_changes,
       verifyAfter: modelsLoaded,
     });
     let active: Runtime['inference'] = null;

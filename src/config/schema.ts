@@ -320,7 +320,13 @@ export const ConfigSchema = z.strictObject({
        */
       hnsw_connectivity: z.number().int().min(4).max(64).default(32),
       hnsw_expansion_add: z.number().int().min(16).max(1024).default(256),
-      hnsw_expansion_search: z.number().int().min(16).max(4096).default(64),
+      /**
+       * ef_search 192: the first setting with recall@10 >= 0.99 for face queries at 1M (bench/search.ts, M 32 /
+       * ef_add 256: 0.992, p99 0.9-1.1 ms with the native walker; ef 64 gave 0.89).
+       */
+      hnsw_expansion_search: z.number().int().min(16).max(4096).default(192),
+      /** How a served HNSW graph is held: view (mapped file), load (read in) or huge_pages (read in, THP advised). */
+      hnsw_memory: z.enum(['view', 'load', 'huge_pages']).default('huge_pages'),
       /** Threads a background index build (HNSW graph, snapshot) may use; 0 = every core. */
       index_build_threads: z.number().int().min(0).max(256).default(1),
       /** HNSW graphs are rebuilt when rows added or deleted since the build exceed this share of the graph. */

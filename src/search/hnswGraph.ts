@@ -1,7 +1,16 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, openSync, fsyncSync, closeSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import type { GraphMemory as NativeMemory } from 'vigil-hnsw-walk';
 import type { CollectionIndex, RowHit } from './collectionIndex.js';
 import usearch, { type Index } from './usearchModule.js';
+
+/**
+ * The native walker (native/hnsw-walk, built by `npm ci` with node-gyp from usearch's own headers): it
+ * searches the file usearch saved with usearch's walk and kernels, prefetching each step's neighbour
+ * vectors, from memory that may have huge pages; usearch's binding does neither (bench/search.ts measures both).
+ */
+const walker = createRequire(import.meta.url)('vigil-hnsw-walk') as typeof import('vigil-hnsw-walk');
 
 /**
  * A persisted HNSW graph of one collection: `<dir>/<collection>.hnsw` (usearch's own format) and its
@@ -94,10 +103,85 @@ export function graphProblem(meta: HnswMeta, want: GraphExpectation): string | n
   return null;
 }
 
-export type LoadedGraph = { graph: Index; meta: HnswMeta } | { problem: string };
+/**
+ * How a served graph is held: `view` maps the file (pages come from the page cache on demand and can be
+ * dropped under memory pressure), `load` reads it into the process, `huge_pages` reads it into memory
+ * advised for transparent huge pages (fewer TLB misses per walk; the kernel may decline, see `hugePages`).
+ * The file is mapped at once either way, so a graph serves right after it is opened; with `load` or
+ * `huge_pages` the copy is read on a libuv thread and replaces the mapping when it is complete.
+ */
+export type GraphMemory = 'view' | 'load' | 'huge_pages';
+const NATIVE_MEMORY: Record<GraphMemory, NativeMemory> = { view: 0, load: 1, huge_pages: 2 };
 
-/** Memory-maps a persisted graph (usearch `view`: pages are read on demand and shared with the page cache). */
-export function viewGraph(dir: string, want: GraphExpectation): LoadedGraph {
+/** A persisted graph opened for searching (read-only: later adds are scanned beside it, see graphTopRows). */
+export interface GraphWalker {
+  readonly size: number;
+  readonly dimensions: number;
+  /** How the graph is held now: `view` until a requested copy is in place. */
+  readonly memory: GraphMemory;
+  /** Whether the kernel took the huge-page advice (`huge_pages` only). */
+  readonly hugePages: boolean;
+  /** Settles when the requested memory is in place (or reading the copy failed: `loadError`; the mapping keeps serving). */
+  readonly loaded: Promise<void>;
+  readonly loadError: string | null;
+  /** usearch's ef for searches. */
+  expansion: number;
+  /**
+   * How many neighbour vectors the walk asks for ahead of the one it scores (0 none; -1 runs usearch's own
+   * walk code instead, for the bench). Both walks return the same nodes.
+   */
+  lag: number;
+  /** Face keys of the `k` nearest graph nodes (approximate), best first. */
+  search(query: Float32Array, k: number): number[];
+  /** Frees the graph's memory now (a replaced 1M graph is ~750 MiB); searching a closed graph throws. */
+  close(): void;
+}
+
+/** Vectors prefetched ahead by default (bench/search.ts --hnsw-lags: 8 beat 0, 1, 2, 4 and 16 at 1M). */
+export const WALK_LAG = 8;
+
+/** Opens a graph file usearch saved; throws with the reason when it cannot. */
+export function openGraph(path: string, memory: GraphMemory, expansion: number): GraphWalker {
+  let current = walker.openGraph(path, NATIVE_MEMORY.view);
+  const size = current.size;
+  let held: GraphMemory = 'view';
+  let huge = false;
+  let closed = false;
+  let loadError: string | null = null;
+  const loaded = memory === 'view' ? Promise.resolve() : walker.loadGraph(path, NATIVE_MEMORY[memory]).then((copy) => {
+    if (closed) return walker.closeGraph(copy.handle);
+    if (copy.size !== size) {
+      loadError = `the file changed while it was read (${copy.size} rows, mapped ${size})`;
+      return walker.closeGraph(copy.handle);
+    }
+    walker.closeGraph(current.handle);
+    current = copy;
+    held = memory;
+    huge = copy.hugePages;
+  }, (err: unknown) => {
+    loadError = err instanceof Error ? err.message : String(err);
+  });
+  return {
+    size, dimensions: current.dimensions, loaded, expansion, lag: WALK_LAG,
+    get memory() { return held; },
+    get hugePages() { return huge; },
+    get loadError() { return loadError; },
+    search(query, k) {
+      if (size === 0 || k <= 0) return [];
+      return Array.from(walker.searchGraph(current.handle, query, Math.min(k, size), Math.max(this.expansion, k), this.lag));
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      walker.closeGraph(current.handle);
+    },
+  };
+}
+
+export type LoadedGraph = { graph: GraphWalker; meta: HnswMeta } | { problem: string };
+
+/** Opens a persisted graph that fits the collection, held as `memory` says. */
+export function viewGraph(dir: string, want: GraphExpectation, memory: GraphMemory = 'huge_pages'): LoadedGraph {
   const p = graphPaths(dir, want.collectionId);
   if (!existsSync(p.meta) || !existsSync(p.graph)) return { problem: 'no graph file' };
   let meta: HnswMeta;
@@ -109,18 +193,19 @@ export function viewGraph(dir: string, want: GraphExpectation): LoadedGraph {
   const problem = graphProblem(meta, want);
   if (problem) return { problem };
   if (statSync(p.graph).size !== meta.file_bytes) return { problem: 'the graph file has the wrong size' };
-  const graph = newGraph(want.dimension, { ...want.params });
+  let graph: GraphWalker;
   try {
-    graph.view(p.graph);
+    graph = openGraph(p.graph, memory, want.params.expansion_search);
   } catch (e) {
-    return { problem: `usearch could not map the file: ${(e as Error).message}` };
+    return { problem: `the graph file could not be opened: ${(e as Error).message}` };
   }
-  if (graph.size() !== meta.rows) return { problem: `the graph holds ${graph.size()} rows, its sidecar says ${meta.rows}` };
+  if (graph.size !== meta.rows) return { problem: `the graph holds ${graph.size} rows, its sidecar says ${meta.rows}` };
+  if (graph.dimensions !== want.dimension) return { problem: `the graph's vectors have ${graph.dimensions} dimensions, the collection ${want.dimension}` };
   return { graph, meta };
 }
 
 /** What serves beside a graph: the exact delta of later adds and the count of deleted graph rows. */
-export interface GraphView { graph: Index; delta: CollectionIndex; deleted: number }
+export interface GraphView { graph: GraphWalker; delta: CollectionIndex; deleted: number }
 
 /**
  * The best `want` rows for a query through the graph: graph candidates (over-asked by the deleted
@@ -135,10 +220,6 @@ export function graphTopRows(index: CollectionIndex, g: GraphView, query: Float3
 }
 
 /** Face keys of the `k` nearest graph nodes (approximate), best first. */
-export function graphCandidates(graph: Index, query: Float32Array, k: number): number[] {
-  if (graph.size() === 0) return [];
-  const m = graph.search(query, Math.min(k, graph.size()), 1);
-  const out: number[] = [];
-  for (let i = 0; i < m.keys.length; i++) out.push(Number(m.keys[i]));
-  return out;
+export function graphCandidates(graph: GraphWalker, query: Float32Array, k: number): number[] {
+  return graph.search(query, k);
 }

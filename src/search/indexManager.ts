@@ -4,10 +4,9 @@ import type { CollectionT, SearchProfile } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
 import { startModuleWorker } from '../system/workerThread.js';
 import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
-import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type HnswMeta, type HnswParams } from './hnswGraph.js';
+import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type GraphMemory, type GraphWalker, type HnswMeta, type HnswParams } from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
 import { profileCodec, type ProfileCodec } from './profiles.js';
-import type { Index } from './usearchModule.js';
 import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot, type SnapshotHeader } from './vectorSnapshot.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
@@ -15,7 +14,7 @@ export type GraphState = 'none' | 'building' | 'ready' | 'failed';
 
 interface Graph {
   state: GraphState;
-  graph: Index | null;
+  graph: GraphWalker | null;
   meta: HnswMeta | null;
   /** Live rows added after the graph was built (face key above meta.max_face_key), scanned exactly. */
   delta: CollectionIndex | null;
@@ -84,6 +83,8 @@ export interface SearchIndexOptions {
   /** Rebuild when rows added or deleted since the build exceed this share of the graph. */
   rebuildRatio: number;
   rebuildIntervalMs: number;
+  /** How served graphs are held (see GraphMemory). Default `huge_pages`. */
+  graphMemory?: GraphMemory;
   /** Rewrite a collection's vector snapshot after this many changed rows; 0 = no snapshots. Default 10,000. */
   snapshotAfterChanges?: number;
   /** The rows' checksum of a loaded snapshot is checked once this settles (the daemon: models loaded). */
@@ -97,6 +98,8 @@ const STALE_RATIO = 0.25;
 const STALE_MIN_ROWS = 256;
 
 const noGraph = (): Graph => ({ state: 'none', graph: null, meta: null, delta: null, deleted: 0, progress: null, rebuilding: false });
+/** A graph given up is closed at once: its memory (hundreds of MiB at 1M) is not left to a garbage collection. */
+const closeGraph = (g: Graph | undefined) => g?.graph?.close();
 const hnswParams = (c: CollectionT): HnswParams => ({ ...c.search_index.hnsw });
 const usesGraph = (c: CollectionT) => c.search_index.type === 'hnsw';
 
@@ -237,6 +240,7 @@ export class SearchIndexes {
     if (c.load_policy === 'lazy') {
       if (e) {
         this.cancel(c.id);
+        closeGraph(e.graph);
         this.entries.delete(c.id);
       }
       return;
@@ -340,6 +344,7 @@ export class SearchIndexes {
       removeSnapshot(this.opts.dir, c.id);
       e.index = null;
       e.state = 'unloaded';
+      closeGraph(e.graph);
       e.graph = noGraph();
       const fresh = this.source.getCollection(c.id);
       if (fresh && fresh.load_policy === 'eager' && !this.closed) {
@@ -430,7 +435,7 @@ export class SearchIndexes {
     const epoch = this.source.indexEpoch(c.id);
     const loaded = epoch === null ? { problem: 'the collection no longer exists' } : viewGraph(this.opts.dir, {
       collectionId: c.id, epoch, dimension: c.embedding_dimension, params: hnswParams(c), revision: c.search_revision,
-    });
+    }, this.opts.graphMemory);
     if ('graph' in loaded) {
       this.adoptGraph(c, e, loaded.graph, loaded.meta);
       this.maybeRebuild(c, e);
@@ -440,11 +445,14 @@ export class SearchIndexes {
     }
   }
 
-  private adoptGraph(c: CollectionT, e: Entry, graph: Index, meta: HnswMeta): void {
+  private adoptGraph(c: CollectionT, e: Entry, graph: GraphWalker, meta: HnswMeta): void {
     const index = e.index!;
     const g = e.graph;
+    // ef_search is a search setting: a PATCH applies to the graph in hand without a rebuild.
+    graph.expansion = c.search_index.hnsw.expansion_search;
     let covered = 0;
     for (const key of index.liveFaceKeys()) if (key <= meta.max_face_key) covered++;
+    if (g.graph !== graph) closeGraph(g);
     g.graph = graph;
     g.meta = meta;
     g.delta = index.subset((key) => key > meta.max_face_key);
@@ -499,6 +507,7 @@ export class SearchIndexes {
 
   private dropGraph(id: string, e: Entry): void {
     this.cancel(id);
+    closeGraph(e.graph);
     e.graph = noGraph();
     if (e.index) e.index.approximate = null;
     removeGraphFiles(this.opts.dir, id);
@@ -532,7 +541,7 @@ export class SearchIndexes {
           if (g.state !== 'ready') g.state = 'failed';
         } else if (meta && entry.index) {
           // The new file is mapped when it still fits the collection (its settings may have changed meanwhile).
-          const loaded = viewGraph(this.opts.dir, { collectionId: id, epoch: meta.index_epoch, dimension: now.embedding_dimension, params: hnswParams(now), revision: now.search_revision });
+          const loaded = viewGraph(this.opts.dir, { collectionId: id, epoch: meta.index_epoch, dimension: now.embedding_dimension, params: hnswParams(now), revision: now.search_revision }, this.opts.graphMemory);
           if ('graph' in loaded) {
             this.adoptGraph(now, entry, loaded.graph, loaded.meta);
             // Rows committed while it was built may already call for the next build.
@@ -572,6 +581,7 @@ export class SearchIndexes {
         progress: g.progress ? { done_rows: g.progress.done, total_rows: g.progress.total, ratio: g.progress.total ? Math.round((g.progress.done / g.progress.total) * 1000) / 1000 : 0 } : null,
         revision: g.meta?.revision ?? null, rows: g.meta?.rows ?? null, added_rows_since: g.delta?.size ?? 0, deleted_rows_since: g.deleted,
         file_bytes: g.meta?.file_bytes ?? null, build_seconds: g.meta?.build_seconds ?? null, built_at: g.meta?.built_at ?? null,
+        memory: g.graph?.memory ?? null, huge_pages: g.graph?.hugePages ?? false, ...(g.graph?.loadError ? { memory_error: g.graph.loadError } : {}),
         ...(g.lastError ? { last_error: g.lastError } : {}), ...(g.fileProblem ? { file_problem: g.fileProblem } : {}),
       },
     };

@@ -130,6 +130,10 @@ test('hnsw collection: identical to exact on the fixture faces, exact while buil
     const total = 3000 + [...byPerson.values()].flat().length;
     const ready = await waitGraph(d, 'hn', (g) => g.state === 'ready' && !g.rebuilding && g.rows + g.added_rows_since === total);
     t.is(ready.serving, 'hnsw');
+    // The default hnsw_memory: the mapped file serves at once, the huge-page copy takes over once read.
+    const copied = await waitGraph(d, 'hn', (g) => g.memory === 'huge_pages');
+    t.is(typeof copied.graph.huge_pages, 'boolean');
+    t.is(copied.graph.memory_error, undefined);
     t.is((await call(d, 'GET', '/v1/collections/ex')).json.collection.search_index.status.serving, 'exact');
 
     const search = async (id: string, photo: string) => (await post(d, `/v1/collections/${id}/search`, form({ image: face(photo), limit: '5', threshold: '0.2' }))).json.matches as Record<string, any>[];

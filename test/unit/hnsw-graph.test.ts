@@ -2,7 +2,7 @@ import test from 'ava';
 import { writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bestPerPerson, CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
-import { graphProblem, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph, type HnswMeta } from '../../src/search/hnswGraph.js';
+import { graphPaths, graphProblem, graphTopRows, HNSW_QUANTIZATION, newGraph, openGraph, saveGraph, viewGraph, type GraphMemory, type HnswMeta } from '../../src/search/hnswGraph.js';
 import { profileCodec } from '../../src/search/profiles.js';
 import { unitVectors } from '../helpers/vectors.js';
 import { tempDir } from '../helpers/tempDir.js';
@@ -69,4 +69,56 @@ test('viewGraph refuses a truncated file and a missing sidecar', (t) => {
   const file = join(dir, 'c.hnsw');
   writeFileSync(file, readFileSync(file).subarray(0, 100));
   t.like(viewGraph(dir, want), { problem: 'the graph file has the wrong size' });
+});
+
+test('the native walker returns what usearch\'s own search returns, from every memory and at every prefetch distance', async (t) => {
+  const dim = 64;
+  const base = unitVectors(3000, 7, dim);
+  const graph = newGraph(dim, { connectivity: 16, expansion_add: 64, expansion_search: 40 });
+  graph.add(BigUint64Array.from(base, (_, i) => BigInt(10 + 3 * i)), Float32Array.from(base.flatMap((v) => [...v])), 1);
+  const dir = tempDir(t, 'vigil-walker-');
+  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 16, expansion_add: 64, revision: 1, max_face_key: 10 + 3 * 2999, rows: 3000, build_seconds: 0, built_at: '' });
+  const queries = unitVectors(60, 8, dim);
+  const expected = queries.map((q) => Array.from(graph.search(q, 20, 1).keys, Number));
+  t.true(expected.every((keys) => keys.length === 20));
+  for (const memory of ['view', 'load', 'huge_pages'] as GraphMemory[]) {
+    const walker = openGraph(graphPaths(dir, 'w').graph, memory, 40);
+    t.is(walker.size, 3000);
+    t.is(walker.dimensions, dim);
+    t.is(walker.memory, 'view', 'the mapping serves at once');
+    t.deepEqual(walker.search(queries[0]!, 20), expected[0], `${memory}: answers before the copy is in place`);
+    await walker.loaded;
+    t.is(walker.loadError, null);
+    t.is(walker.memory, memory);
+    for (const lag of [-1, 0, 1, 8]) {
+      walker.lag = lag;
+      const same = queries.filter((q, i) => JSON.stringify(walker.search(q, 20)) === JSON.stringify(expected[i])).length;
+      t.is(same, queries.length, `${memory}, lag ${lag}: ${same}/${queries.length} answers equal usearch's`);
+    }
+    walker.close();
+    t.throws(() => walker.search(queries[0]!, 20), { message: /closed/ });
+    walker.close();
+  }
+});
+
+test('a walker closed while its copy is read stays closed, and the copy is dropped', async (t) => {
+  const dim = 16;
+  const graph = newGraph(dim, { connectivity: 8, expansion_add: 32, expansion_search: 32 });
+  const base = unitVectors(500, 3, dim);
+  graph.add(BigUint64Array.from(base, (_, i) => BigInt(i + 1)), Float32Array.from(base.flatMap((v) => [...v])), 1);
+  const dir = tempDir(t, 'vigil-walker-');
+  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 8, expansion_add: 32, revision: 1, max_face_key: 500, rows: 500, build_seconds: 0, built_at: '' });
+  const walker = openGraph(graphPaths(dir, 'w').graph, 'huge_pages', 32);
+  walker.close();
+  await walker.loaded;
+  t.is(walker.memory, 'view');
+  t.throws(() => walker.search(base[0]!, 5), { message: /closed/ });
+});
+
+test('openGraph refuses a file that is not a usearch index', (t) => {
+  const dir = tempDir(t, 'vigil-walker-');
+  const file = join(dir, 'x.hnsw');
+  writeFileSync(file, Buffer.alloc(4096, 7));
+  t.throws(() => openGraph(file, 'view', 64), { message: /x\.hnsw: the file is shorter than its vector matrix|not a usearch/ });
+  t.throws(() => openGraph(join(dir, 'missing.hnsw'), 'view', 64), { message: /open: No such file/ });
 });
