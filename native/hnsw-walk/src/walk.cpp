@@ -35,6 +35,17 @@ using member_cref_t = graph_t::member_cref_t;
 
 constexpr std::size_t HUGE_PAGE = 2u << 20;
 
+struct Scored {
+    float distance;
+    std::uint32_t slot;
+};
+struct Nearer {  // min-heap on distance (candidates to expand)
+    bool operator()(Scored a, Scored b) const noexcept { return a.distance > b.distance; }
+};
+struct Farther {  // max-heap on distance (the best `ef` so far, worst on top)
+    bool operator()(Scored a, Scored b) const noexcept { return a.distance < b.distance; }
+};
+
 struct Walker {
     byte_t* region = nullptr;  // the mmap'ed area (aligned to 2 MiB inside `mapping`)
     byte_t* mapping = nullptr;
@@ -55,6 +66,8 @@ struct Walker {
     std::vector<byte_t> query;          // the query cast to the graph's scalar kind
     std::vector<std::uint64_t> visited; // one bit per slot
     std::vector<std::uint32_t> touched; // words of `visited` to clear after the walk
+    std::vector<Scored> next, top;      // candidates to expand (min-heap), the best `ef` (max-heap)
+    std::vector<std::uint32_t> fresh;   // the unvisited neighbours of the node being expanded
     std::mutex lock;
     bool huge = false;
 
@@ -99,17 +112,6 @@ inline void prefetch_vector(Walker const& w, std::uint32_t slot) noexcept {
     for (std::size_t line = 0; line < w.vector_bytes; line += 64) __builtin_prefetch(p + line, 0, 3);
 }
 
-struct Scored {
-    float distance;
-    std::uint32_t slot;
-};
-struct Nearer {  // min-heap on distance (candidates to expand)
-    bool operator()(Scored a, Scored b) const noexcept { return a.distance > b.distance; }
-};
-struct Farther {  // max-heap on distance (the best `ef` so far, worst on top)
-    bool operator()(Scored a, Scored b) const noexcept { return a.distance < b.distance; }
-};
-
 /**
  * usearch's search (index_gt::search: greedy descent through the upper levels, then the ef-bounded
  * best-first walk of the base level, the same entry point, neighbour order, visit rule and distances),
@@ -140,9 +142,10 @@ std::size_t walk(Walker& w, byte_t const* q, std::size_t wanted, std::size_t ef,
         } while (changed);
     }
 
-    std::vector<Scored> next, top;
-    next.reserve(ef * 4);
-    top.reserve(ef + 1);
+    std::vector<Scored>& next = w.next;
+    std::vector<Scored>& top = w.top;
+    next.clear();
+    top.clear();
     auto mark = [&](std::uint32_t s) {
         std::uint64_t& word = w.visited[s >> 6];
         std::uint64_t const bit = std::uint64_t(1) << (s & 63);
@@ -155,7 +158,8 @@ std::size_t walk(Walker& w, byte_t const* q, std::size_t wanted, std::size_t ef,
     next.push_back({closest_distance, closest});
     top.push_back({closest_distance, closest});
     float radius = closest_distance;
-    std::vector<std::uint32_t> fresh(w.neighbors_base_bytes / sizeof(std::uint32_t));
+    std::vector<std::uint32_t>& fresh = w.fresh;
+    fresh.resize(w.neighbors_base_bytes / sizeof(std::uint32_t));
     while (!next.empty()) {
         Scored const c = next.front();
         if (c.distance > radius && top.size() == ef) break;
@@ -335,6 +339,8 @@ void release(Walker* w) {
     w->vectors = nullptr;
     std::vector<byte_t const*>().swap(w->nodes);
     std::vector<std::uint64_t>().swap(w->visited);
+    std::vector<Scored>().swap(w->next);
+    std::vector<Scored>().swap(w->top);
 }
 
 void finalize(napi_env, void* data, void*) { delete static_cast<Walker*>(data); }
