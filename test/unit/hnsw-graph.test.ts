@@ -122,3 +122,23 @@ test('openGraph refuses a file that is not a usearch index', (t) => {
   t.throws(() => openGraph(file, 'view', 64), { message: /x\.hnsw: the file is shorter than its vector matrix|not a usearch/ });
   t.throws(() => openGraph(join(dir, 'missing.hnsw'), 'view', 64), { message: /open: No such file/ });
 });
+
+test('a graph file with damaged neighbour lists is searched without reading past them', (t) => {
+  const dim = 16;
+  const graph = newGraph(dim, { connectivity: 8, expansion_add: 32, expansion_search: 32 });
+  const base = unitVectors(400, 5, dim);
+  graph.add(BigUint64Array.from(base, (_, i) => BigInt(i + 1)), Float32Array.from(base.flatMap((v) => [...v])), 1);
+  const dir = tempDir(t, 'vigil-walker-');
+  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 8, expansion_add: 32, revision: 1, max_face_key: 400, rows: 400, build_seconds: 0, built_at: '' });
+  const file = graphPaths(dir, 'w').graph;
+  const bytes = readFileSync(file);
+  // usearch's layout: u32 rows, u32 bytes per row, the rows, a 64-byte head, index_gt's 40-byte header,
+  // an i16 level per node, then the nodes: every count and slot there becomes 0xffffffff.
+  const nodes = 8 + 400 * dim + 64 + 40 + 2 * 400;
+  bytes.fill(0xff, nodes);
+  writeFileSync(file, bytes);
+  // The walker's own walk (usearch's, lag -1, trusts the file and would read far past it).
+  const walker = openGraph(file, 'load', 32);
+  t.true(walker.search(base[0]!, 10).length <= 10);
+  walker.close();
+});

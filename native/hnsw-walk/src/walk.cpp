@@ -1,13 +1,14 @@
 // A read-only walker over a graph file saved by usearch's index_dense_gt, compiled from the npm package's
-// own headers and NumKong kernels, so the format, the walk and the distances are the JS binding's. What it
-// adds over the binding's `view`:
-//  - the walk prefetches every unvisited neighbour's vector before scoring them (usearch's prefetch hook,
-//    which the binding leaves empty), so their cache misses overlap instead of queueing one behind another;
+// own headers and NumKong kernels, so the format and the distances are the JS binding's, and its walk
+// returns what usearch's search returns (test/unit/hnsw-graph.test.ts). What it adds over the binding:
+//  - the walk asks for each neighbour's vector `lag` neighbours before scoring it, so the reads (512 bytes
+//    from a random place each) overlap instead of each one stalling the walk; usearch's own prefetch hook,
+//    all of a node's neighbours at once, gained nothing here;
+//  - no per-call thread, result arrays or vector lookup table (the binding's own overhead, ~1.6x);
 //  - the file can be read into anonymous memory advised for transparent huge pages (Debian's default THP
-//    mode is `madvise`: only memory that asks gets them, and a mapped ext4 file never does), which removes
-//    most TLB misses of a walk that reads 512-byte vectors at random places in hundreds of MiB.
-#include <cerrno>
+//    mode is `madvise`: only memory that asks gets them, and a mapped ext4 file never does).
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -107,6 +108,12 @@ inline std::uint32_t load_u32(byte_t const* p) noexcept {
     return v;
 }
 
+/** A neighbour count read from the file, never more than its list holds (a damaged file must not overrun). */
+inline std::uint32_t capped(std::uint32_t count, std::size_t list_bytes) noexcept {
+    return std::min<std::uint32_t>(count, static_cast<std::uint32_t>(list_bytes / sizeof(std::uint32_t) - 1));
+}
+
+/** A prefetch never faults, so a slot out of range (a damaged file) costs nothing here; it is skipped when scored. */
 inline void prefetch_vector(Walker const& w, std::uint32_t slot) noexcept {
     byte_t const* p = w.vectors + w.vector_bytes * slot;
     for (std::size_t line = 0; line < w.vector_bytes; line += 64) __builtin_prefetch(p + line, 0, 3);
@@ -130,12 +137,13 @@ std::size_t walk(Walker& w, byte_t const* q, std::size_t wanted, std::size_t ef,
         do {
             changed = false;
             byte_t const* list = w.nodes[closest] + NODE_HEAD + w.neighbors_base_bytes + (level - 1) * w.neighbors_bytes;
-            std::uint32_t const count = load_u32(list);
+            std::uint32_t const count = capped(load_u32(list), w.neighbors_bytes);
             byte_t const* slots = list + sizeof(std::uint32_t);
             for (std::uint32_t j = 0; j < count && j < lag; ++j) prefetch_vector(w, load_u32(slots + 4 * j));
             for (std::uint32_t j = 0; j < count; ++j) {
                 if (j + lag < count) prefetch_vector(w, load_u32(slots + 4 * (j + lag)));
                 std::uint32_t const s = load_u32(slots + 4 * j);
+                if (s >= n) continue;
                 float const d = distance(s);
                 if (d < closest_distance) closest_distance = d, closest = s, changed = true;
             }
@@ -166,12 +174,12 @@ std::size_t walk(Walker& w, byte_t const* q, std::size_t wanted, std::size_t ef,
         std::pop_heap(next.begin(), next.end(), Nearer{});
         next.pop_back();
         byte_t const* list = w.nodes[c.slot] + NODE_HEAD;
-        std::uint32_t const count = load_u32(list);
+        std::uint32_t const count = capped(load_u32(list), w.neighbors_base_bytes);
         byte_t const* slots = list + sizeof(std::uint32_t);
         std::uint32_t m = 0;
         for (std::uint32_t j = 0; j < count; ++j) {
             std::uint32_t const s = load_u32(slots + 4 * j);
-            if (mark(s)) fresh[m++] = s;
+            if (s < n && mark(s)) fresh[m++] = s;
         }
         for (std::uint32_t j = 0; j < m && j < lag; ++j) prefetch_vector(w, fresh[j]);
         for (std::uint32_t j = 0; j < m; ++j) {
@@ -360,12 +368,19 @@ napi_value opened(napi_env env, Walker* w) {
     return out;
 }
 
-bool path_and_memory(napi_env env, napi_callback_info info, std::string& path, int32_t& memory) {
-    std::size_t argc = 2;
-    napi_value argv[2];
+/** The call's first `n` arguments into `argv`, or false with a usage error thrown. */
+bool arguments(napi_env env, napi_callback_info info, std::size_t n, napi_value* argv, char const* usage) {
+    std::size_t argc = n;
     napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+    if (argc < n) return fail(env, usage), false;
+    return true;
+}
+
+bool path_and_memory(napi_env env, napi_callback_info info, std::string& path, int32_t& memory) {
+    napi_value argv[2];
+    if (!arguments(env, info, 2, argv, "(path: string, memory)")) return false;
     std::size_t len = 0;
-    if (argc < 2 || napi_get_value_string_utf8(env, argv[0], nullptr, 0, &len) != napi_ok) return fail(env, "(path: string, memory)"), false;
+    if (napi_get_value_string_utf8(env, argv[0], nullptr, 0, &len) != napi_ok) return fail(env, "path must be a string"), false;
     path.assign(len, '\0');
     napi_get_value_string_utf8(env, argv[0], &path[0], len + 1, &len);
     memory = -1;
@@ -434,10 +449,8 @@ Walker* walker_of(napi_env env, napi_value handle) {
 
 /** closeGraph(handle): frees the graph's memory now; later searches on it throw. */
 napi_value CloseGraph(napi_env env, napi_callback_info info) {
-    std::size_t argc = 1;
     napi_value argv[1];
-    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-    if (argc < 1) return fail(env, "closeGraph(handle)");
+    if (!arguments(env, info, 1, argv, "closeGraph(handle)")) return nullptr;
     Walker* w = walker_of(env, argv[0]);
     if (w) release(w);
     return nullptr;
@@ -448,10 +461,8 @@ napi_value CloseGraph(napi_env env, napi_callback_info info) {
  * lag >= 0: the walk above, prefetching `lag` vectors ahead (0 none); -1: usearch's own index_gt::search.
  */
 napi_value SearchGraph(napi_env env, napi_callback_info info) {
-    std::size_t argc = 5;
     napi_value argv[5];
-    napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-    if (argc < 5) return fail(env, "searchGraph(handle, query, k, expansion, lag)");
+    if (!arguments(env, info, 5, argv, "searchGraph(handle, query, k, expansion, lag)")) return nullptr;
     Walker* w = walker_of(env, argv[0]);
     if (!w) return nullptr;
     napi_typedarray_type type;
