@@ -199,8 +199,12 @@ export function viewGraph(dir: string, want: GraphExpectation, memory: GraphMemo
   } catch (e) {
     return { problem: `the graph file could not be opened: ${(e as Error).message}` };
   }
-  if (graph.size !== meta.rows) return { problem: `the graph holds ${graph.size} rows, its sidecar says ${meta.rows}` };
-  if (graph.dimensions !== want.dimension) return { problem: `the graph's vectors have ${graph.dimensions} dimensions, the collection ${want.dimension}` };
+  const mismatch = graph.size !== meta.rows ? `the graph holds ${graph.size} rows, its sidecar says ${meta.rows}`
+    : graph.dimensions !== want.dimension ? `the graph's vectors have ${graph.dimensions} dimensions, the collection ${want.dimension}` : null;
+  if (mismatch) {
+    graph.close();
+    return { problem: mismatch };
+  }
   return { graph, meta };
 }
 

@@ -66,6 +66,12 @@ test('viewGraph refuses a truncated file and a missing sidecar', (t) => {
   t.like(viewGraph(dir, want), { problem: 'no graph file' });
   saveGraph(dir, graph, { format: 1, collection_id: 'c', index_epoch: 'e', dimension: 8, quantization: 'i8', connectivity: 16, expansion_add: 64, revision: 1, max_face_key: 2, rows: 2, build_seconds: 0, built_at: '' });
   t.true('graph' in viewGraph(dir, want));
+  // A sidecar that names another row count than the file holds: refused (and the opened file closed).
+  const sidecar = join(dir, 'c.hnsw.json');
+  const good = readFileSync(sidecar, 'utf8');
+  writeFileSync(sidecar, JSON.stringify({ ...JSON.parse(good), rows: 3 }));
+  t.like(viewGraph(dir, want), { problem: 'the graph holds 2 rows, its sidecar says 3' });
+  writeFileSync(sidecar, good);
   const file = join(dir, 'c.hnsw');
   writeFileSync(file, readFileSync(file).subarray(0, 100));
   t.like(viewGraph(dir, want), { problem: 'the graph file has the wrong size' });
