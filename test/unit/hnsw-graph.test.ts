@@ -107,14 +107,20 @@ test('the native walker returns what usearch\'s own search returns, from every m
   }
 });
 
-test('a walker closed while its copy is read stays closed, and the copy is dropped', async (t) => {
-  const dim = 16;
+
+/** A graph of `n` seeded unit vectors (keys 1..n, M 8) saved as collection `w` in a temp dir: its file path and rows. */
+function savedGraph(t: Parameters<typeof tempDir>[0], n: number, seed: number, dim = 16) {
   const graph = newGraph(dim, { connectivity: 8, expansion_add: 32, expansion_search: 32 });
-  const base = unitVectors(500, 3, dim);
+  const base = unitVectors(n, seed, dim);
   graph.add(BigUint64Array.from(base, (_, i) => BigInt(i + 1)), Float32Array.from(base.flatMap((v) => [...v])), 1);
   const dir = tempDir(t, 'vigil-walker-');
-  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 8, expansion_add: 32, revision: 1, max_face_key: 500, rows: 500, build_seconds: 0, built_at: '' });
-  const walker = openGraph(graphPaths(dir, 'w').graph, 'huge_pages', 32);
+  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 8, expansion_add: 32, revision: 1, max_face_key: n, rows: n, build_seconds: 0, built_at: '' });
+  return { file: graphPaths(dir, 'w').graph, base };
+}
+
+test('a walker closed while its copy is read stays closed, and the copy is dropped', async (t) => {
+  const { file, base } = savedGraph(t, 500, 3);
+  const walker = openGraph(file, 'huge_pages', 32);
   walker.close();
   await walker.loaded;
   t.is(walker.memory, 'view');
@@ -131,12 +137,7 @@ test('openGraph refuses a file that is not a usearch index', (t) => {
 
 test('a graph file with damaged neighbour lists is searched without reading past them', (t) => {
   const dim = 16;
-  const graph = newGraph(dim, { connectivity: 8, expansion_add: 32, expansion_search: 32 });
-  const base = unitVectors(400, 5, dim);
-  graph.add(BigUint64Array.from(base, (_, i) => BigInt(i + 1)), Float32Array.from(base.flatMap((v) => [...v])), 1);
-  const dir = tempDir(t, 'vigil-walker-');
-  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 8, expansion_add: 32, revision: 1, max_face_key: 400, rows: 400, build_seconds: 0, built_at: '' });
-  const file = graphPaths(dir, 'w').graph;
+  const { file, base } = savedGraph(t, 400, 5, dim);
   const bytes = readFileSync(file);
   // usearch's layout: u32 rows, u32 bytes per row, the rows, a 64-byte head, index_gt's 40-byte header,
   // an i16 level per node, then the nodes: every count and slot there becomes 0xffffffff.
