@@ -1,17 +1,18 @@
-/** How the graph file is held: 0 mapped (page cache), 1 read into anonymous memory, 2 as 1 with huge pages advised. */
-export type GraphMemory = 0 | 1 | 2;
 export interface OpenedGraph {
   handle: unknown;
   /** Nodes in the graph. */
   size: number;
   dimensions: number;
-  /** Whether the kernel accepted the huge-page advice (memory 2 only). */
+  /** Whether the kernel accepted the huge-page advice (a copy made with hugePages only). */
   hugePages: boolean;
 }
-/** Opens a file saved by usearch 2.x (`Index.save`, single key per vector); throws with the reason when it cannot. */
-export function openGraph(path: string, memory: GraphMemory): OpenedGraph;
-/** As openGraph, read on a libuv thread (a 1M graph is ~750 MiB: seconds with huge pages). */
-export function loadGraph(path: string, memory: GraphMemory): Promise<OpenedGraph>;
+/** Maps a file saved by usearch 2.x (`Index.save`, single key per vector); throws with the reason when it cannot. */
+export function openGraph(path: string): OpenedGraph;
+/**
+ * The handle's graph copied into anonymous memory (advised for transparent huge pages when `hugePages`) on a
+ * libuv thread, from its mapping: the copy is the graph that was mapped even if the path now names another file.
+ */
+export function copyGraph(handle: unknown, hugePages: boolean): Promise<OpenedGraph>;
 /** Frees the graph's memory now (not at garbage collection); later searches on the handle throw. */
 export function closeGraph(handle: unknown): void;
 /**

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, openSync, fsyncSync, closeSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { GraphMemory as NativeMemory } from 'vigil-hnsw-walk';
 import type { CollectionIndex, RowHit } from './collectionIndex.js';
 import usearch, { type Index } from './usearchModule.js';
 
@@ -108,10 +107,9 @@ export function graphProblem(meta: HnswMeta, want: GraphExpectation): string | n
  * dropped under memory pressure), `load` reads it into the process, `huge_pages` reads it into memory
  * advised for transparent huge pages (fewer TLB misses per walk; the kernel may decline, see `hugePages`).
  * The file is mapped at once either way, so a graph serves right after it is opened; with `load` or
- * `huge_pages` the copy is read on a libuv thread and replaces the mapping when it is complete.
+ * `huge_pages` a copy is made from the mapping on a libuv thread and replaces it when complete.
  */
 export type GraphMemory = 'view' | 'load' | 'huge_pages';
-const NATIVE_MEMORY: Record<GraphMemory, NativeMemory> = { view: 0, load: 1, huge_pages: 2 };
 
 /** A persisted graph opened for searching (read-only: later adds are scanned beside it, see graphTopRows). */
 export interface GraphWalker {
@@ -142,18 +140,14 @@ export const WALK_LAG = 8;
 
 /** Opens a graph file usearch saved; throws with the reason when it cannot. */
 export function openGraph(path: string, memory: GraphMemory, expansion: number): GraphWalker {
-  let current = walker.openGraph(path, NATIVE_MEMORY.view);
+  let current = walker.openGraph(path);
   const size = current.size;
   let held: GraphMemory = 'view';
   let huge = false;
   let closed = false;
   let loadError: string | null = null;
-  const loaded = memory === 'view' ? Promise.resolve() : walker.loadGraph(path, NATIVE_MEMORY[memory]).then((copy) => {
+  const loaded = memory === 'view' ? Promise.resolve() : walker.copyGraph(current.handle, memory === 'huge_pages').then((copy) => {
     if (closed) return walker.closeGraph(copy.handle);
-    if (copy.size !== size) {
-      loadError = `the file changed while it was read (${copy.size} rows, mapped ${size})`;
-      return walker.closeGraph(copy.handle);
-    }
     walker.closeGraph(current.handle);
     current = copy;
     held = memory;

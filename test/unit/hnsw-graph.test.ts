@@ -1,5 +1,5 @@
 import test from 'ava';
-import { writeFileSync, readFileSync } from 'node:fs';
+import { renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bestPerPerson, CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { graphPaths, graphProblem, graphTopRows, HNSW_QUANTIZATION, newGraph, openGraph, saveGraph, viewGraph, type GraphMemory, type HnswMeta } from '../../src/search/hnswGraph.js';
@@ -147,5 +147,24 @@ test('a graph file with damaged neighbour lists is searched without reading past
   // The walker's own walk (usearch's, lag -1, trusts the file and would read far past it).
   const walker = openGraph(file, 'load', 32);
   t.true(walker.search(base[0]!, 10).length <= 10);
+  walker.close();
+});
+
+test('the copy is of the graph that was mapped, even when a rebuild renames a newer file over the path meanwhile', async (t) => {
+  const first = savedGraph(t, 600, 11);
+  const other = savedGraph(t, 300, 12);
+  const expected = first.base.slice(0, 20).map((q) => {
+    const w = openGraph(first.file, 'view', 32);
+    const keys = w.search(q, 5);
+    w.close();
+    return keys;
+  });
+  const walker = openGraph(first.file, 'huge_pages', 32);
+  renameSync(other.file, first.file);
+  await walker.loaded;
+  t.is(walker.loadError, null);
+  t.is(walker.memory, 'huge_pages');
+  t.is(walker.size, 600);
+  t.deepEqual(first.base.slice(0, 20).map((q) => walker.search(q, 5)), expected);
   walker.close();
 });

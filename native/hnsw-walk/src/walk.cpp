@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -47,11 +48,24 @@ struct Farther {  // max-heap on distance (the best `ef` so far, worst on top)
     bool operator()(Scored a, Scored b) const noexcept { return a.distance < b.distance; }
 };
 
-struct Walker {
-    byte_t* region = nullptr;  // the mmap'ed area (aligned to 2 MiB inside `mapping`)
-    byte_t* mapping = nullptr;
+/** The graph file's bytes: the file mapped, or a copy in anonymous memory. Unmapped with its last owner. */
+struct Region {
+    byte_t* mapping = nullptr;  // what mmap returned
     std::size_t mapping_bytes = 0;
-    std::size_t file_bytes = 0;
+    byte_t* data = nullptr;     // the file's first byte (2 MiB-aligned inside `mapping` for a copy)
+    std::size_t bytes = 0;
+    bool huge = false;          // the kernel took MADV_HUGEPAGE
+    Region() = default;
+    Region(Region const&) = delete;
+    Region& operator=(Region const&) = delete;
+    ~Region() {
+        if (mapping) munmap(mapping, mapping_bytes);
+    }
+};
+
+struct Walker {
+    // Shared with a copy being made from it on a libuv thread, so closing the walker cannot unmap it mid-copy.
+    std::shared_ptr<Region> region;
     byte_t const* vectors = nullptr;  // row-major, `vector_bytes` per slot
     std::size_t vector_bytes = 0;
     std::size_t dimensions = 0;
@@ -70,14 +84,12 @@ struct Walker {
     std::vector<Scored> next, top;      // candidates to expand (min-heap), the best `ef` (max-heap)
     std::vector<std::uint32_t> fresh;   // the unvisited neighbours of the node being expanded
     std::mutex lock;
-    bool huge = false;
 
     ~Walker() {
         if (graph) {
             graph->~graph_t();
             std::free(graph);
         }
-        if (mapping) munmap(mapping, mapping_bytes);
     }
     Walker() = default;
     Walker(Walker const&) = delete;
@@ -217,83 +229,68 @@ napi_value fail(napi_env env, std::string const& message) {
 }
 
 
-enum Memory { VIEW = 0, LOAD = 1, LOAD_HUGE = 2 };
-
-/**
- * VIEW maps the file read-only (pages come from and stay in the page cache, as usearch's `view`);
- * LOAD reads it into anonymous memory; LOAD_HUGE also advises that memory for transparent huge pages.
- */
-bool map_graph(char const* path, Walker& w, int memory, std::string& error) {
+/** The file mapped read-only: pages come from and stay in the page cache, as usearch's `view`. */
+std::shared_ptr<Region> map_file(char const* path, std::string& error) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return error = std::string("open: ") + std::strerror(errno), false;
+    if (fd < 0) return error = std::string("open: ") + std::strerror(errno), nullptr;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        error = std::string("stat: ") + std::strerror(errno);
+    if (fstat(fd, &st) != 0 || st.st_size == 0) {
+        error = st.st_size == 0 ? std::string("the file is empty") : std::string("stat: ") + std::strerror(errno);
         close(fd);
-        return false;
+        return nullptr;
     }
-    w.file_bytes = static_cast<std::size_t>(st.st_size);
-    if (w.file_bytes == 0) {
-        close(fd);
-        return error = "the file is empty", false;
-    }
-    if (memory == VIEW) {
-        void* m = mmap(nullptr, w.file_bytes, PROT_READ, MAP_SHARED, fd, 0);
-        close(fd);
-        if (m == MAP_FAILED) return error = std::string("mmap: ") + std::strerror(errno), false;
-        w.mapping = w.region = static_cast<byte_t*>(m);
-        w.mapping_bytes = w.file_bytes;
-        return true;
-    }
-    w.mapping_bytes = w.file_bytes + HUGE_PAGE;
-    void* m = mmap(nullptr, w.mapping_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-        error = std::string("mmap: ") + std::strerror(errno);
-        close(fd);
-        return false;
-    }
-    w.mapping = static_cast<byte_t*>(m);
-    // Huge pages only cover 2 MiB-aligned ranges, so the data starts on such a boundary.
-    w.region = reinterpret_cast<byte_t*>((reinterpret_cast<std::uintptr_t>(m) + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
-    // Advice only: a kernel with THP off keeps 4 KiB pages and the walker still works.
-    if (memory == LOAD_HUGE) w.huge = madvise(w.region, w.file_bytes, MADV_HUGEPAGE) == 0;
-    std::size_t done = 0;
-    while (done < w.file_bytes) {
-        ssize_t n = pread(fd, w.region + done, w.file_bytes - done, static_cast<off_t>(done));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            error = n < 0 ? std::string("read: ") + std::strerror(errno) : std::string("read: the file ended early");
-            close(fd);
-            return false;
-        }
-        done += static_cast<std::size_t>(n);
-    }
+    std::size_t const bytes = static_cast<std::size_t>(st.st_size);
+    void* m = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
-    return true;
+    if (m == MAP_FAILED) return error = std::string("mmap: ") + std::strerror(errno), nullptr;
+    auto r = std::make_shared<Region>();
+    r->mapping = r->data = static_cast<byte_t*>(m);
+    r->mapping_bytes = r->bytes = bytes;
+    return r;
 }
 
-/** Opens and checks a graph file off the JS thread's data (no napi calls): the walker, or null and why. */
-Walker* open_walker(std::string const& path, int memory, std::string& error) {
+/**
+ * A copy of a mapped file in anonymous memory, advised for transparent huge pages when `huge` (advice
+ * only: with THP off the copy keeps 4 KiB pages). Copied from the mapping, not read again by path: a
+ * rebuild may have renamed a newer file over the path meanwhile, and the copy must be the graph mapped.
+ */
+std::shared_ptr<Region> copy_region(Region const& src, bool huge, std::string& error) {
+    auto r = std::make_shared<Region>();
+    r->mapping_bytes = src.bytes + HUGE_PAGE;
+    void* m = mmap(nullptr, r->mapping_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return error = std::string("mmap: ") + std::strerror(errno), nullptr;
+    r->mapping = static_cast<byte_t*>(m);
+    // Huge pages only cover 2 MiB-aligned ranges, so the data starts on such a boundary.
+    r->data = reinterpret_cast<byte_t*>((reinterpret_cast<std::uintptr_t>(m) + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+    r->bytes = src.bytes;
+    if (huge) r->huge = madvise(r->data, r->bytes, MADV_HUGEPAGE) == 0;
+    std::memcpy(r->data, src.data, src.bytes);
+    return r;
+}
+
+/** Checks a graph file's bytes and lays out its nodes (no napi calls: runs on a libuv thread too). */
+Walker* open_walker(std::shared_ptr<Region> region, std::string const& name, std::string& error) {
     Walker* w = new Walker();
     auto failed = [&](std::string const& why) -> Walker* {
         delete w;
-        error = path + ": " + why;
+        error = name + ": " + why;
         return nullptr;
     };
-    std::string why;
-    if (!map_graph(path.c_str(), *w, memory, why)) return failed(why);
+    w->region = std::move(region);
+    byte_t* const base = w->region->data;
+    std::size_t const file_bytes = w->region->bytes;
     // index_dense_gt's layout: u32 rows, u32 columns (bytes per row), the rows, its 64-byte head, index_gt.
     std::uint32_t dims[2];
-    if (w->file_bytes < sizeof(dims)) return failed("the file lacks the vector matrix");
-    std::memcpy(dims, w->region, sizeof(dims));
+    if (file_bytes < sizeof(dims)) return failed("the file lacks the vector matrix");
+    std::memcpy(dims, base, sizeof(dims));
     std::size_t offset = sizeof(dims);
     std::size_t const matrix_bytes = std::size_t(dims[0]) * dims[1];
-    if (w->file_bytes - offset < matrix_bytes + sizeof(index_dense_head_buffer_t)) return failed("the file is shorter than its vector matrix");
-    w->vectors = w->region + offset;
+    if (file_bytes - offset < matrix_bytes + sizeof(index_dense_head_buffer_t)) return failed("the file is shorter than its vector matrix");
+    w->vectors = base + offset;
     w->vector_bytes = dims[1];
     offset += matrix_bytes;
-    index_dense_head_t head{w->region + offset};
-    if (std::memcmp(w->region + offset, default_magic(), std::strlen(default_magic())) != 0 || head.version_major != USEARCH_VERSION_MAJOR ||
+    index_dense_head_t head{base + offset};
+    if (std::memcmp(base + offset, default_magic(), std::strlen(default_magic())) != 0 || head.version_major != USEARCH_VERSION_MAJOR ||
         head.kind_key != scalar_kind<key_t>() || head.kind_compressed_slot != scalar_kind<slot_t>() || head.multi)
         return failed("not a usearch " + std::to_string(USEARCH_VERSION_MAJOR) + ".x single-key index");
     w->dimensions = head.dimensions;
@@ -309,19 +306,19 @@ Walker* open_walker(std::string const& path, int memory, std::string& error) {
     w->graph = new (raw) graph_t(config);
     index_limits_t limits(0, 1);
     w->graph->try_reserve(limits);
-    serialization_result_t viewed = w->graph->view(memory_mapped_file_t(w->region, w->file_bytes), offset);
+    serialization_result_t viewed = w->graph->view(memory_mapped_file_t(base, file_bytes), offset);
     if (!viewed) return failed(viewed.error.what());
     if (w->graph->size() != dims[0]) return failed("the graph and its vectors differ in size");
     // The node tapes, laid out as index_gt::view lays them out (it has just checked that they fit the file).
     index_serialized_header_t header;
-    std::memcpy(&header, w->region + offset, sizeof(header));
+    std::memcpy(&header, base + offset, sizeof(header));
     std::size_t const n = static_cast<std::size_t>(header.size);
     w->neighbors_base_bytes = sizeof(std::uint32_t) * (1 + header.connectivity_base);
     w->neighbors_bytes = sizeof(std::uint32_t) * (1 + header.connectivity);
     w->entry_slot = static_cast<std::size_t>(header.entry_slot);
     w->max_level = static_cast<int>(header.max_level);
     w->nodes.resize(n);
-    byte_t const* levels = w->region + offset + sizeof(header);
+    byte_t const* levels = base + offset + sizeof(header);
     byte_t const* tape = levels + sizeof(std::int16_t) * n;
     for (std::size_t i = 0; i < n; ++i) {
         std::int16_t level;
@@ -329,7 +326,7 @@ Walker* open_walker(std::string const& path, int memory, std::string& error) {
         w->nodes[i] = tape;
         tape += NODE_HEAD + w->neighbors_base_bytes + w->neighbors_bytes * static_cast<std::size_t>(level);
     }
-    if (n && (tape > w->region + w->file_bytes || w->entry_slot >= n)) return failed("the graph's nodes do not fit the file");
+    if (n && (tape > base + file_bytes || w->entry_slot >= n)) return failed("the graph's nodes do not fit the file");
     w->visited.assign((n + 63) / 64, 0);
     return w;
 }
@@ -342,8 +339,7 @@ void release(Walker* w) {
         std::free(w->graph);
         w->graph = nullptr;
     }
-    if (w->mapping) munmap(w->mapping, w->mapping_bytes);
-    w->mapping = w->region = nullptr;
+    w->region.reset();  // unmapped now, or when a copy being made from it is done
     w->vectors = nullptr;
     std::vector<byte_t const*>().swap(w->nodes);
     std::vector<std::uint64_t>().swap(w->visited);
@@ -360,7 +356,7 @@ napi_value opened(napi_env env, Walker* w) {
     napi_create_external(env, w, finalize, nullptr, &handle);
     napi_create_double(env, static_cast<double>(w->nodes.size()), &size);
     napi_create_double(env, static_cast<double>(w->dimensions), &dimensions);
-    napi_get_boolean(env, w->huge, &huge);
+    napi_get_boolean(env, w->region->huge, &huge);
     napi_set_named_property(env, out, "handle", handle);
     napi_set_named_property(env, out, "size", size);
     napi_set_named_property(env, out, "dimensions", dimensions);
@@ -376,55 +372,61 @@ bool arguments(napi_env env, napi_callback_info info, std::size_t n, napi_value*
     return true;
 }
 
-bool path_and_memory(napi_env env, napi_callback_info info, std::string& path, int32_t& memory) {
-    napi_value argv[2];
-    if (!arguments(env, info, 2, argv, "(path: string, memory)")) return false;
-    std::size_t len = 0;
-    if (napi_get_value_string_utf8(env, argv[0], nullptr, 0, &len) != napi_ok) return fail(env, "path must be a string"), false;
-    path.assign(len, '\0');
-    napi_get_value_string_utf8(env, argv[0], &path[0], len + 1, &len);
-    memory = -1;
-    napi_get_value_int32(env, argv[1], &memory);
-    if (memory < VIEW || memory > LOAD_HUGE) return fail(env, "memory must be 0 (view), 1 (load) or 2 (load, huge pages)"), false;
-    return true;
+Walker* walker_of(napi_env env, napi_value handle) {
+    void* data = nullptr;
+    if (napi_get_value_external(env, handle, &data) != napi_ok || !data) return fail(env, "not a graph handle"), nullptr;
+    return static_cast<Walker*>(data);
 }
 
-/** openGraph(path, memory: 0 view | 1 load | 2 load with huge pages) -> { handle, size, dimensions, hugePages } */
+/** openGraph(path) -> { handle, size, dimensions, hugePages }: the file mapped (page cache). */
 napi_value OpenGraph(napi_env env, napi_callback_info info) {
-    std::string path, error;
-    int32_t memory;
-    if (!path_and_memory(env, info, path, memory)) return nullptr;
-    Walker* w = open_walker(path, memory, error);
-    if (!w) return fail(env, error);
+    napi_value argv[1];
+    if (!arguments(env, info, 1, argv, "openGraph(path)")) return nullptr;
+    std::size_t len = 0;
+    if (napi_get_value_string_utf8(env, argv[0], nullptr, 0, &len) != napi_ok) return fail(env, "path must be a string");
+    std::string path(len, '\0'), error;
+    napi_get_value_string_utf8(env, argv[0], &path[0], len + 1, &len);
+    std::shared_ptr<Region> region = map_file(path.c_str(), error);
+    Walker* w = region ? open_walker(std::move(region), path, error) : nullptr;
+    if (!w) return fail(env, region ? error : path + ": " + error);
     return opened(env, w);
 }
 
-struct LoadJob {
-    std::string path, error;
-    int32_t memory;
+struct CopyJob {
+    std::shared_ptr<Region> source;
+    bool huge = false;
+    std::string error;
     Walker* walker = nullptr;
     napi_deferred deferred;
     napi_async_work work;
 };
 
-/** loadGraph(path, memory) -> Promise of what openGraph returns; the file is read on a libuv thread. */
-napi_value LoadGraph(napi_env env, napi_callback_info info) {
-    LoadJob* job = new LoadJob();
-    if (!path_and_memory(env, info, job->path, job->memory)) {
-        delete job;
-        return nullptr;
-    }
+/**
+ * copyGraph(handle, hugePages) -> Promise of what openGraph returns: the handle's graph copied into
+ * anonymous memory on a libuv thread (from its mapping, which the job keeps alive even if the handle closes).
+ */
+napi_value CopyGraph(napi_env env, napi_callback_info info) {
+    napi_value argv[2];
+    if (!arguments(env, info, 2, argv, "copyGraph(handle, hugePages)")) return nullptr;
+    Walker* from = walker_of(env, argv[0]);
+    if (!from) return nullptr;
+    if (!from->region) return fail(env, "the graph is closed");
+    CopyJob* job = new CopyJob();
+    job->source = from->region;
+    napi_get_value_bool(env, argv[1], &job->huge);
     napi_value promise, name;
     napi_create_promise(env, &job->deferred, &promise);
-    napi_create_string_utf8(env, "vigil-hnsw-walk.loadGraph", NAPI_AUTO_LENGTH, &name);
+    napi_create_string_utf8(env, "vigil-hnsw-walk.copyGraph", NAPI_AUTO_LENGTH, &name);
     napi_create_async_work(
         env, nullptr, name,
         [](napi_env, void* data) {
-            LoadJob* j = static_cast<LoadJob*>(data);
-            j->walker = open_walker(j->path, j->memory, j->error);
+            CopyJob* j = static_cast<CopyJob*>(data);
+            std::shared_ptr<Region> copy = copy_region(*j->source, j->huge, j->error);
+            j->source.reset();
+            if (copy) j->walker = open_walker(std::move(copy), "the graph's copy", j->error);
         },
         [](napi_env env, napi_status, void* data) {
-            LoadJob* j = static_cast<LoadJob*>(data);
+            CopyJob* j = static_cast<CopyJob*>(data);
             if (j->walker) {
                 napi_resolve_deferred(env, j->deferred, opened(env, j->walker));
             } else {
@@ -439,12 +441,6 @@ napi_value LoadGraph(napi_env env, napi_callback_info info) {
         job, &job->work);
     napi_queue_async_work(env, job->work);
     return promise;
-}
-
-Walker* walker_of(napi_env env, napi_value handle) {
-    void* data = nullptr;
-    if (napi_get_value_external(env, handle, &data) != napi_ok || !data) return fail(env, "not a graph handle"), nullptr;
-    return static_cast<Walker*>(data);
 }
 
 /** closeGraph(handle): frees the graph's memory now; later searches on it throw. */
@@ -482,7 +478,7 @@ napi_value SearchGraph(napi_env env, napi_callback_info info) {
     std::size_t found = 0;
     {
         std::lock_guard<std::mutex> guard(w->lock);
-        if (!w->graph) return fail(env, "the graph is closed");
+        if (!w->region) return fail(env, "the graph is closed");
         byte_t const* q = reinterpret_cast<byte_t const*>(qdata);
         if (w->from_f32 && w->from_f32(q, w->dimensions, w->query.data())) q = w->query.data();
         index_search_config_t config;
@@ -511,8 +507,8 @@ napi_value Init(napi_env env, napi_value exports) {
     napi_set_named_property(env, exports, "openGraph", f);
     napi_create_function(env, "searchGraph", NAPI_AUTO_LENGTH, SearchGraph, nullptr, &f);
     napi_set_named_property(env, exports, "searchGraph", f);
-    napi_create_function(env, "loadGraph", NAPI_AUTO_LENGTH, LoadGraph, nullptr, &f);
-    napi_set_named_property(env, exports, "loadGraph", f);
+    napi_create_function(env, "copyGraph", NAPI_AUTO_LENGTH, CopyGraph, nullptr, &f);
+    napi_set_named_property(env, exports, "copyGraph", f);
     napi_create_function(env, "closeGraph", NAPI_AUTO_LENGTH, CloseGraph, nullptr, &f);
     napi_set_named_property(env, exports, "closeGraph", f);
     return exports;
