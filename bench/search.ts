@@ -423,9 +423,8 @@ function runUsearchRaw(data: Float32Array, n: number, qs: QuerySet, truth: Truth
 }
 
 /**
- * HNSW as a collection uses it: a usearch graph (i8, cosine) built over every row, saved, memory-mapped
- * (view), its candidates re-ranked exactly from the fp32 CollectionIndex (graphTopRows), and usearch's
- * raw graph search without re-rank beside it. Recall@10 is against exact fp32.
+ * HNSW as a collection uses it: a usearch graph (i8, cosine) built over every row, saved, then measured as
+ * measureHnsw does (the native walker beside usearch's binding).
  */
 async function runHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth) {
   const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']), threads = Number(values['hnsw-threads']);

@@ -378,6 +378,11 @@ Walker* walker_of(napi_env env, napi_value handle) {
     return static_cast<Walker*>(data);
 }
 
+/** The call's first `n` arguments, the first one a graph handle: its walker, or null with an error thrown. */
+Walker* walker_call(napi_env env, napi_callback_info info, std::size_t n, napi_value* argv, char const* usage) {
+    return arguments(env, info, n, argv, usage) ? walker_of(env, argv[0]) : nullptr;
+}
+
 /** openGraph(path) -> { handle, size, dimensions, hugePages }: the file mapped (page cache). */
 napi_value OpenGraph(napi_env env, napi_callback_info info) {
     napi_value argv[1];
@@ -407,8 +412,7 @@ struct CopyJob {
  */
 napi_value CopyGraph(napi_env env, napi_callback_info info) {
     napi_value argv[2];
-    if (!arguments(env, info, 2, argv, "copyGraph(handle, hugePages)")) return nullptr;
-    Walker* from = walker_of(env, argv[0]);
+    Walker* from = walker_call(env, info, 2, argv, "copyGraph(handle, hugePages)");
     if (!from) return nullptr;
     if (!from->region) return fail(env, "the graph is closed");
     CopyJob* job = new CopyJob();
@@ -446,8 +450,7 @@ napi_value CopyGraph(napi_env env, napi_callback_info info) {
 /** closeGraph(handle): frees the graph's memory now; later searches on it throw. */
 napi_value CloseGraph(napi_env env, napi_callback_info info) {
     napi_value argv[1];
-    if (!arguments(env, info, 1, argv, "closeGraph(handle)")) return nullptr;
-    Walker* w = walker_of(env, argv[0]);
+    Walker* w = walker_call(env, info, 1, argv, "closeGraph(handle)");
     if (w) release(w);
     return nullptr;
 }
@@ -458,8 +461,7 @@ napi_value CloseGraph(napi_env env, napi_callback_info info) {
  */
 napi_value SearchGraph(napi_env env, napi_callback_info info) {
     napi_value argv[5];
-    if (!arguments(env, info, 5, argv, "searchGraph(handle, query, k, expansion, lag)")) return nullptr;
-    Walker* w = walker_of(env, argv[0]);
+    Walker* w = walker_call(env, info, 5, argv, "searchGraph(handle, query, k, expansion, lag)");
     if (!w) return nullptr;
     napi_typedarray_type type;
     std::size_t length = 0;
