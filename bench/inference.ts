@@ -7,7 +7,8 @@
  * must reach 0.9x the raw best).
  * The daemon runs in its own process (--daemon-child) so its CPU is read from /proc without the
  * bench's HTTP clients; --daemon-cpu-prof DIR writes V8 CPU profiles of it (main thread and workers).
- * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,1x2,2x1,2x2] [--only paired|single]
+ * Layouts: auto, or WORKERSxTHREADS[xJOBS per worker] (3x1 = the earlier auto without its lone-job sessions).
+ * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,3x1,2x1,2x1x2,2x2] [--only paired|single]
  *   -> prints JSON, writes bench/results/inference.json
  */
 import { spawn } from 'node:child_process';
@@ -25,12 +26,13 @@ import { decodeImage } from '../src/inference/image.js';
 import { FacePipeline } from '../src/inference/pipeline.js';
 import { ort, tunedSession } from '../src/inference/sessions.js';
 import { installPack } from '../src/models/installer.js';
+import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { loadInstalledPack } from '../src/models/installed.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({
   options: {
-    requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,1x2,2x1,2x2' },
+    requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,3x1,2x1,2x1x2,2x2,1x2' },
     'raw-child': { type: 'string' }, rounds: { type: 'string', default: '5' }, 'models-dir': { type: 'string' },
     'daemon-child': { type: 'string' }, levels: { type: 'string' }, 'paired-layout': { type: 'string', default: 'auto' }, 'daemon-cpu-prof': { type: 'string' }, only: { type: 'string' },
   },
@@ -103,27 +105,28 @@ async function rawFloor(modelsDir: string, intraOpThreads: number) {
  * (url, workers, threads, graph optimisation levels) when ready; closes when stdin ends.
  */
 async function daemonChild(modelsDir: string, layout: string): Promise<void> {
-  const m = /^(\d+)x(\d+)$/.exec(layout);
+  // WORKERSxTHREADS, optionally xJOBS (jobs per worker; absent = 1), or auto.
+  const m = /^(\d+)x(\d+)(?:x(\d+))?$/.exec(layout);
   const dir = fileTempDir('vigil-bench-');
   const file = join(dir, 'server.toml');
-  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(m ? Number(m[1]) : 'auto')}\nintra_op_threads = ${JSON.stringify(m ? Number(m[2]) : 'auto')}\n`);
+  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = "${join(dir, 'data')}"\nmodels_dir = "${modelsDir}"\nlog_level = "silent"\n[inference]\nmax_concurrency = ${JSON.stringify(m ? Number(m[1]) : 'auto')}\nintra_op_threads = ${JSON.stringify(m ? Number(m[2]) : 'auto')}\njobs_per_worker = ${JSON.stringify(m ? Number(m[3] ?? 1) : 'auto')}\n`);
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
   await d.ready;
   const engine = d.runtime.inference!.engine;
   const stats = engine.stats();
-  process.stdout.write('DAEMON ' + JSON.stringify({ url: d.url, workers: stats.workers, intra_op_threads: stats.intra_op_threads, alone_intra_op_threads: stats.alone_intra_op_threads, optimization: engine.startup.optimization }) + '\n');
+  process.stdout.write('DAEMON ' + JSON.stringify({ url: d.url, workers: stats.workers, jobs_per_worker: stats.jobs_per_worker, intra_op_threads: stats.intra_op_threads, alone_intra_op_threads: stats.alone_intra_op_threads, optimization: engine.startup.optimization }) + '\n');
   for await (const _ of process.stdin) { /* until stdin closes */ }
   await d.close();
 }
 
-interface DaemonProcess { url: string; pid: number; workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; optimization: Record<string, string>; rssMiB: () => number; close: () => Promise<void> }
+interface DaemonProcess { url: string; pid: number; workers: number; jobs_per_worker: number; intra_op_threads: number; alone_intra_op_threads: number | null; optimization: Record<string, string>; rssMiB: () => number; close: () => Promise<void> }
 
 async function daemonProcess(modelsDir: string, layout: string): Promise<DaemonProcess> {
   const prof = values['daemon-cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', resolve(values['daemon-cpu-prof'])] : [];
   if (process.env.BENCH_TRACE_GC) prof.push('--trace-gc');
   if (process.env.BENCH_DAEMON_NODE_FLAGS) prof.push(...process.env.BENCH_DAEMON_NODE_FLAGS.split(' '));
   const extra = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const kid = spawn(process.execPath, [...prof, ...extra, ...process.execArgv, fileURLToPath(import.meta.url), '--daemon-child', layout, '--models-dir', modelsDir], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const kid = spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...prof, ...extra, ...process.execArgv, fileURLToPath(import.meta.url), '--daemon-child', layout, '--models-dir', modelsDir], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((r) => kid.once('exit', () => r()));
   const info = await new Promise<Omit<DaemonProcess, 'pid' | 'rssMiB' | 'close'>>((res, rej) => {
     let buf = '';
@@ -213,7 +216,7 @@ async function httpRun(modelsDir: string, layout: string) {
     const detect4 = await concurrentRun(d, '/v1/detect', 4, N * 2);
     const embed4 = await concurrentRun(d, '/v1/embeddings', 4, N * 2);
     return {
-      workers: d.workers, intra_op_threads: d.intra_op_threads, alone_intra_op_threads: d.alone_intra_op_threads, optimization: d.optimization,
+      workers: d.workers, jobs_per_worker: d.jobs_per_worker, intra_op_threads: d.intra_op_threads, alone_intra_op_threads: d.alone_intra_op_threads, optimization: d.optimization,
       detect: summary(detect),
       embeddings: summary(embeddings),
       detect_rps_concurrency4: detect4.rps,
@@ -258,7 +261,7 @@ async function rawChild(modelsDir: string, threads: number): Promise<void> {
 
 /** `processes` raw pipelines (children, models loaded once); `round()` runs N embeddings in each at once and returns photos/s. */
 async function rawPipelines(modelsDir: string, processes: number, threads: number, pinned?: Record<string, string>): Promise<{ round: () => Promise<number>; cpuPerPhotoMs: () => number; byThread: () => Record<string, number>; levels: string[]; close: () => void }> {
-  const kids = Array.from({ length: processes }, () => spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--raw-child', String(threads), '--models-dir', modelsDir, '--requests', String(N), '--pack', values.pack!, ...(pinned ? ["--levels", `${pinned.detector},${pinned.recognizer}`] : [])], { stdio: ['pipe', 'pipe', 'inherit'] }));
+  const kids = Array.from({ length: processes }, () => spawn(process.execPath, [...DAEMON_NODE_FLAGS, ...process.execArgv, fileURLToPath(import.meta.url), '--raw-child', String(threads), '--models-dir', modelsDir, '--requests', String(N), '--pack', values.pack!, ...(pinned ? ["--levels", `${pinned.detector},${pinned.recognizer}`] : [])], { stdio: ['pipe', 'pipe', 'inherit'] }));
   const lines = kids.map((k) => {
     let buf = '';
     const waiters: ((l: string) => void)[] = [];

@@ -37,10 +37,12 @@ import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/help
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
 import { processCpuSeconds, threadCpuByTid, threadCpuSeconds, threadRoles } from './procStat.js';
+import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 
-// Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start.
+// Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start,
+// and the daemon runs in this process, so it is started again with the daemon's V8 flags too.
 if (!process.env.UV_THREADPOOL_SIZE) {
-  const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, UV_THREADPOOL_SIZE: '16' } });
+  const r = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, UV_THREADPOOL_SIZE: '16' } });
   process.exit(r.status ?? 1);
 }
 

@@ -13,4 +13,5 @@ if [ -n "${HOST:-}" ]; then export VIGIL_HOST=$HOST; fi
 if [ -n "${PORT:-}" ]; then export VIGIL_PORT=$PORT; fi
 # Each RTSP monitor parks one GStreamer pull in libuv's pool, which inference shares (README: Monitors).
 export UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}
-exec node dist/cli/main.js serve --config "${VIGIL_CONFIG:-config/dev.toml}"
+# V8 flags: src/system/nodeFlags.ts (DAEMON_NODE_FLAGS) says why; keep them equal.
+exec node --initial-old-space-size=128 dist/cli/main.js serve --config "${VIGIL_CONFIG:-config/dev.toml}"

@@ -280,10 +280,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack, catalog);
       // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
       const livenessModels = liveness ? await requireLiveness(catalog, config.server.models_dir) : undefined;
-      const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads, undefined, config.inference.execution_providers.every((p) => p === 'cpu'));
+      const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads, undefined, config.inference.execution_providers.every((p) => p === 'cpu'), config.inference.jobs_per_worker);
       const starting = InferenceEngine.start({
         pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
-        workers: threading.workers, intraOpThreads: threading.intraOpThreads, aloneIntraOpThreads: threading.aloneIntraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
+        workers: threading.workers, jobsPerWorker: threading.jobsPerWorker, intraOpThreads: threading.intraOpThreads, aloneIntraOpThreads: threading.aloneIntraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
         decode: { timeoutMs: config.server.image_decode_timeout_seconds * 1000, maxSide: config.server.max_image_side, maxAspectRatio: config.server.max_image_aspect_ratio },
       });

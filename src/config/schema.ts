@@ -280,6 +280,8 @@ export const ConfigSchema = z.strictObject({
       device_id: z.number().int().min(0).default(0),
       max_concurrency: concurrency.default('auto'),
       intra_op_threads: concurrency.default('auto'),
+      /** Jobs one worker holds at once, so a job's decode overlaps another's models ('auto': 2 on a CPU-only box of 2+ cores with max_concurrency 'auto', else 1). */
+      jobs_per_worker: z.union([z.literal('auto'), z.number().int().min(1).max(4)]).default('auto'),
       /** ONNX Runtime graph optimisation; 'auto' times 'extended' and 'all' per model at startup. */
       graph_optimization: z.enum(['auto', 'basic', 'extended', 'all']).default('auto'),
       /** Compare's and new collections' default; absent = the pack's recommended_threshold (models/manifest.json), else 0.4. */

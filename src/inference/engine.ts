@@ -1,4 +1,5 @@
 import { cpus } from 'node:os';
+import v8 from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import sharp from 'sharp';
 import { ApiError, Errors } from '../contract/errors.js';
@@ -20,8 +21,10 @@ export interface EngineOptions {
   pack: InstalledPack;
   providers: ProviderName[];
   deviceId: number;
-  /** Inference worker threads; each runs one job at a time. */
+  /** Inference worker threads. */
   workers: number;
+  /** Jobs a worker holds at once (default 1); see resolveThreading. The limiter admits workers x this many. */
+  jobsPerWorker?: number;
   intraOpThreads: number;
   /** One worker also runs the models with this many threads for a job dispatched while no other job runs (resolveThreading). */
   aloneIntraOpThreads?: number | null;
@@ -53,14 +56,18 @@ export interface EngineObserver {
   job(waitSeconds: number, timings: AnalyzeResult['timings'] | null): void;
 }
 
+interface Pending { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void; /** Index of the slot's shared raw buffer this job's pixels are in, or -1. */ shared: number }
+
 interface Slot {
-  worker: Worker; busy: boolean; /** Has the aloneIntraOpThreads sessions. */ alone: boolean; pending?: { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void };
-  /** Raw pixels of this slot's jobs up to REUSED_RAW_MAX_BYTES, shared with its worker; only written while the slot is free. */
-  raw?: SharedArrayBuffer;
+  worker: Worker; /** Has the aloneIntraOpThreads sessions. */ alone: boolean;
+  /** The jobs this worker holds (at most jobsPerWorker), by id. */
+  jobs: Map<number, Pending>;
+  /** Buffers shared with the worker for raw pixels up to REUSED_RAW_MAX_BYTES, one per job it may hold; one is written only while no held job uses it. */
+  raw: SharedArrayBuffer[];
 }
 
 /**
- * Raw images up to Full HD RGB go to a worker through its slot's one shared buffer, allocated once: a new
+ * Raw images up to Full HD RGB go to a worker through one of its slot's shared buffers, allocated once: a new
  * 2.7 MB buffer per monitor frame is V8 external memory, and at 8 streams x 5 fps that made the main
  * thread run a full garbage collection several times a second. Larger images get a buffer of their own.
  */
@@ -68,21 +75,26 @@ const REUSED_RAW_MAX_BYTES = 1920 * 1080 * 3;
 
 /**
  * "auto" sizing for this host, chosen by measurement on 2 cores (bench/inference.ts, bench/monitor.ts,
- * README "Throughput"): one single-threaded worker per core plus one, so a core stays busy while another
- * job is in its single-threaded parts (decode hand-off, letterbox, NMS, alignment, the hop back); this
- * carried the most photos/s with four clients and the most camera streams. One worker also loads the
- * models with min(2, cores) ORT threads for a job that runs alone (`aloneIntraOpThreads`), so a lone
- * request still gets two cores. Only for the CPU provider: on a GPU the threads do not run the models, and
- * a second set of sessions would only take device memory. An explicit `intra_op_threads` is used as it
- * is, for every job; an explicit `max_concurrency` with 'auto' threads gets the same split.
+ * README "Throughput"). CPU provider: one single-threaded worker per core, each holding two jobs, so one
+ * job's decode and resizes (libvips, on libuv's pool) run while the other's models hold the worker's
+ * thread; with four clients this gave 0.89-0.92x the raw pipeline in two processes where three workers
+ * of one job each gave 0.86-0.87x (three isolates collect garbage more, and three model threads share
+ * two cores). One worker also loads the models with min(2, cores) ORT threads for a job that runs alone
+ * (`aloneIntraOpThreads`), so a lone request still gets two cores. Other providers keep one job per
+ * worker and a worker more than there are cores: their models do not run on these threads, and a second
+ * set of sessions would only take device memory. An explicit `intra_op_threads` is used as it is, for
+ * every job; an explicit `max_concurrency` is the number of workers, one job each unless
+ * `jobs_per_worker` says otherwise.
  */
-export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length, cpuOnly = true): { workers: number; intraOpThreads: number; aloneIntraOpThreads: number | null } {
+export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length, cpuOnly = true, jobsPerWorker: number | 'auto' = 'auto'): { workers: number; intraOpThreads: number; aloneIntraOpThreads: number | null; jobsPerWorker: number } {
   const perJob = intraOp === 'auto' ? 1 : intraOp;
-  const workers = maxConcurrency !== 'auto' ? maxConcurrency : cores <= 1 ? 1 : Math.ceil(cores / perJob) + 1;
+  const overlap = cpuOnly && cores >= 2 && maxConcurrency === 'auto';
+  const depth = jobsPerWorker !== 'auto' ? jobsPerWorker : overlap ? 2 : 1;
+  const workers = maxConcurrency !== 'auto' ? maxConcurrency : cores <= 1 ? 1 : overlap ? Math.ceil(cores / perJob) : Math.ceil(cores / perJob) + 1;
   // A single worker never shares the cores with another job: it gets them all.
-  if (intraOp === 'auto' && workers === 1) return { workers, intraOpThreads: Math.min(2, cores), aloneIntraOpThreads: null };
+  if (intraOp === 'auto' && workers === 1 && depth === 1) return { workers, intraOpThreads: Math.min(2, cores), aloneIntraOpThreads: null, jobsPerWorker: depth };
   const alone = intraOp === 'auto' && cpuOnly && cores >= 2 ? Math.min(2, cores) : null;
-  return { workers, intraOpThreads: perJob, aloneIntraOpThreads: alone };
+  return { workers, intraOpThreads: perJob, aloneIntraOpThreads: alone, jobsPerWorker: depth };
 }
 
 /** A copy of `data` in an ArrayBuffer of its own (not from Buffer's pool, not zero-filled first), which postMessage can transfer. */
@@ -101,13 +113,35 @@ function movableCopy(data: Uint8Array): Uint8Array {
  * `raw` copied into the slot's shared buffer (see REUSED_RAW_MAX_BYTES), or into a buffer of its own that
  * postMessage moves (`transfer`).
  */
-function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): { data: Uint8Array; transfer: ArrayBuffer | null } {
-  const own = raw.byteLength > REUSED_RAW_MAX_BYTES;
-  if (!own) slot.raw ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
-  const data = own ? movableBuffer(raw.byteLength) : new Uint8Array(slot.raw!, 0, raw.byteLength);
+function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): { data: Uint8Array; transfer: ArrayBuffer | null; shared: number } {
+  let shared = -1;
+  if (raw.byteLength <= REUSED_RAW_MAX_BYTES) {
+    const held = new Set([...slot.jobs.values()].map((j) => j.shared));
+    for (let i = 0; shared < 0; i++) if (!held.has(i)) shared = i;
+    slot.raw[shared] ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
+  }
+  const data = shared < 0 ? movableBuffer(raw.byteLength) : new Uint8Array(slot.raw[shared]!, 0, raw.byteLength);
   if (raw instanceof Uint8Array) data.set(raw);
   else raw.copyInto(data);
-  return { data, transfer: own ? (data.buffer as ArrayBuffer) : null };
+  return { data, transfer: shared < 0 ? (data.buffer as ArrayBuffer) : null, shared };
+}
+
+/**
+ * Old-generation size (MB) below which a worker isolate skips full garbage collections. A worker's heap
+ * holds ~8 MB of objects while every photo passes 5-8 MB of ArrayBuffers through it (decoded pixels,
+ * resizes, model outputs); V8 counts the buffers not yet collected against the old generation's limit,
+ * which for so small a heap is ~19 MB, so each worker ran a full mark-compact about once a second under
+ * load: 6-8 per worker in a 3-round bench/inference.ts paired run, 13-20 ms of CPU each. At 64 MB: one.
+ * A worker's heap may then hold up to that much before it is collected.
+ */
+export const WORKER_MIN_OLD_GENERATION_MB = 64;
+
+/**
+ * Sets V8's initial old-generation size for isolates created from now on: the inference workers (the main
+ * isolate exists already and has its own, DAEMON_NODE_FLAGS). Node has no per-worker option for it.
+ */
+function configureWorkerHeaps(): void {
+  v8.setFlagsFromString(`--initial-old-space-size=${WORKER_MIN_OLD_GENERATION_MB}`);
 }
 
 function createWorker(workerData: WorkerInit): Worker {
@@ -130,8 +164,12 @@ export class InferenceEngine {
   observer: EngineObserver | null = null;
   readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
+  private get depth(): number {
+    return Math.max(1, this.options.jobsPerWorker ?? 1);
+  }
+
   private constructor(readonly options: EngineOptions) {
-    this.limiter = new ConcurrencyLimiter(options.workers);
+    this.limiter = new ConcurrencyLimiter(options.workers * this.depth);
     this.decoder = new DecodeStage(options.decode ?? DEFAULT_DECODE);
   }
 
@@ -145,6 +183,7 @@ export class InferenceEngine {
     // input comes again; here every decoded upload and every monitor frame is new, so the cache would
     // only hold memory. Process-wide: the workers share it.
     sharp.cache(false);
+    configureWorkerHeaps();
     const engine = new InferenceEngine(options);
     try {
       // The first worker times the graph optimisation levels ('auto'); the others reuse its choice, so a
@@ -174,7 +213,7 @@ export class InferenceEngine {
 
   private spawn(alone: boolean): Promise<void> {
     const worker = createWorker(this.workerInit(alone));
-    const slot: Slot = { worker, busy: false, alone };
+    const slot: Slot = { worker, alone, jobs: new Map(), raw: [] };
     return new Promise((resolve, reject) => {
       let ready = false;
       worker.on('message', (msg: WorkerReply) => {
@@ -190,9 +229,8 @@ export class InferenceEngine {
             ? Errors.addonModelInvalid(`The liveness addon's models could not be loaded: ${msg.message}`)
             : Errors.modelLoadFailed(msg.message));
         } else {
-          const pending = slot.pending;
-          slot.pending = undefined;
-          slot.busy = false;
+          const pending = slot.jobs.get(msg.id);
+          slot.jobs.delete(msg.id);
           if (msg.alone) this.aloneJobs++;
           if (!pending) return;
           if (msg.error) {
@@ -203,14 +241,14 @@ export class InferenceEngine {
       });
       worker.on('error', (e) => {
         if (!ready) reject(e);
-        slot.pending?.reject(e);
-        slot.pending = undefined;
+        for (const p of slot.jobs.values()) p.reject(e);
+        slot.jobs.clear();
       });
       worker.on('exit', (code) => {
         const i = this.slots.indexOf(slot);
         if (i >= 0) this.slots.splice(i, 1);
-        slot.pending?.reject(new Error(`inference worker exited with code ${code}`));
-        slot.pending = undefined;
+        for (const p of slot.jobs.values()) p.reject(new Error(`inference worker exited with code ${code}`));
+        slot.jobs.clear();
         if (!ready) reject(new Error(`inference worker exited with code ${code} during startup`));
         // A worker that died under load is replaced so capacity does not shrink for the life of the process.
         else if (!this.closed) this.spawn(slot.alone).catch(() => undefined);
@@ -288,11 +326,11 @@ export class InferenceEngine {
     // Alone: this is the only job holding the limiter, so its worker may use aloneIntraOpThreads. A job
     // that starts beside it later runs single-threaded; a third core's worth of threads for a moment is
     // cheaper than a lone request on one thread.
-    const aloneSlot = this.limiter.stats().active === 1 ? this.slots.find((s) => s.alone && !s.busy) : undefined;
-    const slot = aloneSlot ?? this.slots.find((s) => !s.busy && !s.alone) ?? this.slots.find((s) => !s.busy);
+    const aloneSlot = this.limiter.stats().active === 1 ? this.slots.find((s) => s.alone && s.jobs.size === 0) : undefined;
+    const slot = aloneSlot ?? this.leastHeld();
     const alone = aloneSlot !== undefined;
     if (!slot) return Promise.reject(Errors.inferenceUnavailable());
-    slot.busy = true;
+    const id = this.nextId++;
     // A raw image (a decoded upload: sharp's buffer; a monitor frame: still the session's) cannot be moved
     // as it is. One copy, made now that a worker is free, into the slot's shared buffer (or, when larger,
     // into a buffer of its own that is moved) costs about half the structured clone's serialise +
@@ -300,32 +338,43 @@ export class InferenceEngine {
     const image = request.image;
     let job: WorkerJob;
     let transfer: ArrayBuffer | null;
+    let shared = -1;
     if ('encoded' in image) {
       // Copied into a buffer of its own by analyze(): moved, not cloned.
-      job = { id: this.nextId++, request };
+      job = { id, request };
       transfer = image.encoded.buffer as ArrayBuffer;
     } else {
       let raw: ReturnType<typeof rawForSlot>;
       try {
         raw = rawForSlot(slot, 'raw' in image ? image.raw : image.pixels);
       } catch (e) {
-        // A pixel source can fail (a frame released by a stopping reader): the slot must not stay taken.
-        slot.busy = false;
+        // A pixel source can fail (a frame released by a stopping reader): nothing was taken yet.
         return Promise.reject(e);
       }
-      job = { id: this.nextId++, request: { ...request, image: { raw: raw.data, width: image.width, height: image.height } } };
+      job = { id, request: { ...request, image: { raw: raw.data, width: image.width, height: image.height } } };
       transfer = raw.transfer;
+      shared = raw.shared;
     }
     if (alone) job.alone = true;
     return new Promise((resolve, reject) => {
-      slot.pending = { resolve, reject };
+      slot.jobs.set(id, { resolve, reject, shared });
       slot.worker.postMessage(job, transfer ? [transfer] : []);
     });
   }
 
-  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number; worker_decodes: number } {
+  /** The worker holding the fewest jobs, below the depth; a non-alone one first on a tie. */
+  private leastHeld(): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.slots) {
+      if (s.jobs.size >= this.depth) continue;
+      if (!best || s.jobs.size < best.jobs.size || (s.jobs.size === best.jobs.size && best.alone && !s.alone)) best = s;
+    }
+    return best;
+  }
+
+  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; jobs_per_worker: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number; worker_decodes: number } {
     return {
-      ...this.limiter.stats(), workers: this.slots.length, intra_op_threads: this.options.intraOpThreads,
+      ...this.limiter.stats(), workers: this.slots.length, jobs_per_worker: this.depth, intra_op_threads: this.options.intraOpThreads,
       alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null, alone_jobs: this.aloneJobs,
       ...this.decoder.stats(), worker_decodes: this.workerDecodes,
     };

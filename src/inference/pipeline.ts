@@ -89,6 +89,9 @@ export const CLOSE_UP_MARGIN = 0.2;
 export const CLOSE_UP_MAX_SIDE = 160;
 
 export class FacePipeline {
+  /** Detector input tensors, reused: see TensorPool. */
+  private readonly detectorInputs = new TensorPool();
+
   constructor(private readonly models: PackSessions) {}
 
   useLiveness(models: NonNullable<PackSessions['liveness']>): void {
@@ -187,9 +190,14 @@ export class FacePipeline {
     });
     const session = this.models.detector.session;
     for (const { w, h, place, tensor } of inputs) {
-      const feed = { [session.inputNames[0]!]: await tensor };
+      const input = await tensor;
       const t = performance.now();
-      const out = await session.run(feed);
+      let out: ort.InferenceSession.ReturnType;
+      try {
+        out = await session.run({ [session.inputNames[0]!]: input });
+      } finally {
+        this.detectorInputs.give(input.data as Float32Array);
+      }
       modelMs += performance.now() - t;
       const arrays: OutputArrays = session.outputNames.map((name) => ({ name, data: out[name]!.data as Float32Array }));
       const decode = this.models.detector.spec.kind === 'scrfd' ? decodeScrfd : decodeYunet;
@@ -210,7 +218,7 @@ export class FacePipeline {
       .toBuffer();
     const plane = w * h;
     const lut = normalisationTable(spec.mean, spec.std);
-    const data = new Float32Array(3 * plane).fill(lut[0]!);
+    const data = this.detectorInputs.take(3 * plane).fill(lut[0]!);
     const [c0, c1, c2] = spec.channel_order === 'rgb' ? [0, 1, 2] : [2, 1, 0];
     for (let y = 0; y < place.resizedH; y++) {
       let o = (y + place.padY) * w + place.padX;
@@ -291,4 +299,37 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
   let dot = 0;
   for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
   return Math.min(1, Math.max(-1, dot));
+}
+
+/**
+ * Float32 buffers by length, handed back after the model run that read them. A 512x512 detector input is
+ * 3 MB; allocating one per photo made that much new ArrayBuffer memory per job, which V8 counts against
+ * a worker isolate's heap limit until it is collected (see WORKER_MIN_OLD_GENERATION_MB). Keeps `perLength`
+ * buffers of each of the last `lengths` lengths (a monitor's trimmed canvas has its own).
+ */
+export class TensorPool {
+  private readonly free = new Map<number, Float32Array[]>();
+
+  constructor(private readonly perLength = 2, private readonly lengths = 8) {}
+
+  take(length: number): Float32Array {
+    return this.free.get(length)?.pop() ?? new Float32Array(length);
+  }
+
+  give(buffer: Float32Array): void {
+    const list = this.free.get(buffer.length) ?? [];
+    if (list.length >= this.perLength || list.includes(buffer)) return;
+    list.push(buffer);
+    // Most recently given length last; the oldest length goes first when there are too many.
+    this.free.delete(buffer.length);
+    this.free.set(buffer.length, list);
+    if (this.free.size > this.lengths) this.free.delete(this.free.keys().next().value!);
+  }
+
+  /** Buffers kept, for tests. */
+  held(): number {
+    let n = 0;
+    for (const list of this.free.values()) n += list.length;
+    return n;
+  }
 }

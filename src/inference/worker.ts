@@ -99,13 +99,15 @@ function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['e
 
 start().then(
   ({ shared, alone }) => {
-    let inFlight: Promise<unknown> = Promise.resolve();
+    // Jobs held at once (the engine's jobsPerWorker): one's decode and resizes run on libuv's pool while
+    // another's models hold this thread.
+    const inFlight = new Set<Promise<unknown>>();
     port.on('message', (msg: WorkerJob | WorkerClose) => {
       if ('type' in msg) {
         // Terminating a thread while a native run or a liveness peer is mid-call can abort the whole process
         // (a Napi::Error thrown during teardown), so the engine asks first: finish, close the peers, exit.
         // The liveness models are shared by both pipelines: `shared` closes them, `alone` only its sessions.
-        void inFlight
+        void Promise.allSettled(inFlight)
           .then(() => Promise.allSettled([shared.close(), alone?.sessions.detector.release(), alone?.sessions.recognizer.release()]))
           .finally(() => process.exit(0));
         return;
@@ -113,13 +115,17 @@ start().then(
       const job = msg;
       const onAlone = job.alone === true && alone !== null;
       const pipeline = onAlone ? alone.pipeline : shared;
-      inFlight = pipeline.analyze(job.request as AnalyzeRequest).then(
+      const run = pipeline.analyze(job.request as AnalyzeRequest).then(
         (result) => {
           const transfer = result.faces.flatMap((f) => (f.embedding ? [f.embedding.buffer as ArrayBuffer] : []));
           port.postMessage({ type: 'result', id: job.id, result, ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply, transfer);
         },
         (e: unknown) => port.postMessage({ type: 'result', id: job.id, error: serializeError(e), ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply),
       );
+      inFlight.add(run);
+      void run.finally(() => inFlight.delete(run));
+      inFlight.add(run);
+      void run.finally(() => inFlight.delete(run));
     });
   },
   (e: unknown) => port.postMessage({

@@ -105,14 +105,16 @@ test('an upload is decoded in the worker or in the decode stage with the same re
   t.is(inWorker.stats().worker_decodes, 4);
 });
 
-// Raw images up to Full HD reach a worker through its slot's one shared buffer, reused by every job of
-// that slot: one worker, different frames one after the other, each result must be that frame's alone
-// (the same as from a fresh engine), and the caller's buffer is never touched.
-test('raw frames through one reused slot buffer give each frame its own result', async (t) => {
+// Raw images up to Full HD reach a worker through one of its slot's shared buffers (one per job it may
+// hold), reused by every job of that slot: one worker, different frames one after the other and queued
+// together, each result must be that frame's alone (the same as from a fresh engine of one job per
+// worker), and the caller's buffer is never touched. With two jobs per worker, two frames are in the
+// worker at once, each in its own buffer.
+for (const jobsPerWorker of [1, 2]) test(`raw frames through reused slot buffers give each frame its own result (${jobsPerWorker} job(s) per worker)`, async (t) => {
   const modelsDir = await modelsDirWith('edge_s');
   const pack = await loadInstalledPack(modelsDir, 'edge_s');
-  const start = () => InferenceEngine.start({ pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: 1, graphOptimization: 'extended', warmupSizes: profile.input_sizes });
-  const engine = await start();
+  const start = (depth = 1) => InferenceEngine.start({ pack, providers: ['cpu'], deviceId: 0, workers: 1, jobsPerWorker: depth, intraOpThreads: 1, graphOptimization: 'extended', warmupSizes: profile.input_sizes });
+  const engine = await start(jobsPerWorker);
   t.teardown(() => engine.close());
   const group = await decodeImage(readFileSync(`${FACES}groups/t1_friends.jpg`), limits);
   const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
@@ -137,6 +139,11 @@ test('raw frames through one reused slot buffer give each frame its own result',
     t.deepEqual(rs[3], expected.single);
   }
   t.true(groupCopy.equals(Buffer.from(group.data)), 'the caller\'s pixels are unchanged');
+  t.like(engine.stats(), { workers: 1, jobs_per_worker: jobsPerWorker, max_concurrency: jobsPerWorker, peak_active: jobsPerWorker, active: 0 });
+  // Encoded uploads, decoded in the worker, two at a time as well.
+  const encoded = (file: string): AnalyzeRequest => ({ image: { encoded: readFileSync(`${FACES}${file}`) }, limits, profile, maxFaces: 100, embed: 'all' });
+  const uploads = (await Promise.all(['groups/t1_friends.jpg', 'identities/obama/1.jpg', 'groups/t1_friends.jpg'].map((f) => engine.analyze(encoded(f))))).map(summary);
+  t.deepEqual(uploads, [expected.group, expected.single, expected.group]);
 });
 
 // A pixel source that fails when the engine copies it (a monitor frame released by a stopping reader)

@@ -26,13 +26,16 @@ test('a queued decode whose request is aborted never starts; a running one relea
   t.like(stage.stats(), { decoding: 0, decodes_timed_out: 1 });
 });
 
-test('threading auto: one single-threaded worker per core plus one, and two-thread sessions for a lone job (CPU only); explicit values win', (t) => {
-  t.deepEqual(resolveThreading('auto', 'auto', 1), { workers: 1, intraOpThreads: 1, aloneIntraOpThreads: null });
-  t.deepEqual(resolveThreading('auto', 'auto', 2), { workers: 3, intraOpThreads: 1, aloneIntraOpThreads: 2 });
-  t.deepEqual(resolveThreading('auto', 'auto', 4), { workers: 5, intraOpThreads: 1, aloneIntraOpThreads: 2 });
-  t.deepEqual(resolveThreading('auto', 'auto', 2, false), { workers: 3, intraOpThreads: 1, aloneIntraOpThreads: null });
-  t.deepEqual(resolveThreading('auto', 2, 4), { workers: 3, intraOpThreads: 2, aloneIntraOpThreads: null });
-  t.deepEqual(resolveThreading(1, 'auto', 2), { workers: 1, intraOpThreads: 2, aloneIntraOpThreads: null });
-  t.deepEqual(resolveThreading(2, 'auto', 2), { workers: 2, intraOpThreads: 1, aloneIntraOpThreads: 2 });
-  t.deepEqual(resolveThreading(3, 1, 2), { workers: 3, intraOpThreads: 1, aloneIntraOpThreads: null });
+test('threading auto: on the CPU provider one single-threaded worker per core holding two jobs, and two-thread sessions for a lone job; other providers a worker more, one job each; explicit values win', (t) => {
+  t.deepEqual(resolveThreading('auto', 'auto', 1), { workers: 1, intraOpThreads: 1, aloneIntraOpThreads: null, jobsPerWorker: 1 });
+  t.deepEqual(resolveThreading('auto', 'auto', 2), { workers: 2, intraOpThreads: 1, aloneIntraOpThreads: 2, jobsPerWorker: 2 });
+  t.deepEqual(resolveThreading('auto', 'auto', 4), { workers: 4, intraOpThreads: 1, aloneIntraOpThreads: 2, jobsPerWorker: 2 });
+  t.deepEqual(resolveThreading('auto', 'auto', 2, false), { workers: 3, intraOpThreads: 1, aloneIntraOpThreads: null, jobsPerWorker: 1 });
+  t.deepEqual(resolveThreading('auto', 2, 4), { workers: 2, intraOpThreads: 2, aloneIntraOpThreads: null, jobsPerWorker: 2 });
+  t.deepEqual(resolveThreading(1, 'auto', 2), { workers: 1, intraOpThreads: 2, aloneIntraOpThreads: null, jobsPerWorker: 1 });
+  t.deepEqual(resolveThreading(2, 'auto', 2), { workers: 2, intraOpThreads: 1, aloneIntraOpThreads: 2, jobsPerWorker: 1 });
+  t.deepEqual(resolveThreading(3, 1, 2), { workers: 3, intraOpThreads: 1, aloneIntraOpThreads: null, jobsPerWorker: 1 });
+  // One worker holding two jobs shares the cores with its own second job: one thread per job, two for a lone one.
+  t.deepEqual(resolveThreading(1, 'auto', 2, true, 2), { workers: 1, intraOpThreads: 1, aloneIntraOpThreads: 2, jobsPerWorker: 2 });
+  t.deepEqual(resolveThreading('auto', 'auto', 2, true, 1), { workers: 2, intraOpThreads: 1, aloneIntraOpThreads: 2, jobsPerWorker: 1 });
 });
