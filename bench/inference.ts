@@ -26,8 +26,8 @@ import { decodeImage } from '../src/inference/image.js';
 import { FacePipeline } from '../src/inference/pipeline.js';
 import { ort, tunedSession } from '../src/inference/sessions.js';
 import { installPack } from '../src/models/installer.js';
-import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { loadInstalledPack } from '../src/models/installed.js';
+import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const { values } = parseArgs({

@@ -111,7 +111,7 @@ export class VigilMetrics {
     const rt = () => this.rt;
     new Gauge({ name: 'vigil_ready', help: '1 when the models are loaded and the service is ready.', registers: reg, collect() { this.set(rt()?.inference ? 1 : 0); } });
     new Gauge({ name: 'vigil_inference_queue_depth', help: 'Inference jobs waiting for a worker.', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().waiting ?? 0); } });
-    new Gauge({ name: 'vigil_inference_active_jobs', help: 'Inference jobs running in a worker now.', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().active ?? 0); } });
+    new Gauge({ name: 'vigil_inference_active_jobs', help: 'Inference jobs held by workers now (running or being decoded there).', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().active ?? 0); } });
     new Gauge({ name: 'vigil_inference_workers', help: 'Inference worker threads.', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().workers ?? 0); } });
 
     new Gauge({

@@ -116,14 +116,20 @@ function movableCopy(data: Uint8Array): Uint8Array {
 function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): { data: Uint8Array; transfer: ArrayBuffer | null; shared: number } {
   let shared = -1;
   if (raw.byteLength <= REUSED_RAW_MAX_BYTES) {
-    const held = new Set([...slot.jobs.values()].map((j) => j.shared));
-    for (let i = 0; shared < 0; i++) if (!held.has(i)) shared = i;
+    // The lowest index no held job uses (a slot holds at most jobsPerWorker jobs).
+    shared = 0;
+    while (heldBuffer(slot, shared)) shared++;
     slot.raw[shared] ??= new SharedArrayBuffer(REUSED_RAW_MAX_BYTES);
   }
   const data = shared < 0 ? movableBuffer(raw.byteLength) : new Uint8Array(slot.raw[shared]!, 0, raw.byteLength);
   if (raw instanceof Uint8Array) data.set(raw);
   else raw.copyInto(data);
   return { data, transfer: shared < 0 ? (data.buffer as ArrayBuffer) : null, shared };
+}
+
+function heldBuffer(slot: Slot, index: number): boolean {
+  for (const j of slot.jobs.values()) if (j.shared === index) return true;
+  return false;
 }
 
 /**
@@ -164,11 +170,11 @@ export class InferenceEngine {
   observer: EngineObserver | null = null;
   readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
 
-  private get depth(): number {
-    return Math.max(1, this.options.jobsPerWorker ?? 1);
-  }
+  /** Jobs one worker holds at once (options.jobsPerWorker). */
+  private readonly depth: number;
 
   private constructor(readonly options: EngineOptions) {
+    this.depth = Math.max(1, options.jobsPerWorker ?? 1);
     this.limiter = new ConcurrencyLimiter(options.workers * this.depth);
     this.decoder = new DecodeStage(options.decode ?? DEFAULT_DECODE);
   }
@@ -332,7 +338,7 @@ export class InferenceEngine {
     if (!slot) return Promise.reject(Errors.inferenceUnavailable());
     const id = this.nextId++;
     // A raw image (a decoded upload: sharp's buffer; a monitor frame: still the session's) cannot be moved
-    // as it is. One copy, made now that a worker is free, into the slot's shared buffer (or, when larger,
+    // as it is. One copy, made now that a worker has room, into one of the slot's shared buffers (or, when larger,
     // into a buffer of its own that is moved) costs about half the structured clone's serialise +
     // deserialise of these 3-4 MB (0.7-0.9 vs 1.4-1.5 ms of CPU for a 2.7 MB frame).
     const image = request.image;

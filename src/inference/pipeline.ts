@@ -325,11 +325,4 @@ export class TensorPool {
     this.free.set(buffer.length, list);
     if (this.free.size > this.lengths) this.free.delete(this.free.keys().next().value!);
   }
-
-  /** Buffers kept, for tests. */
-  held(): number {
-    let n = 0;
-    for (const list of this.free.values()) n += list.length;
-    return n;
-  }
 }

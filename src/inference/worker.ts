@@ -124,8 +124,6 @@ start().then(
       );
       inFlight.add(run);
       void run.finally(() => inFlight.delete(run));
-      inFlight.add(run);
-      void run.finally(() => inFlight.delete(run));
     });
   },
   (e: unknown) => port.postMessage({
