@@ -13,5 +13,9 @@ if [ -n "${HOST:-}" ]; then export VIGIL_HOST=$HOST; fi
 if [ -n "${PORT:-}" ]; then export VIGIL_PORT=$PORT; fi
 # Each RTSP monitor parks one GStreamer pull in libuv's pool, which inference shares (README: Monitors).
 export UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}
+# jemalloc instead of glibc's malloc when it is installed, as in the systemd unit (src/system/allocator.ts).
+for dir in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib; do
+  if [ -e "$dir/libjemalloc.so.2" ]; then export LD_PRELOAD="libjemalloc.so.2${LD_PRELOAD:+:$LD_PRELOAD}"; break; fi
+done
 # V8 flags: src/system/nodeFlags.ts (DAEMON_NODE_FLAGS) says why; keep them equal.
 exec node --initial-old-space-size=128 dist/cli/main.js serve --config "${VIGIL_CONFIG:-config/dev.toml}"

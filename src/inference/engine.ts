@@ -189,6 +189,10 @@ export class InferenceEngine {
     // input comes again; here every decoded upload and every monitor frame is new, so the cache would
     // only hold memory. Process-wide: the workers share it.
     sharp.cache(false);
+    // One libvips thread per operation: the workers and their jobs are the parallelism (Layout in the
+    // README). sharp's own default is 1 under glibc's malloc but the core count under jemalloc
+    // (src/system/allocator.ts), which would put more threads than cores on the decodes.
+    sharp.concurrency(1);
     configureWorkerHeaps();
     const engine = new InferenceEngine(options);
     try {

@@ -95,6 +95,8 @@ test('system and models describe the running engine', async (t) => {
   t.true(sys.database.migration_count >= 1);
   t.deepEqual(sys.api_key, { authentication_enabled: true, configured: true });
   t.is(sys.runtime.inference_concurrency.max_concurrency >= 1, true);
+  // This test process runs the daemon without the preload the systemd unit sets: glibc's malloc, said so.
+  t.is(sys.runtime.memory_allocator, process.env.LD_PRELOAD?.includes('libjemalloc') ? 'jemalloc' : 'glibc');
   t.false(JSON.stringify(sys).includes(d.key), 'the key never appears');
   // The 404 from the previous test (or this one) is in recent_errors with its code and path.
   await fetch(`${d.url}/v1/missing-for-recent`, { headers: d.auth });

@@ -8,6 +8,7 @@ import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
 import { HealthResponse, ModelsResponse, SystemResponse } from '../../contract/system.js';
 import { requireInference } from '../ready.js';
+import { memoryAllocator } from '../../system/allocator.js';
 
 function pathState(path: string) {
   const can = (mode: number) => { try { accessSync(path, mode); return true; } catch { return false; } };
@@ -107,6 +108,8 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             startup: inf.engine.startup,
             uptime_seconds: Math.round((Date.now() - rt.startedAt.getTime()) / 1000),
             rss_bytes: process.memoryUsage().rss,
+            // jemalloc when the process was started as the systemd unit starts it (src/system/allocator.ts).
+            memory_allocator: memoryAllocator(),
             // Host load for the dashboard: 1/5/15-minute load averages and memory.
             load_average: loadavg(),
             memory: { total_bytes: totalmem(), free_bytes: freemem() },

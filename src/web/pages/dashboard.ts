@@ -7,7 +7,7 @@ import { errorBox, every } from '../ui.js';
 
 /** What Vigil's /v1/system puts inside the contract's open `runtime` and `cpu` objects (read defensively). */
 interface RuntimeReport {
-  available_execution_providers?: string[]; execution_provider_report?: { name: string; available: boolean; reason: string }[]; load_average?: number[]; memory?: { free_bytes: number; total_bytes: number }; rss_bytes?: number;
+  available_execution_providers?: string[]; execution_provider_report?: { name: string; available: boolean; reason: string }[]; load_average?: number[]; memory?: { free_bytes: number; total_bytes: number }; rss_bytes?: number; memory_allocator?: string;
   inference_concurrency?: { active: number; waiting: number }; uptime_seconds?: number;
 }
 interface CpuReport { model?: string; logical_cores?: number }
@@ -55,7 +55,7 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
           ['Load (1/5/15 min)', h('span', { 'data-testid': 'load' }, la.length ? la.map((n) => n.toFixed(2)).join(' / ') : '—')],
           ['CPU', `${cpu.model ?? '—'} (${cpu.logical_cores ?? '?'} cores)`],
           ['Memory free', rt.memory ? `${fmt.bytes(rt.memory.free_bytes)} of ${fmt.bytes(rt.memory.total_bytes)}` : '—'],
-          ['Daemon memory (RSS)', fmt.bytes(rt.rss_bytes)], ['Inference', rt.inference_concurrency ? `${rt.inference_concurrency.active} active, ${rt.inference_concurrency.waiting} waiting` : '—'],
+          ['Daemon memory (RSS)', rt.memory_allocator ? `${fmt.bytes(rt.rss_bytes)} (${rt.memory_allocator})` : fmt.bytes(rt.rss_bytes)], ['Inference', rt.inference_concurrency ? `${rt.inference_concurrency.active} active, ${rt.inference_concurrency.waiting} waiting` : '—'],
           ['Uptime', rt.uptime_seconds !== undefined ? `${Math.floor(rt.uptime_seconds / 3600)} h ${Math.floor((rt.uptime_seconds % 3600) / 60)} min` : '—'],
           ['OS', `${s.os} ${s.architecture}`],
         ])));
