@@ -9,10 +9,12 @@
  * bench's HTTP clients; --daemon-cpu-prof DIR writes V8 CPU profiles of it (main thread and workers).
  * Layouts: auto, or WORKERSxTHREADS[xJOBS per worker] (3x1 = the earlier auto without its lone-job sessions).
  * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,3x1,2x1,2x1x2,2x2] [--only paired|single]
+ *   (every process on jemalloc as the daemon runs; BENCH_MALLOC=glibc for glibc's malloc)
  *   -> prints JSON, writes bench/results/inference.json
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
+import sharp from 'sharp';
 import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -28,7 +30,19 @@ import { ort, tunedSession } from '../src/inference/sessions.js';
 import { installPack } from '../src/models/installer.js';
 import { loadInstalledPack } from '../src/models/installed.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
+import { daemonAllocatorPath, memoryAllocator, withDaemonAllocator } from '../src/system/allocator.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
+
+// The daemon's allocator for this process (the in-process pipeline) and, inherited, the daemon and raw children;
+// BENCH_MALLOC=glibc runs all of them on glibc's malloc instead (for comparisons).
+if (process.env.BENCH_MALLOC !== 'glibc' && memoryAllocator() !== 'jemalloc' && daemonAllocatorPath() !== null) {
+  const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: withDaemonAllocator(process.env) });
+  process.exit(r.status ?? 1);
+}
+
+// One libvips thread per operation in the raw pipeline too, as the daemon's engine sets it (sharp's default
+// depends on the allocator).
+sharp.concurrency(1);
 
 const { values } = parseArgs({
   options: {
@@ -413,7 +427,7 @@ const pairedRuns = [await paired(modelsDir, Number(values.rounds), 1), await pai
 const out = {
   bench: 'inference',
   at: new Date().toISOString(),
-  machine: { cores, cpu: cpus()[0]?.model, node: process.version },
+  machine: { cores, cpu: cpus()[0]?.model, node: process.version, memory_allocator: memoryAllocator() },
   pack: values.pack,
   requests_per_measurement: N,
   detector_input_sizes: SIZES,

@@ -18,7 +18,8 @@
  *     inference intervals + the confirming frame's own wait and inference); delay_from_decode_ms starts
  *     when the confirming frame reached the daemon (the goal's "after its frame is decoded")
  *   - RSS sampled every 5 s over the run (it must stay flat)
- * Usage: UV_THREADPOOL_SIZE=16 npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
+ * Runs on jemalloc as the daemon does (BENCH_MALLOC=glibc: glibc's malloc, for comparisons).
+ * Usage: npx tsx bench/monitor.ts [--duration 600] [--streams 1,4] [--decode-seconds 30]
  *          [--capacity 4,6,8] [--capacity-seconds 60] [--capacity-phases locked|independent|both] [--confirm-frames 3]
  *          [--decode-only] [--settle-seconds 0]
  *   --decode-only: only the daemon's idle floor and the decode-only comparison with gst-launch-1.0 per N
@@ -27,7 +28,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import type { MonitorEventSink } from '../src/monitors/eventSink.js';
 import type { SessionDeps } from '../src/monitors/monitorSession.js';
@@ -36,13 +37,16 @@ import { parseArgs } from 'node:util';
 import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
+import { growthPer10Min } from './memoryTrend.js';
 import { processCpuSeconds, threadCpuByTid, threadCpuSeconds, threadRoles } from './procStat.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
+import { memoryAllocator, withDaemonAllocator } from '../src/system/allocator.js';
 
 // Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start,
-// and the daemon runs in this process, so it is started again with the daemon's V8 flags too.
-if (!process.env.UV_THREADPOOL_SIZE) {
-  const r = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, UV_THREADPOOL_SIZE: '16' } });
+// and the daemon runs in this process, so it is started again with the daemon's V8 flags and allocator too.
+if (!process.env.VIGIL_BENCH_STARTED) {
+  const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16', VIGIL_BENCH_STARTED: '1' };
+  const r = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: process.env.BENCH_MALLOC === 'glibc' ? env : withDaemonAllocator(env) });
   process.exit(r.status ?? 1);
 }
 
@@ -84,6 +88,7 @@ const pct = (xs: number[], p: number) => {
 const r1 = (v: number) => Math.round(v * 10) / 10;
 const r3 = (x: number) => Math.round(x * 1000) / 1000;
 const mb = (b: number) => r1(b / 2 ** 20);
+const mbOrNull = (b: number | null) => (b === null ? null : mb(b));
 
 /** CPU % of this process (100 = one core) over a window. */
 async function cpuOver(ms: number): Promise<number> {
@@ -262,12 +267,14 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const rss: number[] = [];
   // Beside RSS, the main isolate's V8 heap and the memory behind its Buffers/ArrayBuffers (frames), to
   // tell JS growth from native growth (workers' heaps, libvips, ORT, GStreamer, malloc arenas).
-  const heap: number[] = [], external: number[] = [];
+  const heap: number[] = [], external: number[] = [], anon: number[] = [];
   const sample = () => {
     const m = process.memoryUsage();
     rss.push(m.rss);
     heap.push(m.heapUsed);
     external.push(m.external);
+    // Anonymous resident memory (heaps, malloc, thread stacks) without the mapped files (binaries, libraries).
+    anon.push(Number(/^RssAnon:\s+(\d+) kB$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) * 1024);
   };
   const sampler = setInterval(sample, 5000);
   sample();
@@ -321,6 +328,10 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
       first_half_avg: mb(avg(rss.slice(0, half))), second_half_avg: mb(avg(rss.slice(half))), samples: rss.length,
       // One average per minute (12 samples): tells a warm-up that levels off from a steady climb.
       per_minute_avg: Array.from({ length: Math.ceil(rss.length / 12) }, (_, i) => mb(avg(rss.slice(i * 12, i * 12 + 12)))),
+      // Over the run's last ten minutes (null for a shorter run).
+      growth_last_10_min_mb_per_10_min: mbOrNull(growthPer10Min(rss, 5)),
+      anon_growth_last_10_min_mb_per_10_min: mbOrNull(growthPer10Min(anon, 5)),
+      anon_per_minute_avg: Array.from({ length: Math.ceil(anon.length / 12) }, (_, i) => mb(avg(anon.slice(i * 12, i * 12 + 12)))),
       main_heap_used_per_minute_avg: Array.from({ length: Math.ceil(heap.length / 12) }, (_, i) => mb(avg(heap.slice(i * 12, i * 12 + 12)))),
       main_external_per_minute_avg: Array.from({ length: Math.ceil(external.length / 12) }, (_, i) => mb(avg(external.slice(i * 12, i * 12 + 12)))),
     },
@@ -392,7 +403,7 @@ try {
 }
 const out = {
   at: new Date().toISOString(),
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, load_average_at_end: loadavg().map(r1) },
+  machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, memory_allocator: memoryAllocator(), load_average_at_end: loadavg().map(r1) },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
   settings: values.set || 'defaults', settle_seconds: Number(values['settle-seconds']), inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
   streams_sustained: capacity.filter((c) => c.sustained && c.phases === 'locked').reduce((m, c) => Math.max(m, c.streams), 0),
