@@ -12,7 +12,7 @@
  *   (every process on jemalloc as the daemon runs; BENCH_MALLOC=glibc for glibc's malloc)
  *   -> prints JSON, writes bench/results/inference.json
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import sharp from 'sharp';
 import { processCpuSeconds, threadCpuSeconds } from './procStat.js';
@@ -30,15 +30,12 @@ import { ort, tunedSession } from '../src/inference/sessions.js';
 import { installPack } from '../src/models/installer.js';
 import { loadInstalledPack } from '../src/models/installed.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
-import { daemonAllocatorPath, memoryAllocator, withDaemonAllocator } from '../src/system/allocator.js';
+import { memoryAllocator } from '../src/system/allocator.js';
+import { rerunAsDaemon } from './daemonProcess.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
-// The daemon's allocator for this process (the in-process pipeline) and, inherited, the daemon and raw children;
-// BENCH_MALLOC=glibc runs all of them on glibc's malloc instead (for comparisons).
-if (process.env.BENCH_MALLOC !== 'glibc' && memoryAllocator() !== 'jemalloc' && daemonAllocatorPath() !== null) {
-  const r = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: withDaemonAllocator(process.env) });
-  process.exit(r.status ?? 1);
-}
+// The daemon's allocator for this process (the in-process pipeline) and, inherited, the daemon and raw children.
+rerunAsDaemon();
 
 // One libvips thread per operation in the raw pipeline too, as the daemon's engine sets it (sharp's default
 // depends on the allocator).

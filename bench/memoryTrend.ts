@@ -1,8 +1,8 @@
 /**
  * Least-squares growth of samples taken every `everyS` seconds, over their last `windowS` seconds, per ten
- * minutes (in the samples' unit; null when the samples cover less than the window): the goal's "growth after warm-up", less
- * sensitive than the difference of two minutes' averages to the 5-10 MB that the allocator's purging and
- * the frames in flight move RSS by within a minute.
+ * minutes (in the samples' unit; null when the samples cover less than the window): the goal's "growth
+ * after warm-up", less sensitive than the difference of two minutes' averages to the 5-10 MB that the
+ * allocator's purging and the frames in flight move RSS by within a minute.
  */
 export function growthPer10Min(samples: readonly number[], everyS: number, windowS = 600): number | null {
   const need = Math.floor(windowS / everyS) + 1;

@@ -26,7 +26,7 @@
  *   (no 5 fps run, no capacity runs; --duration is ignored)
  *   -> prints JSON, writes bench/results/monitor.json (monitor-decode.json with --decode-only)
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -40,15 +40,12 @@ import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
 import { growthPer10Min } from './memoryTrend.js';
 import { processCpuSeconds, threadCpuByTid, threadCpuSeconds, threadRoles } from './procStat.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
-import { memoryAllocator, withDaemonAllocator } from '../src/system/allocator.js';
+import { memoryAllocator } from '../src/system/allocator.js';
+import { rerunAsDaemon } from './daemonProcess.js';
 
 // Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start,
 // and the daemon runs in this process, so it is started again with the daemon's V8 flags and allocator too.
-if (!process.env.VIGIL_BENCH_STARTED) {
-  const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16', VIGIL_BENCH_STARTED: '1' };
-  const r = spawnSync(process.execPath, [...DAEMON_NODE_FLAGS, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: process.env.BENCH_MALLOC === 'glibc' ? env : withDaemonAllocator(env) });
-  process.exit(r.status ?? 1);
-}
+rerunAsDaemon({ nodeFlags: DAEMON_NODE_FLAGS, env: { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' } });
 
 const { values } = parseArgs({
   options: {
