@@ -91,6 +91,8 @@ export const CLOSE_UP_MAX_SIDE = 160;
 export class FacePipeline {
   /** Detector input tensors, reused: see TensorPool. */
   private readonly detectorInputs = new TensorPool();
+  /** Aligned-face tensors, reused the same way (150 KB each at 112x112). */
+  private readonly recognizerInputs = new TensorPool(4, 2);
 
   constructor(private readonly models: PackSessions) {}
 
@@ -244,10 +246,15 @@ export class FacePipeline {
     const template = ARCFACE_TEMPLATE_112.map(([x, y]) => [(x * outW) / 112, (y * outH) / 112] as [number, number]);
     const m = estimateSimilarity(landmarks, template);
     if (!m) throw Errors.faceNotFound('degenerate_landmarks');
-    const data = warpToTensor(rgb, width, height, m, outW, outH, { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std });
+    const data = warpToTensor(rgb, width, height, m, outW, outH, { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std }, this.recognizerInputs.take(3 * outW * outH));
     const session = this.models.recognizer.session;
     const t = performance.now();
-    const out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', data, [1, 3, outH, outW]) });
+    let out: ort.InferenceSession.OnnxValueMapType;
+    try {
+      out = await session.run({ [session.inputNames[0]!]: new ort.Tensor('float32', data, [1, 3, outH, outW]) });
+    } finally {
+      this.recognizerInputs.give(data);
+    }
     const modelMs = performance.now() - t;
     const raw = out[session.outputNames[0]!]!.data as Float32Array;
     return { embedding: l2Normalize(raw, spec.embedding_dimension), modelMs };

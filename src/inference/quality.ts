@@ -20,13 +20,29 @@ export function estimatePose(lm: readonly [number, number][]): Pose {
   return { yaw, pitch, roll };
 }
 
+/** Grey pixels kept for reuse up to this many (4 MB); a larger box gets a buffer of its own. */
+const KEPT_GRAY_PIXELS = 1 << 20;
+let keptGray = new Float32Array(0);
+
+/**
+ * A grey buffer of at least `n` pixels, reused between calls (nothing awaits while one is in use). A fresh
+ * Float32Array per face is zero-filled memory, which jemalloc hands out by purging pages (madvise), each
+ * purge a TLB flush on every core running one of the daemon's threads.
+ */
+function grayBuffer(n: number): Float32Array {
+  if (n <= keptGray.length) return keptGray;
+  if (n > KEPT_GRAY_PIXELS) return new Float32Array(n);
+  keptGray = new Float32Array(Math.min(KEPT_GRAY_PIXELS, Math.max(n, 2 * keptGray.length)));
+  return keptGray;
+}
+
 /** Mean brightness and Laplacian variance of the face box, computed on grey (BT.601, as cv2's BGR2GRAY). */
 export function boxStatistics(rgb: Uint8Array, width: number, height: number, box: readonly number[]): { brightness: number; laplacianVariance: number } {
   const x1 = Math.max(0, Math.floor(box[0]!)), y1 = Math.max(0, Math.floor(box[1]!));
   const x2 = Math.min(width, Math.ceil(box[2]!)), y2 = Math.min(height, Math.ceil(box[3]!));
   const w = x2 - x1, h = y2 - y1;
   if (w <= 0 || h <= 0) return { brightness: 0, laplacianVariance: 0 };
-  const gray = new Float32Array(w * h);
+  const gray = grayBuffer(w * h);
   let sum = 0;
   for (let y = 0; y < h; y++) {
     let p = ((y1 + y) * width + x1) * 3;

@@ -76,6 +76,24 @@ test('a rotation by another store instance on the same database invalidates cach
   t.true(await store.verify(KEY_B));
 });
 
+test('a rotation through another connection (a vigil command beside the daemon) is seen on the next request', async (t) => {
+  const dir = join(root, `data-${n++}`);
+  const a = openDatabase(dir);
+  const b = openDatabase(dir, undefined, { lock: false }); // as an admin command opens it
+  opened.push(a, b);
+  const daemon = new ApiKeyStore(a.db);
+  daemon.ensureKey(KEY_A);
+  t.true(await daemon.verify(KEY_A));
+  t.true(daemon.fastPath);
+  new ApiKeyStore(b.db).ensureKey(KEY_B, 'cli');
+  t.false(daemon.fastPath, 'the active key read again after the other connection committed');
+  t.false(await daemon.verify(KEY_A));
+  t.true(await daemon.verify(KEY_B));
+  // Nothing changed since: the cached row is used, and still right.
+  t.true(await daemon.verify(KEY_B));
+  t.false(await daemon.verify(KEY_A));
+});
+
 test('the key survives reopening the database', async (t) => {
   const dir = join(root, `data-${n++}`);
   const first = openDatabase(dir);

@@ -123,3 +123,18 @@ test('faceQuality: sharper, better-lit and more frontal faces score higher', (t)
   t.true(faceQuality(face(0.8), { brightness: 0.5, laplacianVariance: 50 }, { yaw: 30, pitch: 0, roll: 0 }).score < base);
   t.true(faceQuality(face(0.8, [0, 0, 20, 20]), { brightness: 0.5, laplacianVariance: 50 }, { yaw: 0, pitch: 0, roll: 0 }).score < base);
 });
+
+test('boxStatistics: the same box gives the same values whatever was measured before (the grey buffer is reused)', (t) => {
+  // A noisy image: every box has its own brightness and Laplacian variance.
+  const w = 1100, h = 1000;
+  const rgb = new Uint8Array(w * h * 3);
+  let seed = 7;
+  for (let i = 0; i < rgb.length; i++) rgb[i] = seed = (seed * 1103515245 + 12345) % 2147483648 % 256;
+  const boxes = [[10, 20, 60, 90], [0, 0, w, h], [5, 5, 400, 300], [300, 200, 331, 241], [0, 0, 1050, 999]];
+  const alone = boxes.map((b) => boxStatistics(rgb, w, h, b));
+  // Larger boxes first, then smaller: a smaller box must not read what a larger one left behind.
+  const reversed = [...boxes].reverse().map((b) => boxStatistics(rgb, w, h, b)).reverse();
+  t.deepEqual(reversed, alone);
+  const small = boxStatistics(uniform(40, 40, 90, 90, 90), 40, 40, [0, 0, 40, 40]);
+  t.true(small.laplacianVariance < 1e-6 && close(small.brightness, 90 / 255, 1e-5), JSON.stringify(small));
+});
