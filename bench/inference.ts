@@ -9,6 +9,7 @@
  * bench's HTTP clients; --daemon-cpu-prof DIR writes V8 CPU profiles of it (main thread and workers).
  * Layouts: auto, or WORKERSxTHREADS[xJOBS per worker] (3x1 = the earlier auto without its lone-job sessions).
  * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,3x1,2x1,2x1x2,2x2] [--only paired|single]
+ *   [--client socket|http] (the HTTP clients: bench/keepAliveClient.ts, default, or node:http with a keep-alive agent)
  *   (every process on jemalloc as the daemon runs; BENCH_MALLOC=glibc for glibc's malloc)
  *   -> prints JSON, writes bench/results/inference.json
  */
@@ -32,6 +33,7 @@ import { loadInstalledPack } from '../src/models/installed.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { memoryAllocator } from '../src/system/allocator.js';
 import { rerunAsDaemon } from './daemonProcess.js';
+import { KeepAliveClient, postRequest } from './keepAliveClient.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
 // The daemon's allocator for this process (the in-process pipeline) and, inherited, the daemon and raw children.
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,3x1,2x1,2x1x2,2x2,1x2' },
     'raw-child': { type: 'string' }, rounds: { type: 'string', default: '5' }, 'models-dir': { type: 'string' },
     'daemon-child': { type: 'string' }, levels: { type: 'string' }, 'paired-layout': { type: 'string', default: 'auto' }, 'daemon-cpu-prof': { type: 'string' }, only: { type: 'string' },
+    client: { type: 'string', default: 'socket' },
   },
 });
 const N = Number(values.requests);
@@ -162,10 +165,11 @@ async function daemonProcess(modelsDir: string, layout: string): Promise<DaemonP
 }
 
 /**
- * The bench's HTTP client: the multipart body built once (the bytes FormData sends) and node:http with a
- * keep-alive agent. The clients share the daemon's 2 cores here (on a site they are other machines on the
- * LAN), so their CPU is taken from the daemon: fetch + FormData cost ~1.2-1.7 ms per call against ~0.45 ms
- * for this (client and a trivial server in one process, measured), and 2.5-3.3 ms per photo in the runs.
+ * The bench's HTTP clients: the multipart body built once (the bytes FormData sends), sent by
+ * bench/keepAliveClient.ts (one connection per client, the whole request written at once) or, with
+ * `--client http`, node:http with a keep-alive agent. The clients share the daemon's 2 cores here (on a
+ * site they are other machines on the LAN), so their CPU is taken from the daemon: fetch + FormData cost
+ * 2.5-3.3 ms per photo in the runs, node:http 0.65-0.75, the socket client about 0.3.
  */
 const BOUNDARY = 'vigil-bench-boundary-7d1c2e';
 const BODY = Buffer.concat([
@@ -188,6 +192,22 @@ function embeddingsCall(url: string, path = '/v1/embeddings'): Promise<void> {
   });
 }
 
+/** One client's calls of `path` on its own keep-alive connection (`--client`); `close` when done. */
+async function openCaller(url: string, path = '/v1/embeddings'): Promise<{ call: () => Promise<void>; close: () => void }> {
+  if (values.client === 'http') return { call: () => embeddingsCall(url, path), close: () => undefined };
+  if (values.client !== 'socket') throw new Error(`--client ${values.client}: expected socket or http`);
+  const u = new URL(url);
+  const request = postRequest(u, path, { Authorization: HEADERS.Authorization, 'Content-Type': HEADERS['Content-Type'] }, BODY);
+  const client = await KeepAliveClient.connect(u);
+  return {
+    call: async () => {
+      const r = await client.send(request);
+      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${r.body.toString()}`);
+    },
+    close: () => client.close(),
+  };
+}
+
 /** Jobs the daemon ran on its alone sessions so far (two ORT threads for a job with no other in flight). */
 async function aloneJobs(d: DaemonProcess): Promise<number> {
   const res = await fetch(`${d.url}/v1/system`, { headers: { authorization: `Bearer ${KEY}` } });
@@ -199,13 +219,15 @@ async function aloneJobs(d: DaemonProcess): Promise<number> {
 async function concurrentRun(d: DaemonProcess, path: string, concurrency: number, total: number) {
   const alone0 = await aloneJobs(d);
   let next = 0;
+  const callers = await Promise.all(Array.from({ length: concurrency }, () => openCaller(d.url, path)));
   const c0 = processCpuSeconds(d.pid);
   const th0 = threadCpuSeconds(d.pid);
   const b0 = process.cpuUsage();
   const t = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => { while (next++ < total) await embeddingsCall(d.url, path); }));
+  await Promise.all(callers.map(async (c) => { while (next++ < total) await c.call(); }));
   const wall = (performance.now() - t) / 1000;
   const b = process.cpuUsage(b0);
+  for (const c of callers) c.close();
   const alone = (await aloneJobs(d)) - alone0;
   return {
     rps: r3(total / wall),
@@ -220,10 +242,14 @@ async function concurrentRun(d: DaemonProcess, path: string, concurrency: number
 
 async function httpRun(modelsDir: string, layout: string) {
   const d = await daemonProcess(modelsDir, layout);
+  const detectCaller = await openCaller(d.url, '/v1/detect');
+  const embedCaller = await openCaller(d.url);
   try {
-    for (let i = 0; i < 5; i++) await embeddingsCall(d.url, '/v1/detect');
-    const detect = await timeIt(N, () => embeddingsCall(d.url, '/v1/detect'));
-    const embeddings = await timeIt(N, () => embeddingsCall(d.url));
+    for (let i = 0; i < 5; i++) await detectCaller.call();
+    const detect = await timeIt(N, detectCaller.call);
+    const embeddings = await timeIt(N, embedCaller.call);
+    detectCaller.close();
+    embedCaller.close();
     const detect4 = await concurrentRun(d, '/v1/detect', 4, N * 2);
     const embed4 = await concurrentRun(d, '/v1/embeddings', 4, N * 2);
     return {
@@ -353,7 +379,7 @@ async function paired(modelsDir: string, rounds: number, threads: number) {
   const ratios = pairs.map((p) => p.ratio);
   const eff = pairs.map((p) => p.cpu_efficiency_ratio);
   return {
-    daemon_layout: values['paired-layout'], raw_threads_per_process: threads, daemon_optimization: d.optimization, raw_optimization: raw.levels,
+    daemon_layout: values['paired-layout'], http_client: values.client, raw_threads_per_process: threads, daemon_optimization: d.optimization, raw_optimization: raw.levels,
     rounds: pairs, median_ratio: pct(ratios, 50), min_ratio: Math.min(...ratios), max_ratio: Math.max(...ratios),
     // Raw CPU per photo / daemon CPU per photo (the daemon's process only, not the bench's HTTP clients):
     // the throughput ratio the daemon would reach on an idle box where both keep every core busy; robust
@@ -378,18 +404,27 @@ async function singlePaired(modelsDir: string, rounds: number) {
   const profile = { input_sizes: SIZES, threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
   const inProcess = () => pipeline.analyze({ image: { encoded: IMAGE }, limits: { maxBytes: 1e8, maxPixels: 4e7 }, profile, maxFaces: 100, embed: 'selected' });
   const a: number[] = [], b: number[] = [];
+  // Opened per round: the daemon closes a connection idle past its keep-alive timeout.
+  const daemonCalls = async (n: number) => {
+    const c = await openCaller(d.url);
+    try {
+      return await timeIt(n, c.call);
+    } finally {
+      c.close();
+    }
+  };
   try {
-    for (let i = 0; i < 5; i++) { await inProcess(); await embeddingsCall(d.url); }
+    for (let i = 0; i < 5; i++) { await inProcess(); await daemonCalls(1); }
     for (let r = 0; r < rounds; r++) {
       a.push(...await timeIt(N, inProcess));
-      b.push(...await timeIt(N, () => embeddingsCall(d.url)));
+      b.push(...await daemonCalls(N));
     }
   } finally {
     await d.close();
     await det.release();
     await rec.release();
   }
-  return { rounds, requests_per_round: N, levels, in_process_pipeline: summary(a), daemon_http: summary(b), ratio_p50: r3(pct(b, 50) / pct(a, 50)), target: 1.2 };
+  return { rounds, requests_per_round: N, http_client: values.client, levels, in_process_pipeline: summary(a), daemon_http: summary(b), ratio_p50: r3(pct(b, 50) / pct(a, 50)), target: 1.2 };
 }
 
 if (values['raw-child']) {
@@ -427,6 +462,7 @@ const out = {
   machine: { cores, cpu: cpus()[0]?.model, node: process.version, memory_allocator: memoryAllocator() },
   pack: values.pack,
   requests_per_measurement: N,
+  http_client: values.client,
   detector_input_sizes: SIZES,
   floor,
   http: layouts,
