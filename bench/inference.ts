@@ -10,6 +10,7 @@
  * Layouts: auto, or WORKERSxTHREADS[xJOBS per worker] (3x1 = the earlier auto without its lone-job sessions).
  * Usage: npx tsx bench/inference.ts [--requests 60] [--layouts auto,3x1,2x1,2x1x2,2x2] [--only paired|single]
  *   [--client socket|http] (the HTTP clients: bench/keepAliveClient.ts, default, or node:http with a keep-alive agent)
+ *   [--warmup 3000] (requests the paired comparison sends the daemon before its first round)
  *   (every process on jemalloc as the daemon runs; BENCH_MALLOC=glibc for glibc's malloc)
  *   -> prints JSON, writes bench/results/inference.json
  */
@@ -48,7 +49,7 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '60' }, pack: { type: 'string', default: 'edge_s' }, layouts: { type: 'string', default: 'auto,3x1,2x1,2x1x2,2x2,1x2' },
     'raw-child': { type: 'string' }, rounds: { type: 'string', default: '5' }, 'models-dir': { type: 'string' },
     'daemon-child': { type: 'string' }, levels: { type: 'string' }, 'paired-layout': { type: 'string', default: 'auto' }, 'daemon-cpu-prof': { type: 'string' }, only: { type: 'string' },
-    client: { type: 'string', default: 'socket' },
+    client: { type: 'string', default: 'socket' }, warmup: { type: 'string', default: '3000' },
   },
 });
 const N = Number(values.requests);
@@ -358,8 +359,11 @@ async function rawThroughput(modelsDir: string, processes: number, threads: numb
 async function paired(modelsDir: string, rounds: number, threads: number) {
   const d = await daemonProcess(modelsDir, values['paired-layout']!);
   const raw = await rawPipelines(modelsDir, 2, threads, d.optimization);
-  // Every worker warm (its JIT, its first decodes) before the first round: 4 clients, 24 requests.
-  await concurrentRun(d, '/v1/embeddings', 4, 24);
+  // Both warm before the first round, as a daemon runs on a site: V8 optimises the event loop's HTTP path
+  // over the first few thousand requests (its CPU per photo falls from ~1.5 to ~1.1 ms between requests
+  // 1,000 and 5,000); the raw pipeline's few hot functions are optimised within its first round.
+  await concurrentRun(d, '/v1/embeddings', 4, Number(values.warmup));
+  for (let i = 0; i < 2; i++) await raw.round();
   const pairs: { daemon: number; raw: number; ratio: number; alone_share: number; daemon_cpu_ms_per_photo: number; client_cpu_ms_per_photo: number; raw_cpu_ms_per_photo: number; cpu_efficiency_ratio: number; daemon_cpu_ms_per_photo_by_thread: Record<string, number>; raw_cpu_ms_per_photo_by_thread: Record<string, number> }[] = [];
   try {
     for (let r = 0; r < rounds; r++) {
@@ -379,7 +383,7 @@ async function paired(modelsDir: string, rounds: number, threads: number) {
   const ratios = pairs.map((p) => p.ratio);
   const eff = pairs.map((p) => p.cpu_efficiency_ratio);
   return {
-    daemon_layout: values['paired-layout'], http_client: values.client, raw_threads_per_process: threads, daemon_optimization: d.optimization, raw_optimization: raw.levels,
+    daemon_layout: values['paired-layout'], http_client: values.client, daemon_warmup_requests: Number(values.warmup), raw_warmup_rounds: 2, raw_threads_per_process: threads, daemon_optimization: d.optimization, raw_optimization: raw.levels,
     rounds: pairs, median_ratio: pct(ratios, 50), min_ratio: Math.min(...ratios), max_ratio: Math.max(...ratios),
     // Raw CPU per photo / daemon CPU per photo (the daemon's process only, not the bench's HTTP clients):
     // the throughput ratio the daemon would reach on an idle box where both keep every core busy; robust
