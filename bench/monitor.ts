@@ -54,6 +54,9 @@ const { values } = parseArgs({
     // The monitors' confirm_frames: the product default (3) unless given; the goal's latency is from the
     // confirming frame's arrival to its person_enter (delay_from_decode_ms).
     'confirm-frames': { type: 'string', default: '3' },
+    // Each monitor's event ring (the product default is 1000): the rings hold the events of the whole run
+    // for the latency figures and grow the event loop's heap until full (~450 events per monitor per 30 min).
+    'event-buffer-size': { type: 'string', default: '10000' },
     // Extra [monitors] / [inference] settings for a comparison run, e.g. "monitors.reidentify_interval_seconds=0,
     // monitors.trim_letterbox=false,inference.intra_op_threads=1" (default: the product defaults).
     set: { type: 'string', default: '' },
@@ -125,7 +128,7 @@ async function createMonitors(d: TestDaemon, n: number, url: string | ((i: numbe
   const ids = Array.from({ length: n }, (_, i) => `bench${i + 1}`);
   for (const [i, id] of ids.entries()) {
     const r = await call(d, 'POST', '/v1/monitors', {
-      id, name: id, source: { url: typeof url === 'string' ? url : url(i) }, collection_id: 'bench', inference_fps: inferenceFps, event_buffer_size: 10000,
+      id, name: id, source: { url: typeof url === 'string' ? url : url(i) }, collection_id: 'bench', inference_fps: inferenceFps, event_buffer_size: Number(values['event-buffer-size']),
       event_policy: { confirm_frames: CONFIRM, absence_timeout_seconds: 1, cooldown_seconds: 0 },
     });
     if (r.status !== 201) throw new Error(JSON.stringify(r.json));
@@ -402,7 +405,7 @@ const out = {
   at: new Date().toISOString(),
   machine: { cpus: cpus().length, model: cpus()[0]?.model, uv_threadpool_size: process.env.UV_THREADPOOL_SIZE, memory_allocator: memoryAllocator(), load_average_at_end: loadavg().map(r1) },
   stream: { width: W, height: H, fps: FPS, codec: 'H.264 (x264 ultrafast, zerolatency, 4 Mbit/s)', loop: `${EMPTY_S} s empty, ${FACE_S} s face` },
-  settings: values.set || 'defaults', settle_seconds: Number(values['settle-seconds']), inference_fps: INFER_FPS, confirm_frames: CONFIRM, duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
+  settings: values.set || 'defaults', settle_seconds: Number(values['settle-seconds']), inference_fps: INFER_FPS, confirm_frames: CONFIRM, event_buffer_size: Number(values['event-buffer-size']), duration_s: DURATION_S, decode_seconds: DECODE_S, results, capacity,
   streams_sustained: capacity.filter((c) => c.sustained && c.phases === 'locked').reduce((m, c) => Math.max(m, c.streams), 0),
   streams_per_core: r1(capacity.filter((c) => c.sustained && c.phases === 'locked').reduce((m, c) => Math.max(m, c.streams), 0) / cpus().length),
   streams_sustained_independent: capacity.filter((c) => c.sustained && c.phases === 'independent').reduce((m, c) => Math.max(m, c.streams), 0),
