@@ -225,10 +225,13 @@ async function concurrentRun(d: DaemonProcess, path: string, concurrency: number
   const th0 = threadCpuSeconds(d.pid);
   const b0 = process.cpuUsage();
   const t = performance.now();
-  await Promise.all(callers.map(async (c) => { while (next++ < total) await c.call(); }));
+  try {
+    await Promise.all(callers.map(async (c) => { while (next++ < total) await c.call(); }));
+  } finally {
+    for (const c of callers) c.close();
+  }
   const wall = (performance.now() - t) / 1000;
   const b = process.cpuUsage(b0);
-  for (const c of callers) c.close();
   const alone = (await aloneJobs(d)) - alone0;
   return {
     rps: r3(total / wall),
@@ -243,9 +246,10 @@ async function concurrentRun(d: DaemonProcess, path: string, concurrency: number
 
 async function httpRun(modelsDir: string, layout: string) {
   const d = await daemonProcess(modelsDir, layout);
-  const detectCaller = await openCaller(d.url, '/v1/detect');
-  const embedCaller = await openCaller(d.url);
   try {
+    // Closed with the daemon if a call fails.
+    const detectCaller = await openCaller(d.url, '/v1/detect');
+    const embedCaller = await openCaller(d.url);
     for (let i = 0; i < 5; i++) await detectCaller.call();
     const detect = await timeIt(N, detectCaller.call);
     const embeddings = await timeIt(N, embedCaller.call);

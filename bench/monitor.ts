@@ -304,6 +304,8 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
   const secs = wallMs / 1000;
   const half = Math.floor(rss.length / 2);
   const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  // One average per minute (12 samples of 5 s), in MB.
+  const perMinuteMb = (xs: number[]) => Array.from({ length: Math.ceil(xs.length / 12) }, (_, i) => mb(avg(xs.slice(i * 12, i * 12 + 12))));
   return {
     ...decode,
     cpu_percent: r1(((c.user + c.system) / 1000 / wallMs) * 100),
@@ -327,13 +329,13 @@ async function runFor(n: number, d: TestDaemon, url: string, marks: number[], se
       start: mb(rss[0]!), end: mb(rss[rss.length - 1]!), min: mb(Math.min(...rss)), max: mb(Math.max(...rss)),
       first_half_avg: mb(avg(rss.slice(0, half))), second_half_avg: mb(avg(rss.slice(half))), samples: rss.length,
       // One average per minute (12 samples): tells a warm-up that levels off from a steady climb.
-      per_minute_avg: Array.from({ length: Math.ceil(rss.length / 12) }, (_, i) => mb(avg(rss.slice(i * 12, i * 12 + 12)))),
+      per_minute_avg: perMinuteMb(rss),
       // Over the run's last ten minutes (null for a shorter run).
       growth_last_10_min_mb_per_10_min: mbOrNull(growthPer10Min(rss, 5)),
       anon_growth_last_10_min_mb_per_10_min: mbOrNull(growthPer10Min(anon, 5)),
-      anon_per_minute_avg: Array.from({ length: Math.ceil(anon.length / 12) }, (_, i) => mb(avg(anon.slice(i * 12, i * 12 + 12)))),
-      main_heap_used_per_minute_avg: Array.from({ length: Math.ceil(heap.length / 12) }, (_, i) => mb(avg(heap.slice(i * 12, i * 12 + 12)))),
-      main_external_per_minute_avg: Array.from({ length: Math.ceil(external.length / 12) }, (_, i) => mb(avg(external.slice(i * 12, i * 12 + 12)))),
+      anon_per_minute_avg: perMinuteMb(anon),
+      main_heap_used_per_minute_avg: perMinuteMb(heap),
+      main_external_per_minute_avg: perMinuteMb(external),
     },
     duration_s: r1(secs),
   };

@@ -10,13 +10,6 @@ const DIGEST_BYTES = 32;
 
 interface KeyRow { id: number; salt: Buffer; digest: Buffer }
 
-/**
- * The active key per connection as read at `version` (PRAGMA data_version, which moves when another
- * connection commits, such as a `vigil` command's). This connection's own writes to api_keys are only
- * ensureKey's, which drop the entry, whichever store made them.
- */
-const activeByConnection = new WeakMap<Db, { version: number; row: KeyRow | null }>();
-
 /** How many rejected keys are remembered (as keyed hashes) so that trying one again costs no scrypt. */
 const REJECTED_CACHE = 4096;
 
@@ -37,11 +30,9 @@ export class ApiKeyStore {
   scryptVerifications = 0;
 
   private readonly activeStmt: Database.Statement<[], unknown>;
-  private readonly versionStmt: Database.Statement<[], unknown>;
 
   constructor(private readonly db: Db) {
     this.activeStmt = db.prepare('SELECT id, salt, digest FROM api_keys WHERE active = 1 ORDER BY id DESC LIMIT 1');
-    this.versionStmt = db.prepare('PRAGMA data_version').pluck();
   }
 
   /** Makes `key` the active key. The same key again is a no-op; a different one rotates atomically. */
@@ -57,7 +48,6 @@ export class ApiKeyStore {
       this.db.prepare('UPDATE api_keys SET active = 0 WHERE active = 1').run();
       return Number(this.db.prepare('INSERT INTO api_keys (label, salt, digest, active, created_at) VALUES (?, ?, ?, 1, ?)').run(label, salt, digest, new Date().toISOString()).lastInsertRowid);
     })();
-    activeByConnection.delete(this.db);
     this.remember(id, key);
     return active ? 'rotated' : 'created';
   }
@@ -108,14 +98,7 @@ export class ApiKeyStore {
     return timingSafeEqual(scryptSync(key, row.salt, DIGEST_BYTES, PARAMS), row.digest);
   }
 
-  /** The active key row; read again only when the database changed (every request asks). */
   private activeKey(): KeyRow | null {
-    const version = this.versionStmt.get() as number;
-    let active = activeByConnection.get(this.db);
-    if (active?.version !== version) {
-      active = { version, row: (this.activeStmt.get() as KeyRow | undefined) ?? null };
-      activeByConnection.set(this.db, active);
-    }
-    return active.row;
+    return (this.activeStmt.get() as KeyRow | undefined) ?? null;
   }
 }
