@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiError, errorCatalogue, Errors, OperatorError, VigilError } from '../../src/contract/errors.js';
-import { errorTable, withErrorTable } from '../../scripts/error-table.js';
+import { ERROR_TABLE_PAGE, errorTable, withErrorTable } from '../../scripts/error-table.js';
 import { REPO } from '../helpers/shared.js';
 
 test('every code is defined once, with a status and a meaning', (t) => {
@@ -19,7 +19,10 @@ test('every code is defined once, with a status and a meaning', (t) => {
 test('makers build the catalogued code and status; operator errors are not API errors', (t) => {
   const e = Errors.collectionNotFound('staff');
   t.true(e instanceof ApiError);
-  t.deepEqual([e.status, e.code, e.message, e.details], [404, 'collection_not_found', "Collection 'staff' was not found.", {}]);
+  t.deepEqual(
+    [e.status, e.code, e.message, e.details],
+    [404, 'collection_not_found', "Collection 'staff' was not found.", {}],
+  );
   t.deepEqual(Errors.unauthorized('A valid Bearer API key is required.').headers, { 'WWW-Authenticate': 'Bearer' });
   const face = Errors.faceNotFound({ faceId: 'f1' });
   t.deepEqual([face.status, face.code], [404, 'face_not_found'], 'an unknown face sample');
@@ -34,12 +37,21 @@ test('makers build the catalogued code and status; operator errors are not API e
 test('errors are only made by the catalogue', (t) => {
   t.throws(() => new (ApiError as any)(Symbol('forged'), 400, 'made_up', 'x', {}, {}), { instanceOf: TypeError });
   // No module outside the catalogue constructs an error with its own code.
-  const hits = execFileSync('grep', ['-rln', '--include=*.ts', 'new ApiError\\|new OperatorError\\|new VigilError', join(REPO, 'src')], { encoding: 'utf8' }).trim().split('\n');
-  t.deepEqual(hits.map((h) => h.slice(REPO.length + 1)), ['src/contract/errors.ts']);
+  const hits = execFileSync(
+    'grep',
+    ['-rln', '--include=*.ts', 'new ApiError\\|new OperatorError\\|new VigilError', join(REPO, 'src')],
+    { encoding: 'utf8' },
+  )
+    .trim()
+    .split('\n');
+  t.deepEqual(
+    hits.map((h) => h.slice(REPO.length + 1)),
+    ['src/contract/errors.ts'],
+  );
 });
 
-test("the README's error table is the generated one", (t) => {
-  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-  t.true(readme.includes(errorTable()), 'run npm run docs:errors');
-  t.is(withErrorTable(readme), readme);
+test("docs/api.md's error table is the generated one", (t) => {
+  const page = readFileSync(join(REPO, ERROR_TABLE_PAGE), 'utf8');
+  t.true(page.includes(errorTable()), 'run npm run docs:errors');
+  t.is(withErrorTable(page), page);
 });
