@@ -11,7 +11,7 @@ fi
 # HOST=0.0.0.0 (make run HOST=0.0.0.0) listens on the LAN; PORT=… another port.
 if [ -n "${HOST:-}" ]; then export VIGIL_HOST=$HOST; fi
 if [ -n "${PORT:-}" ]; then export VIGIL_PORT=$PORT; fi
-# Each RTSP monitor parks one GStreamer pull in libuv's pool, which inference shares (README: Monitors).
+# Each RTSP monitor parks one GStreamer pull in libuv's pool, which inference shares (docs/operations/systemd.md).
 export UV_THREADPOOL_SIZE=${UV_THREADPOOL_SIZE:-16}
 # jemalloc instead of glibc's malloc when it is installed, as in the systemd unit (src/system/allocator.ts).
 for dir in /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib; do

@@ -7,6 +7,6 @@
  * collected against the old generation's limit, which after the first full collection was ~62 MB: from
  * then on a full mark-compact (~90 ms of CPU over 40 MB) started every 0.5-3 s under four clients, 1.3 ms
  * of CPU per photo (bench/inference.ts with --trace-gc-nvp). With the limit at least 128 MB, two in the
- * same run. The heap may then grow to about that before it is collected (README "Throughput").
+ * same run. The heap may then grow to about that before it is collected (docs/development/decisions.md, "Inference").
  */
 export const DAEMON_NODE_FLAGS = ['--initial-old-space-size=128'] as const;
