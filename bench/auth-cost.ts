@@ -25,5 +25,16 @@ async function perCall(fn: (i: number) => Promise<unknown>, n: number, warmup = 
 const wrong = await perCall((i) => started.verify(`wrong-key-${i}-0123456789abcdef`), 20_000);
 const right = await perCall(() => started.verify(KEY), 20_000);
 const scryptOne = await perCall((i) => cold.verify(`another-wrong-${i}-0123456789`), 20, 2);
-console.log(JSON.stringify({ wrong_key_us: Math.round(wrong * 10) / 10, right_key_us: Math.round(right * 10) / 10, scrypt_wrong_key_us_before: Math.round(scryptOne), scrypt_runs_on_fast_path: started.scryptVerifications }, null, 2));
+console.log(
+  JSON.stringify(
+    {
+      wrong_key_us: Math.round(wrong * 10) / 10,
+      right_key_us: Math.round(right * 10) / 10,
+      scrypt_wrong_key_us_before: Math.round(scryptOne),
+      scrypt_runs_on_fast_path: started.scryptVerifications,
+    },
+    null,
+    2,
+  ),
+);
 opened.close();

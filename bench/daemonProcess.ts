@@ -11,7 +11,8 @@ export function rerunAsDaemon(opts: { nodeFlags?: readonly string[]; env?: NodeJ
   if (process.env.VIGIL_BENCH_STARTED) return;
   const env = { ...process.env, ...opts.env, VIGIL_BENCH_STARTED: '1' };
   const r = spawnSync(process.execPath, [...(opts.nodeFlags ?? []), ...process.execArgv, ...process.argv.slice(1)], {
-    stdio: 'inherit', env: process.env.BENCH_MALLOC === 'glibc' ? env : withDaemonAllocator(env),
+    stdio: 'inherit',
+    env: process.env.BENCH_MALLOC === 'glibc' ? env : withDaemonAllocator(env),
   });
   process.exit(r.status ?? 1);
 }

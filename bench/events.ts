@@ -70,7 +70,13 @@ if (process.argv.includes('--observe')) {
 }
 
 async function main() {
-  const { values } = parseArgs({ options: { rates: { type: 'string', default: '10,50,200' }, seconds: { type: 'string', default: '10' }, monitors: { type: 'string', default: '4' } } });
+  const { values } = parseArgs({
+    options: {
+      rates: { type: 'string', default: '10,50,200' },
+      seconds: { type: 'string', default: '10' },
+      monitors: { type: 'string', default: '4' },
+    },
+  });
   const RATES = values.rates.split(',').map(Number);
   const STEP_S = Number(values.seconds);
   const N = Number(values.monitors);
@@ -87,16 +93,25 @@ async function main() {
   };
   const dirBytes = (dir: string): number => {
     let n = 0;
-    for (const e of readdirSync(dir, { withFileTypes: true })) n += e.isDirectory() ? dirBytes(join(dir, e.name)) : statSync(join(dir, e.name)).size;
+    for (const e of readdirSync(dir, { withFileTypes: true }))
+      n += e.isDirectory() ? dirBytes(join(dir, e.name)) : statSync(join(dir, e.name)).size;
     return n;
   };
 
   const [frames, broker] = await Promise.all([
-    renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 4 }, { image: null, seconds: 4 }], { width: 960, height: 540, fps: 10 }),
+    renderScenario(
+      [
+        { image: face('identities/obama/1.jpg'), seconds: 4 },
+        { image: null, seconds: 4 },
+      ],
+      { width: 960, height: 540, fps: 10 },
+    ),
     startMosquitto(),
   ]);
   const rtsp = await startRtspServer({ frames, fps: 10 });
-  const observer: ChildProcess = fork(fileURLToPath(import.meta.url), ['--observe', broker.url], { execArgv: ['--import', 'tsx'] });
+  const observer: ChildProcess = fork(fileURLToPath(import.meta.url), ['--observe', broker.url], {
+    execArgv: ['--import', 'tsx'],
+  });
   const arrivals = new Map<string, { mqtt?: number; hook?: number }>();
   const receiverPort = await new Promise<number>((resolve) => {
     observer.on('message', (m: Arrival[] | { port: number }) => {
@@ -120,24 +135,51 @@ async function main() {
     const ids = Array.from({ length: N }, (_, i) => `cam${i + 1}`);
     for (const id of ids) {
       const r = await call(d, 'POST', '/v1/monitors', {
-        id, name: id, source: { url: rtsp.url() }, collection_id: 'staff', inference_fps: 2, event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0 },
+        id,
+        name: id,
+        source: { url: rtsp.url() },
+        collection_id: 'staff',
+        inference_fps: 2,
+        event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0 },
       });
       if (r.status !== 201) throw new Error(JSON.stringify(r.json));
     }
-    await waitFor('monitors running', async () => {
-      const s = await Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
-      return s.every((x) => x.status === 'running' && x.inference.processed_frames > 2) ? true : undefined;
-    }, 60_000, 500);
+    await waitFor(
+      'monitors running',
+      async () => {
+        const s = await Promise.all(
+          ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state),
+        );
+        return s.every((x) => x.status === 'running' && x.inference.processed_frames > 2) ? true : undefined;
+      },
+      60_000,
+      500,
+    );
 
     // One real frame for every synthetic event: the face photo on a 960x540 canvas, as raw RGB.
-    const W = 960, H = 540;
+    const W = 960,
+      H = 540;
     const photo = await sharp(face('identities/biden/1.jpg')).resize(300, 300, { fit: 'cover' }).toBuffer();
-    const rgb = await sharp({ create: { width: W, height: H, channels: 3, background: { r: 40, g: 40, b: 40 } } }).composite([{ input: photo, left: 330, top: 120 }]).raw().toBuffer();
+    const rgb = await sharp({ create: { width: W, height: H, channels: 3, background: { r: 40, g: 40, b: 40 } } })
+      .composite([{ input: photo, left: 330, top: 120 }])
+      .raw()
+      .toBuffer();
     const frame = { data: new Uint8Array(rgb.buffer, rgb.byteOffset, rgb.length), width: W, height: H };
     const box = { x: 400, y: 170, width: 160, height: 200 };
     const faceObs = {
-      bbox: { pixels: box, normalized: { left: box.x / W, top: box.y / H, width: box.width / W, height: box.height / H } },
-      landmarks: [[440, 240], [520, 240], [480, 280], [450, 320], [510, 320]], detection_score: 0.9, quality: { score: 0.8, sharpness: 0.7, brightness: 0.5, pose: 0.9 },
+      bbox: {
+        pixels: box,
+        normalized: { left: box.x / W, top: box.y / H, width: box.width / W, height: box.height / H },
+      },
+      landmarks: [
+        [440, 240],
+        [520, 240],
+        [480, 280],
+        [450, 320],
+        [510, 320],
+      ],
+      detection_score: 0.9,
+      quality: { score: 0.8, sharpness: 0.7, brightness: 0.5, pose: 0.9 },
     };
     const epoch = randomUUID();
     const seq = new Map<string, number>();
@@ -148,8 +190,18 @@ async function main() {
       seq.set(monitorId, s);
       const enter = i % 2 === 0;
       const e: MonitorEventT = {
-        id, sequence: s, type: enter ? 'person_enter' : 'person_exit', monitor_id: monitorId, stream_epoch: epoch, occurred_at: new Date().toISOString(),
-        track_id: `bench-${Math.floor(i / 2)}`, person: { id: 'biden', name: 'Joe Biden', external_id: null }, similarity: 0.62, threshold: 0.41, matched_face_id: null, face: faceObs,
+        id,
+        sequence: s,
+        type: enter ? 'person_enter' : 'person_exit',
+        monitor_id: monitorId,
+        stream_epoch: epoch,
+        occurred_at: new Date().toISOString(),
+        track_id: `bench-${Math.floor(i / 2)}`,
+        person: { id: 'biden', name: 'Joe Biden', external_id: null },
+        similarity: 0.62,
+        threshold: 0.41,
+        matched_face_id: null,
+        face: faceObs,
       };
       pushed.set(id, now());
       history.event(e, { collectionId: 'staff', frame });
@@ -167,21 +219,27 @@ async function main() {
     };
     const diskNow = () => {
       d.runtime.db.db.pragma('wal_checkpoint(TRUNCATE)');
-      return { db: dirBytes(dataDir) - dirBytes(join(dataDir, 'events')), snapshots: dirBytes(join(dataDir, 'events')) };
+      return {
+        db: dirBytes(dataDir) - dirBytes(join(dataDir, 'events')),
+        snapshots: dirBytes(join(dataDir, 'events')),
+      };
     };
     await settle(20_000);
 
     // Idle baseline: the four monitors running, no synthetic events.
-    const idleT0 = performance.now(), idleC0 = cpuMs();
+    const idleT0 = performance.now(),
+      idleC0 = cpuMs();
     await sleep(5000);
     const idleCpu = (cpuMs() - idleC0) / (performance.now() - idleT0); // CPU ms per wall ms
 
     const steps = [];
     for (const rate of RATES) {
       const before = diskNow();
-      const written0 = history.counters.written, failed0 = history.counters.snapshotsFailed;
+      const written0 = history.counters.written,
+        failed0 = history.counters.snapshotsFailed;
       const stepIds = new Set<string>();
-      const t0 = performance.now(), c0 = cpuMs();
+      const t0 = performance.now(),
+        c0 = cpuMs();
       let i = 0;
       while (performance.now() - t0 < STEP_S * 1000) {
         const due = Math.floor(((performance.now() - t0) / 1000) * rate);
@@ -198,27 +256,60 @@ async function main() {
       const cpu = cpuMs() - c0 - idleCpu * (performance.now() - t0);
       await sleep(500);
       const after = diskNow();
-      const lat = (k: 'mqtt' | 'hook') => [...stepIds].map((id) => (arrivals.get(id)?.[k] ?? NaN) - pushed.get(id)!).filter(Number.isFinite);
-      const mq = lat('mqtt'), hk = lat('hook');
+      const lat = (k: 'mqtt' | 'hook') =>
+        [...stepIds].map((id) => (arrivals.get(id)?.[k] ?? NaN) - pushed.get(id)!).filter(Number.isFinite);
+      const mq = lat('mqtt'),
+        hk = lat('hook');
       const written = history.counters.written - written0;
       steps.push({
-        offered_per_s: rate, pushed: i, seconds: r1(wall / 1000), written, snapshots_failed_or_skipped: history.counters.snapshotsFailed - failed0,
-        backlog_at_end: { history: backlogAtEnd.history.pending_writes, mqtt: backlogAtEnd.mqtt.queued, webhooks: backlogAtEnd.webhooks.pending_messages },
-        drained_within_60s: settled, drain_s: r1(drainMs / 1000),
+        offered_per_s: rate,
+        pushed: i,
+        seconds: r1(wall / 1000),
+        written,
+        snapshots_failed_or_skipped: history.counters.snapshotsFailed - failed0,
+        backlog_at_end: {
+          history: backlogAtEnd.history.pending_writes,
+          mqtt: backlogAtEnd.mqtt.queued,
+          webhooks: backlogAtEnd.webhooks.pending_messages,
+        },
+        drained_within_60s: settled,
+        drain_s: r1(drainMs / 1000),
         sustained_per_s: r1(written / ((wall + (settled ? drainMs : 0)) / 1000)),
         delivered: { mqtt: mq.length, webhook: hk.length },
         added_cpu_ms_per_event: i ? Math.round((cpu / i) * 100) / 100 : null,
-        latency_ms: { broker_p50: pct(mq, 50), broker_p99: pct(mq, 99), receiver_p50: pct(hk, 50), receiver_p99: pct(hk, 99) },
-        disk_bytes_per_1000_events: { database: Math.round(((after.db - before.db) / i) * 1000), snapshots: Math.round(((after.snapshots - before.snapshots) / i) * 1000) },
+        latency_ms: {
+          broker_p50: pct(mq, 50),
+          broker_p99: pct(mq, 99),
+          receiver_p50: pct(hk, 50),
+          receiver_p99: pct(hk, 99),
+        },
+        disk_bytes_per_1000_events: {
+          database: Math.round(((after.db - before.db) / i) * 1000),
+          snapshots: Math.round(((after.snapshots - before.snapshots) / i) * 1000),
+        },
       });
       console.error(JSON.stringify(steps.at(-1)));
     }
     const status = d.runtime.events.status();
     const result = {
-      bench: 'events', at: new Date().toISOString(), monitors: N, monitor_inference_fps: 2, step_seconds: STEP_S, frame: `${W}x${H}`,
-      config: { flush_interval_ms: d.runtime.loaded.config.events.flush_interval_ms, snapshot_max_side: d.runtime.loaded.config.events.snapshot_max_side, jpeg_quality: d.runtime.loaded.config.events.jpeg_quality },
-      idle_cpu_percent_with_monitors: r1(idleCpu * 100), steps,
-      totals: { events: status.history.events, mqtt_published: status.mqtt.published, mqtt_dropped: status.mqtt.dropped },
+      bench: 'events',
+      at: new Date().toISOString(),
+      monitors: N,
+      monitor_inference_fps: 2,
+      step_seconds: STEP_S,
+      frame: `${W}x${H}`,
+      config: {
+        flush_interval_ms: d.runtime.loaded.config.events.flush_interval_ms,
+        snapshot_max_side: d.runtime.loaded.config.events.snapshot_max_side,
+        jpeg_quality: d.runtime.loaded.config.events.jpeg_quality,
+      },
+      idle_cpu_percent_with_monitors: r1(idleCpu * 100),
+      steps,
+      totals: {
+        events: status.history.events,
+        mqtt_published: status.mqtt.published,
+        mqtt_dropped: status.mqtt.dropped,
+      },
     };
     console.log(JSON.stringify(result, null, 2));
     mkdirSync(join(REPO, 'bench/results'), { recursive: true });

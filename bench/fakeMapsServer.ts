@@ -4,4 +4,6 @@ import { FakeMaps } from '../test/helpers/fakeMaps.js';
 const fake = await FakeMaps.start();
 fake.latencyMs = Number(process.env.FAKE_MAPS_LATENCY_MS ?? 20);
 process.send?.({ url: fake.url });
-process.on('disconnect', () => { void fake.close().then(() => process.exit(0)); });
+process.on('disconnect', () => {
+  void fake.close().then(() => process.exit(0));
+});

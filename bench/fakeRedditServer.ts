@@ -4,4 +4,6 @@ import { FakeReddit } from '../test/helpers/fakeReddit.js';
 const fake = await FakeReddit.start();
 fake.latencyMs = Number(process.env.FAKE_REDDIT_LATENCY_MS ?? 50);
 process.send?.({ url: fake.url, toml: fake.toml() });
-process.on('disconnect', () => { void fake.close().then(() => process.exit(0)); });
+process.on('disconnect', () => {
+  void fake.close().then(() => process.exit(0));
+});

@@ -27,8 +27,16 @@ import { REPO } from '../test/helpers/daemon.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
-const { values: args } = parseArgs({ options: { rate: { type: 'string', default: '50' }, seconds: { type: 'string', default: '10' }, outage: { type: 'string', default: '5000' } } });
-const RATE = Number(args.rate), SECONDS = Number(args.seconds), OUTAGE = Number(args.outage);
+const { values: args } = parseArgs({
+  options: {
+    rate: { type: 'string', default: '50' },
+    seconds: { type: 'string', default: '10' },
+    outage: { type: 'string', default: '5000' },
+  },
+});
+const RATE = Number(args.rate),
+  SECONDS = Number(args.seconds),
+  OUTAGE = Number(args.outage);
 const log = pino({ level: 'silent' });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
@@ -37,18 +45,37 @@ const pct = (xs: number[], p: number) => {
 };
 
 let seqNo = 0;
-const event = (): MonitorEventT => ({
-  id: randomUUID(), sequence: ++seqNo, type: 'person_enter', monitor_id: 'bench', stream_epoch: 'bench-epoch', occurred_at: new Date().toISOString(),
-  track_id: 't1', person: { id: 'obama', name: 'Barack', external_id: null }, similarity: 0.71, threshold: 0.41, matched_face_id: randomUUID(), face: null,
-} as MonitorEventT);
+const event = (): MonitorEventT =>
+  ({
+    id: randomUUID(),
+    sequence: ++seqNo,
+    type: 'person_enter',
+    monitor_id: 'bench',
+    stream_epoch: 'bench-epoch',
+    occurred_at: new Date().toISOString(),
+    track_id: 't1',
+    person: { id: 'obama', name: 'Barack', external_id: null },
+    similarity: 0.71,
+    threshold: 0.41,
+    matched_face_id: randomUUID(),
+    face: null,
+  }) as MonitorEventT;
 
 function box(boxId: string) {
   const dir = fileTempDir('vigil-bench-fe-');
   const db = openDatabase(dir, undefined, { reserveBytes: 0 });
   const store = new HistoryStore(db.db);
-  const history = new EventHistory(store, new SnapshotStore(dir, { maxSide: 640, cropMargin: 0.5, cropMaxSide: 320, quality: 80 }), {
-    flushIntervalMs: 200, snapshots: false, boxId, retention: { maxAgeDays: 0, maxEvents: 0, maxSnapshotBytes: 0, intervalMs: 3_600_000 },
-  }, log);
+  const history = new EventHistory(
+    store,
+    new SnapshotStore(dir, { maxSide: 640, cropMargin: 0.5, cropMaxSide: 320, quality: 80 }),
+    {
+      flushIntervalMs: 200,
+      snapshots: false,
+      boxId,
+      retention: { maxAgeDays: 0, maxEvents: 0, maxSnapshotBytes: 0, intervalMs: 3_600_000 },
+    },
+    log,
+  );
   history.recover();
   return { db, store, history };
 }
@@ -61,7 +88,12 @@ async function main() {
   const pg = new PgHistory(pool);
   const anchor = box('anchor');
   const fleet = box('fleet-box');
-  const forwarder = new EventForwarder(fleet.store, pg, { boxId: 'fleet-box', intervalMs: 1000, retention: { maxAgeDays: 0, maxEvents: 0, intervalMs: 3_600_000 } }, log);
+  const forwarder = new EventForwarder(
+    fleet.store,
+    pg,
+    { boxId: 'fleet-box', intervalMs: 1000, retention: { maxAgeDays: 0, maxEvents: 0, intervalMs: 3_600_000 } },
+    log,
+  );
   fleet.history.addOutput(forwarder);
   forwarder.start();
 
@@ -70,7 +102,10 @@ async function main() {
   const local: Record<'anchor' | 'fleet', number[]> = { anchor: [], fleet: [] };
   const toDb: number[] = [];
   const seqPushed = new Map<number, number>();
-  anchor.history.onFlush = (rows) => { const now = performance.now(); for (const r of rows) local.anchor.push(now - pushedAt.get(r.id)!); };
+  anchor.history.onFlush = (rows) => {
+    const now = performance.now();
+    for (const r of rows) local.anchor.push(now - pushedAt.get(r.id)!);
+  };
   fleet.history.onFlush = (rows) => {
     const now = performance.now();
     for (const r of rows) {
@@ -81,11 +116,13 @@ async function main() {
     }
   };
   forwarder.onForwarded = () => {
-    const now = performance.now(), upTo = fleet.store.forwardedSeq();
-    for (const [seq, at] of seqPushed) if (seq <= upTo) {
-      toDb.push(now - at);
-      seqPushed.delete(seq);
-    }
+    const now = performance.now(),
+      upTo = fleet.store.forwardedSeq();
+    for (const [seq, at] of seqPushed)
+      if (seq <= upTo) {
+        toDb.push(now - at);
+        seqPushed.delete(seq);
+      }
   };
   const total = Math.round(RATE * SECONDS);
   const t0 = performance.now();
@@ -110,16 +147,25 @@ async function main() {
   const backlog = forwarder.snapshot().backlog;
   cluster.startServer();
   const c0 = performance.now();
-  while (forwarder.snapshot().backlog > 0 && performance.now() - c0 < 120_000) await forwarder.run(() => forwarder.pass());
+  while (forwarder.snapshot().backlog > 0 && performance.now() - c0 < 120_000)
+    await forwarder.run(() => forwarder.pass());
   const catchUpMs = performance.now() - c0;
   const inDb = Number((await pool.query('SELECT count(*) AS n FROM events')).rows[0].n);
 
   const result = {
-    rate_per_s: RATE, events: total,
+    rate_per_s: RATE,
+    events: total,
     anchor_local_commit_ms: { p50: pct(local.anchor, 50), p99: pct(local.anchor, 99) },
     fleet_local_commit_ms: { p50: pct(local.fleet, 50), p99: pct(local.fleet, 99) },
     fleet_in_postgres_ms: { p50: pct(toDb, 50), p99: pct(toDb, 99), max: pct(toDb, 100), forwarded: toDb.length },
-    outage: { events: OUTAGE, backlog_when_down: backlog, catch_up_ms: Math.round(catchUpMs), rows_per_s: Math.round((backlog / catchUpMs) * 1000), rows_in_postgres: inDb, expected_in_postgres: total + OUTAGE },
+    outage: {
+      events: OUTAGE,
+      backlog_when_down: backlog,
+      catch_up_ms: Math.round(catchUpMs),
+      rows_per_s: Math.round((backlog / catchUpMs) * 1000),
+      rows_in_postgres: inDb,
+      expected_in_postgres: total + OUTAGE,
+    },
   };
   console.table({
     'anchor (sqlite only): event → local commit': result.anchor_local_commit_ms,

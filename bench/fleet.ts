@@ -20,8 +20,16 @@ import { call, face, form, post, REPO, startTestDaemon, type TestDaemon } from '
 import { startPostgres } from '../test/helpers/postgres.js';
 import { unitVectors } from '../test/helpers/vectors.js';
 
-const { values } = parseArgs({ options: { writes: { type: 'string', default: '200' }, registrations: { type: 'string', default: '20' }, gallery: { type: 'string', default: '100000' } } });
-const WRITES = Number(values.writes), REGS = Number(values.registrations), GALLERY = Number(values.gallery);
+const { values } = parseArgs({
+  options: {
+    writes: { type: 'string', default: '200' },
+    registrations: { type: 'string', default: '20' },
+    gallery: { type: 'string', default: '100000' },
+  },
+});
+const WRITES = Number(values.writes),
+  REGS = Number(values.registrations),
+  GALLERY = Number(values.gallery);
 
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -35,16 +43,26 @@ const agent = new Agent({ keepAliveTimeout: 1000 });
 async function importLines(d: TestDaemon, cid: string, contract: string, lines: string[], batch: number) {
   // A fresh connection per upload: never a kept-alive socket the server may be closing.
   const own = new Agent();
-  const res = await undiciFetch(`${d.url}/v1/collections/${cid}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${batch}`, {
-    method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body: lines.join('\n'), dispatcher: own,
-  });
+  const res = await undiciFetch(
+    `${d.url}/v1/collections/${cid}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${batch}`,
+    {
+      method: 'POST',
+      headers: { ...d.auth, 'content-type': 'application/x-ndjson' },
+      body: lines.join('\n'),
+      dispatcher: own,
+    },
+  );
   const last = (await res.text()).trim().split('\n').at(-1)!;
   await own.close();
   if (!last.includes('"done"')) throw new Error(last);
 }
 
 async function collection(d: TestDaemon, id: string, capacity = 1_000_000) {
-  const r = await call(d, 'POST', '/v1/collections', { id, name: id, search: { load_policy: 'eager', capacity_rows: capacity } });
+  const r = await call(d, 'POST', '/v1/collections', {
+    id,
+    name: id,
+    search: { load_policy: 'eager', capacity_rows: capacity },
+  });
   if (r.status !== 201) throw new Error(JSON.stringify(r.json));
   return r.json.collection.embedding_contract_id as string;
 }
@@ -54,7 +72,8 @@ async function writePath(d: TestDaemon, tag: string) {
   const contract = await collection(d, `w_${tag}`);
   const vs = unitVectors(WRITES, 21);
   const t0 = performance.now();
-  for (let i = 0; i < WRITES; i++) await importLines(d, `w_${tag}`, contract, [JSON.stringify({ id: `p${i}`, embeddings: [b64(vs[i]!)] })], 1);
+  for (let i = 0; i < WRITES; i++)
+    await importLines(d, `w_${tag}`, contract, [JSON.stringify({ id: `p${i}`, embeddings: [b64(vs[i]!)] })], 1);
   const single = WRITES / ((performance.now() - t0) / 1000);
   const bulkN = 10_000;
   const bulk = unitVectors(bulkN, 22).map((v, i) => JSON.stringify({ id: `b${i}`, embeddings: [b64(v)] }));
@@ -62,18 +81,37 @@ async function writePath(d: TestDaemon, tag: string) {
   // One request per 1000-person batch: a request is bounded by [server] request_timeout_seconds.
   for (let i = 0; i < bulkN; i += 1000) await importLines(d, `w_${tag}`, contract, bulk.slice(i, i + 1000), 1000);
   const bulkRate = bulkN / ((performance.now() - t1) / 1000);
-  const files = ['identities/obama/1.jpg', 'identities/obama/2.jpg', 'identities/biden/1.jpg', 'identities/biden/2.jpg', 'identities/rob_lowe/1.jpg'];
+  const files = [
+    'identities/obama/1.jpg',
+    'identities/obama/2.jpg',
+    'identities/biden/1.jpg',
+    'identities/biden/2.jpg',
+    'identities/rob_lowe/1.jpg',
+  ];
   const t2 = performance.now();
   for (let i = 0; i < REGS; i++) {
-    const r = await post(d, `/v1/collections/w_${tag}/persons`, form({ id: `r${i}`, images: [face(files[i % files.length]!)] }));
+    const r = await post(
+      d,
+      `/v1/collections/w_${tag}/persons`,
+      form({ id: `r${i}`, images: [face(files[i % files.length]!)] }),
+    );
     if (r.res.status !== 201) throw new Error(JSON.stringify(r.json));
   }
   const regs = REGS / ((performance.now() - t2) / 1000);
-  return { single_writes_per_second: Math.round(single * 10) / 10, bulk_faces_per_second: Math.round(bulkRate), image_registrations_per_second: Math.round(regs * 100) / 100 };
+  return {
+    single_writes_per_second: Math.round(single * 10) / 10,
+    bulk_faces_per_second: Math.round(bulkRate),
+    image_registrations_per_second: Math.round(regs * 100) / 100,
+  };
 }
 
 const pg = await startPostgres();
-const result: Record<string, unknown> = { writes: WRITES, registrations: REGS, gallery: GALLERY, cpus: (await import('node:os')).cpus().length };
+const result: Record<string, unknown> = {
+  writes: WRITES,
+  registrations: REGS,
+  gallery: GALLERY,
+  cpus: (await import('node:os')).cpus().length,
+};
 try {
   // Anchor: the embedded SQLite box, same process, same run.
   const solo = await startTestDaemon();
@@ -95,7 +133,9 @@ try {
     const followerB = b.runtime.fleet!.follower;
     const vs = unitVectors(WRITES, 23);
     while (!b.runtime.collections.find('prop')) await new Promise((r) => setTimeout(r, 5));
-    const lat: number[] = [], fromStart: number[] = [], ackLat: number[] = [];
+    const lat: number[] = [],
+      fromStart: number[] = [],
+      ackLat: number[] = [];
     for (let i = 0; i < WRITES; i++) {
       const want = i + 1;
       let appliedAt = 0;
@@ -120,7 +160,8 @@ try {
     result.propagation_ms = {
       after_ack_on_a: { p50: pct(lat, 50), p99: pct(lat, 99), max: pct(lat, 100) },
       from_request_start_on_a: { p50: pct(fromStart, 50), p99: pct(fromStart, 99), max: pct(fromStart, 100) },
-      a_request_latency: { p50: pct(ackLat, 50), p99: pct(ackLat, 99) }, n: lat.length,
+      a_request_latency: { p50: pct(ackLat, 50), p99: pct(ackLat, 99) },
+      n: lat.length,
     };
 
     // Cold start: a gallery of GALLERY faces, then a new box joins.
@@ -133,9 +174,19 @@ try {
         await importLines(a, 'big', gc, lines, 2000);
       } catch (e) {
         const state = await call(a, 'GET', '/v1/collections/big');
-        const probe = await undiciFetch(`${a.url}/v1/collections/big/import?embedding_contract_id=${encodeURIComponent(gc)}`, { method: 'POST', headers: { ...a.auth, 'content-type': 'application/x-ndjson' }, body: 'x', dispatcher: agent });
+        const probe = await undiciFetch(
+          `${a.url}/v1/collections/big/import?embedding_contract_id=${encodeURIComponent(gc)}`,
+          {
+            method: 'POST',
+            headers: { ...a.auth, 'content-type': 'application/x-ndjson' },
+            body: 'x',
+            dispatcher: agent,
+          },
+        );
         console.error('probe', probe.status, await probe.text());
-        console.error(`gallery load: request at ${i} failed (${String((e as Error).cause ?? e)}); collection now ${JSON.stringify({ status: state.status, faces: state.json.collection?.face_count })}`);
+        console.error(
+          `gallery load: request at ${i} failed (${String((e as Error).cause ?? e)}); collection now ${JSON.stringify({ status: state.status, faces: state.json.collection?.face_count })}`,
+        );
         throw e;
       }
     }
@@ -145,7 +196,11 @@ try {
     try {
       const r = await post(c, '/v1/collections/big/search', form({ image: face('identities/obama/3.jpg') }));
       if (r.res.status !== 200) throw new Error(JSON.stringify(r.json));
-      result.cold_start_seconds = { to_first_search: Math.round((performance.now() - t1) / 100) / 10, faces: GALLERY, note: 'includes model load + warm-up of the new daemon' };
+      result.cold_start_seconds = {
+        to_first_search: Math.round((performance.now() - t1) / 100) / 10,
+        faces: GALLERY,
+        note: 'includes model load + warm-up of the new daemon',
+      };
     } finally {
       await c.close();
     }

@@ -25,12 +25,21 @@ import { FACES } from '../test/helpers/shared.js';
 import { prng } from '../test/helpers/vectors.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
-const { values } = parseArgs({ options: {
-  faces: { type: 'string', default: '100000' }, profile: { type: 'string', default: 'fp32_v1' }, batch: { type: 'string', default: '2000' },
-  'json-faces': { type: 'string', default: '20000' }, 'fresh-vectors': { type: 'boolean', default: false },
-  keep: { type: 'string' }, restarts: { type: 'string', default: '1' }, 'skip-sqlite': { type: 'boolean', default: false },
-} });
-const N = Number(values.faces), BATCH = Number(values.batch), JSON_FACES = Number(values['json-faces']);
+const { values } = parseArgs({
+  options: {
+    faces: { type: 'string', default: '100000' },
+    profile: { type: 'string', default: 'fp32_v1' },
+    batch: { type: 'string', default: '2000' },
+    'json-faces': { type: 'string', default: '20000' },
+    'fresh-vectors': { type: 'boolean', default: false },
+    keep: { type: 'string' },
+    restarts: { type: 'string', default: '1' },
+    'skip-sqlite': { type: 'boolean', default: false },
+  },
+});
+const N = Number(values.faces),
+  BATCH = Number(values.batch),
+  JSON_FACES = Number(values['json-faces']);
 const DIM = 512;
 const KEY = 'vigil-bench-key-0123456789';
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -44,13 +53,22 @@ function rssMiB(pid: number): number {
   return Number(m![1]) / 1024;
 }
 
-function start(config: string): { child: ChildProcess; listening: Promise<{ url: string; ms: number }>; t0: number; marks: Record<string, number> } {
+function start(config: string): {
+  child: ChildProcess;
+  listening: Promise<{ url: string; ms: number }>;
+  t0: number;
+  marks: Record<string, number>;
+} {
   const marks: Record<string, number> = {};
   const t0 = performance.now();
   // BENCH_DAEMON_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"): node flags for the daemon (profiling a start).
   const nodeArgs = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // BENCH_DIST: another build's dist/ (an A/B of two commits on the same kept data dir).
-  const child = spawn(process.execPath, [...nodeArgs, join(process.env.BENCH_DIST ?? join(REPO, 'dist'), 'cli/main.js'), 'serve', '--config', config], { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [...nodeArgs, join(process.env.BENCH_DIST ?? join(REPO, 'dist'), 'cli/main.js'), 'serve', '--config', config],
+    { env: { ...process.env, VIGIL_API_KEY: KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   const listening = new Promise<{ url: string; ms: number }>((res, rej) => {
     let buf = '';
     child.stdout!.on('data', (c: Buffer) => {
@@ -62,7 +80,9 @@ function start(config: string): { child: ChildProcess; listening: Promise<{ url:
           const rec = JSON.parse(l) as { msg?: string; url?: string };
           if (rec.msg) marks[rec.msg] ??= performance.now() - t0;
           if (rec.msg === 'listening' && rec.url) res({ url: rec.url, ms: performance.now() - t0 });
-        } catch { /* not JSON */ }
+        } catch {
+          /* not JSON */
+        }
       }
     });
     child.once('exit', (code) => rej(new Error(`daemon exited ${code}`)));
@@ -123,13 +143,21 @@ function* persons(n: number, seed: number, asJson: boolean): Generator<string> {
 /** Persons per request, as `vigil gallery import` sends them (a body must arrive within request_timeout_seconds + 5 s). */
 const REQUEST_PERSONS = 20_000;
 
-async function importInto(url: string, collection: string, contract: string, n: number, asJson: boolean, daemonPid: number) {
+async function importInto(
+  url: string,
+  collection: string,
+  contract: string,
+  n: number,
+  asJson: boolean,
+  daemonPid: number,
+) {
   const gen = persons(n, asJson ? 2 : 1, asJson);
   const first = gen.next(); // makes the pool before the clock starts
   let pending: string | null = first.done ? null : first.value;
   let ended = !!first.done;
   const t = performance.now();
-  const cpu0 = processCpuSeconds(daemonPid), clientCpu0 = process.cpuUsage();
+  const cpu0 = processCpuSeconds(daemonPid),
+    clientCpu0 = process.cpuUsage();
   let faces = 0;
   while (!ended) {
     let sent = 0;
@@ -151,20 +179,34 @@ async function importInto(url: string, collection: string, contract: string, n: 
         if (ended || sent >= REQUEST_PERSONS) controller.close();
       },
     });
-    const res = await fetch(`${url}/v1/collections/${collection}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${BATCH}`, {
-      method: 'POST', headers: { ...auth, 'content-type': 'application/x-ndjson' }, body, duplex: 'half',
-    } as RequestInit);
-    const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as { type: string; faces: number });
+    const res = await fetch(
+      `${url}/v1/collections/${collection}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${BATCH}`,
+      {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/x-ndjson' },
+        body,
+        duplex: 'half',
+      } as RequestInit,
+    );
+    const lines = (await res.text())
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; faces: number });
     const last = lines.at(-1)!;
     if (last.type !== 'done') throw new Error(`import failed: ${JSON.stringify(last)}`);
     faces += last.faces;
   }
   const s = (performance.now() - t) / 1000;
   // CPU per 1000 faces (daemon: all its threads; client: this process) is robust to the load of a shared box, unlike the rate.
-  const daemonCpu = processCpuSeconds(daemonPid) - cpu0, clientCpu = process.cpuUsage(clientCpu0);
+  const daemonCpu = processCpuSeconds(daemonPid) - cpu0,
+    clientCpu = process.cpuUsage(clientCpu0);
   return {
-    faces, seconds: r1(s * 10) / 10, faces_per_second: Math.round(faces / s), persons_per_request: REQUEST_PERSONS,
-    daemon_cpu_ms_per_1000_faces: r1((daemonCpu * 1e6) / faces), client_cpu_ms_per_1000_faces: r1((clientCpu.user + clientCpu.system) / faces),
+    faces,
+    seconds: r1(s * 10) / 10,
+    faces_per_second: Math.round(faces / s),
+    persons_per_request: REQUEST_PERSONS,
+    daemon_cpu_ms_per_1000_faces: r1((daemonCpu * 1e6) / faces),
+    client_cpu_ms_per_1000_faces: r1((clientCpu.user + clientCpu.system) / faces),
     loadavg_1m_after: loadavg()[0]!,
   };
 }
@@ -200,11 +242,28 @@ async function search(url: string, collection: string) {
 const dir = values.keep ? resolve(values.keep) : fileTempDir('vigil-bench-gallery-');
 mkdirSync(dir, { recursive: true });
 const config = join(dir, 'server.toml');
-const kept = values.keep && existsSync(join(dir, 'imported.json')) ? JSON.parse(readFileSync(join(dir, 'imported.json'), 'utf8')) as Record<string, unknown> : null;
-writeFileSync(config, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
-  `models_dir = ${JSON.stringify(await modelsDirWith('edge_s'))}`, 'log_level = "info"', `max_request_bytes = ${64 * 2 ** 20}`].join('\n'));
+const kept =
+  values.keep && existsSync(join(dir, 'imported.json'))
+    ? (JSON.parse(readFileSync(join(dir, 'imported.json'), 'utf8')) as Record<string, unknown>)
+    : null;
+writeFileSync(
+  config,
+  [
+    '[server]',
+    'host = "127.0.0.1"',
+    'port = 0',
+    `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+    `models_dir = ${JSON.stringify(await modelsDirWith('edge_s'))}`,
+    'log_level = "info"',
+    `max_request_bytes = ${64 * 2 ** 20}`,
+  ].join('\n'),
+);
 try {
-  log(`gallery bench: ${N} faces, profile ${values.profile}, batches of ${BATCH} persons; load ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  log(
+    `gallery bench: ${N} faces, profile ${values.profile}, batches of ${BATCH} persons; load ${loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')}`,
+  );
   let d = start(config);
   let { url } = await d.listening;
   await ready(url);
@@ -213,20 +272,39 @@ try {
     imported = kept;
     log(`kept data dir ${dir}: ${String(kept.total)} faces imported earlier, import skipped`);
   } else {
-    const create = await fetch(`${url}/v1/collections`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'g', name: 'G', search: { profile: values.profile, capacity_rows: N + JSON_FACES, max_faces_per_person: 10, load_policy: 'eager' } }) });
-    const contract = ((await create.json()) as { collection: { embedding_contract_id: string } }).collection.embedding_contract_id;
+    const create = await fetch(`${url}/v1/collections`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        id: 'g',
+        name: 'G',
+        search: {
+          profile: values.profile,
+          capacity_rows: N + JSON_FACES,
+          max_faces_per_person: 10,
+          load_policy: 'eager',
+        },
+      }),
+    });
+    const contract = ((await create.json()) as { collection: { embedding_contract_id: string } }).collection
+      .embedding_contract_id;
     await search(url, 'g');
     await sleep(2000);
     const rssModels = rssMiB(d.child.pid!);
     log(`daemon with models and an empty collection: RSS ${rssModels.toFixed(0)} MiB`);
     const b64 = await importInto(url, 'g', contract, N, false, d.child.pid!);
-    log(`import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s; daemon CPU ${b64.daemon_cpu_ms_per_1000_faces} ms, client CPU ${b64.client_cpu_ms_per_1000_faces} ms per 1000 faces; load ${b64.loadavg_1m_after.toFixed(1)}`);
+    log(
+      `import (base64 float32): ${b64.faces} faces in ${b64.seconds} s = ${b64.faces_per_second} faces/s; daemon CPU ${b64.daemon_cpu_ms_per_1000_faces} ms, client CPU ${b64.client_cpu_ms_per_1000_faces} ms per 1000 faces; load ${b64.loadavg_1m_after.toFixed(1)}`,
+    );
     const json = JSON_FACES > 0 ? await importInto(url, 'g', contract, JSON_FACES, true, d.child.pid!) : null;
     if (json) log(`import (JSON numbers): ${json.faces} faces in ${json.seconds} s = ${json.faces_per_second} faces/s`);
     imported = { total: N + (json?.faces ?? 0), b64, json, rssModels, loadavg_during_import: loadavg() };
     if (values.keep) writeFileSync(join(dir, 'imported.json'), JSON.stringify(imported));
   }
-  const total = imported.total as number, b64 = imported.b64, json = imported.json as { faces: number } | null, rssModels = imported.rssModels as number;
+  const total = imported.total as number,
+    b64 = imported.b64,
+    json = imported.json as { faces: number } | null,
+    rssModels = imported.rssModels as number;
   await search(url, 'g');
   await sleep(3000);
   const rssLoaded = rssMiB(d.child.pid!);
@@ -248,14 +326,22 @@ try {
     const marks = d.marks;
     await stop(d.child);
     return {
-      port_open_ms: Math.round(listen.ms), first_search_done_ms: Math.round(firstSearchMs), health_ready_ms: Math.round(readyMs),
-      integrity_check_done_ms: Math.round(marks['database integrity check passed'] ?? -1), indexes_loaded_ms: Math.round(marks['search indexes loaded'] ?? -1), models_ready_log_ms: Math.round(marks.ready ?? -1), warm_search_ms: warm.map(Math.round), rss_mib: r1(rss),
+      port_open_ms: Math.round(listen.ms),
+      first_search_done_ms: Math.round(firstSearchMs),
+      health_ready_ms: Math.round(readyMs),
+      integrity_check_done_ms: Math.round(marks['database integrity check passed'] ?? -1),
+      indexes_loaded_ms: Math.round(marks['search indexes loaded'] ?? -1),
+      models_ready_log_ms: Math.round(marks.ready ?? -1),
+      warm_search_ms: warm.map(Math.round),
+      rss_mib: r1(rss),
     };
   };
   const snapshotRuns = [];
   for (let i = 0; i < Math.max(1, Number(values.restarts)); i++) {
     const r = await restart();
-    log(`restart from the snapshot #${i + 1}: port open ${r.port_open_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, models ready ${r.models_ready_log_ms} ms, first search done ${r.first_search_done_ms} ms; load ${loadavg()[0]!.toFixed(1)}`);
+    log(
+      `restart from the snapshot #${i + 1}: port open ${r.port_open_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, models ready ${r.models_ready_log_ms} ms, first search done ${r.first_search_done_ms} ms; load ${loadavg()[0]!.toFixed(1)}`,
+    );
     snapshotRuns.push({ ...r, loadavg_1m: loadavg()[0]! });
   }
   const fromSnapshot = snapshotRuns[0]!;
@@ -266,20 +352,40 @@ try {
     fromSqlite = { ...(await restart()), loadavg_1m: loadavg()[0]! };
   }
   const rssRestart = fromSnapshot.rss_mib;
-  const bytesPer = { fp32_v1: 4, fp16_v1: 2, bf16_v1: 2, int8_x736_v1: 1, int8_x1000_v1: 1 }[values.profile as 'fp32_v1'] ?? 4;
+  const bytesPer =
+    { fp32_v1: 4, fp16_v1: 2, bf16_v1: 2, int8_x736_v1: 1, int8_x1000_v1: 1 }[values.profile as 'fp32_v1'] ?? 4;
   const rawMiB = (total * DIM * bytesPer) / 2 ** 20;
   const out = {
-    bench: 'gallery', at: new Date().toISOString(), faces: total, profile: values.profile, batch_persons: BATCH, loadavg: loadavg(),
-    import_base64: b64, import_json_numbers: json,
-    rss_models_empty_mib: r1(rssModels), rss_after_import_mib: r1(rssLoaded), rss_after_restart_mib: r1(rssRestart), raw_vector_mib: r1(rawMiB),
+    bench: 'gallery',
+    at: new Date().toISOString(),
+    faces: total,
+    profile: values.profile,
+    batch_persons: BATCH,
+    loadavg: loadavg(),
+    import_base64: b64,
+    import_json_numbers: json,
+    rss_models_empty_mib: r1(rssModels),
+    rss_after_import_mib: r1(rssLoaded),
+    rss_after_restart_mib: r1(rssRestart),
+    raw_vector_mib: r1(rawMiB),
     rss_ratio_after_restart: r1(((rssRestart - rssModels) / rawMiB) * 100) / 100,
     rss_ratio_after_sqlite_restart: r1(((fromSqlite.rss_mib - rssModels) / rawMiB) * 100) / 100,
-    restart_from_snapshot: fromSnapshot, restart_from_snapshot_runs: snapshotRuns, restart_from_sqlite: values['skip-sqlite'] ? null : fromSqlite, kept_data_dir: values.keep ?? null,
+    restart_from_snapshot: fromSnapshot,
+    restart_from_snapshot_runs: snapshotRuns,
+    restart_from_sqlite: values['skip-sqlite'] ? null : fromSqlite,
+    kept_data_dir: values.keep ?? null,
   };
-  for (const [name, r] of [['snapshot', fromSnapshot], ['SQLite', fromSqlite]] as const) {
-    log(`restart (${name}): port open ${r.port_open_ms} ms, first search done ${r.first_search_done_ms} ms, health ready ${r.health_ready_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, quick_check done ${r.integrity_check_done_ms} ms (warm ${r.warm_search_ms.join('/')} ms), RSS ${r.rss_mib} MiB, connection resets while starting ${startupResets}`);
+  for (const [name, r] of [
+    ['snapshot', fromSnapshot],
+    ['SQLite', fromSqlite],
+  ] as const) {
+    log(
+      `restart (${name}): port open ${r.port_open_ms} ms, first search done ${r.first_search_done_ms} ms, health ready ${r.health_ready_ms} ms, indexes loaded ${r.indexes_loaded_ms} ms, quick_check done ${r.integrity_check_done_ms} ms (warm ${r.warm_search_ms.join('/')} ms), RSS ${r.rss_mib} MiB, connection resets while starting ${startupResets}`,
+    );
   }
-  log(`RSS: models ${out.rss_models_empty_mib} MiB, after import ${out.rss_after_import_mib} MiB, after restart ${out.rss_after_restart_mib} MiB; raw vectors ${out.raw_vector_mib} MiB -> (RSS - models) / raw = ${out.rss_ratio_after_restart}`);
+  log(
+    `RSS: models ${out.rss_models_empty_mib} MiB, after import ${out.rss_after_import_mib} MiB, after restart ${out.rss_after_restart_mib} MiB; raw vectors ${out.raw_vector_mib} MiB -> (RSS - models) / raw = ${out.rss_ratio_after_restart}`,
+  );
   mkdirSync(join(REPO, 'bench/results'), { recursive: true });
   writeFileSync(join(REPO, `bench/results/gallery-${N}.json`), JSON.stringify(out, null, 2));
 } finally {

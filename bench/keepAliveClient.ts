@@ -8,11 +8,20 @@
  */
 import net from 'node:net';
 
-export interface KeepAliveResponse { status: number; body: Buffer }
+export interface KeepAliveResponse {
+  status: number;
+  body: Buffer;
+}
 
 /** The bytes of one POST: request line, headers (Host and Content-Length added) and body. */
 export function postRequest(url: URL, path: string, headers: Record<string, string>, body: Buffer): Buffer {
-  const lines = [`POST ${path} HTTP/1.1`, `Host: ${url.host}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.length}`, 'Connection: keep-alive'];
+  const lines = [
+    `POST ${path} HTTP/1.1`,
+    `Host: ${url.host}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${body.length}`,
+    'Connection: keep-alive',
+  ];
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'latin1'), body]);
 }
 

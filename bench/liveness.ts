@@ -23,20 +23,40 @@ import { loadInstalledPack } from '../src/models/installed.js';
 import { installPack } from '../src/models/installer.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
-const { values } = parseArgs({ options: { iterations: { type: 'string', default: '200' }, requests: { type: 'string', default: '60' } } });
-const N = Number(values.iterations), R = Number(values.requests);
+const { values } = parseArgs({
+  options: { iterations: { type: 'string', default: '200' }, requests: { type: 'string', default: '60' } },
+});
+const N = Number(values.iterations),
+  R = Number(values.requests);
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
 const MIRROR = join(SHARED, 'models');
-const FACES = ['liveness/live_T1.jpg', 'liveness/spoof_print_F1.jpg', 'identities/obama/1.jpg', 'groups/t1_friends.jpg'];
+const FACES = [
+  'liveness/live_T1.jpg',
+  'liveness/spoof_print_F1.jpg',
+  'identities/obama/1.jpg',
+  'groups/t1_friends.jpg',
+];
 const KEY = 'bench-key-0123456789abcdef';
 const quiet = new Writable({ write: (_c, _e, cb) => cb() });
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const r3 = (v: number) => Math.round(v * 1000) / 1000;
-const summary = (xs: number[]) => ({ p50_ms: r3(pct(xs, 50)), p95_ms: r3(pct(xs, 95)), mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length), n: xs.length });
+const summary = (xs: number[]) => ({
+  p50_ms: r3(pct(xs, 50)),
+  p95_ms: r3(pct(xs, 95)),
+  mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length),
+  n: xs.length,
+});
 
 const modelsDir = fileTempDir('vigil-bench-live-');
-await installPack({ packId: 'edge_s', modelsDir, mirror: MIRROR, acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
+await installPack({
+  packId: 'edge_s',
+  modelsDir,
+  mirror: MIRROR,
+  acceptLicense: true,
+  io: { stdout: quiet, stderr: quiet } as never,
+});
 await installLiveness({ modelsDir, mirror: MIRROR });
 const catalog = await loadCatalog();
 const liveness = await requireLiveness(catalog, modelsDir);
@@ -46,13 +66,27 @@ const pack = await loadInstalledPack(modelsDir, 'edge_s');
 const { intraOpThreads } = resolveThreading('auto', 'auto');
 const settings = { providers: ['cpu' as const], deviceId: 0, intraOpThreads };
 const pipeline = new FacePipeline({
-  detector: { spec: pack.detector, session: (await tunedSession(pack.detector.path, settings, [1, 3, 512, 512])).session },
-  recognizer: { spec: pack.recognizer, session: (await tunedSession(pack.recognizer.path, settings, [1, 3, 112, 112])).session },
+  detector: {
+    spec: pack.detector,
+    session: (await tunedSession(pack.detector.path, settings, [1, 3, 512, 512])).session,
+  },
+  recognizer: {
+    spec: pack.recognizer,
+    session: (await tunedSession(pack.recognizer.path, settings, [1, 3, 112, 112])).session,
+  },
 });
 // The daemon's own loader: with 2+ cores the second model runs in a peer thread, overlapping the first.
 const livenessModels = await loadLivenessModels(liveness, settings, availableParallelism());
 pipeline.useLiveness(livenessModels);
-const profile = { input_sizes: [[96, 96], [512, 512]] as [number, number][], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' as const };
+const profile = {
+  input_sizes: [
+    [96, 96],
+    [512, 512],
+  ] as [number, number][],
+  threshold: 0.5,
+  nms_threshold: 0.4,
+  single_face_selection: 'largest' as const,
+};
 const perFace: number[] = [];
 let faces = 0;
 // CPU time as well as wall time: on a shared 2-core box wall time mostly measures the neighbours.
@@ -80,14 +114,21 @@ const loadAverage = (await import('node:os')).loadavg()[0];
 async function endToEnd(addons: string) {
   const dir = fileTempDir('vigil-bench-live-d-');
   const file = join(dir, 'server.toml');
-  writeFileSync(file, `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\nmodels_dir = ${JSON.stringify(modelsDir)}\nlog_level = "silent"\n[inference]\naddons = ${addons}\n`);
+  writeFileSync(
+    file,
+    `[server]\nhost = "127.0.0.1"\nport = 0\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\nmodels_dir = ${JSON.stringify(modelsDir)}\nlog_level = "silent"\n[inference]\naddons = ${addons}\n`,
+  );
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
   await d.ready;
   const image = readFileSync(join(SHARED, 'fixtures/faces/liveness/live_T1.jpg'));
   const once = async () => {
     const fd = new FormData();
     fd.append('image', new Blob([image]), 'x.jpg');
-    const res = await fetch(`${d.url}/v1/embeddings`, { method: 'POST', body: fd, headers: { Authorization: `Bearer ${KEY}` } });
+    const res = await fetch(`${d.url}/v1/embeddings`, {
+      method: 'POST',
+      body: fd,
+      headers: { Authorization: `Bearer ${KEY}` },
+    });
     if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
     await res.arrayBuffer();
   };

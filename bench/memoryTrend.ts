@@ -8,8 +8,11 @@ export function growthPer10Min(samples: readonly number[], everyS: number, windo
   const need = Math.floor(windowS / everyS) + 1;
   if (samples.length < Math.max(3, need)) return null;
   const ys = samples.slice(-need);
-  const n = ys.length, mx = (n - 1) / 2, my = ys.reduce((a, b) => a + b, 0) / n;
-  let sxy = 0, sxx = 0;
+  const n = ys.length,
+    mx = (n - 1) / 2,
+    my = ys.reduce((a, b) => a + b, 0) / n;
+  let sxy = 0,
+    sxx = 0;
   ys.forEach((y, i) => {
     sxy += (i - mx) * (y - my);
     sxx += (i - mx) ** 2;

@@ -19,8 +19,11 @@ import { REPO } from '../test/helpers/daemon.js';
 import { waitFor } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
 
-const { values } = parseArgs({ options: { cycles: { type: 'string', default: '100' }, pulls: { type: 'string', default: '200000' } } });
-const CYCLES = Number(values.cycles), PULLS = Number(values.pulls);
+const { values } = parseArgs({
+  options: { cycles: { type: 'string', default: '100' }, pulls: { type: 'string', default: '200000' } },
+});
+const CYCLES = Number(values.cycles),
+  PULLS = Number(values.pulls);
 const gc = (globalThis as { gc?: () => void }).gc;
 if (!gc) throw new Error('run with node --expose-gc');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -28,23 +31,36 @@ const mb = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
 
 type Sample = { size: number; release(): void };
 type Sink = { pull(cb: (buf: Buffer | null) => void): void; pullSample(cb: (s: Sample | null) => void): void };
-const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as { Pipeline: new (l: string) => { play(): void; dispose(): void; findChild(n: string): Sink } };
+const { Pipeline } = createRequire(import.meta.url)('gstreamer-superficial') as {
+  Pipeline: new (l: string) => { play(): void; dispose(): void; findChild(n: string): Sink };
+};
 
 /**
  * Bytes of RSS per pulled frame after a warm-up (0 when nothing leaks; noise is a few bytes): `pull` (a
  * copy per frame, upstream's API) or `pullSample` (what the frame source uses: the sample released unread).
  */
-async function bytesPerPull(api: 'pull' | 'pullSample'): Promise<{ pulls: number; rss_growth_mb: number; bytes_per_frame: number }> {
-  const p = new Pipeline('videotestsrc ! video/x-raw,format=RGB,width=16,height=16,framerate=25/1 ! appsink name=sink max-buffers=1 sync=false');
+async function bytesPerPull(
+  api: 'pull' | 'pullSample',
+): Promise<{ pulls: number; rss_growth_mb: number; bytes_per_frame: number }> {
+  const p = new Pipeline(
+    'videotestsrc ! video/x-raw,format=RGB,width=16,height=16,framerate=25/1 ! appsink name=sink max-buffers=1 sync=false',
+  );
   const sink = p.findChild('sink');
   p.play();
-  const pull = api === 'pull'
-    ? () => new Promise<void>((resolve, reject) => sink.pull((buf) => (buf ? resolve() : reject(new Error('end of stream')))))
-    : () => new Promise<void>((resolve, reject) => sink.pullSample((s) => {
-      if (!s) return reject(new Error('end of stream'));
-      s.release();
-      resolve();
-    }));
+  const pull =
+    api === 'pull'
+      ? () =>
+          new Promise<void>((resolve, reject) =>
+            sink.pull((buf) => (buf ? resolve() : reject(new Error('end of stream')))),
+          )
+      : () =>
+          new Promise<void>((resolve, reject) =>
+            sink.pullSample((s) => {
+              if (!s) return reject(new Error('end of stream'));
+              s.release();
+              resolve();
+            }),
+          );
   const warmup = 20_000;
   let base = 0;
   for (let i = 1; i <= PULLS; i++) {
@@ -68,7 +84,13 @@ const options = { pipeline: DEFAULT_MONITOR_PIPELINE, latencyMs: 100, openTimeou
 
 async function cycle(): Promise<void> {
   let n = 0;
-  const source = new GstFrameSource(server.url(), options, { caps: () => {}, frame: () => { n++; }, failed: () => {} });
+  const source = new GstFrameSource(server.url(), options, {
+    caps: () => {},
+    frame: () => {
+      n++;
+    },
+    failed: () => {},
+  });
   source.start();
   await waitFor('3 frames', async () => (n >= 3 ? true : undefined), 15_000, 10);
   source.stop();
@@ -88,13 +110,18 @@ for (let i = 1; i <= CYCLES; i++) {
 await server.stop();
 // Least-squares slope after the first sample (allocator warm-up).
 const pts = samples.slice(1);
-const mx = pts.reduce((a, p) => a + p.cycles, 0) / pts.length, my = pts.reduce((a, p) => a + p.rss_mb, 0) / pts.length;
-const slope = pts.reduce((a, p) => a + (p.cycles - mx) * (p.rss_mb - my), 0) / pts.reduce((a, p) => a + (p.cycles - mx) ** 2, 0);
+const mx = pts.reduce((a, p) => a + p.cycles, 0) / pts.length,
+  my = pts.reduce((a, p) => a + p.rss_mb, 0) / pts.length;
+const slope =
+  pts.reduce((a, p) => a + (p.cycles - mx) * (p.rss_mb - my), 0) / pts.reduce((a, p) => a + (p.cycles - mx) ** 2, 0);
 const result = {
   per_frame: perFrame,
   per_sample: perSample,
-  cycles: CYCLES, stream: '1280x720 H.264 25 fps', seconds: Math.round((performance.now() - t0) / 100) / 10,
-  rss_mb_per_reconnect: Math.round(slope * 1000) / 1000, samples,
+  cycles: CYCLES,
+  stream: '1280x720 H.264 25 fps',
+  seconds: Math.round((performance.now() - t0) / 100) / 10,
+  rss_mb_per_reconnect: Math.round(slope * 1000) / 1000,
+  samples,
 };
 console.log(JSON.stringify(result, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });

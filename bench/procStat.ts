@@ -39,7 +39,9 @@ export function threadCpuByTid(pid: number): Map<number, { name: string; seconds
     try {
       const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       out.set(Number(tid), { name: st.slice(st.indexOf('(') + 1, st.lastIndexOf(')')), seconds: statSeconds(st) });
-    } catch { /* the thread ended */ }
+    } catch {
+      /* the thread ended */
+    }
   }
   return out;
 }
@@ -56,7 +58,10 @@ export function threadRoles(pid: number): Map<number, string> | null {
   let stacks = '';
   try {
     const fd = openSync(join(dir, 'bt.txt'), 'w');
-    const r = spawnSync('gdb', ['-p', String(pid), '-batch', '-nx', '-ex', 'thread apply all bt'], { stdio: ['ignore', fd, 'ignore'], timeout: 60_000 });
+    const r = spawnSync('gdb', ['-p', String(pid), '-batch', '-nx', '-ex', 'thread apply all bt'], {
+      stdio: ['ignore', fd, 'ignore'],
+      timeout: 60_000,
+    });
     closeSync(fd);
     if (r.status !== 0) return null;
     stacks = readFileSync(join(dir, 'bt.txt'), 'utf8');
@@ -68,13 +73,22 @@ export function threadRoles(pid: number): Map<number, string> | null {
     const m = /^Thread \d+ \(Thread 0x[0-9a-f]+ \(LWP (\d+)\) "([^"]*)"\)/.exec(block);
     if (!m) continue;
     const tid = Number(m[1]);
-    roles.set(tid, tid === pid ? 'main'
-      : /Worker::Run\b/.test(block) ? 'worker thread JS'
-      : /PlatformWorkerThread|DelayedTaskScheduler/.test(block) ? 'v8 platform (GC, compile)'
-      : /threadpool\.c/.test(block) ? 'libuv pool'
-      : /libonnxruntime/.test(block) ? 'onnxruntime pool'
-      : /inspector/.test(block) ? 'inspector'
-      : m[2]!.replace(/\d+$/, '#'));
+    roles.set(
+      tid,
+      tid === pid
+        ? 'main'
+        : /Worker::Run\b/.test(block)
+          ? 'worker thread JS'
+          : /PlatformWorkerThread|DelayedTaskScheduler/.test(block)
+            ? 'v8 platform (GC, compile)'
+            : /threadpool\.c/.test(block)
+              ? 'libuv pool'
+              : /libonnxruntime/.test(block)
+                ? 'onnxruntime pool'
+                : /inspector/.test(block)
+                  ? 'inspector'
+                  : m[2]!.replace(/\d+$/, '#'),
+    );
   }
   return roles;
 }

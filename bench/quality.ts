@@ -37,9 +37,30 @@ import { getPack, loadCatalog, packFileNames } from '../src/models/catalog.js';
 import { inspectPack, loadInstalledPack } from '../src/models/installed.js';
 import { installPack } from '../src/models/installer.js';
 import {
-  contextCrop, gaussianBlur, infraredGray, jpegRecompress, lowLight, motionBlur, scaleFace, smallFaceInFrame, yawCylinder, type Probe, type RawImage,
+  contextCrop,
+  gaussianBlur,
+  infraredGray,
+  jpegRecompress,
+  lowLight,
+  motionBlur,
+  scaleFace,
+  smallFaceInFrame,
+  yawCylinder,
+  type Probe,
+  type RawImage,
 } from './quality/degradations.js';
-import { dPrime, histogram, minImpostorsFor, openSet, operatingPoint, rank1, rocAuc, summarize, tarAtFar, type OperatingPoint } from './quality/metrics.js';
+import {
+  dPrime,
+  histogram,
+  minImpostorsFor,
+  openSet,
+  operatingPoint,
+  rank1,
+  rocAuc,
+  summarize,
+  tarAtFar,
+  type OperatingPoint,
+} from './quality/metrics.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -80,26 +101,62 @@ interface Condition {
 
 const SMALL_WIDTHS = [40, 48, 56, 64];
 const base = (p: Probe) => scaleFace(p, 112);
-const keepBox = (f: (img: RawImage) => Promise<RawImage> | RawImage) => async (p: Probe): Promise<Probe> => {
-  const s = await base(p);
-  return { image: await f(s.image), box: s.box };
-};
+const keepBox =
+  (f: (img: RawImage) => Promise<RawImage> | RawImage) =>
+  async (p: Probe): Promise<Probe> => {
+    const s = await base(p);
+    return { image: await f(s.image), box: s.box };
+  };
 
 const CONDITIONS: Condition[] = [
   { name: 'clean', describe: 'original photos, all pairs' },
   { name: 'crop112', describe: 'face cut with 1 box of context, scaled to 112 px wide', make: (p) => base(p) },
-  { name: 'small_40_64', describe: 'face 40/48/56/64 px wide (cycled) centred in a 1280x720 grey frame', make: (p, i) => smallFaceInFrame(p, SMALL_WIDTHS[i % SMALL_WIDTHS.length]!) },
-  { name: 'gaussian_blur', describe: 'Gaussian blur sigma 2 px (112-px face)', make: keepBox((img) => gaussianBlur(img, 2)) },
-  { name: 'motion_blur', describe: 'horizontal motion blur, 9 px box kernel (112-px face)', make: keepBox((img) => motionBlur(img, 9)) },
-  { name: 'jpeg_q30', describe: 'JPEG quality 30, 4:2:0 (112-px face)', make: keepBox((img) => jpegRecompress(img, 30)) },
-  { name: 'low_light', describe: 'exposure x0.25 + Gaussian noise sigma 5 levels', make: async (p, i) => { const s = await base(p); return { image: lowLight(s.image, { exposure: 0.25, noiseSigma: 5, seed: 1000 + i }), box: s.box }; } },
-  { name: 'yaw_30', describe: 'head turned 30 deg (cylinder model), sign alternating per probe', make: async (p, i) => yawCylinder(await base(p), i % 2 ? -30 : 30) },
+  {
+    name: 'small_40_64',
+    describe: 'face 40/48/56/64 px wide (cycled) centred in a 1280x720 grey frame',
+    make: (p, i) => smallFaceInFrame(p, SMALL_WIDTHS[i % SMALL_WIDTHS.length]!),
+  },
+  {
+    name: 'gaussian_blur',
+    describe: 'Gaussian blur sigma 2 px (112-px face)',
+    make: keepBox((img) => gaussianBlur(img, 2)),
+  },
+  {
+    name: 'motion_blur',
+    describe: 'horizontal motion blur, 9 px box kernel (112-px face)',
+    make: keepBox((img) => motionBlur(img, 9)),
+  },
+  {
+    name: 'jpeg_q30',
+    describe: 'JPEG quality 30, 4:2:0 (112-px face)',
+    make: keepBox((img) => jpegRecompress(img, 30)),
+  },
+  {
+    name: 'low_light',
+    describe: 'exposure x0.25 + Gaussian noise sigma 5 levels',
+    make: async (p, i) => {
+      const s = await base(p);
+      return { image: lowLight(s.image, { exposure: 0.25, noiseSigma: 5, seed: 1000 + i }), box: s.box };
+    },
+  },
+  {
+    name: 'yaw_30',
+    describe: 'head turned 30 deg (cylinder model), sign alternating per probe',
+    make: async (p, i) => yawCylinder(await base(p), i % 2 ? -30 : 30),
+  },
   { name: 'ir_gray', describe: 'NIR-like grey (0.7R + 0.25G + 0.05B)', make: keepBox((img) => infraredGray(img)) },
   {
-    name: 'cctv_night', describe: 'all at once: 40-64 px face in 720p, NIR grey, exposure x0.5 + noise sigma 5, JPEG q30 of the frame',
+    name: 'cctv_night',
+    describe: 'all at once: 40-64 px face in 720p, NIR grey, exposure x0.5 + noise sigma 5, JPEG q30 of the frame',
     make: async (p, i) => {
       const s = await smallFaceInFrame(p, SMALL_WIDTHS[i % SMALL_WIDTHS.length]!);
-      return { image: await jpegRecompress(lowLight(infraredGray(s.image), { exposure: 0.5, noiseSigma: 5, seed: 2000 + i }), 30), box: s.box };
+      return {
+        image: await jpegRecompress(
+          lowLight(infraredGray(s.image), { exposure: 0.5, noiseSigma: 5, seed: 2000 + i }),
+          30,
+        ),
+        box: s.box,
+      };
     },
   },
 ];
@@ -109,13 +166,59 @@ const CONDITIONS: Condition[] = [
 // was measured as a variant at commit 9ce0c1c (mean of the embeddings of the aligned face and its
 // mirror) and removed: no gain on any condition for +10 ms per face (README, "Recognition quality").
 
-interface Variant { name: string; describe: string; profile: (p: DetectionProfile) => DetectionProfile }
-const SYSTEM_PROFILE: DetectionProfile = { input_sizes: [[96, 96], [512, 512]], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' };
+interface Variant {
+  name: string;
+  describe: string;
+  profile: (p: DetectionProfile) => DetectionProfile;
+}
+const SYSTEM_PROFILE: DetectionProfile = {
+  input_sizes: [
+    [96, 96],
+    [512, 512],
+  ],
+  threshold: 0.5,
+  nms_threshold: 0.4,
+  single_face_selection: 'largest',
+};
 const VARIANTS: Record<string, Variant> = {
-  baseline: { name: 'baseline', describe: 'daemon defaults: detector 96 + 512, one embedding per face', profile: (p) => p },
-  det640: { name: 'det640', describe: 'detector 96 + 640', profile: (p) => ({ ...p, input_sizes: [[96, 96], [640, 640]] }) },
-  det960: { name: 'det960', describe: 'detector 96 + 960', profile: (p) => ({ ...p, input_sizes: [[96, 96], [960, 960]] }) },
-  det1280: { name: 'det1280', describe: 'detector 96 + 1280', profile: (p) => ({ ...p, input_sizes: [[96, 96], [1280, 1280]] }) },
+  baseline: {
+    name: 'baseline',
+    describe: 'daemon defaults: detector 96 + 512, one embedding per face',
+    profile: (p) => p,
+  },
+  det640: {
+    name: 'det640',
+    describe: 'detector 96 + 640',
+    profile: (p) => ({
+      ...p,
+      input_sizes: [
+        [96, 96],
+        [640, 640],
+      ],
+    }),
+  },
+  det960: {
+    name: 'det960',
+    describe: 'detector 96 + 960',
+    profile: (p) => ({
+      ...p,
+      input_sizes: [
+        [96, 96],
+        [960, 960],
+      ],
+    }),
+  },
+  det1280: {
+    name: 'det1280',
+    describe: 'detector 96 + 1280',
+    profile: (p) => ({
+      ...p,
+      input_sizes: [
+        [96, 96],
+        [1280, 1280],
+      ],
+    }),
+  },
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -133,12 +236,23 @@ interface Sample {
   image: RawImage;
 }
 
-interface ProbeResult { embedding: Float32Array | null; face: AnalyzedFace | null; ms: number }
+interface ProbeResult {
+  embedding: Float32Array | null;
+  face: AnalyzedFace | null;
+  ms: number;
+}
 
-const dot = (a: Float32Array, b: Float32Array) => { let s = 0; for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!; return Math.min(1, Math.max(-1, s)); };
+const dot = (a: Float32Array, b: Float32Array) => {
+  let s = 0;
+  for (let i = 0; i < a.length; i++) s += a[i]! * b[i]!;
+  return Math.min(1, Math.max(-1, s));
+};
 const quiet = new Writable({ write: (_c, _e, cb) => cb() });
 
-async function ensurePack(packId: string, modelsDir: string | undefined): Promise<{ dir: string } | { missing: string }> {
+async function ensurePack(
+  packId: string,
+  modelsDir: string | undefined,
+): Promise<{ dir: string } | { missing: string }> {
   const catalog = await loadCatalog();
   if (modelsDir) {
     const state = await inspectPack(catalog, modelsDir, packId);
@@ -147,29 +261,57 @@ async function ensurePack(packId: string, modelsDir: string | undefined): Promis
   const files = packFileNames(getPack(catalog, packId));
   const absent = files.filter((f) => !existsSync(join(MIRROR, f)));
   if (absent.length) {
-    return { missing: `${absent.join(', ')} not in the mirror ${MIRROR}${modelsDir ? ` and not installed in ${modelsDir}` : ''}; install it where the network allows (vigil models install ${packId} --accept-license --models-dir DIR) and pass --models-dir DIR` };
+    return {
+      missing: `${absent.join(', ')} not in the mirror ${MIRROR}${modelsDir ? ` and not installed in ${modelsDir}` : ''}; install it where the network allows (vigil models install ${packId} --accept-license --models-dir DIR) and pass --models-dir DIR`,
+    };
   }
   const dir = fileTempDir('vigil-quality-models-');
-  await installPack({ packId, modelsDir: dir, mirror: MIRROR, acceptLicense: true, io: { stdout: quiet as never, stderr: quiet as never } });
+  await installPack({
+    packId,
+    modelsDir: dir,
+    mirror: MIRROR,
+    acceptLicense: true,
+    io: { stdout: quiet as never, stderr: quiet as never },
+  });
   return { dir };
 }
 
-function analyze(engine: InferenceEngine, image: AnalyzeRequest['image'], variant: Variant): Promise<import('../src/inference/pipeline.js').AnalyzeResult> {
-  return engine.analyze({ image, limits: LIMITS, profile: variant.profile(SYSTEM_PROFILE), maxFaces: 100, embed: 'all' });
+function analyze(
+  engine: InferenceEngine,
+  image: AnalyzeRequest['image'],
+  variant: Variant,
+): Promise<import('../src/inference/pipeline.js').AnalyzeResult> {
+  return engine.analyze({
+    image,
+    limits: LIMITS,
+    profile: variant.profile(SYSTEM_PROFILE),
+    maxFaces: 100,
+    embed: 'all',
+  });
 }
 
 /** The gallery: every labelled face of the original photos, through the daemon's decode and pipeline. */
 async function gallery(engine: InferenceEngine, labels: Labels, variant: Variant): Promise<Sample[]> {
   const samples: Sample[] = [];
-  const withEmbedding = (f: AnalyzedFace | undefined): f is AnalyzedFace & { embedding: Float32Array } => !!f?.embedding;
+  const withEmbedding = (f: AnalyzedFace | undefined): f is AnalyzedFace & { embedding: Float32Array } =>
+    !!f?.embedding;
   for (const [identity, files] of Object.entries(labels.identities)) {
     for (const file of files) {
       const bytes = readFileSync(join(FACES, file));
       const decoded = await decodeImage(bytes, LIMITS);
       const r = await analyze(engine, { encoded: bytes }, variant);
       const face = r.faces[r.selected];
-      if (!withEmbedding(face)) { console.error(`  ! ${file}: no face found, left out`); continue; }
-      samples.push({ id: file, file, label: identity, face, image: { data: decoded.data, width: decoded.width, height: decoded.height } });
+      if (!withEmbedding(face)) {
+        console.error(`  ! ${file}: no face found, left out`);
+        continue;
+      }
+      samples.push({
+        id: file,
+        file,
+        label: identity,
+        face,
+        image: { data: decoded.data, width: decoded.width, height: decoded.height },
+      });
     }
   }
   for (const [file, group] of Object.entries(labels.groups)) {
@@ -177,12 +319,22 @@ async function gallery(engine: InferenceEngine, labels: Labels, variant: Variant
     const decoded = await decodeImage(bytes, LIMITS);
     const r = await analyze(engine, { encoded: bytes }, variant);
     const faces = [...r.faces].sort((a, b) => a.box[0] - b.box[0]);
-    if (faces.length !== group.faces) { console.error(`  ! ${file}: ${faces.length} faces found, labels say ${group.faces}; photo left out`); continue; }
+    if (faces.length !== group.faces) {
+      console.error(`  ! ${file}: ${faces.length} faces found, labels say ${group.faces}; photo left out`);
+      continue;
+    }
     faces.forEach((face, i) => {
       const name = group.left_to_right[i]!;
       // Known people keep their gallery identity; everyone else is a distinct identity of their own.
       const label = name in labels.identities ? name : `${file}#${name}`;
-      if (withEmbedding(face)) samples.push({ id: `${file}#${i}`, file, label, face, image: { data: decoded.data, width: decoded.width, height: decoded.height } });
+      if (withEmbedding(face))
+        samples.push({
+          id: `${file}#${i}`,
+          file,
+          label,
+          face,
+          image: { data: decoded.data, width: decoded.width, height: decoded.height },
+        });
     });
   }
   return samples;
@@ -193,10 +345,14 @@ async function probe(engine: InferenceEngine, p: Probe, variant: Variant): Promi
   const t = performance.now();
   const r = await analyze(engine, { raw: p.image.data, width: p.image.width, height: p.image.height }, variant);
   const ms = performance.now() - t;
-  let best: AnalyzedFace | null = null, bestIou = 0.3;
+  let best: AnalyzedFace | null = null,
+    bestIou = 0.3;
   for (const f of r.faces) {
     const o = iou(f.box, p.box);
-    if (o >= bestIou) { best = f; bestIou = o; }
+    if (o >= bestIou) {
+      best = f;
+      bestIou = o;
+    }
   }
   return { embedding: best?.embedding ?? null, face: best, ms };
 }
@@ -212,7 +368,16 @@ interface ConditionResult {
   /** Non-mated probes (identity with no other gallery face): best gallery score each. */
   nonMatedBest: number[];
   /** Per probe, for the gating analyses. */
-  perProbe: { sample: string; label: string; mated: boolean; bestGenuine: number | null; bestImpostor: number; quality: number | null; alignment: number | null; yaw: number | null }[];
+  perProbe: {
+    sample: string;
+    label: string;
+    mated: boolean;
+    bestGenuine: number | null;
+    bestImpostor: number;
+    quality: number | null;
+    alignment: number | null;
+    yaw: number | null;
+  }[];
   ms: number[];
 }
 
@@ -220,8 +385,15 @@ interface ConditionResult {
 type ProbeGate = (face: AnalyzedFace) => boolean;
 const acceptAll: ProbeGate = () => true;
 
-function scoreCondition(name: string, describe: string, samples: Sample[], probes: ProbeResult[] | null, gate: ProbeGate = acceptAll): ConditionResult {
-  const genuine: number[] = [], impostor: number[] = [];
+function scoreCondition(
+  name: string,
+  describe: string,
+  samples: Sample[],
+  probes: ProbeResult[] | null,
+  gate: ProbeGate = acceptAll,
+): ConditionResult {
+  const genuine: number[] = [],
+    impostor: number[] = [];
   const labelCount = new Map<string, number>();
   for (const s of samples) labelCount.set(s.label, (labelCount.get(s.label) ?? 0) + 1);
   const rows: number[][] = [];
@@ -230,8 +402,8 @@ function scoreCondition(name: string, describe: string, samples: Sample[], probe
   let fta = 0;
   samples.forEach((s, i) => {
     const pr = probes?.[i];
-    const probeFace = probes ? pr?.face ?? null : s.face;
-    const emb = probeFace && gate(probeFace) ? (probes ? pr?.embedding ?? null : s.face.embedding) : null;
+    const probeFace = probes ? (pr?.face ?? null) : s.face;
+    const emb = probeFace && gate(probeFace) ? (probes ? (pr?.embedding ?? null) : s.face.embedding) : null;
     if (!emb) fta++;
     // In the clean condition both sides are probes of each other, so the gate applies to both.
     const comparable = (g: Sample) => emb !== null && (probes !== null || gate(g.face));
@@ -244,38 +416,76 @@ function scoreCondition(name: string, describe: string, samples: Sample[], probe
       else if (comparable(g)) impostor.push(row[j]!);
     });
     const mated = labelCount.get(s.label)! > 1;
-    const bestOf = (same: boolean) => Math.max(...row.filter((v, j) => j !== i && (samples[j]!.label === s.label) === same));
+    const bestOf = (same: boolean) =>
+      Math.max(...row.filter((v, j) => j !== i && (samples[j]!.label === s.label) === same));
     const face = probeFace;
     perProbe.push({
-      sample: s.id, label: s.label, mated, bestGenuine: mated ? bestOf(true) : null, bestImpostor: bestOf(false),
-      quality: face?.quality.score ?? null, alignment: face ? alignmentError(face.landmarks) : null, yaw: face?.pose.yaw ?? null,
+      sample: s.id,
+      label: s.label,
+      mated,
+      bestGenuine: mated ? bestOf(true) : null,
+      bestImpostor: bestOf(false),
+      quality: face?.quality.score ?? null,
+      alignment: face ? alignmentError(face.landmarks) : null,
+      yaw: face?.pose.yaw ?? null,
     });
     const ranked = row.map((v, j) => (j !== i && comparable(samples[j]!) ? v : NaN));
     if (mated) rows.push(ranked);
     else if (emb) nonMatedBest.push(Math.max(...ranked.filter((v) => Number.isFinite(v))));
   });
   const mated = samples.filter((s) => labelCount.get(s.label)! > 1);
-  const r1 = rank1(rows, mated.map((s) => s.label), samples.map((s) => s.label));
-  return { condition: name, describe, probes: samples.length, fta, genuine, impostor, rank1: r1, nonMatedBest, perProbe, ms: probes ? probes.map((p) => p.ms) : [] };
+  const r1 = rank1(
+    rows,
+    mated.map((s) => s.label),
+    samples.map((s) => s.label),
+  );
+  return {
+    condition: name,
+    describe,
+    probes: samples.length,
+    fta,
+    genuine,
+    impostor,
+    rank1: r1,
+    nonMatedBest,
+    perProbe,
+    ms: probes ? probes.map((p) => p.ms) : [],
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Item 3 analyses on the same probes: gates (alignment, quality) and person templates.
 
-interface ScoredCondition { cond: Condition; probes: ProbeResult[] | null }
+interface ScoredCondition {
+  cond: Condition;
+  probes: ProbeResult[] | null;
+}
 
 const GATES: { name: string; gate: ProbeGate }[] = [
-  ...[5, 6, 7, 8].map((max) => ({ name: `alignment_error <= ${max}`, gate: (f: AnalyzedFace) => alignmentError(f.landmarks) <= max })),
+  ...[5, 6, 7, 8].map((max) => ({
+    name: `alignment_error <= ${max}`,
+    gate: (f: AnalyzedFace) => alignmentError(f.landmarks) <= max,
+  })),
   ...[0.6, 0.7].map((min) => ({ name: `quality.score >= ${min}`, gate: (f: AnalyzedFace) => f.quality.score >= min })),
 ];
 
 function gateAnalysis(samples: Sample[], scored: ScoredCondition[]) {
   return [{ name: 'none', gate: acceptAll }, ...GATES].map(({ name, gate }) => {
     const results = scored.map(({ cond, probes }) => scoreCondition(cond.name, cond.describe, samples, probes, gate));
-    const pooled = tarAtFar(results.flatMap((r) => r.genuine), results.flatMap((r) => r.impostor), CALIBRATION_FAR);
+    const pooled = tarAtFar(
+      results.flatMap((r) => r.genuine),
+      results.flatMap((r) => r.impostor),
+      CALIBRATION_FAR,
+    );
     return {
-      gate: name, pooled_at_calibration_far: pooled,
-      conditions: results.map((r) => ({ condition: r.condition, fta: r.fta, tar_at_far_1e2: tarAtFar(r.genuine, r.impostor, 1e-2), rank1: r.rank1 })),
+      gate: name,
+      pooled_at_calibration_far: pooled,
+      conditions: results.map((r) => ({
+        condition: r.condition,
+        fta: r.fta,
+        tar_at_far_1e2: tarAtFar(r.genuine, r.impostor, 1e-2),
+        rank1: r.rank1,
+      })),
     };
   });
 }
@@ -289,9 +499,20 @@ const meanTemplate = (faces: Sample[]) => {
   return sum.map((v) => v / n);
 };
 const TEMPLATES: TemplateStrategy[] = [
-  { name: 'best face sample (service today)', score: (p, faces) => Math.max(...faces.map((f) => dot(p, f.face.embedding))) },
+  {
+    name: 'best face sample (service today)',
+    score: (p, faces) => Math.max(...faces.map((f) => dot(p, f.face.embedding))),
+  },
   { name: 'best of the 1 highest-quality sample', score: (p, faces) => dot(p, byQuality(faces)[0]!.face.embedding) },
-  { name: 'best of the 2 highest-quality samples', score: (p, faces) => Math.max(...byQuality(faces).slice(0, 2).map((f) => dot(p, f.face.embedding))) },
+  {
+    name: 'best of the 2 highest-quality samples',
+    score: (p, faces) =>
+      Math.max(
+        ...byQuality(faces)
+          .slice(0, 2)
+          .map((f) => dot(p, f.face.embedding)),
+      ),
+  },
   { name: 'mean of all samples', score: (p, faces) => dot(p, meanTemplate(faces)) },
 ];
 
@@ -303,40 +524,63 @@ function templateAnalysis(samples: Sample[], scored: ScoredCondition[]) {
   const people = new Map<string, Sample[]>();
   for (const s of samples) people.set(s.label, [...(people.get(s.label) ?? []), s]);
   return TEMPLATES.map((t) => {
-    const genuine: number[] = [], impostor: number[] = [];
-    let correct = 0, total = 0;
+    const genuine: number[] = [],
+      impostor: number[] = [];
+    let correct = 0,
+      total = 0;
     for (const { probes } of scored) {
       samples.forEach((s, i) => {
-        const emb = probes ? probes[i]?.embedding ?? null : s.face.embedding;
+        const emb = probes ? (probes[i]?.embedding ?? null) : s.face.embedding;
         const own = people.get(s.label)!.filter((g) => g !== s);
         if (own.length === 0) return; // nobody to find: not a mated probe
         total++;
-        if (!emb) { genuine.push(-1); return; }
-        let best = -Infinity, bestLabel = '';
+        if (!emb) {
+          genuine.push(-1);
+          return;
+        }
+        let best = -Infinity,
+          bestLabel = '';
         for (const [label, faces] of people) {
           const gallery = label === s.label ? own : faces;
           const score = t.score(emb, gallery);
           (label === s.label ? genuine : impostor).push(score);
-          if (score > best) { best = score; bestLabel = label; }
+          if (score > best) {
+            best = score;
+            bestLabel = label;
+          }
         }
         if (bestLabel === s.label) correct++;
       });
     }
-    return { template: t.name, genuine: genuine.length, impostor: impostor.length, roc_auc: rocAuc(genuine, impostor), tar_at_far: FARS.map((far) => tarAtFar(genuine, impostor, far)), rank1: { correct, total } };
+    return {
+      template: t.name,
+      genuine: genuine.length,
+      impostor: impostor.length,
+      roc_auc: rocAuc(genuine, impostor),
+      tar_at_far: FARS.map((far) => tarAtFar(genuine, impostor, far)),
+      rank1: { correct, total },
+    };
   });
 }
 
 function metricsOf(c: ConditionResult, recommended: number) {
   return {
-    condition: c.condition, describe: c.describe, probes: c.probes, fta: c.fta,
-    genuine_pairs: c.genuine.length, impostor_pairs: c.impostor.length,
-    roc_auc: rocAuc(c.genuine, c.impostor), d_prime: dPrime(c.genuine, c.impostor),
+    condition: c.condition,
+    describe: c.describe,
+    probes: c.probes,
+    fta: c.fta,
+    genuine_pairs: c.genuine.length,
+    impostor_pairs: c.impostor.length,
+    roc_auc: rocAuc(c.genuine, c.impostor),
+    d_prime: dPrime(c.genuine, c.impostor),
     tar_at_far: FARS.map((far) => tarAtFar(c.genuine, c.impostor, far)),
     at_upstream_0_4: operatingPoint(c.genuine, c.impostor, UPSTREAM_THRESHOLD),
     at_recommended: operatingPoint(c.genuine, c.impostor, recommended),
     rank1: c.rank1,
-    genuine_scores: summarize(c.genuine), impostor_scores: summarize(c.impostor),
-    genuine_histogram: histogram(c.genuine, -0.2, 1, 24), impostor_histogram: histogram(c.impostor, -0.2, 1, 24),
+    genuine_scores: summarize(c.genuine),
+    impostor_scores: summarize(c.impostor),
+    genuine_histogram: histogram(c.genuine, -0.2, 1, 24),
+    impostor_histogram: histogram(c.impostor, -0.2, 1, 24),
     probe_ms: c.ms.length ? summarize(c.ms) : null,
   };
 }
@@ -364,21 +608,25 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
       if (!variant) throw new Error(`unknown variant ${vn} (known: ${Object.keys(VARIANTS).join(', ')})`);
       const samples = await gallery(engine, labels, variant);
       const identities = new Set(samples.map((s) => s.label)).size;
-      console.log(`\n## ${packId} / ${variant.name} (${variant.describe}): ${samples.length} faces of ${identities} identities`);
+      console.log(
+        `\n## ${packId} / ${variant.name} (${variant.describe}): ${samples.length} faces of ${identities} identities`,
+      );
       const scored: ScoredCondition[] = [];
       for (const cond of CONDITIONS) {
         if (conditionNames && !conditionNames.includes(cond.name)) continue;
         let probes: ProbeResult[] | null = null;
         if (cond.make) {
           probes = [];
-          for (const [i, s] of samples.entries()) probes.push(await probe(engine, await cond.make(contextCrop(s.image, s.face.box, 1), i), variant));
+          for (const [i, s] of samples.entries())
+            probes.push(await probe(engine, await cond.make(contextCrop(s.image, s.face.box, 1), i), variant));
         }
         scored.push({ cond, probes });
       }
       const results = scored.map(({ cond, probes }) => scoreCondition(cond.name, cond.describe, samples, probes));
       // The calibration: every pair of every condition pooled, so the threshold holds on photos and on
       // camera-grade probes alike, and the impostor count (~17k) can support FAR 1e-3 (3/FAR = 3000).
-      const pooledImp = results.flatMap((r) => r.impostor), pooledGen = results.flatMap((r) => r.genuine);
+      const pooledImp = results.flatMap((r) => r.impostor),
+        pooledGen = results.flatMap((r) => r.genuine);
       const calibration = tarAtFar(pooledGen, pooledImp, CALIBRATION_FAR);
       // The manifest value: the calibrated threshold rounded up to 0.01 (never below the measured one).
       const recommended = Math.ceil(calibration.threshold * 100 - 1e-9) / 100;
@@ -387,43 +635,92 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
       const declared = getPack(catalog, packId).recommended_threshold?.similarity ?? null;
       const pooledAt = (thr: number) => operatingPoint(pooledGen, pooledImp, thr);
       // Open set over every condition: the gallery holds 45 faces; people nobody enrolled are non-mated.
-      const matedProbes = results.flatMap((r) => r.perProbe.filter((p) => p.mated).map((p) => ({ bestGenuine: p.bestGenuine!, bestImpostor: p.bestImpostor })));
+      const matedProbes = results.flatMap((r) =>
+        r.perProbe.filter((p) => p.mated).map((p) => ({ bestGenuine: p.bestGenuine!, bestImpostor: p.bestImpostor })),
+      );
       const nonMated = results.flatMap((r) => r.nonMatedBest);
       const identificationAt = (thr: number) => openSet(matedProbes, nonMated, thr);
-      console.log(`  pooled over conditions: ${pooledGen.length} genuine / ${pooledImp.length} impostor pairs (FAR ${CALIBRATION_FAR} needs >= ${minImpostorsFor(CALIBRATION_FAR)}): threshold ${calibration.threshold.toFixed(4)}, TAR ${pct(calibration.tar)} %, FAR ${calibration.false_accepts}/${calibration.impostors}`);
-      const note = !calibration.supported ? ' — too few impostor pairs for this FAR (run every condition)' : declared !== null && declared !== recommended ? ' — DIFFERS, update models/manifest.json' : '';
+      console.log(
+        `  pooled over conditions: ${pooledGen.length} genuine / ${pooledImp.length} impostor pairs (FAR ${CALIBRATION_FAR} needs >= ${minImpostorsFor(CALIBRATION_FAR)}): threshold ${calibration.threshold.toFixed(4)}, TAR ${pct(calibration.tar)} %, FAR ${calibration.false_accepts}/${calibration.impostors}`,
+      );
+      const note = !calibration.supported
+        ? ' — too few impostor pairs for this FAR (run every condition)'
+        : declared !== null && declared !== recommended
+          ? ' — DIFFERS, update models/manifest.json'
+          : '';
       console.log(`  recommended_threshold ${recommended.toFixed(2)} (manifest: ${declared ?? 'none'})${note}`);
       const at1e3 = tarAtFar(pooledGen, pooledImp, 1e-3).threshold;
       const points = [...new Set([recommended, UPSTREAM_THRESHOLD, Math.ceil(at1e3 * 100 - 1e-9) / 100])].sort();
       for (const thr of points) {
-        const op = pooledAt(thr), id = identificationAt(thr);
-        console.log(`    at ${thr.toFixed(2)}: verification TAR ${pct(op.tar)} % [${pct(op.tar_ci95.low)}–${pct(op.tar_ci95.high)}], FAR ${op.false_accepts}/${op.impostors} = ${op.far.toExponential(1)} (95 % upper ${op.far_upper95.toExponential(1)}); ` +
-          `search DIR ${pct(id.dir)} % (${id.mated} probes), FPIR ${pct(id.fpir)} % [${pct(id.fpir_ci95.low)}–${pct(id.fpir_ci95.high)}] (${id.non_mated} strangers)`);
+        const op = pooledAt(thr),
+          id = identificationAt(thr);
+        console.log(
+          `    at ${thr.toFixed(2)}: verification TAR ${pct(op.tar)} % [${pct(op.tar_ci95.low)}–${pct(op.tar_ci95.high)}], FAR ${op.false_accepts}/${op.impostors} = ${op.far.toExponential(1)} (95 % upper ${op.far_upper95.toExponential(1)}); ` +
+            `search DIR ${pct(id.dir)} % (${id.mated} probes), FPIR ${pct(id.fpir)} % [${pct(id.fpir_ci95.low)}–${pct(id.fpir_ci95.high)}] (${id.non_mated} strangers)`,
+        );
       }
       const gates = gateAnalysis(samples, scored);
-      console.log(`  gates on probe faces (a refused probe is a miss): FTA total, pooled TAR @ FAR ${CALIBRATION_FAR} [95 % CI] @thr, cctv_night TAR @ FAR 1e-2`);
+      console.log(
+        `  gates on probe faces (a refused probe is a miss): FTA total, pooled TAR @ FAR ${CALIBRATION_FAR} [95 % CI] @thr, cctv_night TAR @ FAR 1e-2`,
+      );
       for (const g of gates) {
         const night = g.conditions.find((c) => c.condition === 'cctv_night');
-        console.log(`    ${g.gate.padEnd(24)} FTA ${String(g.conditions.reduce((a, c) => a + c.fta, 0)).padStart(3)}  ${fmtPoint(g.pooled_at_calibration_far)}  ${night ? fmtPoint(night.tar_at_far_1e2) : ''}`);
+        console.log(
+          `    ${g.gate.padEnd(24)} FTA ${String(g.conditions.reduce((a, c) => a + c.fta, 0)).padStart(3)}  ${fmtPoint(g.pooled_at_calibration_far)}  ${night ? fmtPoint(night.tar_at_far_1e2) : ''}`,
+        );
       }
       const templates = templateAnalysis(samples, scored);
       console.log('  person templates over all conditions: TAR @ FAR 1e-2 | TAR @ FAR 1e-3 | rank-1 (persons)');
-      for (const t of templates) console.log(`    ${t.template.padEnd(40)} ${fmtPoint(t.tar_at_far[0]!)} | ${fmtPoint(t.tar_at_far[1]!)} | ${t.rank1.correct}/${t.rank1.total}`);
+      for (const t of templates)
+        console.log(
+          `    ${t.template.padEnd(40)} ${fmtPoint(t.tar_at_far[0]!)} | ${fmtPoint(t.tar_at_far[1]!)} | ${t.rank1.correct}/${t.rank1.total}`,
+        );
       variants.push({
-        variant: variant.name, describe: variant.describe, faces: samples.length, identities, conditions: metrics, calibration, recommended_threshold: recommended,
-        manifest_threshold: declared, operating_points: points.map((thr) => ({ threshold: thr, verification: pooledAt(thr), identification: identificationAt(thr) })), gates, templates,
+        variant: variant.name,
+        describe: variant.describe,
+        faces: samples.length,
+        identities,
+        conditions: metrics,
+        calibration,
+        recommended_threshold: recommended,
+        manifest_threshold: declared,
+        operating_points: points.map((thr) => ({
+          threshold: thr,
+          verification: pooledAt(thr),
+          identification: identificationAt(thr),
+        })),
+        gates,
+        templates,
         raw: results.map((r) => ({ condition: r.condition, perProbe: r.perProbe, nonMatedBest: r.nonMatedBest })),
       });
     }
     const rounds = Number(values.latency);
-    const latency = rounds > 0 && variantNames.length > 1 ? await latencyAB(variantNames.map((v) => ({ name: v, engine, variant: VARIANTS[v]! })), rounds) : null;
-    return { pack: packId, installed: true, detector: pack.detector.file, recognizer: pack.recognizer.file, license: pack.license.id, variants, latency };
+    const latency =
+      rounds > 0 && variantNames.length > 1
+        ? await latencyAB(
+            variantNames.map((v) => ({ name: v, engine, variant: VARIANTS[v]! })),
+            rounds,
+          )
+        : null;
+    return {
+      pack: packId,
+      installed: true,
+      detector: pack.detector.file,
+      recognizer: pack.recognizer.file,
+      license: pack.license.id,
+      variants,
+      latency,
+    };
   } finally {
     await engine.close();
   }
 }
 
-interface Contender { name: string; engine: InferenceEngine; variant: Variant }
+interface Contender {
+  name: string;
+  engine: InferenceEngine;
+  variant: Variant;
+}
 
 /**
  * Detection + every embedding, contenders (variants of one pack, or packs) interleaved request by
@@ -434,9 +731,19 @@ async function latencyAB(contenders: Contender[], rounds: number) {
   const obama = readFileSync(join(FACES, 'identities/obama/1.jpg'));
   const decoded = await decodeImage(obama, LIMITS);
   const first = await analyze(contenders[0]!.engine, { encoded: obama }, VARIANTS.baseline!);
-  const frame = await smallFaceInFrame(contextCrop({ data: decoded.data, width: decoded.width, height: decoded.height }, first.faces[first.selected]!.box, 1), 48);
+  const frame = await smallFaceInFrame(
+    contextCrop(
+      { data: decoded.data, width: decoded.width, height: decoded.height },
+      first.faces[first.selected]!.box,
+      1,
+    ),
+    48,
+  );
   const group = readFileSync(join(FACES, 'groups/t1_friends.jpg'));
-  const inputs = { frame_720p_48px_face: { raw: frame.image.data, width: frame.image.width, height: frame.image.height }, group_1280x886_6_faces: { encoded: group } } as const;
+  const inputs = {
+    frame_720p_48px_face: { raw: frame.image.data, width: frame.image.width, height: frame.image.height },
+    group_1280x886_6_faces: { encoded: group },
+  } as const;
   const times: Record<string, Record<string, number[]>> = {};
   for (let r = -3; r < rounds; r++) {
     for (const [name, image] of Object.entries(inputs)) {
@@ -447,16 +754,34 @@ async function latencyAB(contenders: Contender[], rounds: number) {
       }
     }
   }
-  const out = Object.fromEntries(Object.entries(times).map(([input, byName]) => [input, Object.fromEntries(Object.entries(byName).map(([n, xs]) => [n, summarize(xs)]))]));
-  console.log(`  latency, detection + embeddings, p50 over ${rounds} interleaved rounds (load ${loadavg()[0]!.toFixed(2)}):`);
-  for (const [input, byName] of Object.entries(out)) console.log(`    ${input}: ${Object.entries(byName).map(([n, st]) => `${n} ${st.p50.toFixed(1)} ms`).join(', ')}`);
+  const out = Object.fromEntries(
+    Object.entries(times).map(([input, byName]) => [
+      input,
+      Object.fromEntries(Object.entries(byName).map(([n, xs]) => [n, summarize(xs)])),
+    ]),
+  );
+  console.log(
+    `  latency, detection + embeddings, p50 over ${rounds} interleaved rounds (load ${loadavg()[0]!.toFixed(2)}):`,
+  );
+  for (const [input, byName] of Object.entries(out))
+    console.log(
+      `    ${input}: ${Object.entries(byName)
+        .map(([n, st]) => `${n} ${st.p50.toFixed(1)} ms`)
+        .join(', ')}`,
+    );
   return out;
 }
 
 async function startEngine(dir: string, packId: string): Promise<InferenceEngine> {
   const pack = await loadInstalledPack(dir, packId);
   return InferenceEngine.start({
-    pack, providers: ['cpu'], deviceId: 0, workers: 1, intraOpThreads: resolveThreading('auto', 'auto').intraOpThreads, graphOptimization: 'auto', warmupSizes: SYSTEM_PROFILE.input_sizes,
+    pack,
+    providers: ['cpu'],
+    deviceId: 0,
+    workers: 1,
+    intraOpThreads: resolveThreading('auto', 'auto').intraOpThreads,
+    graphOptimization: 'auto',
+    warmupSizes: SYSTEM_PROFILE.input_sizes,
   });
 }
 
@@ -466,7 +791,8 @@ async function packLatency(packIds: string[], rounds: number) {
   try {
     for (const id of packIds) {
       const installed = await ensurePack(id, values['models-dir']);
-      if ('dir' in installed) engines.push({ name: id, engine: await startEngine(installed.dir, id), variant: VARIANTS.baseline! });
+      if ('dir' in installed)
+        engines.push({ name: id, engine: await startEngine(installed.dir, id), variant: VARIANTS.baseline! });
     }
     if (engines.length < 2) return null;
     console.log(`\n## packs side by side`);
@@ -478,11 +804,16 @@ async function packLatency(packIds: string[], rounds: number) {
 
 function printTable(rows: ReturnType<typeof metricsOf>[], recommended: number): void {
   const rec = recommended.toFixed(2);
-  console.log(`| condition | probes | FTA | gen / imp pairs | ROC AUC | TAR @ FAR 1e-2 [95 % CI] @thr | TAR @ FAR 1e-3 [95 % CI] @thr | rank-1 | TAR / FA @ ${rec} | TAR / FA @ 0.4 | genuine mean / p05 | impostor p95 / max | ms / probe |`);
+  console.log(
+    `| condition | probes | FTA | gen / imp pairs | ROC AUC | TAR @ FAR 1e-2 [95 % CI] @thr | TAR @ FAR 1e-3 [95 % CI] @thr | rank-1 | TAR / FA @ ${rec} | TAR / FA @ 0.4 | genuine mean / p05 | impostor p95 / max | ms / probe |`,
+  );
   console.log('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const m of rows) {
-    const u = m.at_upstream_0_4, r = m.at_recommended;
-    console.log(`| ${m.condition} | ${m.probes} | ${m.fta} | ${m.genuine_pairs} / ${m.impostor_pairs} | ${m.roc_auc.toFixed(4)} | ${fmtPoint(m.tar_at_far[0]!)} | ${fmtPoint(m.tar_at_far[1]!)} | ${m.rank1.correct}/${m.rank1.total} | ${pct(r.tar)} / ${r.false_accepts} | ${pct(u.tar)} / ${u.false_accepts} | ${m.genuine_scores.mean.toFixed(3)} / ${m.genuine_scores.p05.toFixed(3)} | ${m.impostor_scores.p95.toFixed(3)} / ${m.impostor_scores.max.toFixed(3)} | ${m.probe_ms ? m.probe_ms.p50.toFixed(0) : '–'} |`);
+    const u = m.at_upstream_0_4,
+      r = m.at_recommended;
+    console.log(
+      `| ${m.condition} | ${m.probes} | ${m.fta} | ${m.genuine_pairs} / ${m.impostor_pairs} | ${m.roc_auc.toFixed(4)} | ${fmtPoint(m.tar_at_far[0]!)} | ${fmtPoint(m.tar_at_far[1]!)} | ${m.rank1.correct}/${m.rank1.total} | ${pct(r.tar)} / ${r.false_accepts} | ${pct(u.tar)} / ${u.false_accepts} | ${m.genuine_scores.mean.toFixed(3)} / ${m.genuine_scores.p05.toFixed(3)} | ${m.impostor_scores.p95.toFixed(3)} / ${m.impostor_scores.max.toFixed(3)} | ${m.probe_ms ? m.probe_ms.p50.toFixed(0) : '–'} |`,
+    );
   }
   console.log('  * fewer impostor pairs than 3/FAR: FAR not measurable, threshold = just above the highest impostor');
 }
@@ -492,13 +823,20 @@ const load = loadavg();
 console.log(`quality bench: ${cpus().length} cores, load ${load.map((l) => l.toFixed(2)).join(' ')}`);
 const packs = [];
 const packIds = values.packs!.split(',').filter(Boolean);
-for (const p of packIds) packs.push(await runPack(p, values.variants!.split(','), values.conditions ? values.conditions.split(',') : null));
+for (const p of packIds)
+  packs.push(await runPack(p, values.variants!.split(','), values.conditions ? values.conditions.split(',') : null));
 const packSpeed = Number(values.latency) > 0 ? await packLatency(packIds, Number(values.latency)) : null;
 const result = {
-  started_at: started.toISOString(), host: { cores: cpus().length, loadavg_start: load, loadavg_end: loadavg() },
+  started_at: started.toISOString(),
+  host: { cores: cpus().length, loadavg_start: load, loadavg_end: loadavg() },
   protocol: {
-    fixtures: FACES, fars: FARS, calibration_far: CALIBRATION_FAR, interval: 'Clopper-Pearson 95 % (exact binomial) on TAR over genuine pairs; FAR upper bound likewise over impostor pairs',
-    template: ARCFACE_TEMPLATE_112.length, conditions: CONDITIONS.map((c) => ({ name: c.name, describe: c.describe })),
+    fixtures: FACES,
+    fars: FARS,
+    calibration_far: CALIBRATION_FAR,
+    interval:
+      'Clopper-Pearson 95 % (exact binomial) on TAR over genuine pairs; FAR upper bound likewise over impostor pairs',
+    template: ARCFACE_TEMPLATE_112.length,
+    conditions: CONDITIONS.map((c) => ({ name: c.name, describe: c.describe })),
   },
   packs,
   pack_latency: packSpeed,

@@ -14,8 +14,11 @@ import { StreamReader } from '../src/monitors/streamReader.js';
 import { REPO } from '../test/helpers/shared.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, down: { type: 'string', default: '3' } } });
-const RUNS = Number(values.runs), DOWN_S = Number(values.down);
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '5' }, down: { type: 'string', default: '3' } },
+});
+const RUNS = Number(values.runs),
+  DOWN_S = Number(values.down);
 const mc = ConfigSchema.parse({}).monitors;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,10 +27,29 @@ let server = await startRtspServer({ frames, fps: 25 });
 const port = server.port;
 let connectedAt = 0;
 const failures: string[] = [];
-const reader = new StreamReader(server.url(), {
-  pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, maxFps: 3, openTimeoutMs: mc.open_timeout_seconds * 1000,
-  readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
-}, { frame: () => {}, connected: () => { connectedAt = Date.now(); }, failed: (cause) => { failures.push(cause); } }, createLogger('silent'), 'bench');
+const reader = new StreamReader(
+  server.url(),
+  {
+    pipeline: mc.pipeline,
+    latencyMs: mc.latency_ms,
+    maxSide: mc.frame_max_side,
+    maxFps: 3,
+    openTimeoutMs: mc.open_timeout_seconds * 1000,
+    readTimeoutMs: mc.read_timeout_seconds * 1000,
+    reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
+  },
+  {
+    frame: () => {},
+    connected: () => {
+      connectedAt = Date.now();
+    },
+    failed: (cause) => {
+      failures.push(cause);
+    },
+  },
+  createLogger('silent'),
+  'bench',
+);
 reader.start();
 while (!connectedAt) await sleep(20);
 const runs: { recovery_ms: number; retries: number; causes: string[] }[] = [];
@@ -50,8 +72,17 @@ try {
 }
 const sorted = runs.map((r) => r.recovery_ms).sort((a, b) => a - b);
 const out = {
-  bench: 'rtsp-recovery', defaults: { reconnect_delay_seconds: mc.reconnect_delay_seconds, latency_ms: mc.latency_ms, read_timeout_seconds: mc.read_timeout_seconds },
-  down_seconds: DOWN_S, runs, recovery_ms_median: sorted[Math.floor(sorted.length / 2)], recovery_ms_max: sorted[sorted.length - 1], target_ms: 2000,
+  bench: 'rtsp-recovery',
+  defaults: {
+    reconnect_delay_seconds: mc.reconnect_delay_seconds,
+    latency_ms: mc.latency_ms,
+    read_timeout_seconds: mc.read_timeout_seconds,
+  },
+  down_seconds: DOWN_S,
+  runs,
+  recovery_ms_median: sorted[Math.floor(sorted.length / 2)],
+  recovery_ms_max: sorted[sorted.length - 1],
+  target_ms: 2000,
 };
 console.log(JSON.stringify(out, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });

@@ -26,7 +26,10 @@ const PHOTO = readFileSync(join(SHARED, 'fixtures/faces/groups/t1_friends.jpg'))
 const KEY = 'bench-key-0123456789abcdef';
 const quiet = new Writable({ write: (_c, _e, cb) => cb() });
 const r2 = (v: number) => Math.round(v * 100) / 100;
-const pct = (xs: number[], p: number) => { const s = [...xs].sort((a, b) => a - b); return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!; };
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+};
 
 async function startFake(script: string): Promise<{ url: string; toml?: string; stop(): void }> {
   const child = fork(fileURLToPath(new URL(script, import.meta.url)), [], { execArgv: process.execArgv });
@@ -38,8 +41,21 @@ async function startFake(script: string): Promise<{ url: string; toml?: string; 
 async function daemon(modelsDir: string, scraperToml: string): Promise<{ d: Daemon; token: string }> {
   const dir = fileTempDir('vigil-bench-scrape-');
   const file = join(dir, 'server.toml');
-  writeFileSync(file, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"',
-    '[scrapers]', 'free_items_per_month = 100000000', 'max_queued_runs = 1000', scraperToml].join('\n'));
+  writeFileSync(
+    file,
+    [
+      '[server]',
+      'host = "127.0.0.1"',
+      'port = 0',
+      `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+      `models_dir = ${JSON.stringify(modelsDir)}`,
+      'log_level = "silent"',
+      '[scrapers]',
+      'free_items_per_month = 100000000',
+      'max_queued_runs = 1000',
+      scraperToml,
+    ].join('\n'),
+  );
   const d = await startDaemon(loadConfig(file, { VIGIL_API_KEY: KEY }));
   await d.ready;
   await d.runtime.workspaces.create({ id: 'bench', name: 'bench' });
@@ -50,7 +66,11 @@ const FORUM = { community: 'typescript', max_items: 100 };
 const PLACES = { search_queries: ['bench 1000 places'], max_places: 1000 };
 const PLACES_DETAILS = { ...PLACES, include_details: true };
 async function runOnce(d: Daemon, token: string, kind: string, body: unknown): Promise<number> {
-  const res = await fetch(`${d.url}/workspaces/bench/scrapers/${kind}/runs`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${d.url}/workspaces/bench/scrapers/${kind}/runs`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const run = (await res.json()) as { run_id: string };
   const done = await d.runtime.scrapes.wait(run.run_id, 600_000);
   if (done?.status !== 'succeeded') throw new Error(`run ${run.run_id} ended ${done?.status}`);
@@ -63,7 +83,11 @@ async function detectLatencies(d: Daemon, n: number): Promise<number[]> {
     const fd = new FormData();
     fd.append('image', new Blob([PHOTO]), 'photo.jpg');
     const t = performance.now();
-    const res = await fetch(`${d.url}/v1/detect`, { method: 'POST', body: fd, headers: { authorization: `Bearer ${KEY}` } });
+    const res = await fetch(`${d.url}/v1/detect`, {
+      method: 'POST',
+      body: fd,
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     await res.arrayBuffer();
     if (res.status !== 200) throw new Error(`detect ${res.status}`);
     if (i >= 5) out.push(performance.now() - t); // first five warm up
@@ -72,10 +96,23 @@ async function detectLatencies(d: Daemon, n: number): Promise<number[]> {
 }
 
 const modelsDir = fileTempDir('vigil-bench-models-');
-await installPack({ packId: 'edge_s', modelsDir, mirror: join(SHARED, 'models'), acceptLicense: true, io: { stdout: quiet, stderr: quiet } as never });
+await installPack({
+  packId: 'edge_s',
+  modelsDir,
+  mirror: join(SHARED, 'models'),
+  acceptLicense: true,
+  io: { stdout: quiet, stderr: quiet } as never,
+});
 const reddit = await startFake('./fakeRedditServer.ts');
 const maps = await startFake('./fakeMapsServer.ts');
-const mapsToml = ['[scrapers.places]', `base_url = "${maps.url}"`, 'requests_per_minute = 60000', 'burst = 1000', 'jitter_ms = 0', 'max_search_pages = 50'].join('\n');
+const mapsToml = [
+  '[scrapers.places]',
+  `base_url = "${maps.url}"`,
+  'requests_per_minute = 60000',
+  'burst = 1000',
+  'jitter_ms = 0',
+  'max_search_pages = 50',
+].join('\n');
 
 /**
  * detect latency alone, then while scrapes run back to back (`parallel` at a time), then alone again
@@ -88,7 +125,14 @@ async function phase(d: Daemon, token: string, n: number, kind: string, body: un
   let items = 0;
   let runs = 0;
   const t0 = performance.now();
-  const load = Promise.all(Array.from({ length: parallel }, async () => { while (!stop) { items += await runOnce(d, token, kind, body); runs++; } }));
+  const load = Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (!stop) {
+        items += await runOnce(d, token, kind, body);
+        runs++;
+      }
+    }),
+  );
   await new Promise((r) => setTimeout(r, 500));
   const busy = await detectLatencies(d, n);
   stop = true;
@@ -99,13 +143,23 @@ async function phase(d: Daemon, token: string, n: number, kind: string, body: un
   const anchor = (pct(alone, 95) + pct(after, 95)) / 2;
   return {
     scrape: { kind, runs, items, seconds: r2(seconds), items_per_second: r2(items / seconds) },
-    detect: { alone_before: summary(alone), with_scrape: summary(busy), alone_after: summary(after), p95_change_percent: r2(((pct(busy, 95) - anchor) / anchor) * 100) },
+    detect: {
+      alone_before: summary(alone),
+      with_scrape: summary(busy),
+      alone_after: summary(after),
+      p95_change_percent: r2(((pct(busy, 95) - anchor) / anchor) * 100),
+    },
   };
 }
 
 const n = Number(values.requests);
 const result: Record<string, unknown> = {
-  machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version, note: 'shared 2-core dev box with other agents running: indicative numbers' },
+  machine: {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    node: process.version,
+    note: 'shared 2-core dev box with other agents running: indicative numbers',
+  },
   fake_upstreams: { reddit_latency_ms: 50, maps_latency_ms: 20, separate_processes: true, nice: 19 },
   detect_image: 'groups/t1_friends.jpg (1280x886, 6 faces), sequential requests',
   requests_per_phase: n,
@@ -113,8 +167,18 @@ const result: Record<string, unknown> = {
 };
 if (values.only !== 'places') {
   // 1. At Reddit's allowed rate (100 requests/min per client id, burst 10): what production does.
-  const allowed = await daemon(modelsDir, reddit.toml!.replace('requests_per_minute = 60000', 'requests_per_minute = 100').replace('burst = 1000', 'burst = 10'));
-  result.forum_at_allowed_rate = { requests_per_minute: 100, burst: 10, run: FORUM, ...(await phase(allowed.d, allowed.token, n, 'forum', FORUM, 2)) };
+  const allowed = await daemon(
+    modelsDir,
+    reddit
+      .toml!.replace('requests_per_minute = 60000', 'requests_per_minute = 100')
+      .replace('burst = 1000', 'burst = 10'),
+  );
+  result.forum_at_allowed_rate = {
+    requests_per_minute: 100,
+    burst: 10,
+    run: FORUM,
+    ...(await phase(allowed.d, allowed.token, n, 'forum', FORUM, 2)),
+  };
   await allowed.d.close();
   // 2. No rate limit at all (worst case for the face service: the scraper runs as fast as the fake upstream answers).
   const open = await daemon(modelsDir, reddit.toml!);
@@ -125,7 +189,10 @@ if (values.only !== 'forum') {
   // 3. A 1,000-place scrape, unthrottled (production's 30 requests/min would make it ~50x slower and lighter).
   const places = await daemon(modelsDir, mapsToml);
   result.places_1000_search = { run: PLACES, ...(await phase(places.d, places.token, n, 'places', PLACES, 1)) };
-  result.places_1000_details = { run: PLACES_DETAILS, ...(await phase(places.d, places.token, n, 'places', PLACES_DETAILS, 1)) };
+  result.places_1000_details = {
+    run: PLACES_DETAILS,
+    ...(await phase(places.d, places.token, n, 'places', PLACES_DETAILS, 1)),
+  };
   await places.d.close();
 }
 reddit.stop();

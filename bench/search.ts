@@ -40,7 +40,16 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { bestPerPerson, CollectionIndex, type IndexRow, type RowHit } from '../src/search/collectionIndex.js';
 import { halfKernel } from '../src/search/halfScan.js';
-import { graphCandidates, graphPaths, graphTopRows, HNSW_QUANTIZATION, newGraph, saveGraph, viewGraph, type GraphMemory } from '../src/search/hnswGraph.js';
+import {
+  graphCandidates,
+  graphPaths,
+  graphTopRows,
+  HNSW_QUANTIZATION,
+  newGraph,
+  saveGraph,
+  viewGraph,
+  type GraphMemory,
+} from '../src/search/hnswGraph.js';
 import usearch from '../src/search/usearchModule.js';
 import { encode, encodeInto, profileCodec } from '../src/search/profiles.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../src/contract/collections.js';
@@ -92,11 +101,14 @@ const NQ = Number(values.queries);
 const THREADS = values.threads!.split(',').map((s) => Number(s.trim()));
 const SLOW_QUERIES = Number(values['slow-queries']);
 const requested = values.profiles!.split(',').map((s) => s.trim()) as SearchProfile[];
-for (const p of requested) if (!SEARCH_PROFILES.includes(p)) throw new Error(`unknown profile ${p} (known: ${SEARCH_PROFILES.join(', ')})`);
-if (SIZES.some((n) => !Number.isInteger(n) || n < K) || !(NQ > 0) || THREADS.some((t) => !Number.isInteger(t) || t < 0)) throw new Error('bad --sizes, --queries or --threads');
+for (const p of requested)
+  if (!SEARCH_PROFILES.includes(p)) throw new Error(`unknown profile ${p} (known: ${SEARCH_PROFILES.join(', ')})`);
+if (SIZES.some((n) => !Number.isInteger(n) || n < K) || !(NQ > 0) || THREADS.some((t) => !Number.isInteger(t) || t < 0))
+  throw new Error('bad --sizes, --queries or --threads');
 // fp32 is the ground truth for recall, so it always runs first.
 const PROFILES: SearchProfile[] = ['fp32_v1', ...requested.filter((p) => p !== 'fp32_v1')];
-if (endianness() !== 'LE') throw new Error('the FAISS exchange files are written in native order, which must be little-endian');
+if (endianness() !== 'LE')
+  throw new Error('the FAISS exchange files are written in native order, which must be little-endian');
 
 // ---- gc / memory ----
 
@@ -124,7 +136,11 @@ const pct = (xs: number[], p: number) => {
 };
 const r3 = (v: number) => Math.round(v * 1000) / 1000;
 const r1 = (v: number) => Math.round(v * 10) / 10;
-const summary = (xs: number[]) => ({ p50_ms: r3(pct(xs, 50)), p99_ms: r3(pct(xs, 99)), mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length) });
+const summary = (xs: number[]) => ({
+  p50_ms: r3(pct(xs, 50)),
+  p99_ms: r3(pct(xs, 99)),
+  mean_ms: r3(xs.reduce((a, b) => a + b, 0) / xs.length),
+});
 const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
 const overlap = (a: number[], b: number[]) => {
   const set = new Set(b);
@@ -227,10 +243,18 @@ function strangerQueries(dataSeed: number, count: number, seed: number): QuerySe
     for (let j = 0; j < DIM; j++) vectors[q * DIM + j] = person[j]! / Math.sqrt(s) + 0.75 * sd * g();
     normalise(vectors, q);
   }
-  return { vectors, kind: Array.from({ length: count }, () => 'stranger' as const), source: Array.from({ length: count }, () => -1) };
+  return {
+    vectors,
+    kind: Array.from({ length: count }, () => 'stranger' as const),
+    source: Array.from({ length: count }, () => -1),
+  };
 }
 
-interface QuerySet { vectors: Float32Array; kind: ('perturbed' | 'random' | 'stranger')[]; source: number[] }
+interface QuerySet {
+  vectors: Float32Array;
+  kind: ('perturbed' | 'random' | 'stranger')[];
+  source: number[];
+}
 
 function makeQueries(data: Float32Array, n: number, nq: number, seed: number): QuerySet {
   const rand = mulberry32(seed);
@@ -267,15 +291,44 @@ function writeF32(path: string, m: Float32Array): void {
 
 // ---- FAISS ----
 
-interface FaissRun { threads: number; omp_threads: number; p50_ms: number; p99_ms: number; mean_ms: number }
-interface FaissResult { faiss_version: string; faiss_compile_options: string | null; omp_default_threads: number; load_s: number; build_s: number; runs: FaissRun[]; ids: number[][]; loadavg_1m?: number[] }
+interface FaissRun {
+  threads: number;
+  omp_threads: number;
+  p50_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+}
+interface FaissResult {
+  faiss_version: string;
+  faiss_compile_options: string | null;
+  omp_default_threads: number;
+  load_s: number;
+  build_s: number;
+  runs: FaissRun[];
+  ids: number[][];
+  loadavg_1m?: number[];
+}
 
 function runFaiss(data: Float32Array, qs: QuerySet): FaissResult {
   const dir = fileTempDir('vigil-bench-search-');
   try {
     writeF32(join(dir, 'dataset.f32'), data);
     writeF32(join(dir, 'queries.f32'), qs.vectors);
-    const res = spawnSync(PYTHON, [join(REPO, 'bench/faiss_flat.py'), join(dir, 'dataset.f32'), join(dir, 'queries.f32'), String(DIM), String(K), '--threads', THREADS.join(','), '--warmup', String(WARMUP)], { encoding: 'utf8', maxBuffer: 256 * MiB, stdio: ['ignore', 'pipe', 'inherit'] });
+    const res = spawnSync(
+      PYTHON,
+      [
+        join(REPO, 'bench/faiss_flat.py'),
+        join(dir, 'dataset.f32'),
+        join(dir, 'queries.f32'),
+        String(DIM),
+        String(K),
+        '--threads',
+        THREADS.join(','),
+        '--warmup',
+        String(WARMUP),
+      ],
+      { encoding: 'utf8', maxBuffer: 256 * MiB, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     if (res.status !== 0) throw new Error(`faiss_flat.py failed (status ${res.status}, ${res.error?.message ?? ''})`);
     return JSON.parse(res.stdout) as FaissResult;
   } finally {
@@ -285,13 +338,23 @@ function runFaiss(data: Float32Array, qs: QuerySet): FaissResult {
 
 // ---- our index ----
 
-function build(profile: SearchProfile, data: Float32Array, n: number, threads: number): { idx: CollectionIndex; seconds: number } {
+function build(
+  profile: SearchProfile,
+  data: Float32Array,
+  n: number,
+  threads: number,
+): { idx: CollectionIndex; seconds: number } {
   const t = performance.now();
   const idx = new CollectionIndex(profileCodec(profile), DIM, n, threads);
   for (let from = 0; from < n; from += ADD_BATCH) {
     const to = Math.min(n, from + ADD_BATCH);
     const rows: IndexRow[] = [];
-    for (let i = from; i < to; i++) rows.push({ faceKey: i, personKey: Math.floor(i / FACES_PER_PERSON), vector: data.subarray(i * DIM, (i + 1) * DIM) });
+    for (let i = from; i < to; i++)
+      rows.push({
+        faceKey: i,
+        personKey: Math.floor(i / FACES_PER_PERSON),
+        vector: data.subarray(i * DIM, (i + 1) * DIM),
+      });
     idx.add(rows);
   }
   return { idx, seconds: (performance.now() - t) / 1000 };
@@ -368,9 +431,19 @@ interface ProfileRun {
   loadavg_1m: [number, number];
 }
 
-interface Truth { rows: number[][]; persons: number[][] }
+interface Truth {
+  rows: number[][];
+  persons: number[][];
+}
 
-async function runProfile(profile: SearchProfile, data: Float32Array, n: number, qs: QuerySet, threads: number, truth: Truth | null): Promise<{ run: ProfileRun; truth: Truth }> {
+async function runProfile(
+  profile: SearchProfile,
+  data: Float32Array,
+  n: number,
+  qs: QuerySet,
+  threads: number,
+  truth: Truth | null,
+): Promise<{ run: ProfileRun; truth: Truth }> {
   const nq = SLOW_PROFILES.has(profile) && n > SLOW_PROFILE_ROWS ? Math.min(SLOW_QUERIES, NQ) : NQ;
   const rssBefore = await rssMiB();
   const loadBefore = loadavg()[0]!;
@@ -382,10 +455,18 @@ async function runProfile(profile: SearchProfile, data: Float32Array, n: number,
   const rows = top.results.map((hits: RowHit[]) => hits.map((h) => h.faceKey));
   const personKeys = persons.results.map((hits: RowHit[]) => hits.map((h) => h.personKey));
   const t = truth ?? { rows, persons: personKeys };
-  const recall = (kind?: 'perturbed' | 'random') => r3(mean(rows.map((r, i) => (kind && qs.kind[i] !== kind ? NaN : overlap(r, t.rows[i]!))).filter((x) => !Number.isNaN(x))));
+  const recall = (kind?: 'perturbed' | 'random') =>
+    r3(
+      mean(
+        rows
+          .map((r, i) => (kind && qs.kind[i] !== kind ? NaN : overlap(r, t.rows[i]!)))
+          .filter((x) => !Number.isNaN(x)),
+      ),
+    );
   const exactCount = Math.min(nq, SLOW_QUERIES);
   let exact = exactCache.get(`${n}:${profile}`) ?? null;
-  if (!exact && profileCodec(profile).storage === 'i8') exactCache.set(`${n}:${profile}`, (exact = exactInt8Top(profile, data, n, qs, exactCount)));
+  if (!exact && profileCodec(profile).storage === 'i8')
+    exactCache.set(`${n}:${profile}`, (exact = exactInt8Top(profile, data, n, qs, exactCount)));
   const perturbed = rows.map((r, i) => [r, i] as const).filter(([, i]) => qs.kind[i] === 'perturbed');
   const run: ProfileRun = {
     n,
@@ -403,7 +484,7 @@ async function runProfile(profile: SearchProfile, data: Float32Array, n: number,
     int8_exact_queries: exact ? exactCount : null,
     persons_agreement_at_5: r3(mean(personKeys.map((p, i) => overlap(p, t.persons[i]!)))),
     index_bytes: idx.bytes,
-    index_mib_per_100k: r1((idx.bytes / n) * 100_000 / MiB),
+    index_mib_per_100k: r1(((idx.bytes / n) * 100_000) / MiB),
     rss_before_mib: r1(rssBefore),
     rss_after_build_mib: r1(rssAfter),
     rss_delta_mib_per_100k: r1(((rssAfter - rssBefore) / n) * 100_000),
@@ -418,7 +499,12 @@ async function runProfile(profile: SearchProfile, data: Float32Array, n: number,
 function runUsearchRaw(data: Float32Array, n: number, qs: QuerySet, truth: Truth) {
   const m = data.subarray(0, n * DIM);
   // exactSearch reads queries from the start of their ArrayBuffer: each query is copied first.
-  const t = timeQueries(NQ, qs, (q) => Array.from((usearch.exactSearch(m, q.slice(), DIM, K, usearch.MetricKind.IP, 0) as { keys: BigUint64Array }).keys, Number));
+  const t = timeQueries(NQ, qs, (q) =>
+    Array.from(
+      (usearch.exactSearch(m, q.slice(), DIM, K, usearch.MetricKind.IP, 0) as { keys: BigUint64Array }).keys,
+      Number,
+    ),
+  );
   return { ...summary(t.ms), recall_at_10: r3(mean(t.results.map((r, i) => overlap(r, truth.rows[i]!)))) };
 }
 
@@ -427,12 +513,23 @@ function runUsearchRaw(data: Float32Array, n: number, qs: QuerySet, truth: Truth
  * measureHnsw does (the native walker beside usearch's binding).
  */
 async function runHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth) {
-  const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']), threads = Number(values['hnsw-threads']);
+  const M = Number(values['hnsw-m']),
+    efAdd = Number(values['hnsw-ef-add']),
+    threads = Number(values['hnsw-threads']);
   const dir = fileTempDir('vigil-bench-hnsw-');
   try {
     const built = buildHnsw(data, n, dir, `bench`);
     const measured = await measureHnsw(data, n, qs, truth, dir, 'bench');
-    return { connectivity: M, expansion_add: efAdd, quantization: HNSW_QUANTIZATION, build_threads: threads, build_s: built.build_s, file_bytes: built.file_bytes, runs: measured.runs, loadavg_1m: [built.loadavg_1m[0], measured.loadavg_1m[1]] };
+    return {
+      connectivity: M,
+      expansion_add: efAdd,
+      quantization: HNSW_QUANTIZATION,
+      build_threads: threads,
+      build_s: built.build_s,
+      file_bytes: built.file_bytes,
+      runs: measured.runs,
+      loadavg_1m: [built.loadavg_1m[0], measured.loadavg_1m[1]],
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -440,7 +537,9 @@ async function runHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth
 
 /** Builds the graph over the first n rows (--hnsw-m, --hnsw-ef-add, --hnsw-threads) and saves it into dir as `collection`. */
 function buildHnsw(data: Float32Array, n: number, dir: string, collection: string) {
-  const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']), threads = Number(values['hnsw-threads']);
+  const M = Number(values['hnsw-m']),
+    efAdd = Number(values['hnsw-ef-add']),
+    threads = Number(values['hnsw-threads']);
   const loadBefore = loadavg()[0]!;
   const t = performance.now();
   const graph = newGraph(DIM, { connectivity: M, expansion_add: efAdd, expansion_search: 64 });
@@ -449,14 +548,39 @@ function buildHnsw(data: Float32Array, n: number, dir: string, collection: strin
     const to = Math.min(n, from + ADD_BATCH);
     for (let i = from; i < to; i++) keys[i - from] = BigInt(i);
     graph.add(keys.subarray(0, to - from), data.subarray(from * DIM, to * DIM), threads);
-    if (from % 100_000 === 0 && from > 0) log(`  hnsw build ${from}/${n} ${((performance.now() - t) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(1)}`);
+    if (from % 100_000 === 0 && from > 0)
+      log(
+        `  hnsw build ${from}/${n} ${((performance.now() - t) / 1000).toFixed(0)} s, load ${loadavg()[0]!.toFixed(1)}`,
+      );
   }
   const buildS = (performance.now() - t) / 1000;
-  const meta = saveGraph(dir, graph, { format: 1, collection_id: collection, index_epoch: 'bench', dimension: DIM, quantization: HNSW_QUANTIZATION, connectivity: M, expansion_add: efAdd, revision: 0, max_face_key: n - 1, rows: n, build_seconds: r3(buildS), built_at: new Date().toISOString() });
-  log(`hnsw build ${buildS.toFixed(1)} s (${threads || 'all'} threads), file ${r1(meta.file_bytes / MiB)} MiB (${HNSW_QUANTIZATION}), load ${loadBefore.toFixed(1)}/${loadavg()[0]!.toFixed(1)}`);
-  return { connectivity: M, expansion_add: efAdd, quantization: HNSW_QUANTIZATION, build_threads: threads, build_s: r3(buildS), file_bytes: meta.file_bytes, loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)] };
+  const meta = saveGraph(dir, graph, {
+    format: 1,
+    collection_id: collection,
+    index_epoch: 'bench',
+    dimension: DIM,
+    quantization: HNSW_QUANTIZATION,
+    connectivity: M,
+    expansion_add: efAdd,
+    revision: 0,
+    max_face_key: n - 1,
+    rows: n,
+    build_seconds: r3(buildS),
+    built_at: new Date().toISOString(),
+  });
+  log(
+    `hnsw build ${buildS.toFixed(1)} s (${threads || 'all'} threads), file ${r1(meta.file_bytes / MiB)} MiB (${HNSW_QUANTIZATION}), load ${loadBefore.toFixed(1)}/${loadavg()[0]!.toFixed(1)}`,
+  );
+  return {
+    connectivity: M,
+    expansion_add: efAdd,
+    quantization: HNSW_QUANTIZATION,
+    build_threads: threads,
+    build_s: r3(buildS),
+    file_bytes: meta.file_bytes,
+    loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)],
+  };
 }
-
 
 /**
  * Every variant over the same queries, in blocks of INTERLEAVE_BLOCK queries with the variants' order
@@ -464,7 +588,11 @@ function buildHnsw(data: Float32Array, n: number, dir: string, collection: strin
  * it read in the CPU caches (several MiB), and the next variant walking the same query would find them warm.
  */
 const INTERLEAVE_BLOCK = 25;
-function timeInterleaved<T>(nq: number, qs: QuerySet, variants: Record<string, (q: Float32Array) => T>): Record<string, { ms: number[]; results: T[] }> {
+function timeInterleaved<T>(
+  nq: number,
+  qs: QuerySet,
+  variants: Record<string, (q: Float32Array) => T>,
+): Record<string, { ms: number[]; results: T[] }> {
   const names = Object.keys(variants);
   const out: Record<string, { ms: number[]; results: T[] }> = {};
   for (const n of names) out[n] = { ms: [], results: [] };
@@ -499,10 +627,12 @@ function anonHugeMiB(): number {
  * the exact re-rank as the daemon runs it. Recall@10 is against exact fp32.
  */
 async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: Truth, dir: string, collection: string) {
-  const M = Number(values['hnsw-m']), efAdd = Number(values['hnsw-ef-add']);
+  const M = Number(values['hnsw-m']),
+    efAdd = Number(values['hnsw-ef-add']);
   const efs = values['hnsw-ef-search']!.split(',').map(Number);
   const memories = values['hnsw-memory']!.split(',').map((m) => m.trim()) as GraphMemory[];
-  for (const m of memories) if (!['view', 'load', 'huge_pages'].includes(m)) throw new Error(`unknown --hnsw-memory ${m}`);
+  for (const m of memories)
+    if (!['view', 'load', 'huge_pages'].includes(m)) throw new Error(`unknown --hnsw-memory ${m}`);
   const loadBefore = loadavg()[0]!;
   const { idx } = build('fp32_v1', data, n, 0);
   const delta = new CollectionIndex(profileCodec('fp32_v1'), DIM, 1);
@@ -511,15 +641,28 @@ async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: T
   const nStrangers = values.data === 'clustered' ? Number(values['hnsw-strangers']) : 0;
   const strangers = strangerQueries(0x5eed + n, nStrangers, 0x57a9 + n);
   const tt = performance.now();
-  const strangerTruth = Array.from({ length: nStrangers }, (_, i) => idx.topRows(idx.encodeQuery(queryVec(strangers, i)), K).map((h) => h.faceKey));
-  if (nStrangers) log(`  exact fp32 truth of ${nStrangers} stranger queries in ${((performance.now() - tt) / 1000).toFixed(1)} s`);
+  const strangerTruth = Array.from({ length: nStrangers }, (_, i) =>
+    idx.topRows(idx.encodeQuery(queryVec(strangers, i)), K).map((h) => h.faceKey),
+  );
+  if (nStrangers)
+    log(`  exact fp32 truth of ${nStrangers} stranger queries in ${((performance.now() - tt) / 1000).toFixed(1)} s`);
   const runs = [];
   for (const ef of efs) {
     for (const memory of memories) {
       const rssBefore = await rssMiB();
       const hugeBefore = anonHugeMiB();
       const t = performance.now();
-      const loaded = viewGraph(dir, { collectionId: collection, epoch: 'bench', dimension: DIM, params: { connectivity: M, expansion_add: efAdd, expansion_search: ef }, revision: 0 }, memory);
+      const loaded = viewGraph(
+        dir,
+        {
+          collectionId: collection,
+          epoch: 'bench',
+          dimension: DIM,
+          params: { connectivity: M, expansion_add: efAdd, expansion_search: ef },
+          revision: 0,
+        },
+        memory,
+      );
       if (!('graph' in loaded)) throw new Error(loaded.problem);
       const walker = loaded.graph;
       const mapMs = performance.now() - t;
@@ -540,15 +683,33 @@ async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: T
         }
         log(`  warm-up: ${warm} searches each in ${((performance.now() - tw) / 1000).toFixed(1)} s`);
       }
-      const top = timeQueries(NQ, qs, (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey));
-      const persons = timeQueries(NQ, qs, (q) => bestPerPerson(graphTopRows(idx, g, q, candidates), PERSON_LIMIT).map((h) => h.personKey));
-      const strangerTop = timeQueries(nStrangers, strangers, (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey));
+      const top = timeQueries(NQ, qs, (q) =>
+        graphTopRows(idx, g, q, candidates)
+          .slice(0, K)
+          .map((h) => h.faceKey),
+      );
+      const persons = timeQueries(NQ, qs, (q) =>
+        bestPerPerson(graphTopRows(idx, g, q, candidates), PERSON_LIMIT).map((h) => h.personKey),
+      );
+      const strangerTop = timeQueries(nStrangers, strangers, (q) =>
+        graphTopRows(idx, g, q, candidates)
+          .slice(0, K)
+          .map((h) => h.faceKey),
+      );
       const faceMs = [...top.ms.filter((_, i) => qs.kind[i] === 'perturbed'), ...strangerTop.ms];
-      const faceRecall = [...top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)), ...strangerTop.results.map((r, i) => overlap(r, strangerTruth[i]!))];
+      const faceRecall = [
+        ...top.results
+          .map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN))
+          .filter((x) => !Number.isNaN(x)),
+        ...strangerTop.results.map((r, i) => overlap(r, strangerTruth[i]!)),
+      ];
       const lags = values['hnsw-lags']!.split(',').map(Number);
       const variants: Record<string, (q: Float32Array) => number[]> = {
         usearch_binding: (q) => Array.from(binding.search(q, candidates, 1).keys, Number),
-        walker_reranked: (q) => graphTopRows(idx, g, q, candidates).slice(0, K).map((h) => h.faceKey),
+        walker_reranked: (q) =>
+          graphTopRows(idx, g, q, candidates)
+            .slice(0, K)
+            .map((h) => h.faceKey),
       };
       for (const lag of lags) {
         variants[`walker_lag_${lag}`] = (q) => {
@@ -562,31 +723,67 @@ async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: T
         };
       }
       const raw = timeInterleaved(NQ, qs, variants);
-      const same = (name: string) => r3(mean(raw[name]!.results.map((r, i) => (r.join() === raw.usearch_binding!.results[i]!.join() ? 1 : 0))));
+      const same = (name: string) =>
+        r3(mean(raw[name]!.results.map((r, i) => (r.join() === raw.usearch_binding!.results[i]!.join() ? 1 : 0))));
       const rssAfter = await rssMiB();
       const run = {
-        expansion_search: ef, memory, huge_pages_advised: walker.hugePages, anon_huge_mib: r1(hugeMiB), map_ms: r3(mapMs), open_ms: r3(openMs),
-        top_rows: summary(top.ms), search_persons: summary(persons.ms),
+        expansion_search: ef,
+        memory,
+        huge_pages_advised: walker.hugePages,
+        anon_huge_mib: r1(hugeMiB),
+        map_ms: r3(mapMs),
+        open_ms: r3(openMs),
+        top_rows: summary(top.ms),
+        search_persons: summary(persons.ms),
         recall_at_10: r3(mean(top.results.map((r, i) => overlap(r, truth.rows[i]!)))),
-        recall_at_10_perturbed: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
-        recall_at_10_random: r3(mean(top.results.map((r, i) => (qs.kind[i] === 'random' ? overlap(r, truth.rows[i]!) : NaN)).filter((x) => !Number.isNaN(x)))),
+        recall_at_10_perturbed: r3(
+          mean(
+            top.results
+              .map((r, i) => (qs.kind[i] === 'perturbed' ? overlap(r, truth.rows[i]!) : NaN))
+              .filter((x) => !Number.isNaN(x)),
+          ),
+        ),
+        recall_at_10_random: r3(
+          mean(
+            top.results
+              .map((r, i) => (qs.kind[i] === 'random' ? overlap(r, truth.rows[i]!) : NaN))
+              .filter((x) => !Number.isNaN(x)),
+          ),
+        ),
         persons_agreement_at_5: r3(mean(persons.results.map((p, i) => overlap(p, truth.persons[i]!)))),
         top_rows_perturbed: summary(top.ms.filter((_, i) => qs.kind[i] === 'perturbed')),
         top_rows_random: summary(top.ms.filter((_, i) => qs.kind[i] === 'random')),
-        strangers: nStrangers, recall_at_10_strangers: r3(mean(strangerTop.results.map((r, i) => overlap(r, strangerTruth[i]!)))), top_rows_strangers: summary(strangerTop.ms),
+        strangers: nStrangers,
+        recall_at_10_strangers: r3(mean(strangerTop.results.map((r, i) => overlap(r, strangerTruth[i]!)))),
+        top_rows_strangers: summary(strangerTop.ms),
         face_queries: { queries: faceMs.length, top_rows: summary(faceMs), recall_at_10: r3(mean(faceRecall)) },
-        warm_up_searches: warm, candidates,
-        raw_walk: Object.fromEntries(Object.entries(raw).map(([name, r]) => [name, {
-          ...summary(r.ms), recall_at_10: recall(r.results), same_candidates_as_binding: name === 'walker_reranked' ? null : same(name),
-        }])),
+        warm_up_searches: warm,
+        candidates,
+        raw_walk: Object.fromEntries(
+          Object.entries(raw).map(([name, r]) => [
+            name,
+            {
+              ...summary(r.ms),
+              recall_at_10: recall(r.results),
+              same_candidates_as_binding: name === 'walker_reranked' ? null : same(name),
+            },
+          ]),
+        ),
         walker_lag: walker.lag,
         rss_delta_after_queries_mib: r1(rssAfter - rssBefore),
         loadavg_1m: r3(loadavg()[0]!),
       };
       runs.push(run);
       walker.close();
-      const walks = Object.entries(run.raw_walk).map(([name, r]) => `${name} ${r.p50_ms.toFixed(3)}/${r.p99_ms.toFixed(3)}${r.same_candidates_as_binding === null ? '' : ` (same as binding ${r.same_candidates_as_binding})`}`).join(', ');
-      log(`hnsw M=${M} ef_add=${efAdd} ef_search=${ef} memory=${memory}${memory === 'huge_pages' ? ` (advised ${walker.hugePages}, ${run.anon_huge_mib} MiB in huge pages)` : ''}, mapped in ${run.map_ms.toFixed(0)} ms, copy in place after ${run.open_ms.toFixed(0)} ms: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (known ${run.recall_at_10_perturbed.toFixed(3)}, strangers ${run.recall_at_10_strangers.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); p99 known ${run.top_rows_perturbed.p99_ms.toFixed(3)} strangers ${run.top_rows_strangers.p99_ms.toFixed(3)} random ${run.top_rows_random.p99_ms.toFixed(3)} ms; interleaved p50/p99 ms of ${candidates} candidates: ${walks}; load ${run.loadavg_1m.toFixed(1)}`);
+      const walks = Object.entries(run.raw_walk)
+        .map(
+          ([name, r]) =>
+            `${name} ${r.p50_ms.toFixed(3)}/${r.p99_ms.toFixed(3)}${r.same_candidates_as_binding === null ? '' : ` (same as binding ${r.same_candidates_as_binding})`}`,
+        )
+        .join(', ');
+      log(
+        `hnsw M=${M} ef_add=${efAdd} ef_search=${ef} memory=${memory}${memory === 'huge_pages' ? ` (advised ${walker.hugePages}, ${run.anon_huge_mib} MiB in huge pages)` : ''}, mapped in ${run.map_ms.toFixed(0)} ms, copy in place after ${run.open_ms.toFixed(0)} ms: re-ranked top10 p50 ${run.top_rows.p50_ms.toFixed(3)} p99 ${run.top_rows.p99_ms.toFixed(3)} ms, R@10 ${run.recall_at_10.toFixed(3)} (known ${run.recall_at_10_perturbed.toFixed(3)}, strangers ${run.recall_at_10_strangers.toFixed(3)}, random ${run.recall_at_10_random.toFixed(3)}), persons@5 ${run.persons_agreement_at_5.toFixed(3)} (p99 ${run.search_persons.p99_ms.toFixed(3)} ms); p99 known ${run.top_rows_perturbed.p99_ms.toFixed(3)} strangers ${run.top_rows_strangers.p99_ms.toFixed(3)} random ${run.top_rows_random.p99_ms.toFixed(3)} ms; interleaved p50/p99 ms of ${candidates} candidates: ${walks}; load ${run.loadavg_1m.toFixed(1)}`,
+      );
     }
   }
   return { runs, loadavg_1m: [r3(loadBefore), r3(loadavg()[0]!)] };
@@ -602,15 +799,21 @@ const hnswGoal = (n: number, runs: Awaited<ReturnType<typeof measureHnsw>>['runs
   const faces = runs.find((r) => passes(r.face_queries.top_rows.p99_ms, r.face_queries.recall_at_10));
   const all = runs.find((r) => passes(r.top_rows.p99_ms, r.recall_at_10));
   for (const r of runs) {
-    log(`hnsw goal at ${n} (p99 <= 2 ms with recall@10 >= 0.99), ef_search ${r.expansion_search}, ${r.memory}: face queries p99 ${r.face_queries.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.face_queries.recall_at_10.toFixed(3)} -> ${passes(r.face_queries.top_rows.p99_ms, r.face_queries.recall_at_10) ? 'PASS' : 'FAIL'}; all queries with random ones p99 ${r.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.recall_at_10.toFixed(3)} -> ${passes(r.top_rows.p99_ms, r.recall_at_10) ? 'PASS' : 'FAIL'}`);
+    log(
+      `hnsw goal at ${n} (p99 <= 2 ms with recall@10 >= 0.99), ef_search ${r.expansion_search}, ${r.memory}: face queries p99 ${r.face_queries.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.face_queries.recall_at_10.toFixed(3)} -> ${passes(r.face_queries.top_rows.p99_ms, r.face_queries.recall_at_10) ? 'PASS' : 'FAIL'}; all queries with random ones p99 ${r.top_rows.p99_ms.toFixed(3)} ms, recall@10 ${r.recall_at_10.toFixed(3)} -> ${passes(r.top_rows.p99_ms, r.recall_at_10) ? 'PASS' : 'FAIL'}`,
+    );
   }
-  return { face_queries: faces ? { expansion_search: faces.expansion_search, memory: faces.memory } : null, all_queries: all ? { expansion_search: all.expansion_search, memory: all.memory } : null };
+  return {
+    face_queries: faces ? { expansion_search: faces.expansion_search, memory: faces.memory } : null,
+    all_queries: all ? { expansion_search: all.expansion_search, memory: all.memory } : null,
+  };
 };
 
 /** Exact fp32 ground truth of the queries (top-10 rows, top-5 persons), as the fp32 profile run gives it. */
 function exactTruth(data: Float32Array, n: number, qs: QuerySet): Truth {
   const { idx } = build('fp32_v1', data, n, 0);
-  const rows: number[][] = [], persons: number[][] = [];
+  const rows: number[][] = [],
+    persons: number[][] = [];
   for (let i = 0; i < NQ; i++) {
     const q = queryVec(qs, i);
     rows.push(idx.topRows(idx.encodeQuery(q), K).map((h) => h.faceKey));
@@ -626,15 +829,33 @@ const pad = (s: string | number, w: number) => String(s).padStart(w);
 const padEnd = (s: string | number, w: number) => String(s).padEnd(w);
 const log = (s = '') => process.stdout.write(s + '\n');
 const HEADER = `${padEnd('profile', 14)}${pad('thr', 4)}${pad('nq', 5)}${pad('build s', 9)}${pad('top p50', 10)}${pad('top p99', 10)}${pad('pers p50', 10)}${pad('pers p99', 10)}${pad('R@10', 7)}${pad('R@10 pert', 10)}${pad('R@10 rand', 10)}${pad('self@1', 8)}${pad('pers@5', 8)}${pad('i8 exact', 9)}${pad('MiB/100k', 10)}${pad('RSS/100k', 10)}${pad('load', 11)}`;
-const line = (r: ProfileRun) => `${padEnd(r.profile, 14)}${pad(r.threads, 4)}${pad(r.queries, 5)}${pad(r.build_s.toFixed(2), 9)}${pad(r.top_rows.p50_ms.toFixed(2), 10)}${pad(r.top_rows.p99_ms.toFixed(2), 10)}${pad(r.search_persons.p50_ms.toFixed(2), 10)}${pad(r.search_persons.p99_ms.toFixed(2), 10)}${pad(r.recall_at_10.toFixed(3), 7)}${pad(r.recall_at_10_perturbed.toFixed(3), 10)}${pad(r.recall_at_10_random.toFixed(3), 10)}${pad(r.self_hit_at_1.toFixed(3), 8)}${pad(r.persons_agreement_at_5.toFixed(3), 8)}${pad(r.int8_exact_agreement === null ? '-' : r.int8_exact_agreement.toFixed(3), 9)}${pad(r.index_mib_per_100k.toFixed(1), 10)}${pad(r.rss_delta_mib_per_100k.toFixed(1), 10)}${pad(r.loadavg_1m.map((x) => x.toFixed(1)).join('/'), 11)}`;
+const line = (r: ProfileRun) =>
+  `${padEnd(r.profile, 14)}${pad(r.threads, 4)}${pad(r.queries, 5)}${pad(r.build_s.toFixed(2), 9)}${pad(r.top_rows.p50_ms.toFixed(2), 10)}${pad(r.top_rows.p99_ms.toFixed(2), 10)}${pad(r.search_persons.p50_ms.toFixed(2), 10)}${pad(r.search_persons.p99_ms.toFixed(2), 10)}${pad(r.recall_at_10.toFixed(3), 7)}${pad(r.recall_at_10_perturbed.toFixed(3), 10)}${pad(r.recall_at_10_random.toFixed(3), 10)}${pad(r.self_hit_at_1.toFixed(3), 8)}${pad(r.persons_agreement_at_5.toFixed(3), 8)}${pad(r.int8_exact_agreement === null ? '-' : r.int8_exact_agreement.toFixed(3), 9)}${pad(r.index_mib_per_100k.toFixed(1), 10)}${pad(r.rss_delta_mib_per_100k.toFixed(1), 10)}${pad(r.loadavg_1m.map((x) => x.toFixed(1)).join('/'), 11)}`;
 
-const usearchVersion = (JSON.parse(readFileSync(join(REPO, 'node_modules/usearch/package.json'), 'utf8')) as { version: string }).version;
-const machine = { half_kernel: halfKernel(), data: values.data, cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version, usearch: usearchVersion, total_mem_gib: r1(totalmem() / 2 ** 30), free_mem_gib_at_start: r1(freemem() / 2 ** 30), expose_gc: typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'flag' : 'v8.setFlagsFromString' };
+const usearchVersion = (
+  JSON.parse(readFileSync(join(REPO, 'node_modules/usearch/package.json'), 'utf8')) as { version: string }
+).version;
+const machine = {
+  half_kernel: halfKernel(),
+  data: values.data,
+  cpus: cpus().length,
+  cpu: cpus()[0]?.model,
+  node: process.version,
+  usearch: usearchVersion,
+  total_mem_gib: r1(totalmem() / 2 ** 30),
+  free_mem_gib_at_start: r1(freemem() / 2 ** 30),
+  expose_gc: typeof (globalThis as { gc?: unknown }).gc === 'function' ? 'flag' : 'v8.setFlagsFromString',
+};
 const started = performance.now();
-log(`search bench: sizes ${SIZES.join(', ')}, ${NQ} queries (every ${RANDOM_EVERY}th random, others a dataset row + N(0, ${NOISE_SIGMA}^2) noise), dim ${DIM}, k ${K}`);
-log(`machine: ${machine.cpus} cpus (${machine.cpu}), node ${machine.node}, usearch ${machine.usearch}; threads settings ${THREADS.join(', ')} (0 = all cores)`);
+log(
+  `search bench: sizes ${SIZES.join(', ')}, ${NQ} queries (every ${RANDOM_EVERY}th random, others a dataset row + N(0, ${NOISE_SIGMA}^2) noise), dim ${DIM}, k ${K}`,
+);
+log(
+  `machine: ${machine.cpus} cpus (${machine.cpu}), node ${machine.node}, usearch ${machine.usearch}; threads settings ${THREADS.join(', ')} (0 = all cores)`,
+);
 
-const dataFor = (n: number) => (values.data === 'random' ? randomUnitRows(n, 0x5eed + n) : clusteredRows(n, 0x5eed + n));
+const dataFor = (n: number) =>
+  values.data === 'random' ? randomUnitRows(n, 0x5eed + n) : clusteredRows(n, 0x5eed + n);
 const truthPath = (dir: string, n: number) => join(dir, `truth-${values.data}-${n}-q${NQ}.json`);
 if (values['hnsw-persist'] || values['hnsw-measure']) {
   const dir = resolve(values['hnsw-persist'] || values['hnsw-measure']!);
@@ -643,16 +864,23 @@ if (values['hnsw-persist'] || values['hnsw-measure']) {
     let t = performance.now();
     const data = dataFor(n);
     const qs = makeQueries(data, n, NQ, 0xc0ffee + n);
-    log(`N = ${n}: generated ${n} x ${DIM} ${values.data} unit vectors + ${NQ} queries in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+    log(
+      `N = ${n}: generated ${n} x ${DIM} ${values.data} unit vectors + ${NQ} queries in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+    );
     const collection = `bench-${values.data}-${n}-m${values['hnsw-m']}-efa${values['hnsw-ef-add']}`;
     if (values['hnsw-persist']) {
       t = performance.now();
       const truth = exactTruth(data, n, qs);
       gc();
       writeFileSync(truthPath(dir, n), JSON.stringify(truth));
-      log(`exact fp32 ground truth of ${NQ} queries in ${((performance.now() - t) / 1000).toFixed(1)} s -> ${truthPath(dir, n)}`);
+      log(
+        `exact fp32 ground truth of ${NQ} queries in ${((performance.now() - t) / 1000).toFixed(1)} s -> ${truthPath(dir, n)}`,
+      );
       const built = buildHnsw(data, n, dir, collection);
-      writeFileSync(join(dir, `${collection}.build.json`), JSON.stringify({ n, data: values.data, at: new Date().toISOString(), machine, ...built }, null, 2));
+      writeFileSync(
+        join(dir, `${collection}.build.json`),
+        JSON.stringify({ n, data: values.data, at: new Date().toISOString(), machine, ...built }, null, 2),
+      );
     } else {
       const truth = JSON.parse(readFileSync(truthPath(dir, n), 'utf8')) as Truth;
       const build = JSON.parse(readFileSync(join(dir, `${collection}.build.json`), 'utf8')) as unknown;
@@ -660,7 +888,30 @@ if (values['hnsw-persist'] || values['hnsw-measure']) {
       const pass = hnswGoal(n, measured.runs);
       mkdirSync(join(REPO, 'bench/results'), { recursive: true });
       const file = join(REPO, `bench/results/search-hnsw-${n}.json`);
-      writeFileSync(file, JSON.stringify({ bench: 'search-hnsw', at: new Date().toISOString(), n, machine, settings: { dim: DIM, k: K, queries: NQ, random_query_every: RANDOM_EVERY, noise_sigma: NOISE_SIGMA, candidates: Math.max(PERSON_LIMIT * 8, 64) }, build, ...measured, goal_pass: pass }, null, 2));
+      writeFileSync(
+        file,
+        JSON.stringify(
+          {
+            bench: 'search-hnsw',
+            at: new Date().toISOString(),
+            n,
+            machine,
+            settings: {
+              dim: DIM,
+              k: K,
+              queries: NQ,
+              random_query_every: RANDOM_EVERY,
+              noise_sigma: NOISE_SIGMA,
+              candidates: Math.max(PERSON_LIMIT * 8, 64),
+            },
+            build,
+            ...measured,
+            goal_pass: pass,
+          },
+          null,
+          2,
+        ),
+      );
       log(`-> ${file}`);
     }
   }
@@ -683,7 +934,9 @@ for (const n of SIZES) {
     const loadBefore = loadavg()[0]!;
     faiss = { ...runFaiss(data, qs), loadavg_1m: [0, 0] };
     faiss.loadavg_1m = [r3(loadBefore), r3(loadavg()[0]!)];
-    log(`faiss ${faiss.faiss_version} (${faiss.faiss_compile_options ?? '?'}, omp default ${faiss.omp_default_threads} threads) ran in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${faiss.loadavg_1m.join('/')}`);
+    log(
+      `faiss ${faiss.faiss_version} (${faiss.faiss_compile_options ?? '?'}, omp default ${faiss.omp_default_threads} threads) ran in ${((performance.now() - t) / 1000).toFixed(1)} s, load ${faiss.loadavg_1m.join('/')}`,
+    );
   }
 
   const runs: ProfileRun[] = [];
@@ -699,7 +952,9 @@ for (const n of SIZES) {
   }
 
   const raw = runUsearchRaw(data, n, qs, truth!);
-  log(`usearch raw exactSearch fp32 (one call over the whole matrix): p50 ${raw.p50_ms.toFixed(2)} ms p99 ${raw.p99_ms.toFixed(2)} ms`);
+  log(
+    `usearch raw exactSearch fp32 (one call over the whole matrix): p50 ${raw.p50_ms.toFixed(2)} ms p99 ${raw.p99_ms.toFixed(2)} ms`,
+  );
   const hnswSizes = values['hnsw-sizes'] ? values['hnsw-sizes'].split(',').map(Number) : SIZES;
   const hnsw = !values['skip-hnsw'] && hnswSizes.includes(n) ? await runHnsw(data, n, qs, truth!) : null;
   if (hnsw) hnswGoal(n, hnsw.runs);
@@ -708,7 +963,18 @@ for (const n of SIZES) {
   if (values['gallery-sizes'] && values['gallery-sizes'].split(',').map(Number).includes(n)) {
     // The vectors and indexes of this process are released first: the daemon's RSS and timings should not pay for them.
     gc();
-    const res = spawnSync(process.execPath, ['--import', 'tsx', join(REPO, 'bench/gallery.ts'), '--faces', String(n), ...(n > 200_000 ? ['--json-faces', '0'] : [])], { stdio: ['ignore', 'inherit', 'inherit'], cwd: REPO });
+    const res = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(REPO, 'bench/gallery.ts'),
+        '--faces',
+        String(n),
+        ...(n > 200_000 ? ['--json-faces', '0'] : []),
+      ],
+      { stdio: ['ignore', 'inherit', 'inherit'], cwd: REPO },
+    );
     if (res.status === 0) gallery = JSON.parse(readFileSync(join(REPO, `bench/results/gallery-${n}.json`), 'utf8'));
     else log(`gallery bench at ${n} failed (status ${res.status})`);
   }
@@ -717,13 +983,15 @@ for (const n of SIZES) {
   const comparisons = THREADS.map((threads) => {
     const fp32 = runs.find((r) => r.threads === threads && r.profile === 'fp32_v1')!;
     const fr = faiss?.runs.find((r) => r.threads === threads) ?? null;
-    const int8 = runs.filter((r) => r.threads === threads && r.profile.startsWith('int8_')).map((r) => ({
-      profile: r.profile,
-      speedup_vs_fp32_p50: r3(fp32.top_rows.p50_ms / r.top_rows.p50_ms),
-      speedup_target: 2,
-      recall_at_10: r.recall_at_10,
-      recall_target: 0.99,
-    }));
+    const int8 = runs
+      .filter((r) => r.threads === threads && r.profile.startsWith('int8_'))
+      .map((r) => ({
+        profile: r.profile,
+        speedup_vs_fp32_p50: r3(fp32.top_rows.p50_ms / r.top_rows.p50_ms),
+        speedup_target: 2,
+        recall_at_10: r.recall_at_10,
+        recall_target: 0.99,
+      }));
     return {
       threads,
       faiss: fr,
@@ -735,18 +1003,37 @@ for (const n of SIZES) {
   });
   if (faiss) {
     log();
-    log(`FAISS IndexFlatIP: build ${faiss.build_s.toFixed(2)} s (load ${faiss.load_s.toFixed(2)} s), top-10 agreement with our fp32: ${faissRecall?.toFixed(3)}`);
+    log(
+      `FAISS IndexFlatIP: build ${faiss.build_s.toFixed(2)} s (load ${faiss.load_s.toFixed(2)} s), top-10 agreement with our fp32: ${faissRecall?.toFixed(3)}`,
+    );
   }
   for (const c of comparisons) {
     const parts = [`threads ${c.threads}:`];
-    if (c.faiss) parts.push(`faiss p50 ${c.faiss.p50_ms.toFixed(2)} ms p99 ${c.faiss.p99_ms.toFixed(2)} ms (omp ${c.faiss.omp_threads}); ours fp32 p50 ${c.ours_fp32_p50_ms.toFixed(2)} ms -> ratio ${c.ratio_ours_fp32_p50_to_faiss_p50!.toFixed(2)} (target <= 1.5: ${c.ratio_ours_fp32_p50_to_faiss_p50! <= 1.5 ? 'PASS' : 'FAIL'})`);
-    for (const i of c.int8) parts.push(`${i.profile} speed-up ${i.speedup_vs_fp32_p50.toFixed(2)}x (target >= 2: ${i.speedup_vs_fp32_p50 >= 2 ? 'PASS' : 'FAIL'}), recall@10 ${i.recall_at_10.toFixed(3)} (target >= 0.99: ${i.recall_at_10 >= 0.99 ? 'PASS' : 'FAIL'})`);
+    if (c.faiss)
+      parts.push(
+        `faiss p50 ${c.faiss.p50_ms.toFixed(2)} ms p99 ${c.faiss.p99_ms.toFixed(2)} ms (omp ${c.faiss.omp_threads}); ours fp32 p50 ${c.ours_fp32_p50_ms.toFixed(2)} ms -> ratio ${c.ratio_ours_fp32_p50_to_faiss_p50!.toFixed(2)} (target <= 1.5: ${c.ratio_ours_fp32_p50_to_faiss_p50! <= 1.5 ? 'PASS' : 'FAIL'})`,
+      );
+    for (const i of c.int8)
+      parts.push(
+        `${i.profile} speed-up ${i.speedup_vs_fp32_p50.toFixed(2)}x (target >= 2: ${i.speedup_vs_fp32_p50 >= 2 ? 'PASS' : 'FAIL'}), recall@10 ${i.recall_at_10.toFixed(3)} (target >= 0.99: ${i.recall_at_10 >= 0.99 ? 'PASS' : 'FAIL'})`,
+      );
     log(parts.join('\n  '));
   }
   sizes.push({
     n,
     generate_s: r3(genSeconds),
-    faiss: faiss ? { version: faiss.faiss_version, compile_options: faiss.faiss_compile_options, omp_default_threads: faiss.omp_default_threads, load_s: faiss.load_s, build_s: faiss.build_s, runs: faiss.runs, loadavg_1m: faiss.loadavg_1m, top10_agreement_with_ours_fp32: faissRecall } : null,
+    faiss: faiss
+      ? {
+          version: faiss.faiss_version,
+          compile_options: faiss.faiss_compile_options,
+          omp_default_threads: faiss.omp_default_threads,
+          load_s: faiss.load_s,
+          build_s: faiss.build_s,
+          runs: faiss.runs,
+          loadavg_1m: faiss.loadavg_1m,
+          top10_agreement_with_ours_fp32: faissRecall,
+        }
+      : null,
     profiles: runs,
     usearch_raw_exact_fp32: raw,
     hnsw,
@@ -760,7 +1047,18 @@ const out = {
   bench: 'search',
   at: new Date().toISOString(),
   machine,
-  settings: { dim: DIM, k: K, queries: NQ, random_query_every: RANDOM_EVERY, noise_sigma: NOISE_SIGMA, person_limit: PERSON_LIMIT, faces_per_person: FACES_PER_PERSON, warmup: WARMUP, threads: THREADS, slow_profiles_query_cap: { above_rows: SLOW_PROFILE_ROWS, queries: Math.min(SLOW_QUERIES, NQ) } },
+  settings: {
+    dim: DIM,
+    k: K,
+    queries: NQ,
+    random_query_every: RANDOM_EVERY,
+    noise_sigma: NOISE_SIGMA,
+    person_limit: PERSON_LIMIT,
+    faces_per_person: FACES_PER_PERSON,
+    warmup: WARMUP,
+    threads: THREADS,
+    slow_profiles_query_cap: { above_rows: SLOW_PROFILE_ROWS, queries: Math.min(SLOW_QUERIES, NQ) },
+  },
   sizes,
   peak_rss_mib: r1(process.resourceUsage().maxRSS / 1024),
   total_s: r1(totalSeconds),

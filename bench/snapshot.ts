@@ -20,7 +20,13 @@ import { profileCodec } from '../src/search/profiles.js';
 import { readSnapshot, snapshotPath, writeSnapshot } from '../src/search/vectorSnapshot.js';
 import { seededRandom } from './seededRandom.js';
 
-const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, profiles: { type: 'string', default: 'fp32_v1,fp16_v1' }, reps: { type: 'string', default: '3' } } });
+const { values } = parseArgs({
+  options: {
+    sizes: { type: 'string', default: '100000,1000000' },
+    profiles: { type: 'string', default: 'fp32_v1,fp16_v1' },
+    reps: { type: 'string', default: '3' },
+  },
+});
 const DIM = 512;
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const log = (s: string) => process.stdout.write(`${s}\n`);
@@ -54,7 +60,11 @@ for (const n of values.sizes!.split(',').map(Number)) {
       const reads: number[] = [];
       let same = true;
       // Each mode: load time, then the first search over the loaded index (a map pays its page faults there).
-      const modes = { read: { rows: 'read' as const }, map: { rows: 'map' as const, populate: false }, map_populate: { rows: 'map' as const, populate: true } };
+      const modes = {
+        read: { rows: 'read' as const },
+        map: { rows: 'map' as const, populate: false },
+        map_populate: { rows: 'map' as const, populate: true },
+      };
       const byMode: Record<string, { load_ms: number[]; first_search_ms: number[] }> = {};
       const q = new Float32Array(DIM).map(() => rand() - 0.5);
       const want = JSON.stringify(index.exactSearchPersons(q, 5));
@@ -62,7 +72,14 @@ for (const n of values.sizes!.split(',').map(Number)) {
         for (const [mode, opts] of Object.entries(modes)) {
           const m = (byMode[mode] ??= { load_ms: [], first_search_ms: [] });
           t = performance.now();
-          const loaded = readSnapshot(dir, { collectionId: 'c', epoch: 'e', revision: 1, profile, dimension: DIM, rows: n }, codec, n, 0, opts);
+          const loaded = readSnapshot(
+            dir,
+            { collectionId: 'c', epoch: 'e', revision: 1, profile, dimension: DIM, rows: n },
+            codec,
+            n,
+            0,
+            opts,
+          );
           m.load_ms.push(Math.round(performance.now() - t));
           if (mode === 'read') reads.push(performance.now() - t);
           if (!('index' in loaded)) throw new Error(loaded.problem);
@@ -73,17 +90,34 @@ for (const n of values.sizes!.split(',').map(Number)) {
         }
         (globalThis as { gc?: () => void }).gc?.();
       }
-      for (const [mode, m] of Object.entries(byMode)) log(`  ${profile} ${n} ${mode}: load ${m.load_ms.join('/')} ms, then first search ${m.first_search_ms.join('/')} ms`);
+      for (const [mode, m] of Object.entries(byMode))
+        log(
+          `  ${profile} ${n} ${mode}: load ${m.load_ms.join('/')} ms, then first search ${m.first_search_ms.join('/')} ms`,
+        );
       const row = {
-        rows: n, profile, file_mib: r1(statSync(snapshotPath(dir, 'c')).size / 2 ** 20), row_by_row_build_ms: Math.round(buildMs), write_ms: Math.round(writeMs),
-        read_ms_median: Math.round(median(reads)), reads_ms: reads.map(Math.round), same_answers: same, modes: byMode, header_rows: h!.rows, loadavg_1m: r1(loadavg()[0]!),
+        rows: n,
+        profile,
+        file_mib: r1(statSync(snapshotPath(dir, 'c')).size / 2 ** 20),
+        row_by_row_build_ms: Math.round(buildMs),
+        write_ms: Math.round(writeMs),
+        read_ms_median: Math.round(median(reads)),
+        reads_ms: reads.map(Math.round),
+        same_answers: same,
+        modes: byMode,
+        header_rows: h!.rows,
+        loadavg_1m: r1(loadavg()[0]!),
       };
       results.push(row);
-      log(`${profile} ${n}: file ${row.file_mib} MiB, write ${row.write_ms} ms, read ${row.read_ms_median} ms (${row.reads_ms.join('/')}), row-by-row build ${row.row_by_row_build_ms} ms (incl. making the vectors), same answers ${same}, load ${row.loadavg_1m}`);
+      log(
+        `${profile} ${n}: file ${row.file_mib} MiB, write ${row.write_ms} ms, read ${row.read_ms_median} ms (${row.reads_ms.join('/')}), row-by-row build ${row.row_by_row_build_ms} ms (incl. making the vectors), same answers ${same}, load ${row.loadavg_1m}`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }
 }
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });
-writeFileSync(join(REPO, 'bench/results/snapshot.json'), JSON.stringify({ bench: 'snapshot', at: new Date().toISOString(), results }, null, 2));
+writeFileSync(
+  join(REPO, 'bench/results/snapshot.json'),
+  JSON.stringify({ bench: 'snapshot', at: new Date().toISOString(), results }, null, 2),
+);

@@ -23,14 +23,20 @@ import { WorkspaceStore } from '../src/workspaces/workspaceStore.js';
 import { REPO } from '../test/helpers/daemon.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 
-const { values } = parseArgs({ options: { checks: { type: 'string', default: '5000' }, runs: { type: 'string', default: '300' } } });
-const CHECKS = Number(values.checks), RUNS = Number(values.runs);
+const { values } = parseArgs({
+  options: { checks: { type: 'string', default: '5000' }, runs: { type: 'string', default: '300' } },
+});
+const CHECKS = Number(values.checks),
+  RUNS = Number(values.runs);
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return Math.round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! * 1000) / 1000;
 };
 
-async function checks(store: WorkspaceRepository, token: string): Promise<{ p50_ms: number; p99_ms: number; per_s: number }> {
+async function checks(
+  store: WorkspaceRepository,
+  token: string,
+): Promise<{ p50_ms: number; p99_ms: number; per_s: number }> {
   const ms: number[] = [];
   const t0 = performance.now();
   for (let i = 0; i < CHECKS; i++) {
@@ -41,7 +47,10 @@ async function checks(store: WorkspaceRepository, token: string): Promise<{ p50_
   return { p50_ms: pct(ms, 50), p99_ms: pct(ms, 99), per_s: Math.round(CHECKS / ((performance.now() - t0) / 1000)) };
 }
 
-async function runs(store: RunRepository, ws: string): Promise<{ sequential_per_s: number; parallel_creates_per_s: number }> {
+async function runs(
+  store: RunRepository,
+  ws: string,
+): Promise<{ sequential_per_s: number; parallel_creates_per_s: number }> {
   const items = Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, item: { i } }));
   let t0 = performance.now();
   for (let i = 0; i < RUNS; i++) {
@@ -50,7 +59,11 @@ async function runs(store: RunRepository, ws: string): Promise<{ sequential_per_
   }
   const sequential = RUNS / ((performance.now() - t0) / 1000);
   t0 = performance.now();
-  await Promise.all(Array.from({ length: RUNS }, () => store.create({ workspaceId: ws, kind: 'forum', request: {}, wanted: 1, maxActive: 1_000_000 })));
+  await Promise.all(
+    Array.from({ length: RUNS }, () =>
+      store.create({ workspaceId: ws, kind: 'forum', request: {}, wanted: 1, maxActive: 1_000_000 }),
+    ),
+  );
   const parallel = RUNS / ((performance.now() - t0) / 1000);
   return { sequential_per_s: Math.round(sequential), parallel_creates_per_s: Math.round(parallel) };
 }
@@ -61,7 +74,10 @@ try {
   const sqliteWs = new WorkspaceStore(db.db);
   await sqliteWs.create({ id: 'bench', name: 'bench' });
   const sqliteToken = (await sqliteWs.createKey('bench')).token;
-  const sqlite = { key_check: await checks(sqliteWs, sqliteToken), runs: await runs(new RunStore(db.db, new UsageMeter(db.db, 1e9)), 'bench') };
+  const sqlite = {
+    key_check: await checks(sqliteWs, sqliteToken),
+    runs: await runs(new RunStore(db.db, new UsageMeter(db.db, 1e9)), 'bench'),
+  };
   db.close();
 
   const url = cluster.createDatabase('bench_ws');

@@ -22,8 +22,16 @@ export async function buildWebUi(outDir = join(REPO, 'dist/web')): Promise<strin
   mkdirSync(assets, { recursive: true });
   const result = await build({
     entryPoints: { app: join(REPO, 'src/web/main.ts'), style: join(REPO, 'src/web/style.css') },
-    bundle: true, format: 'esm', target: ['chrome110', 'firefox115', 'safari16'], minify: true, sourcemap: false,
-    entryNames: '[name]-[hash]', outdir: assets, write: false, metafile: true, logLevel: 'silent',
+    bundle: true,
+    format: 'esm',
+    target: ['chrome110', 'firefox115', 'safari16'],
+    minify: true,
+    sourcemap: false,
+    entryNames: '[name]-[hash]',
+    outdir: assets,
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
     tsconfig: join(REPO, 'src/web/tsconfig.json'),
   });
   const names: Record<string, string> = {};
@@ -32,11 +40,14 @@ export async function buildWebUi(outDir = join(REPO, 'dist/web')): Promise<strin
     writeAtomic(join(assets, name), f.contents);
     names[name.endsWith('.css') ? 'css' : 'js'] = name;
   }
-  const html = readFileSync(join(REPO, 'src/web/index.html'), 'utf8').replace('{{APP_JS}}', `/assets/${names.js}`).replace('{{APP_CSS}}', `/assets/${names.css}`);
+  const html = readFileSync(join(REPO, 'src/web/index.html'), 'utf8')
+    .replace('{{APP_JS}}', `/assets/${names.js}`)
+    .replace('{{APP_CSS}}', `/assets/${names.css}`);
   writeAtomic(join(outDir, 'index.html'), html);
   // Old hashed files from earlier builds are dropped (only when they are not what index.html names).
   const keep = new Set(Object.values(names));
-  for (const f of readdirSync(assets)) if (!keep.has(f) && !f.endsWith('.tmp')) rmSync(join(assets, f), { force: true });
+  for (const f of readdirSync(assets))
+    if (!keep.has(f) && !f.endsWith('.tmp')) rmSync(join(assets, f), { force: true });
   return outDir;
 }
 

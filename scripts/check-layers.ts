@@ -34,7 +34,8 @@ function* tsFiles(dir: string): Generator<string> {
 /** Every relative import specifier of a module (static imports, re-exports and dynamic imports), with whether it is type-only. */
 export function importsOf(source: string): { spec: string; typeOnly: boolean }[] {
   const out: { spec: string; typeOnly: boolean }[] = [];
-  const re = /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
+  const re =
+    /(?:^|\n)\s*(import|export)\s+(type\s+)?(?:[^'";]*?\s+from\s+)?['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g;
   for (const m of source.matchAll(re)) {
     if (m[3]) out.push({ spec: m[3], typeOnly: Boolean(m[2]) });
     else if (m[4]) out.push({ spec: m[4], typeOnly: false });
@@ -57,10 +58,12 @@ export function layerViolations(srcDir: string): string[] {
       if (to === from || target.startsWith('..')) continue;
       const where = `src/${relative(srcDir, file)} imports ${spec}`;
       if (from === 'web') {
-        if (to !== 'contract' || !typeOnly) problems.push(`${where}: browser code may only \`import type\` from src/contract`);
+        if (to !== 'contract' || !typeOnly)
+          problems.push(`${where}: browser code may only \`import type\` from src/contract`);
         continue;
       }
-      const a = rank.get(from), b = rank.get(to);
+      const a = rank.get(from),
+        b = rank.get(to);
       if (a === undefined) problems.push(`${where}: folder "${from}" has no layer in scripts/check-layers.ts`);
       else if (b === undefined) problems.push(`${where}: folder "${to}" has no layer in scripts/check-layers.ts`);
       else if (b > a) problems.push(`${where}: ${from} (layer ${a}) may not import ${to} (layer ${b}), a higher layer`);

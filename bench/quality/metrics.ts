@@ -3,7 +3,10 @@
  * exact binomial intervals, rank-1 identification and score summaries. Pure functions on plain arrays.
  */
 
-export interface Interval { low: number; high: number }
+export interface Interval {
+  low: number;
+  high: number;
+}
 
 const LANCZOS = [
   0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
@@ -23,7 +26,9 @@ export function logGamma(x: number): number {
 /** Continued fraction of the incomplete beta function (modified Lentz). */
 function betaFraction(a: number, b: number, x: number): number {
   const tiny = 1e-300;
-  const qab = a + b, qap = a + 1, qam = a - 1;
+  const qab = a + b,
+    qap = a + 1,
+    qam = a - 1;
   let c = 1;
   let d = 1 - (qab * x) / qap;
   if (Math.abs(d) < tiny) d = tiny;
@@ -32,12 +37,17 @@ function betaFraction(a: number, b: number, x: number): number {
   for (let m = 1; m <= 500; m++) {
     const m2 = 2 * m;
     let aa = (m * (b - m) * x) / ((qam + m2) * (a + m2));
-    d = 1 + aa * d; if (Math.abs(d) < tiny) d = tiny;
-    c = 1 + aa / c; if (Math.abs(c) < tiny) c = tiny;
-    d = 1 / d; h *= d * c;
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (Math.abs(c) < tiny) c = tiny;
+    d = 1 / d;
+    h *= d * c;
     aa = (-(a + m) * (qab + m) * x) / ((a + m2) * (qap + m2));
-    d = 1 + aa * d; if (Math.abs(d) < tiny) d = tiny;
-    c = 1 + aa / c; if (Math.abs(c) < tiny) c = tiny;
+    d = 1 + aa * d;
+    if (Math.abs(d) < tiny) d = tiny;
+    c = 1 + aa / c;
+    if (Math.abs(c) < tiny) c = tiny;
     d = 1 / d;
     const delta = d * c;
     h *= delta;
@@ -57,7 +67,8 @@ export function regularizedBeta(x: number, a: number, b: number): number {
 
 /** The p-quantile of Beta(a, b), by bisection on the CDF (monotone; 100 halvings reach double precision). */
 export function betaQuantile(p: number, a: number, b: number): number {
-  let lo = 0, hi = 1;
+  let lo = 0,
+    hi = 1;
   for (let i = 0; i < 100; i++) {
     const mid = (lo + hi) / 2;
     if (regularizedBeta(mid, a, b) < p) lo = mid;
@@ -82,7 +93,8 @@ export function clopperPearson(k: number, n: number, confidence = 0.95): Interva
 
 /** Wilson score interval (closed form; used only to cross-check Clopper-Pearson in tests and notes). */
 export function wilson(k: number, n: number, z = 1.959963984540054): Interval {
-  const p = k / n, z2 = z * z;
+  const p = k / n,
+    z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
   return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
@@ -94,7 +106,9 @@ export function wilson(k: number, n: number, z = 1.959963984540054): Interval {
  */
 export function rocAuc(genuine: readonly number[], impostor: readonly number[]): number {
   if (genuine.length === 0 || impostor.length === 0) return NaN;
-  const all = [...genuine.map((v) => ({ v, g: true })), ...impostor.map((v) => ({ v, g: false }))].sort((a, b) => a.v - b.v);
+  const all = [...genuine.map((v) => ({ v, g: true })), ...impostor.map((v) => ({ v, g: false }))].sort(
+    (a, b) => a.v - b.v,
+  );
   let rankSum = 0;
   for (let i = 0; i < all.length;) {
     let j = i;
@@ -103,7 +117,8 @@ export function rocAuc(genuine: readonly number[], impostor: readonly number[]):
     for (let k = i; k < j; k++) if (all[k]!.g) rankSum += avgRank;
     i = j;
   }
-  const n1 = genuine.length, n0 = impostor.length;
+  const n1 = genuine.length,
+    n0 = impostor.length;
   return (rankSum - (n1 * (n1 + 1)) / 2) / (n1 * n0);
 }
 
@@ -145,26 +160,47 @@ export function tarAtFar(genuine: readonly number[], impostor: readonly number[]
 }
 
 /** TAR and FAR at a fixed threshold (inclusive), with their intervals. */
-export function operatingPoint(genuine: readonly number[], impostor: readonly number[], threshold: number, farTarget = NaN, supported = true): OperatingPoint {
+export function operatingPoint(
+  genuine: readonly number[],
+  impostor: readonly number[],
+  threshold: number,
+  farTarget = NaN,
+  supported = true,
+): OperatingPoint {
   const falseAccepts = impostor.filter((s) => s >= threshold).length;
   const trueAccepts = genuine.filter((s) => s >= threshold).length;
   return {
-    far_target: farTarget, threshold, impostors: impostor.length, false_accepts: falseAccepts,
+    far_target: farTarget,
+    threshold,
+    impostors: impostor.length,
+    false_accepts: falseAccepts,
     far: impostor.length ? falseAccepts / impostor.length : NaN,
     far_upper95: impostor.length ? clopperPearson(falseAccepts, impostor.length).high : NaN,
-    genuine: genuine.length, true_accepts: trueAccepts, tar: genuine.length ? trueAccepts / genuine.length : NaN,
+    genuine: genuine.length,
+    true_accepts: trueAccepts,
+    tar: genuine.length ? trueAccepts / genuine.length : NaN,
     tar_ci95: genuine.length ? clopperPearson(trueAccepts, genuine.length) : { low: NaN, high: NaN },
     supported,
   };
 }
 
-export interface ScoreSummary { n: number; mean: number; sd: number; min: number; p05: number; p50: number; p95: number; max: number }
+export interface ScoreSummary {
+  n: number;
+  mean: number;
+  sd: number;
+  min: number;
+  p05: number;
+  p50: number;
+  p95: number;
+  max: number;
+}
 
 /** Linear-interpolated quantile of an ascending array. */
 export function quantile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;
   const pos = (sorted.length - 1) * q;
-  const lo = Math.floor(pos), hi = Math.ceil(pos);
+  const lo = Math.floor(pos),
+    hi = Math.ceil(pos);
   return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
 }
 
@@ -173,7 +209,16 @@ export function summarize(xs: readonly number[]): ScoreSummary {
   const n = s.length;
   const mean = n ? s.reduce((a, b) => a + b, 0) / n : NaN;
   const sd = n > 1 ? Math.sqrt(s.reduce((a, b) => a + (b - mean) ** 2, 0) / (n - 1)) : NaN;
-  return { n, mean, sd, min: s[0] ?? NaN, p05: quantile(s, 0.05), p50: quantile(s, 0.5), p95: quantile(s, 0.95), max: s[n - 1] ?? NaN };
+  return {
+    n,
+    mean,
+    sd,
+    min: s[0] ?? NaN,
+    p05: quantile(s, 0.05),
+    p50: quantile(s, 0.5),
+    p95: quantile(s, 0.95),
+    max: s[n - 1] ?? NaN,
+  };
 }
 
 /** Counts per bin of width (hi - lo) / bins; values outside [lo, hi) land in the first or last bin. */
@@ -185,7 +230,8 @@ export function histogram(xs: readonly number[], lo: number, hi: number, bins: n
 
 /** d' = |mean_g - mean_i| / sqrt((sd_g² + sd_i²) / 2): separation in pooled standard deviations. */
 export function dPrime(genuine: readonly number[], impostor: readonly number[]): number {
-  const g = summarize(genuine), i = summarize(impostor);
+  const g = summarize(genuine),
+    i = summarize(impostor);
   return Math.abs(g.mean - i.mean) / Math.sqrt((g.sd ** 2 + i.sd ** 2) / 2);
 }
 
@@ -194,12 +240,20 @@ export function dPrime(genuine: readonly number[], impostor: readonly number[]):
  * label. `scores[p][g]` is the similarity of probe p to gallery entry g; NaN means "not comparable"
  * (e.g. the probe's own source photo) and is skipped; a probe with no finite score is a miss.
  */
-export function rank1(scores: readonly (readonly number[])[], probeLabels: readonly string[], galleryLabels: readonly string[]): { correct: number; total: number } {
+export function rank1(
+  scores: readonly (readonly number[])[],
+  probeLabels: readonly string[],
+  galleryLabels: readonly string[],
+): { correct: number; total: number } {
   let correct = 0;
   scores.forEach((row, p) => {
-    let best = -Infinity, bestLabel: string | null = null;
+    let best = -Infinity,
+      bestLabel: string | null = null;
     row.forEach((s, g) => {
-      if (Number.isFinite(s) && s > best) { best = s; bestLabel = galleryLabels[g]!; }
+      if (Number.isFinite(s) && s > best) {
+        best = s;
+        bestLabel = galleryLabels[g]!;
+      }
     });
     if (bestLabel !== null && bestLabel === probeLabels[p]) correct++;
   });
@@ -209,9 +263,13 @@ export function rank1(scores: readonly (readonly number[])[], probeLabels: reado
 export interface OpenSetPoint {
   threshold: number;
   /** Detection and identification rate: mated probes whose own identity scores best and at/above the threshold. */
-  dir: number; dir_ci95: Interval; mated: number;
+  dir: number;
+  dir_ci95: Interval;
+  mated: number;
   /** False positive identification rate: probes of people not in the gallery whose best score reaches the threshold. */
-  fpir: number; fpir_ci95: Interval; non_mated: number;
+  fpir: number;
+  fpir_ci95: Interval;
+  non_mated: number;
 }
 
 /**
@@ -219,12 +277,20 @@ export interface OpenSetPoint {
  * 19795-1 counts it: a mated probe succeeds when its best genuine score beats every impostor and reaches
  * the threshold; a non-mated probe is a false positive when anything reaches it.
  */
-export function openSet(mated: readonly { bestGenuine: number; bestImpostor: number }[], nonMatedBest: readonly number[], threshold: number): OpenSetPoint {
+export function openSet(
+  mated: readonly { bestGenuine: number; bestImpostor: number }[],
+  nonMatedBest: readonly number[],
+  threshold: number,
+): OpenSetPoint {
   const hits = mated.filter((p) => p.bestGenuine >= threshold && p.bestGenuine > p.bestImpostor).length;
   const falsePositives = nonMatedBest.filter((s) => s >= threshold).length;
   return {
     threshold,
-    dir: hits / mated.length, dir_ci95: clopperPearson(hits, mated.length), mated: mated.length,
-    fpir: falsePositives / nonMatedBest.length, fpir_ci95: clopperPearson(falsePositives, nonMatedBest.length), non_mated: nonMatedBest.length,
+    dir: hits / mated.length,
+    dir_ci95: clopperPearson(hits, mated.length),
+    mated: mated.length,
+    fpir: falsePositives / nonMatedBest.length,
+    fpir_ci95: clopperPearson(falsePositives, nonMatedBest.length),
+    non_mated: nonMatedBest.length,
   };
 }

@@ -20,4 +20,10 @@ export function closeGraph(handle: unknown): void;
  * `lag` >= 0: the walker's copy of usearch's walk, asking for vectors `lag` neighbours ahead (0 none);
  * -1: usearch's own index_gt::search over the same memory. One walk at a time per handle.
  */
-export function searchGraph(handle: unknown, query: Float32Array, k: number, expansion: number, lag: number): Float64Array;
+export function searchGraph(
+  handle: unknown,
+  query: Float32Array,
+  k: number,
+  expansion: number,
+  lag: number,
+): Float64Array;

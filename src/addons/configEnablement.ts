@@ -22,7 +22,8 @@ export function withAddonEnabled(text: string, addon: string): string {
   const doc = parsePreserving(text) as TomlTable;
   const inference = table(doc.inference);
   const addons = table(doc.addons);
-  const running = list(inference.addons), download = list(addons.auto_download);
+  const running = list(inference.addons),
+    download = list(addons.auto_download);
   if (running.includes(addon) && download.includes(addon)) return text;
   if (!running.includes(addon)) inference.addons = [...running, addon];
   if (!download.includes(addon)) addons.auto_download = [...download, addon];
@@ -56,7 +57,6 @@ export async function configuredAddons(file: string | null): Promise<string[]> {
   }
 }
 
-
 /** A single-file bind mount (Docker `-v server.toml:/etc/...`): rename over it fails with EBUSY. */
 async function isMountPoint(path: string): Promise<boolean> {
   const info = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
@@ -64,18 +64,33 @@ async function isMountPoint(path: string): Promise<boolean> {
   return info.split('\n').some((line) => unescape(line.split(' ')[4] ?? '') === path);
 }
 
-const writable = (path: string) => access(path, constants.W_OK).then(() => true, () => false);
+const writable = (path: string) =>
+  access(path, constants.W_OK).then(
+    () => true,
+    () => false,
+  );
 
 /** Why the config file cannot be edited by the service, or null. */
 export async function configFileProblem(file: string | null): Promise<ApiError | null> {
-  if (!file) return Errors.configFileMissing('The daemon was started without a config file, so there is nothing to save the setting in.');
+  if (!file)
+    return Errors.configFileMissing(
+      'The daemon was started without a config file, so there is nothing to save the setting in.',
+    );
   const info = await lstat(file).catch(() => null);
   if (!info) return Errors.configFileMissing(`The config file ${file} does not exist.`);
-  if (!info.isFile()) return Errors.configFileNotRegular(`The config file ${file} is not a regular file (a symlink or something else); edit it by hand.`);
-  if (await isMountPoint(await realpath(file))) return Errors.configFileMount(`The config file ${file} is a single-file mount and cannot be replaced atomically; mount its directory instead.`);
-  if (!(await writable(file)) || !(await writable(dirname(file)))) return Errors.configNotWritable(`The config file ${file} or its directory is not writable by the service.`);
+  if (!info.isFile())
+    return Errors.configFileNotRegular(
+      `The config file ${file} is not a regular file (a symlink or something else); edit it by hand.`,
+    );
+  if (await isMountPoint(await realpath(file)))
+    return Errors.configFileMount(
+      `The config file ${file} is a single-file mount and cannot be replaced atomically; mount its directory instead.`,
+    );
+  if (!(await writable(file)) || !(await writable(dirname(file))))
+    return Errors.configNotWritable(`The config file ${file} or its directory is not writable by the service.`);
   const problem = configTextProblem(await readFile(file, 'utf8'));
-  if (problem) return Errors.addonConfigInvalid(`The config file ${file} is invalid (${problem}); fix it first.`, { status: 409 });
+  if (problem)
+    return Errors.addonConfigInvalid(`The config file ${file} is invalid (${problem}); fix it first.`, { status: 409 });
   return null;
 }
 
@@ -84,7 +99,12 @@ export async function configFileProblem(file: string | null): Promise<ApiError |
  * same mode, fsync, re-validate, rename, fsync the directory. `stopping` is checked right before the
  * rename so a shutdown can never publish a half-confirmed change.
  */
-export async function replaceConfig(file: string, expected: string, next: string, stopping: () => boolean): Promise<void> {
+export async function replaceConfig(
+  file: string,
+  expected: string,
+  next: string,
+  stopping: () => boolean,
+): Promise<void> {
   const problem = configTextProblem(next);
   if (problem) throw Errors.addonConfigInvalid(`The edited config would not be valid (${problem}).`);
   const mode = (await stat(file)).mode & 0o7777;
@@ -98,9 +118,13 @@ export async function replaceConfig(file: string, expected: string, next: string
     } finally {
       await fh.close();
     }
-    if (configTextProblem(await readFile(temp, 'utf8')) !== null) throw new Error('the written copy does not read back');
+    if (configTextProblem(await readFile(temp, 'utf8')) !== null)
+      throw new Error('the written copy does not read back');
     if ((await readFile(file, 'utf8')) !== expected) {
-      throw Errors.addonConfigSaveFailed('The config file changed while liveness was being prepared; nothing was saved. Retry.', { status: 409 });
+      throw Errors.addonConfigSaveFailed(
+        'The config file changed while liveness was being prepared; nothing was saved. Retry.',
+        { status: 409 },
+      );
     }
     if (stopping()) throw Errors.serverStopping('the config was not changed.');
     await rename(temp, file);

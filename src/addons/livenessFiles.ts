@@ -21,7 +21,6 @@ export const livenessDir = (modelsDir: string): string => join(modelsDir, 'addon
 export const addonInstallCommand = (modelsDir: string): string =>
   `vigil addons install liveness --from <mirror> --models-dir ${modelsDir}`;
 
-
 export interface LivenessFilesState {
   dir: string;
   /** Every file present and matching its pinned SHA-256. */
@@ -56,7 +55,11 @@ export async function inspectLiveness(catalog: Catalog, modelsDir: string): Prom
     const spec = getFile(catalog, m.file);
     try {
       const digest = await hashUnchanged(join(dir, m.file));
-      if (!matchesSpec(digest, spec)) invalid.push({ file: m.file, problem: `sha256 ${digest.sha256} (${digest.size} bytes) does not match the pinned ${spec.sha256}` });
+      if (!matchesSpec(digest, spec))
+        invalid.push({
+          file: m.file,
+          problem: `sha256 ${digest.sha256} (${digest.size} bytes) does not match the pinned ${spec.sha256}`,
+        });
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT' || code === 'ENOTDIR') missing.push(m.file);
@@ -74,12 +77,16 @@ export async function requireLiveness(catalog: Catalog, modelsDir: string): Prom
   if (state.invalid.length > 0) {
     throw Errors.addonModelInvalid(
       `The liveness addon in ${state.dir} does not verify (${state.invalid.map((f) => `${f.file}: ${f.problem}`).join('; ')}). ` +
-      `Remove the bad file(s) and run: ${command}`, { details: { dir: state.dir, invalid: state.invalid, install_command: command } });
+        `Remove the bad file(s) and run: ${command}`,
+      { details: { dir: state.dir, invalid: state.invalid, install_command: command } },
+    );
   }
   if (state.missing.length > 0) {
     throw Errors.addonModelMissing(
       `Liveness is enabled in the config but its model files are missing from ${state.dir} (${state.missing.join(', ')}). ` +
-      `Install them with: ${command} (or disable liveness in [inference].addons)`, { details: { dir: state.dir, missing: state.missing, install_command: command } });
+        `Install them with: ${command} (or disable liveness in [inference].addons)`,
+      { details: { dir: state.dir, missing: state.missing, install_command: command } },
+    );
   }
   return state.models;
 }
@@ -108,14 +115,18 @@ export async function installLiveness(opts: InstallLivenessOptions): Promise<{ d
   await mkdir(dir, { recursive: true });
   const lock = tryLockFile(join(dir, '..', '.liveness-install.lock'));
   if (!('release' in lock)) {
-    throw Errors.addonJobInProgress(`Another process (pid ${lock.heldBy}) is installing the liveness addon.`, lock.heldBy);
+    throw Errors.addonJobInProgress(
+      `Another process (pid ${lock.heldBy}) is installing the liveness addon.`,
+      lock.heldBy,
+    );
   }
   try {
     const state = await inspectLiveness(catalog, opts.modelsDir);
     if (state.invalid.length > 0) {
       throw Errors.addonModelInvalid(
         `Not overwriting liveness model file(s) that do not verify: ${state.invalid.map((f) => `${join(dir, f.file)}: ${f.problem}`).join('; ')}. Remove them and retry.`,
-        { status: 409, details: { dir, invalid: state.invalid } });
+        { status: 409, details: { dir, invalid: state.invalid } },
+      );
     }
     await removeStaleTemps(dir);
     const stderr = opts.stderr;
@@ -130,8 +141,17 @@ export async function installLiveness(opts: InstallLivenessOptions): Promise<{ d
           continue;
         }
         const origins = originsFor(m.file, spec, mirror, { progress, http: opts.http, env, containers });
-        const origin = await fetchVerified({ packId: LIVENESS, dir, name: m.file, spec, origins, force: false, stderr: stderr ?? { write: () => true } }, join(dir, m.file));
-        files.push({ name: m.file, status: 'downloaded', source: origin.description, sha256: spec.sha256, size: spec.size });
+        const origin = await fetchVerified(
+          { packId: LIVENESS, dir, name: m.file, spec, origins, force: false, stderr: stderr ?? { write: () => true } },
+          join(dir, m.file),
+        );
+        files.push({
+          name: m.file,
+          status: 'downloaded',
+          source: origin.description,
+          sha256: spec.sha256,
+          size: spec.size,
+        });
       }
     } finally {
       await containers.clear();

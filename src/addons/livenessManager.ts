@@ -42,8 +42,10 @@ export interface LivenessStatus {
 
 /** Public messages: fixed texts, never an exception's text (a proxy URL with credentials could be in it). */
 const JOB_MESSAGES: Record<string, string> = {
-  addon_download_failed: 'Downloading the liveness models failed (no source had a copy that verifies). The configuration was not changed; check the mirror or network and retry.',
-  addon_config_save_failed: 'The liveness models are ready, but saving the configuration failed. The configuration was not changed; retry.',
+  addon_download_failed:
+    'Downloading the liveness models failed (no source had a copy that verifies). The configuration was not changed; check the mirror or network and retry.',
+  addon_config_save_failed:
+    'The liveness models are ready, but saving the configuration failed. The configuration was not changed; retry.',
   addon_job_in_progress: 'Another process is already preparing the liveness addon; retry when it has finished.',
 };
 
@@ -52,7 +54,14 @@ async function creatable(path: string): Promise<boolean> {
   let p = resolve(path);
   for (;;) {
     const info = await stat(p).catch(() => null);
-    if (info) return info.isDirectory() && (await access(p, constants.W_OK).then(() => true, () => false));
+    if (info)
+      return (
+        info.isDirectory() &&
+        (await access(p, constants.W_OK).then(
+          () => true,
+          () => false,
+        ))
+      );
     const parent = dirname(p);
     if (parent === p) return false;
     p = parent;
@@ -74,7 +83,11 @@ export class LivenessManager {
     if (this.stopping) return Errors.serverStopping('liveness cannot be enabled now.');
     const config = await configFileProblem(this.o.configFile);
     if (config) return config;
-    if (invalid) return Errors.addonModelInvalid(`A liveness model file in ${this.modelPath} does not verify; remove it so it can be downloaded again.`, { status: 409 });
+    if (invalid)
+      return Errors.addonModelInvalid(
+        `A liveness model file in ${this.modelPath} does not verify; remove it so it can be downloaded again.`,
+        { status: 409 },
+      );
     if (!installed && !(await creatable(this.modelPath))) {
       return Errors.addonDirectoryNotWritable(`The service cannot write the liveness models to ${this.modelPath}.`);
     }
@@ -87,9 +100,17 @@ export class LivenessManager {
     const problem = await this.unavailable(files.installed, files.invalid.length > 0);
     const state = this.job ? 'downloading' : this.lastError ? 'error' : files.installed ? 'ready' : 'idle';
     return {
-      enabled: this.o.enabled, installed: files.installed, configured_enabled: configured, restart_required: configured !== this.o.enabled,
-      can_enable: problem === null, unavailable_code: problem?.code ?? null, unavailable_reason: problem?.message ?? null,
-      state, error: this.lastError, model_path: this.modelPath, config_file: this.o.configFile,
+      enabled: this.o.enabled,
+      installed: files.installed,
+      configured_enabled: configured,
+      restart_required: configured !== this.o.enabled,
+      can_enable: problem === null,
+      unavailable_code: problem?.code ?? null,
+      unavailable_reason: problem?.message ?? null,
+      state,
+      error: this.lastError,
+      model_path: this.modelPath,
+      config_file: this.o.configFile,
     };
   }
 
@@ -98,16 +119,20 @@ export class LivenessManager {
     if (!this.job) {
       const current = await this.status();
       if (!current.can_enable) {
-        throw Errors.addonManagementUnavailable(current.unavailable_reason, { unavailable_code: current.unavailable_code });
+        throw Errors.addonManagementUnavailable(current.unavailable_reason, {
+          unavailable_code: current.unavailable_code,
+        });
       }
       if (!this.job) {
         this.lastError = null;
-        this.job = this.prepare().catch((e: unknown) => {
-          this.lastError = this.toJobError(e);
-          this.o.log.warn({ code: this.lastError.code, err: e }, 'liveness enable job failed');
-        }).finally(() => {
-          this.job = null;
-        });
+        this.job = this.prepare()
+          .catch((e: unknown) => {
+            this.lastError = this.toJobError(e);
+            this.o.log.warn({ code: this.lastError.code, err: e }, 'liveness enable job failed');
+          })
+          .finally(() => {
+            this.job = null;
+          });
       }
     }
     return this.status();
@@ -141,7 +166,12 @@ export class LivenessManager {
       const next = withAddonEnabled(text, LIVENESS);
       if (!files.installed) {
         try {
-          await installLiveness({ catalog: this.o.catalog, modelsDir: this.o.modelsDir, mirror: this.o.mirror, env: this.o.env });
+          await installLiveness({
+            catalog: this.o.catalog,
+            modelsDir: this.o.modelsDir,
+            mirror: this.o.mirror,
+            env: this.o.env,
+          });
         } catch (e) {
           if (isApiError(e) && (e.code === 'addon_model_invalid' || e.code === 'addon_job_in_progress')) throw e;
           this.o.log.warn({ err: e }, 'liveness model download failed');

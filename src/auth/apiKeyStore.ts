@@ -3,12 +3,21 @@ import { promisify } from 'node:util';
 import type Database from 'better-sqlite3';
 import type { Db } from '../store/database.js';
 
-const scryptAsync = promisify(scrypt) as (pw: string, salt: Buffer, len: number, opts: { N: number; r: number; p: number; maxmem: number }) => Promise<Buffer>;
+const scryptAsync = promisify(scrypt) as (
+  pw: string,
+  salt: Buffer,
+  len: number,
+  opts: { N: number; r: number; p: number; maxmem: number },
+) => Promise<Buffer>;
 // The upstream parameters (n=2^14, r=8, p=1, 32-byte digest, 16-byte salt).
 const PARAMS = { N: 2 ** 14, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 const DIGEST_BYTES = 32;
 
-interface KeyRow { id: number; salt: Buffer; digest: Buffer }
+interface KeyRow {
+  id: number;
+  salt: Buffer;
+  digest: Buffer;
+}
 
 /** How many rejected keys are remembered (as keyed hashes) so that trying one again costs no scrypt. */
 const REJECTED_CACHE = 4096;
@@ -46,7 +55,11 @@ export class ApiKeyStore {
     const digest = scryptSync(key, salt, DIGEST_BYTES, PARAMS);
     const id = this.db.transaction(() => {
       this.db.prepare('UPDATE api_keys SET active = 0 WHERE active = 1').run();
-      return Number(this.db.prepare('INSERT INTO api_keys (label, salt, digest, active, created_at) VALUES (?, ?, ?, 1, ?)').run(label, salt, digest, new Date().toISOString()).lastInsertRowid);
+      return Number(
+        this.db
+          .prepare('INSERT INTO api_keys (label, salt, digest, active, created_at) VALUES (?, ?, ?, 1, ?)')
+          .run(label, salt, digest, new Date().toISOString()).lastInsertRowid,
+      );
     })();
     this.remember(id, key);
     return active ? 'rotated' : 'created';

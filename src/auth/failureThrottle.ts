@@ -7,7 +7,9 @@
 export class FailureThrottle {
   private readonly entries = new Map<string, { count: number; windowEnds: number }>();
 
-  constructor(private readonly opts: { maxFailures: number; windowMs: number; maxAddresses?: number; now?: () => number }) {}
+  constructor(
+    private readonly opts: { maxFailures: number; windowMs: number; maxAddresses?: number; now?: () => number },
+  ) {}
 
   private now(): number {
     return this.opts.now?.() ?? Date.now();

@@ -1,6 +1,18 @@
 import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { createReadStream, existsSync, linkSync, copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  createReadStream,
+  existsSync,
+  linkSync,
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import Database from 'better-sqlite3';
 import * as tar from 'tar';
@@ -22,7 +34,10 @@ const KEY_FILES = ['cursor.key', 'monitor-credentials.key'];
 const TREES = ['events'];
 
 export interface Manifest {
-  format: string; vigil_version: string; created_at: string; source_data_dir: string;
+  format: string;
+  vigil_version: string;
+  created_at: string;
+  source_data_dir: string;
   counts: Record<string, number>;
   files: { path: string; bytes: number; sha256: string }[];
 }
@@ -30,7 +45,10 @@ export interface Manifest {
 function sha256File(path: string): Promise<string> {
   return new Promise((res, rej) => {
     const h = createHash('sha256');
-    createReadStream(path).on('data', (c) => h.update(c)).on('error', rej).on('end', () => res(h.digest('hex')));
+    createReadStream(path)
+      .on('data', (c) => h.update(c))
+      .on('error', rej)
+      .on('end', () => res(h.digest('hex')));
   });
 }
 
@@ -57,10 +75,23 @@ export function databaseCounts(db: Database.Database): Record<string, number> {
       return 0;
     }
   };
-  return { collections: count('collections'), persons: count('persons'), faces: count('face_samples'), monitors: count('monitors'), events: count('events'), webhooks: count('webhook_endpoints'), workspaces: count('workspaces'), kiosk_tokens: count('kiosk_tokens') };
+  return {
+    collections: count('collections'),
+    persons: count('persons'),
+    faces: count('face_samples'),
+    monitors: count('monitors'),
+    events: count('events'),
+    webhooks: count('webhook_endpoints'),
+    workspaces: count('workspaces'),
+    kiosk_tokens: count('kiosk_tokens'),
+  };
 }
 
-export async function createBackup(dataDir: string, file: string, log: (s: string) => void = () => undefined): Promise<Manifest> {
+export async function createBackup(
+  dataDir: string,
+  file: string,
+  log: (s: string) => void = () => undefined,
+): Promise<Manifest> {
   const dbPath = join(dataDir, DB);
   if (!existsSync(dbPath)) throw Errors.dataDirUnusable(dataDir, `there is no ${DB} to back up`);
   // Staging inside the data dir, so snapshot files are hard links (instant, and immune to retention deleting them meanwhile).
@@ -100,13 +131,29 @@ export async function createBackup(dataDir: string, file: string, log: (s: strin
     }
     const present = rel.filter((r) => existsSync(join(stage, r)));
     const files = [];
-    for (const r of present) files.push({ path: r.split(sep).join('/'), bytes: statSync(join(stage, r)).size, sha256: await sha256File(join(stage, r)) });
-    const manifest: Manifest = { format: BACKUP_FORMAT, vigil_version: VERSION, created_at: new Date().toISOString(), source_data_dir: resolve(dataDir), counts, files };
+    for (const r of present)
+      files.push({
+        path: r.split(sep).join('/'),
+        bytes: statSync(join(stage, r)).size,
+        sha256: await sha256File(join(stage, r)),
+      });
+    const manifest: Manifest = {
+      format: BACKUP_FORMAT,
+      vigil_version: VERSION,
+      created_at: new Date().toISOString(),
+      source_data_dir: resolve(dataDir),
+      counts,
+      files,
+    };
     writeFileSync(join(stage, 'manifest.json'), JSON.stringify(manifest, null, 2));
     const tmp = `${file}.partial`;
     await tar.c({ gzip: true, file: tmp, cwd: stage, portable: true }, ['manifest.json', ...present]);
     renameSync(tmp, file);
-    log(`backup ${file}: ${files.length} files, ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ')}\n`);
+    log(
+      `backup ${file}: ${files.length} files, ${Object.entries(counts)
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ')}\n`,
+    );
     return manifest;
   } finally {
     rmSync(stage, { recursive: true, force: true });
@@ -134,7 +181,8 @@ export async function verifyBackup(file: string, dir: string): Promise<Manifest>
     const p = join(dir, f.path);
     if (!resolve(p).startsWith(resolve(dir) + sep)) throw bad(`a path leaves the archive (${f.path})`);
     if (!existsSync(p)) throw bad(`${f.path} is missing`);
-    if (statSync(p).size !== f.bytes || (await sha256File(p)) !== f.sha256) throw bad(`${f.path} fails its SHA-256 checksum`);
+    if (statSync(p).size !== f.bytes || (await sha256File(p)) !== f.sha256)
+      throw bad(`${f.path} fails its SHA-256 checksum`);
   }
   const extracted: string[] = [];
   walk(dir, dir, extracted);
@@ -146,7 +194,8 @@ export async function verifyBackup(file: string, dir: string): Promise<Manifest>
     const check = (db.pragma('integrity_check') as { integrity_check: string }[]).map((r) => r.integrity_check);
     if (check.join() !== 'ok') throw bad(`the database fails integrity_check (${check.slice(0, 2).join('; ')})`);
     const counts = databaseCounts(db);
-    if (JSON.stringify(counts) !== JSON.stringify(manifest.counts)) throw bad('the database does not hold the counts in the manifest');
+    if (JSON.stringify(counts) !== JSON.stringify(manifest.counts))
+      throw bad('the database does not hold the counts in the manifest');
   } finally {
     db.close();
   }
@@ -158,17 +207,28 @@ export async function verifyBackup(file: string, dir: string): Promise<Manifest>
  * moves the current contents aside (only with `force`) and the verified files in. Search indexes are
  * rebuilt by the daemon at its next start.
  */
-export async function restoreBackup(dataDir: string, file: string, opts: { force?: boolean; log?: (s: string) => void } = {}): Promise<Manifest> {
+export async function restoreBackup(
+  dataDir: string,
+  file: string,
+  opts: { force?: boolean; log?: (s: string) => void } = {},
+): Promise<Manifest> {
   const log = opts.log ?? (() => undefined);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lock = tryLockFile(join(dataDir, `${DB}.lock`));
-  if (!('release' in lock)) throw Errors.restoreTargetInUse(`A Vigil daemon (pid ${lock.heldBy}) is running on ${dataDir}: stop it first (systemctl stop vigil).`);
+  if (!('release' in lock))
+    throw Errors.restoreTargetInUse(
+      `A Vigil daemon (pid ${lock.heldBy}) is running on ${dataDir}: stop it first (systemctl stop vigil).`,
+    );
   const stage = join(dataDir, `.restore-${process.pid}-${Date.now()}`);
   try {
     const manifest = await verifyBackup(file, stage);
-    const current = readdirSync(dataDir).filter((n) => n !== `${DB}.lock` && !n.startsWith('.restore-') && !n.startsWith('.before-restore-'));
+    const current = readdirSync(dataDir).filter(
+      (n) => n !== `${DB}.lock` && !n.startsWith('.restore-') && !n.startsWith('.before-restore-'),
+    );
     if (current.length && !opts.force) {
-      throw Errors.restoreTargetInUse(`${dataDir} is not empty (${current.slice(0, 4).join(', ')}${current.length > 4 ? ', …' : ''}): restore into an empty data dir, or pass --force to move its contents to ${dataDir}/.before-restore-<time>/`);
+      throw Errors.restoreTargetInUse(
+        `${dataDir} is not empty (${current.slice(0, 4).join(', ')}${current.length > 4 ? ', …' : ''}): restore into an empty data dir, or pass --force to move its contents to ${dataDir}/.before-restore-<time>/`,
+      );
     }
     if (current.length) {
       const aside = join(dataDir, `.before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
@@ -180,7 +240,13 @@ export async function restoreBackup(dataDir: string, file: string, opts: { force
       mkdirSync(dirname(join(dataDir, f.path)), { recursive: true, mode: 0o700 });
       renameSync(join(stage, f.path), join(dataDir, f.path));
     }
-    log(`restored ${file} (taken ${manifest.created_at}, vigil ${manifest.vigil_version}): ${manifest.files.length} files verified, ${Object.entries(manifest.counts).map(([k, v]) => `${v} ${k}`).join(', ')}\n`);
+    log(
+      `restored ${file} (taken ${manifest.created_at}, vigil ${manifest.vigil_version}): ${manifest.files.length} files verified, ${Object.entries(
+        manifest.counts,
+      )
+        .map(([k, v]) => `${v} ${k}`)
+        .join(', ')}\n`,
+    );
     return manifest;
   } finally {
     rmSync(stage, { recursive: true, force: true });
@@ -196,10 +262,23 @@ export const BACKUP_USAGE = `Usage:
                                                        there to <data_dir>/.before-restore-<time>/)
 `;
 
-export async function runBackupCommand(command: 'backup' | 'restore', argv: string[], configFile: string | undefined, io: CliIo = process): Promise<number> {
+export async function runBackupCommand(
+  command: 'backup' | 'restore',
+  argv: string[],
+  configFile: string | undefined,
+  io: CliIo = process,
+): Promise<number> {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, force: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        force: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
   } catch (e) {
     throw Errors.usageError(`${(e as Error).message.split('. To specify')[0]} (see vigil ${command} --help)`);
   }
@@ -208,7 +287,8 @@ export async function runBackupCommand(command: 'backup' | 'restore', argv: stri
     io.stdout.write(BACKUP_USAGE);
     return 0;
   }
-  if (positionals.length !== 1) throw Errors.usageError(`usage: vigil ${command} FILE.tar.gz (see vigil ${command} --help)`);
+  if (positionals.length !== 1)
+    throw Errors.usageError(`usage: vigil ${command} FILE.tar.gz (see vigil ${command} --help)`);
   if (command === 'backup' && values.force) throw Errors.usageError('--force applies to restore only');
   const { config } = loadConfig(values.config ?? configFile);
   const log = (s: string) => io.stdout.write(s);

@@ -30,18 +30,34 @@ export const CONFIG_EXIT_CODES = [EXIT.config, EXIT.unknownPack, EXIT.modelsMiss
 export function exitCodeFor(e: unknown): number {
   if (!isVigilError(e)) {
     const code = (e as NodeJS.ErrnoException | null)?.code;
-    if (code === 'EADDRINUSE' || code === 'EACCES' && (e as { syscall?: string }).syscall === 'listen') return EXIT.portInUse;
+    if (code === 'EADDRINUSE' || (code === 'EACCES' && (e as { syscall?: string }).syscall === 'listen'))
+      return EXIT.portInUse;
     return EXIT.failure;
   }
   switch (e.code) {
-    case 'usage_error': return EXIT.usage;
-    case 'config_invalid': case 'config_unreadable': case 'api_key_missing': return EXIT.config;
-    case 'model_pack_unknown': return EXIT.unknownPack;
-    case 'model_not_installed': case 'model_load_failed': case 'addon_model_missing': case 'addon_model_invalid': return EXIT.modelsMissing;
-    case 'data_dir_unusable': return EXIT.dataDir;
-    case 'port_in_use': return EXIT.portInUse;
-    case 'data_dir_locked': case 'restore_target_in_use': return EXIT.dataDirLocked;
-    case 'backup_invalid': return EXIT.failure;
-    default: return EXIT.failure;
+    case 'usage_error':
+      return EXIT.usage;
+    case 'config_invalid':
+    case 'config_unreadable':
+    case 'api_key_missing':
+      return EXIT.config;
+    case 'model_pack_unknown':
+      return EXIT.unknownPack;
+    case 'model_not_installed':
+    case 'model_load_failed':
+    case 'addon_model_missing':
+    case 'addon_model_invalid':
+      return EXIT.modelsMissing;
+    case 'data_dir_unusable':
+      return EXIT.dataDir;
+    case 'port_in_use':
+      return EXIT.portInUse;
+    case 'data_dir_locked':
+    case 'restore_target_in_use':
+      return EXIT.dataDirLocked;
+    case 'backup_invalid':
+      return EXIT.failure;
+    default:
+      return EXIT.failure;
   }
 }

@@ -3,7 +3,15 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 
-export interface GalleryImportArgs { url: string; key: string | null; collection: string; file: string; contractId: string | null; batchSize: number; requestPersons?: number }
+export interface GalleryImportArgs {
+  url: string;
+  key: string | null;
+  collection: string;
+  file: string;
+  contractId: string | null;
+  batchSize: number;
+  requestPersons?: number;
+}
 
 /**
  * Persons per HTTP request: the daemon's server must receive a whole request body within
@@ -17,7 +25,10 @@ const REQUEST_PERSONS = 20_000;
  * owns the database) and prints its progress lines. The contract id is read from the collection when
  * not given. Exit 0 when the daemon says done, 1 when it stopped (what was committed is printed).
  */
-export async function runGalleryImport(a: GalleryImportArgs, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+export async function runGalleryImport(
+  a: GalleryImportArgs,
+  out: NodeJS.WritableStream = process.stdout,
+): Promise<number> {
   const headers: Record<string, string> = a.key ? { Authorization: `Bearer ${a.key}` } : {};
   const base = a.url.replace(/\/$/, '');
   const col = `${base}/v1/collections/${encodeURIComponent(a.collection)}`;
@@ -25,7 +36,10 @@ export async function runGalleryImport(a: GalleryImportArgs, out: NodeJS.Writabl
   const header = await readHeader(a.file);
   if (!contract || header) {
     const res = await fetch(col, { headers });
-    const body = (await res.json()) as { collection?: { embedding_contract_id: string }; error?: { code: string; message: string } };
+    const body = (await res.json()) as {
+      collection?: { embedding_contract_id: string };
+      error?: { code: string; message: string };
+    };
     if (!res.ok || !body.collection) {
       out.write(`error: ${body.error?.code ?? res.status}: ${body.error?.message ?? 'collection not readable'}\n`);
       return 1;
@@ -33,7 +47,9 @@ export async function runGalleryImport(a: GalleryImportArgs, out: NodeJS.Writabl
     const target = body.collection.embedding_contract_id;
     // A gallery export from a box with another model: its embeddings mean nothing here, re-embed from the crops.
     if (header && header.embedding_contract_id !== target) {
-      out.write(`${JSON.stringify({ type: 'info', message: `the export's embedding contract ${header.embedding_contract_id} differs from the collection's ${target}: re-embedding from face crops` })}\n`);
+      out.write(
+        `${JSON.stringify({ type: 'info', message: `the export's embedding contract ${header.embedding_contract_id} differs from the collection's ${target}: re-embedding from face crops` })}\n`,
+      );
       return reembedImport(a, headers, out, header.persons);
     }
     contract = header ? header.embedding_contract_id! : (contract ?? target);
@@ -65,9 +81,15 @@ export async function runGalleryImport(a: GalleryImportArgs, out: NodeJS.Writabl
         if (ended || sent >= perRequest) controller.close();
       },
     });
-    const res = await fetch(`${col}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${a.batchSize}`, {
-      method: 'POST', headers: { ...headers, 'content-type': 'application/x-ndjson' }, body, duplex: 'half',
-    } as RequestInit);
+    const res = await fetch(
+      `${col}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${a.batchSize}`,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/x-ndjson' },
+        body,
+        duplex: 'half',
+      } as RequestInit,
+    );
     const text = res.body ? res.body.pipeThrough(new TextDecoderStream()) : null;
     if (!res.ok || !text) {
       // An empty last request (the file ended exactly at a request boundary) is not an error.
@@ -93,14 +115,21 @@ export async function runGalleryImport(a: GalleryImportArgs, out: NodeJS.Writabl
     total.persons += last.persons ?? 0;
     total.faces += last.faces ?? 0;
   }
-  out.write(`${JSON.stringify({ type: 'done', ...total, faces_per_second: Math.round(total.faces / Math.max(1e-3, (performance.now() - started) / 1000)) })}\n`);
+  out.write(
+    `${JSON.stringify({ type: 'done', ...total, faces_per_second: Math.round(total.faces / Math.max(1e-3, (performance.now() - started) / 1000)) })}\n`,
+  );
   return 0;
 }
 
 /** `vigil gallery export COLLECTION FILE`: streams GET /v1/collections/{id}/export into FILE. */
-export async function runGalleryExport(a: { url: string; key: string | null; collection: string; file: string }, out: NodeJS.WritableStream = process.stdout): Promise<number> {
+export async function runGalleryExport(
+  a: { url: string; key: string | null; collection: string; file: string },
+  out: NodeJS.WritableStream = process.stdout,
+): Promise<number> {
   const headers: Record<string, string> = a.key ? { Authorization: `Bearer ${a.key}` } : {};
-  const res = await fetch(`${a.url.replace(/\/$/, '')}/v1/collections/${encodeURIComponent(a.collection)}/export`, { headers });
+  const res = await fetch(`${a.url.replace(/\/$/, '')}/v1/collections/${encodeURIComponent(a.collection)}/export`, {
+    headers,
+  });
   if (!res.ok || !res.body) {
     out.write(`error: ${res.status} ${await res.text().catch(() => '')}\n`);
     return 1;
@@ -122,7 +151,9 @@ async function readHeader(file: string): Promise<{ embedding_contract_id: string
   const rl = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
   try {
     for await (const line of rl) {
-      return line.startsWith('{"type":"vigil_gallery_export"') ? JSON.parse(line) as { embedding_contract_id: string | null; persons: number } : null;
+      return line.startsWith('{"type":"vigil_gallery_export"')
+        ? (JSON.parse(line) as { embedding_contract_id: string | null; persons: number })
+        : null;
     }
     return null;
   } finally {
@@ -135,18 +166,36 @@ async function readHeader(file: string): Promise<{ embedding_contract_id: string
  * person is registered anew from its face crops through POST /v1/collections/{id}/persons, so the
  * target model computes the embeddings. Persons without crops cannot move between models and are listed.
  */
-async function reembedImport(a: GalleryImportArgs, headers: Record<string, string>, out: NodeJS.WritableStream, total: number): Promise<number> {
+async function reembedImport(
+  a: GalleryImportArgs,
+  headers: Record<string, string>,
+  out: NodeJS.WritableStream,
+  total: number,
+): Promise<number> {
   const col = `${a.url.replace(/\/$/, '')}/v1/collections/${encodeURIComponent(a.collection)}`;
-  let done = 0, failed = 0, noCrops = 0;
+  let done = 0,
+    failed = 0,
+    noCrops = 0;
   const rl = createInterface({ input: createReadStream(a.file), crlfDelay: Infinity });
   let first = true;
   for await (const line of rl) {
-    if (first) { first = false; continue; } // the header
+    if (first) {
+      first = false;
+      continue;
+    } // the header
     if (!line.trim()) continue;
-    const p = JSON.parse(line) as { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; crops?: string[] };
+    const p = JSON.parse(line) as {
+      id: string;
+      name: string | null;
+      external_id: string | null;
+      metadata: Record<string, unknown>;
+      crops?: string[];
+    };
     if (!p.crops?.length) {
       noCrops++;
-      out.write(`${JSON.stringify({ type: 'skipped', id: p.id, reason: 'no face crops in the export (the source collection did not save crops), so it cannot be re-embedded' })}\n`);
+      out.write(
+        `${JSON.stringify({ type: 'skipped', id: p.id, reason: 'no face crops in the export (the source collection did not save crops), so it cannot be re-embedded' })}\n`,
+      );
       continue;
     }
     const fd = new FormData();
@@ -154,7 +203,9 @@ async function reembedImport(a: GalleryImportArgs, headers: Record<string, strin
     if (p.name) fd.append('name', p.name);
     if (p.external_id) fd.append('external_id', p.external_id);
     fd.append('metadata', JSON.stringify(p.metadata ?? {}));
-    p.crops.forEach((c, i) => fd.append('images', new Blob([Buffer.from(c, 'base64')], { type: 'image/jpeg' }), `${p.id}-${i}.jpg`));
+    p.crops.forEach((c, i) =>
+      fd.append('images', new Blob([Buffer.from(c, 'base64')], { type: 'image/jpeg' }), `${p.id}-${i}.jpg`),
+    );
     const res = await fetch(`${col}/persons`, { method: 'POST', headers, body: fd });
     if (res.status === 201) done++;
     else {
@@ -162,7 +213,8 @@ async function reembedImport(a: GalleryImportArgs, headers: Record<string, strin
       const body = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
       out.write(`${JSON.stringify({ type: 'failed', id: p.id, status: res.status, error: body.error ?? null })}\n`);
     }
-    if ((done + failed) % 10 === 0) out.write(`${JSON.stringify({ type: 'progress', reembedded: done, failed, skipped: noCrops, of: total })}\n`);
+    if ((done + failed) % 10 === 0)
+      out.write(`${JSON.stringify({ type: 'progress', reembedded: done, failed, skipped: noCrops, of: total })}\n`);
   }
   out.write(`${JSON.stringify({ type: 'done', mode: 'reembedded', persons: done, failed, skipped: noCrops })}\n`);
   return failed === 0 && noCrops === 0 ? 0 : 1;

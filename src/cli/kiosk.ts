@@ -16,12 +16,24 @@ Works while the daemon runs (straight on its SQLite file).
 `;
 
 /** `vigil kiosk …`: preview-only kiosk tokens. */
-export async function runKioskCommand(argv: string[], configFile: string | undefined, io: CliIo = process): Promise<number> {
+export async function runKioskCommand(
+  argv: string[],
+  configFile: string | undefined,
+  io: CliIo = process,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
-      args: argv, allowPositionals: true,
-      options: { config: { type: 'string', short: 'c' }, monitor: { type: 'string', short: 'm', multiple: true }, label: { type: 'string' }, 'base-url': { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string', short: 'c' },
+        monitor: { type: 'string', short: 'm', multiple: true },
+        label: { type: 'string' },
+        'base-url': { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (e) {
     throw Errors.usageError(`${(e as Error).message.split('. To specify')[0]} (see vigil kiosk --help)`);
@@ -36,23 +48,41 @@ export async function runKioskCommand(argv: string[], configFile: string | undef
   const db = openDatabase(config.server.data_dir, undefined, { lock: false });
   try {
     const store = new KioskTokenStore(db.db);
-    const out = (json: unknown, text: string) => io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
+    const out = (json: unknown, text: string) =>
+      io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
     switch (action) {
       case 'create': {
         const monitors = values.monitor ?? [];
-        if (monitors.length === 0) throw Errors.usageError('--monitor ID is required (repeat it for several monitors).');
+        if (monitors.length === 0)
+          throw Errors.usageError('--monitor ID is required (repeat it for several monitors).');
         const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '<this-box>' : config.server.host;
         const base = (values['base-url'] ?? `http://${host}:${config.server.port}`).replace(/\/$/, '');
         const { token, kiosk } = store.create(monitors, values.label ?? '');
         const urls = Object.fromEntries(kiosk.monitor_ids.map((m) => [m, base + kioskPath(m, token)]));
-        out({ kiosk_token: kiosk, token, kiosk_urls: urls },
-          `created kiosk token ${kiosk.id} (${kiosk.prefix}…) for ${kiosk.monitor_ids.join(', ')}\n${Object.values(urls).map((u) => `  ${u}\n`).join('')}` +
-          'The URL carries the token: it is shown only now. Revoke with: vigil kiosk revoke ' + kiosk.id + '\n');
+        out(
+          { kiosk_token: kiosk, token, kiosk_urls: urls },
+          `created kiosk token ${kiosk.id} (${kiosk.prefix}…) for ${kiosk.monitor_ids.join(', ')}\n${Object.values(urls)
+            .map((u) => `  ${u}\n`)
+            .join('')}` +
+            'The URL carries the token: it is shown only now. Revoke with: vigil kiosk revoke ' +
+            kiosk.id +
+            '\n',
+        );
         return 0;
       }
       case 'list': {
         const rows = store.list();
-        out(rows, rows.length ? rows.map((k) => `${k.id}\t${k.prefix}…\t${k.monitor_ids.join(',')}\t${k.label}\t${k.revoked_at ? `revoked ${k.revoked_at}` : `last used ${k.last_used_at ?? 'never'}`}\n`).join('') : 'no kiosk tokens\n');
+        out(
+          rows,
+          rows.length
+            ? rows
+                .map(
+                  (k) =>
+                    `${k.id}\t${k.prefix}…\t${k.monitor_ids.join(',')}\t${k.label}\t${k.revoked_at ? `revoked ${k.revoked_at}` : `last used ${k.last_used_at ?? 'never'}`}\n`,
+                )
+                .join('')
+            : 'no kiosk tokens\n',
+        );
         return 0;
       }
       case 'revoke': {

@@ -106,8 +106,13 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command) {
     case 'serve': {
-      const { values, positionals } = parse('serve', { args: rest, allowPositionals: true, options: { config: { type: 'string', short: 'c' } } });
-      if (positionals.length) throw Errors.usageError(`unexpected argument "${positionals[0]}" (see vigil serve --help)`);
+      const { values, positionals } = parse('serve', {
+        args: rest,
+        allowPositionals: true,
+        options: { config: { type: 'string', short: 'c' } },
+      });
+      if (positionals.length)
+        throw Errors.usageError(`unexpected argument "${positionals[0]}" (see vigil serve --help)`);
       const { runServeCommand } = await import('./serve.js');
       return runServeCommand({ config: configFile(values.config) });
     }
@@ -122,7 +127,12 @@ async function main(argv: string[]): Promise<number> {
       const configPath = configFile(configIndex >= 0 ? rest[configIndex + 1] : undefined);
       const args = configIndex >= 0 ? rest.filter((_, i) => i !== configIndex && i !== configIndex + 1) : rest;
       const { config, file } = loadConfig(configPath);
-      const options = { defaultModelsDir: config.server.models_dir, configFile: file ? resolve(file) : null, autoDownload: config.addons.auto_download, catalog: config.server.model_catalog };
+      const options = {
+        defaultModelsDir: config.server.models_dir,
+        configFile: file ? resolve(file) : null,
+        autoDownload: config.addons.auto_download,
+        catalog: config.server.model_catalog,
+      };
       if (command === 'addons') return (await import('./addons.js')).runAddonsCommand(args, undefined, options);
       return (await import('./models.js')).runModelsCommand(args, undefined, options);
     }
@@ -143,31 +153,55 @@ async function main(argv: string[]): Promise<number> {
       return runKioskCommand(rest, configFile(undefined));
     }
     case 'gallery': {
-      const { values, positionals } = parse('gallery', { args: rest, allowPositionals: true, options: {
-        config: { type: 'string', short: 'c' }, url: { type: 'string' }, contract: { type: 'string' }, 'batch-size': { type: 'string', default: '1000' },
-      } });
+      const { values, positionals } = parse('gallery', {
+        args: rest,
+        allowPositionals: true,
+        options: {
+          config: { type: 'string', short: 'c' },
+          url: { type: 'string' },
+          contract: { type: 'string' },
+          'batch-size': { type: 'string', default: '1000' },
+        },
+      });
       if (positionals[0] === 'export' && positionals.length === 3) {
         const { config } = loadConfig(configFile(values.config));
         const { runGalleryExport } = await import('./gallery.js');
-        return runGalleryExport({ url: values.url ?? daemonUrl(config), key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]! });
+        return runGalleryExport({
+          url: values.url ?? daemonUrl(config),
+          key: process.env.VIGIL_API_KEY ?? null,
+          collection: positionals[1]!,
+          file: positionals[2]!,
+        });
       }
       if (positionals[0] !== 'import' || positionals.length !== 3) {
         process.stderr.write(HELP.gallery!);
         return EXIT.usage;
       }
       const batchSize = Number(values['batch-size']);
-      if (!Number.isInteger(batchSize) || batchSize < 1) throw Errors.usageError(`--batch-size must be a positive integer (got "${values['batch-size']}")`);
+      if (!Number.isInteger(batchSize) || batchSize < 1)
+        throw Errors.usageError(`--batch-size must be a positive integer (got "${values['batch-size']}")`);
       const { config } = loadConfig(configFile(values.config));
       const { runGalleryImport } = await import('./gallery.js');
       return runGalleryImport({
-        url: values.url ?? daemonUrl(config), key: process.env.VIGIL_API_KEY ?? null, collection: positionals[1]!, file: positionals[2]!,
-        contractId: values.contract ?? null, batchSize,
+        url: values.url ?? daemonUrl(config),
+        key: process.env.VIGIL_API_KEY ?? null,
+        collection: positionals[1]!,
+        file: positionals[2]!,
+        contractId: values.contract ?? null,
+        batchSize,
       });
     }
     case 'store':
       return (await import('./store.js')).runStoreCommand(rest);
     case 'mcp': {
-      const { values } = parse('mcp', { args: rest, options: { config: { type: 'string', short: 'c' }, workspace: { type: 'string', short: 'w' }, url: { type: 'string' } } });
+      const { values } = parse('mcp', {
+        args: rest,
+        options: {
+          config: { type: 'string', short: 'c' },
+          workspace: { type: 'string', short: 'w' },
+          url: { type: 'string' },
+        },
+      });
       const key = process.env.VIGIL_WORKSPACE_KEY;
       if (!values.workspace || !key) {
         process.stderr.write(HELP.mcp!);
@@ -175,7 +209,12 @@ async function main(argv: string[]): Promise<number> {
       }
       const { config } = loadConfig(configFile(values.config));
       const { runMcpStdio } = await import('../mcp/stdio.js');
-      return runMcpStdio({ url: values.url ?? daemonUrl(config), workspaceId: values.workspace, key, style: config.scrapers.mcp_tool_names });
+      return runMcpStdio({
+        url: values.url ?? daemonUrl(config),
+        workspaceId: values.workspace,
+        key,
+        style: config.scrapers.mcp_tool_names,
+      });
     }
     case '--version':
     case '-v':

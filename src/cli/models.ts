@@ -174,15 +174,23 @@ async function runList(ctx: CommandContext): Promise<number> {
 }
 
 function formatList(packs: PackListing[], modelsDir: string): string {
-  const rows = [['PACK', 'STATUS', 'DETECTOR', 'RECOGNIZER', 'COMMERCIAL'], ...packs.map((p) => [
-    p.is_default ? `${p.id} *` : p.id,
-    p.status,
-    p.detector,
-    p.recognizer,
-    p.commercial_use ? 'yes' : 'no',
-  ])];
+  const rows = [
+    ['PACK', 'STATUS', 'DETECTOR', 'RECOGNIZER', 'COMMERCIAL'],
+    ...packs.map((p) => [
+      p.is_default ? `${p.id} *` : p.id,
+      p.status,
+      p.detector,
+      p.recognizer,
+      p.commercial_use ? 'yes' : 'no',
+    ]),
+  ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const lines = rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i]!)).join('  ').trimEnd());
+  const lines = rows.map((r) =>
+    r
+      .map((cell, i) => cell.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
   for (const p of packs.filter((x) => x.problems.length > 0)) lines.push(`${p.id}: ${describeProblems(p.problems)}`);
   lines.push('', `* default pack; models dir: ${modelsDir}`);
   return `${lines.join('\n')}\n`;
@@ -212,12 +220,19 @@ function formatInfo(info: PackInfo, modelsDir: string): string {
       `    size:    ${f.size} bytes (${formatBytes(f.size)})`,
       `    licence: ${f.license}`,
       '    sources:',
-      ...(f.sources.length > 0 ? f.sources.map((s, i) => `      ${i + 1}. ${s}`) : ['      (none: install from a mirror with --from)']),
+      ...(f.sources.length > 0
+        ? f.sources.map((s, i) => `      ${i + 1}. ${s}`)
+        : ['      (none: install from a mirror with --from)']),
     );
   }
   lines.push('licences:');
   for (const l of info.licenses) {
-    lines.push(`  ${l.id}: ${l.name}`, `    url: ${l.url}`, `    commercial use: ${l.commercial_use ? 'yes' : 'no'}`, `    ${l.notice}`);
+    lines.push(
+      `  ${l.id}: ${l.name}`,
+      `    url: ${l.url}`,
+      `    commercial use: ${l.commercial_use ? 'yes' : 'no'}`,
+      `    ${l.notice}`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -231,7 +246,11 @@ async function runInstall(packId: string, ctx: CommandContext): Promise<number> 
     if (problem) throw problem;
     const file = ctx.configFile!;
     const lock = tryLockFile(join(dirname(file), '.liveness-management.lock'));
-    if (!('release' in lock)) throw Errors.addonJobInProgress(`another process (pid ${lock.heldBy}) is changing the liveness setting`, lock.heldBy);
+    if (!('release' in lock))
+      throw Errors.addonJobInProgress(
+        `another process (pid ${lock.heldBy}) is changing the liveness setting`,
+        lock.heldBy,
+      );
     enabling = { file, text: await readFile(file, 'utf8'), release: lock.release };
   }
   try {
@@ -241,7 +260,11 @@ async function runInstall(packId: string, ctx: CommandContext): Promise<number> 
   }
 }
 
-async function installWithAddons(packId: string, ctx: CommandContext, enabling: { file: string; text: string } | null): Promise<number> {
+async function installWithAddons(
+  packId: string,
+  ctx: CommandContext,
+  enabling: { file: string; text: string } | null,
+): Promise<number> {
   const result = await installPack({
     packId,
     modelsDir: ctx.modelsDir,
@@ -254,7 +277,13 @@ async function installWithAddons(packId: string, ctx: CommandContext, enabling: 
   });
   ctx.io.stdout.write(formatInstall(result));
   if (enabling || ctx.autoDownload.includes(LIVENESS)) {
-    const addon = await installLiveness({ catalog: ctx.catalog, modelsDir: ctx.modelsDir, mirror: ctx.values.from, env: ctx.env, stderr: ctx.io.stderr });
+    const addon = await installLiveness({
+      catalog: ctx.catalog,
+      modelsDir: ctx.modelsDir,
+      mirror: ctx.values.from,
+      env: ctx.env,
+      stderr: ctx.io.stderr,
+    });
     ctx.io.stdout.write(formatAddon(addon));
   }
   if (enabling) {
@@ -269,19 +298,24 @@ async function installWithAddons(packId: string, ctx: CommandContext, enabling: 
 }
 
 export function formatAddon(r: { dir: string; files: FileOutcome[] }): string {
-  const lines = r.files.map((f) => (f.status === 'cached' ? `${f.name}: cached` : `${f.name}: ${f.status} from ${f.source}`));
+  const lines = r.files.map((f) =>
+    f.status === 'cached' ? `${f.name}: cached` : `${f.name}: ${f.status} from ${f.source}`,
+  );
   lines.push(`liveness addon verified in ${r.dir}`);
   return `${lines.join('\n')}\n`;
 }
 
 function formatInstall(result: InstallResult): string {
-  const lines = result.files.map((f) => (f.status === 'cached' ? `${f.name}: cached` : `${f.name}: ${f.status} from ${f.source}`));
+  const lines = result.files.map((f) =>
+    f.status === 'cached' ? `${f.name}: cached` : `${f.name}: ${f.status} from ${f.source}`,
+  );
   lines.push(`installed pack ${result.pack_id} in ${result.dir}`);
   return `${lines.join('\n')}\n`;
 }
 
 async function runVerify(packId: string | undefined, ctx: CommandContext): Promise<number> {
-  const ids = packId !== undefined ? [packId] : await installedPackIds({ modelsDir: ctx.modelsDir, catalog: ctx.catalog });
+  const ids =
+    packId !== undefined ? [packId] : await installedPackIds({ modelsDir: ctx.modelsDir, catalog: ctx.catalog });
   if (ids.length === 0) {
     throw Errors.modelNotInstalled(null, ctx.modelsDir);
   }

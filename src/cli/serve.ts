@@ -80,7 +80,11 @@ export interface Daemon {
 
 async function hostInfo(): Promise<HostInfo> {
   const [os, cpu] = await Promise.all([si.osInfo(), si.cpu()]);
-  return { os: `${os.distro} ${os.release}`.trim() || process.platform, architecture: os.arch || process.arch, cpu: { model: `${cpu.manufacturer} ${cpu.brand}`.trim(), logical_cores: cpus().length } };
+  return {
+    os: `${os.distro} ${os.release}`.trim() || process.platform,
+    architecture: os.arch || process.arch,
+    cpu: { model: `${cpu.manufacturer} ${cpu.brand}`.trim(), logical_cores: cpus().length },
+  };
 }
 
 /**
@@ -95,12 +99,23 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   // 2-core box they took CPU from the model load that the first search waits for. Writes stay refused
   // (database_not_verified) until quick_check passed, as before.
   let modelsSettled!: () => void;
-  const modelsLoaded = new Promise<void>((resolve) => { modelsSettled = resolve; });
+  const modelsLoaded = new Promise<void>((resolve) => {
+    modelsSettled = resolve;
+  });
   const checkStarted = performance.now();
-  const db = openDatabase(config.server.data_dir, undefined, { integrity: 'background', integrityAfter: modelsLoaded, reserveBytes: config.server.storage_reserve_bytes });
+  const db = openDatabase(config.server.data_dir, undefined, {
+    integrity: 'background',
+    integrityAfter: modelsLoaded,
+    reserveBytes: config.server.storage_reserve_bytes,
+  });
   const integrityOk = db.integrityChecked.then((result) => {
-    if (result === 'ok') log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
-    else if (db.db.open) log.error({ quick_check: result, path: db.path }, 'database integrity check failed: the service stays not_ready and serves nothing');
+    if (result === 'ok')
+      log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
+    else if (db.db.open)
+      log.error(
+        { quick_check: result, path: db.path },
+        'database integrity check failed: the service stays not_ready and serves nothing',
+      );
     return result === 'ok';
   });
   let engine: InferenceEngine | null = null;
@@ -117,25 +132,46 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       throw Errors.apiKeyMissing();
     }
     const systemProfile: DetectionProfile = {
-      input_sizes: config.detection.input_sizes as [number, number][], threshold: config.detection.threshold,
-      nms_threshold: config.detection.nms_threshold, single_face_selection: config.detection.single_face_selection,
+      input_sizes: config.detection.input_sizes as [number, number][],
+      threshold: config.detection.threshold,
+      nms_threshold: config.detection.nms_threshold,
+      single_face_selection: config.detection.single_face_selection,
     };
     const catalog = await resolveCatalog(config.server.model_catalog);
     const inc = config.inference;
     // An unknown pack fails later, where the pack is loaded, with the list of known packs.
-    const defaultThreshold = resolveDefaultThreshold(inc.default_threshold, Object.hasOwn(catalog.packs, inc.model_pack) ? catalog.packs[inc.model_pack] : undefined);
+    const defaultThreshold = resolveDefaultThreshold(
+      inc.default_threshold,
+      Object.hasOwn(catalog.packs, inc.model_pack) ? catalog.packs[inc.model_pack] : undefined,
+    );
     // Absent keys (legacy files) mean disabled; nothing in a request can change these.
     const liveness: LivenessPolicy | null = inc.addons.includes('liveness')
-      ? { mode: inc.liveness_mode, threshold: inc.liveness_threshold, compareScope: inc.liveness_compare_scope, onRegistration: inc.liveness_on_registration }
+      ? {
+          mode: inc.liveness_mode,
+          threshold: inc.liveness_threshold,
+          compareScope: inc.liveness_compare_scope,
+          onRegistration: inc.liveness_on_registration,
+        }
       : null;
     const livenessManager = new LivenessManager({
-      catalog, modelsDir: config.server.models_dir, configFile: loaded.file ? resolvePath(loaded.file) : null, enabled: liveness !== null, mirror: config.addons.mirror, log,
+      catalog,
+      modelsDir: config.server.models_dir,
+      configFile: loaded.file ? resolvePath(loaded.file) : null,
+      enabled: liveness !== null,
+      mirror: config.addons.mirror,
+      log,
     });
     const store = new CollectionStore(db.db);
     const cc = config.collections;
     const indexes = new SearchIndexes(store, {
-      threads: cc.search_threads, dir: join(config.server.data_dir, 'search-indexes'), dbPath: db.path, buildThreads: cc.index_build_threads,
-      rebuildRatio: cc.hnsw_rebuild_ratio, rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000, graphMemory: cc.hnsw_memory, snapshotAfterChanges: cc.snapshot_after_changes,
+      threads: cc.search_threads,
+      dir: join(config.server.data_dir, 'search-indexes'),
+      dbPath: db.path,
+      buildThreads: cc.index_build_threads,
+      rebuildRatio: cc.hnsw_rebuild_ratio,
+      rebuildIntervalMs: cc.hnsw_rebuild_interval_seconds * 1000,
+      graphMemory: cc.hnsw_memory,
+      snapshotAfterChanges: cc.snapshot_after_changes,
       verifyAfter: modelsLoaded,
     });
     let active: Runtime['inference'] = null;
@@ -144,7 +180,13 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const boxId = resolveBoxId(db.db, config.server.box_id, config.store.backend, hostname());
     let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool; pgOptions: PgOptions } | null = null;
     if (config.store.backend === 'postgres') {
-      const pgOptions: PgOptions = { url: config.store.url!, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: config.store.pool_size, applicationName: `vigil:${boxId}` };
+      const pgOptions: PgOptions = {
+        url: config.store.url!,
+        password: process.env.VIGIL_STORE_PASSWORD,
+        passwordFile: config.store.password_file,
+        poolSize: config.store.pool_size,
+        applicationName: `vigil:${boxId}`,
+      };
       const pool = openPool(pgOptions);
       fleetPool = pool;
       try {
@@ -158,82 +200,218 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       }
       let follower: GalleryFollower | null = null;
       const gallery = new PgGallery(pool, boxId, (id) => follower!.sync(id));
-      follower = new GalleryFollower(gallery, store, indexes, pgOptions, {
-        intervalMs: config.store.follow_interval_seconds * 1000, retentionSeconds: config.store.change_log_retention_seconds, pruneIntervalSeconds: config.store.change_log_prune_interval_seconds,
-      }, log);
+      follower = new GalleryFollower(
+        gallery,
+        store,
+        indexes,
+        pgOptions,
+        {
+          intervalMs: config.store.follow_interval_seconds * 1000,
+          retentionSeconds: config.store.change_log_retention_seconds,
+          pruneIntervalSeconds: config.store.change_log_prune_interval_seconds,
+        },
+        log,
+      );
       fleet = { gallery, follower, pool, pgOptions };
     }
     // The one gallery writer every service uses: PostgreSQL (then this box's replica) or the local file.
     const writer: GalleryWriter = fleet?.gallery ?? new SqliteGallery(store, indexes);
-    const collections = new CollectionService(store, indexes, cursors, {
-      collections: config.collections, defaultThreshold: defaultThreshold.value, systemProfile,
-    }, () => active?.model ?? null, writer);
-    const persons = new PersonService(collections, store, indexes, cursors, () => {
-      if (!active) throw Errors.serviceNotReady();
-      return active.engine;
-    }, {
-      maxImages: config.server.max_registration_images, maxImageBytes: config.server.max_image_bytes, maxImagePixels: config.server.max_image_pixels,
-      maxDetectedFaces: config.detection.max_detected_faces,
-      gates: { minScore: config.registration.min_score, minQuality: config.registration.min_quality, minFaceSize: config.registration.min_face_size, maxPoseDegrees: config.registration.max_pose_degrees },
-      liveness: liveness?.onRegistration ? liveness : null,
-    }, writer);
+    const collections = new CollectionService(
+      store,
+      indexes,
+      cursors,
+      {
+        collections: config.collections,
+        defaultThreshold: defaultThreshold.value,
+        systemProfile,
+      },
+      () => active?.model ?? null,
+      writer,
+    );
+    const persons = new PersonService(
+      collections,
+      store,
+      indexes,
+      cursors,
+      () => {
+        if (!active) throw Errors.serviceNotReady();
+        return active.engine;
+      },
+      {
+        maxImages: config.server.max_registration_images,
+        maxImageBytes: config.server.max_image_bytes,
+        maxImagePixels: config.server.max_image_pixels,
+        maxDetectedFaces: config.detection.max_detected_faces,
+        gates: {
+          minScore: config.registration.min_score,
+          minQuality: config.registration.min_quality,
+          minFaceSize: config.registration.min_face_size,
+          maxPoseDegrees: config.registration.max_pose_degrees,
+        },
+        liveness: liveness?.onRegistration ? liveness : null,
+      },
+      writer,
+    );
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
-    const monitors = new MonitorManager(new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)), collections, cursors, mc.max_streams, () => monitorDeps, log, boxId);
+    const monitors = new MonitorManager(
+      new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)),
+      collections,
+      cursors,
+      mc.max_streams,
+      () => monitorDeps,
+      log,
+      boxId,
+    );
     warnSmallThreadpool(mc.max_streams, log);
     // Fleet mode: this box publishes its monitors to the fleet's directory (they stay in its own file).
-    const monitorDirectory = fleet ? new FleetMonitorDirectory(fleet.pool, boxId, () => monitors.all(), { intervalMs: config.store.follow_interval_seconds * 1000 }, log) : null;
+    const monitorDirectory = fleet
+      ? new FleetMonitorDirectory(
+          fleet.pool,
+          boxId,
+          () => monitors.all(),
+          { intervalMs: config.store.follow_interval_seconds * 1000 },
+          log,
+        )
+      : null;
     if (monitorDirectory) monitors.setDirectory(monitorDirectory);
     // The event history and its outputs: every monitor event is written to SQLite in batches, with the
     // webhook outbox and the MQTT queue in the same transaction.
-    const ev = config.events, wh = config.webhooks, mq = config.mqtt;
+    const ev = config.events,
+      wh = config.webhooks,
+      mq = config.mqtt;
     const historyStore = new HistoryStore(db.db);
-    const snapshots = new SnapshotStore(config.server.data_dir, { maxSide: ev.snapshot_max_side, cropMargin: ev.crop_margin, cropMaxSide: ev.crop_max_side, quality: ev.jpeg_quality });
-    const history = new EventHistory(historyStore, snapshots, {
-      flushIntervalMs: ev.flush_interval_ms, snapshots: ev.snapshots,
-      retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, maxSnapshotBytes: ev.max_snapshot_bytes, intervalMs: ev.retention_interval_seconds * 1000 }, boxId,
-    }, log);
+    const snapshots = new SnapshotStore(config.server.data_dir, {
+      maxSide: ev.snapshot_max_side,
+      cropMargin: ev.crop_margin,
+      cropMaxSide: ev.crop_max_side,
+      quality: ev.jpeg_quality,
+    });
+    const history = new EventHistory(
+      historyStore,
+      snapshots,
+      {
+        flushIntervalMs: ev.flush_interval_ms,
+        snapshots: ev.snapshots,
+        retention: {
+          maxAgeDays: ev.max_age_days,
+          maxEvents: ev.max_events,
+          maxSnapshotBytes: ev.max_snapshot_bytes,
+          intervalMs: ev.retention_interval_seconds * 1000,
+        },
+        boxId,
+      },
+      log,
+    );
     history.recover();
     const webhookStore = new WebhookStore(db.db);
-    const retry = { firstRetryMs: wh.first_retry_seconds * 1000, maxDelayMs: wh.max_retry_delay_seconds * 1000, jitter: wh.jitter };
-    const outbox = new WebhookOutbox(webhookStore, {
-      timeoutMs: wh.timeout_seconds * 1000, retry, disableAfterFailures: wh.disable_after_failures, maxPendingPerEndpoint: wh.max_pending_per_endpoint,
-      logSize: wh.log_size, maxRedirects: wh.max_redirects,
-    }, log);
+    const retry = {
+      firstRetryMs: wh.first_retry_seconds * 1000,
+      maxDelayMs: wh.max_retry_delay_seconds * 1000,
+      jitter: wh.jitter,
+    };
+    const outbox = new WebhookOutbox(
+      webhookStore,
+      {
+        timeoutMs: wh.timeout_seconds * 1000,
+        retry,
+        disableAfterFailures: wh.disable_after_failures,
+        maxPendingPerEndpoint: wh.max_pending_per_endpoint,
+        logSize: wh.log_size,
+        maxRedirects: wh.max_redirects,
+      },
+      log,
+    );
     history.addOutput(new WebhookEventOutput(outbox));
     const metrics = new VigilMetrics();
     history.addOutput(metrics.eventOutput);
-    const mqtt = mq.enabled ? new MqttPublisher(db.db, historyStore, {
-      url: mq.url, username: mq.username, password: mq.password, clientId: mq.client_id, topicPrefix: mq.topic_prefix, qos: mq.qos, retain: mq.retain,
-      caFile: mq.ca_file, certFile: mq.cert_file, keyFile: mq.key_file, tlsVerify: mq.tls_verify, discovery: mq.discovery, discoveryPrefix: mq.discovery_prefix,
-      snapshots: mq.snapshots, queueMaxMessages: mq.queue_max_messages, reconnectDelayMs: mq.reconnect_delay_seconds * 1000,
-      maxReconnectDelayMs: mq.max_reconnect_delay_seconds * 1000, keepaliveSeconds: mq.keepalive_seconds,
-    }, () => monitors.all(), log) : null;
+    const mqtt = mq.enabled
+      ? new MqttPublisher(
+          db.db,
+          historyStore,
+          {
+            url: mq.url,
+            username: mq.username,
+            password: mq.password,
+            clientId: mq.client_id,
+            topicPrefix: mq.topic_prefix,
+            qos: mq.qos,
+            retain: mq.retain,
+            caFile: mq.ca_file,
+            certFile: mq.cert_file,
+            keyFile: mq.key_file,
+            tlsVerify: mq.tls_verify,
+            discovery: mq.discovery,
+            discoveryPrefix: mq.discovery_prefix,
+            snapshots: mq.snapshots,
+            queueMaxMessages: mq.queue_max_messages,
+            reconnectDelayMs: mq.reconnect_delay_seconds * 1000,
+            maxReconnectDelayMs: mq.max_reconnect_delay_seconds * 1000,
+            keepaliveSeconds: mq.keepalive_seconds,
+          },
+          () => monitors.all(),
+          log,
+        )
+      : null;
     if (mqtt) {
       history.addOutput(mqtt);
       monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
     }
     // Fleet mode: the local history is the durable queue; the forwarder copies it to the fleet's history.
     const fleetHistory = fleet ? new PgHistory(fleet.pool) : null;
-    const fleetEvents = fleetHistory ? {
-      pg: fleetHistory, boxId, forwarder: new EventForwarder(historyStore, fleetHistory, {
-        boxId, intervalMs: config.store.follow_interval_seconds * 1000,
-        retention: { maxAgeDays: ev.max_age_days, maxEvents: ev.max_events, intervalMs: ev.retention_interval_seconds * 1000 },
-      }, log),
-    } : null;
+    const fleetEvents = fleetHistory
+      ? {
+          pg: fleetHistory,
+          boxId,
+          forwarder: new EventForwarder(
+            historyStore,
+            fleetHistory,
+            {
+              boxId,
+              intervalMs: config.store.follow_interval_seconds * 1000,
+              retention: {
+                maxAgeDays: ev.max_age_days,
+                maxEvents: ev.max_events,
+                intervalMs: ev.retention_interval_seconds * 1000,
+              },
+            },
+            log,
+          ),
+        }
+      : null;
     if (fleetEvents) history.addOutput(fleetEvents.forwarder);
     outputs = { history, outbox, mqtt };
-    const events = new EventService(historyStore, history, snapshots, persons, collections, cursors, {
-      mqtt, mqttPrefix: mq.topic_prefix, webhooks: webhookStore, retry,
-      retention: { max_age_days: ev.max_age_days, max_events: ev.max_events, max_snapshot_bytes: ev.max_snapshot_bytes },
-    }, fleetEvents);
+    const events = new EventService(
+      historyStore,
+      history,
+      snapshots,
+      persons,
+      collections,
+      cursors,
+      {
+        mqtt,
+        mqttPrefix: mq.topic_prefix,
+        webhooks: webhookStore,
+        retry,
+        retention: {
+          max_age_days: ev.max_age_days,
+          max_events: ev.max_events,
+          max_snapshot_bytes: ev.max_snapshot_bytes,
+        },
+      },
+      fleetEvents,
+    );
     const webhooks = new WebhookService(webhookStore, outbox, cursors, { allowHttp: wh.allow_http });
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     // Fleet mode: workspaces, keys, usage and runs in PostgreSQL (shared, metered fleet-wide); else SQLite.
     const sc = config.scrapers;
     const runStore: RunRepository = fleet
       ? new PgRunStore(fleet.pool, boxId, sc.free_items_per_month, sc.free_reviews_per_month, sc.seen_items_per_kind)
-      : new RunStore(db.db, new UsageMeter(db.db, sc.free_items_per_month, sc.free_reviews_per_month), sc.seen_items_per_kind);
+      : new RunStore(
+          db.db,
+          new UsageMeter(db.db, sc.free_items_per_month, sc.free_reviews_per_month),
+          sc.seen_items_per_kind,
+        );
     const workspaces = fleet ? new PgWorkspaceStore(fleet.pool, fleet.pgOptions, log) : new WorkspaceStore(db.db);
     if (workspaces instanceof PgWorkspaceStore) workspaces.listen();
     scrapes = new ScrapeRunService(runStore, new ScrapeWorker(config, log), config, log, cursors);
@@ -242,8 +420,25 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     scrapes.onRecorded((row) => runWebhooks.recorded(row));
     scrapes.onFinished(metrics.scrapeFinished);
     const runtime: Runtime = {
-      loaded, log, db, keys, kiosk: new KioskTokenStore(db.db), recentErrors: new RecentErrors(), metrics, host: await hostInfo(), inference: null, startedAt: new Date(), collections, persons, galleryImport: new GalleryImportService(collections, store, indexes, writer),
-      liveness: livenessManager, monitors, workspaces, scrapes, events, webhooks,
+      loaded,
+      log,
+      db,
+      keys,
+      kiosk: new KioskTokenStore(db.db),
+      recentErrors: new RecentErrors(),
+      metrics,
+      host: await hostInfo(),
+      inference: null,
+      startedAt: new Date(),
+      collections,
+      persons,
+      galleryImport: new GalleryImportService(collections, store, indexes, writer),
+      liveness: livenessManager,
+      monitors,
+      workspaces,
+      scrapes,
+      events,
+      webhooks,
       fleet: fleet ? { boxId, follower: fleet.follower } : null,
     };
     metrics.attach(runtime);
@@ -253,8 +448,19 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
       server.once('error', (e: NodeJS.ErrnoException) => {
-        const why = e.code === 'EADDRINUSE' ? 'the address is already in use' : e.code === 'EACCES' ? 'permission denied (ports below 1024 need privileges)' : e.code === 'EADDRNOTAVAIL' ? 'the host address is not on this machine' : e.message;
-        reject(['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(e.code ?? '') ? Errors.portInUse(config.server.host, config.server.port, why) : e);
+        const why =
+          e.code === 'EADDRINUSE'
+            ? 'the address is already in use'
+            : e.code === 'EACCES'
+              ? 'permission denied (ports below 1024 need privileges)'
+              : e.code === 'EADDRNOTAVAIL'
+                ? 'the host address is not on this machine'
+                : e.message;
+        reject(
+          ['EADDRINUSE', 'EACCES', 'EADDRNOTAVAIL'].includes(e.code ?? '')
+            ? Errors.portInUse(config.server.host, config.server.port, why)
+            : e,
+        );
       });
     });
     // Uploads are bounded by the request deadline, not by Node's own shorter defaults.
@@ -262,16 +468,24 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Idle keep-alive connections close well after the time advertised to clients (see keepAliveHint).
     server.keepAliveTimeout = KEEP_ALIVE_SERVER_TIMEOUT_MS;
     const address = server.address();
-    const url = typeof address === 'object' && address ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}` : '';
+    const url =
+      typeof address === 'object' && address
+        ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
+        : '';
     log.info({ url, config_file: loaded.file }, 'listening');
     if (memoryAllocator() === 'glibc') {
-      log.warn({ memory_allocator: 'glibc' }, `glibc's malloc keeps what the daemon's threads free (about 130 MB more resident memory with four cameras): install libjemalloc2 and start with LD_PRELOAD=${DAEMON_ALLOCATOR_LIBRARY}, as the systemd unit does`);
+      log.warn(
+        { memory_allocator: 'glibc' },
+        `glibc's malloc keeps what the daemon's threads free (about 130 MB more resident memory with four cameras): install libjemalloc2 and start with LD_PRELOAD=${DAEMON_ALLOCATOR_LIBRARY}, as the systemd unit does`,
+      );
     }
     // Background writers start once the database passed its check.
     const startedScrapes = scrapes;
     void integrityOk.then((ok) => {
       if (!ok || closed) return;
-      void startedScrapes.start().catch((e: unknown) => log.error({ err: e }, "scrape runs could not be re-queued at start"));
+      void startedScrapes
+        .start()
+        .catch((e: unknown) => log.error({ err: e }, 'scrape runs could not be re-queued at start'));
       history.start();
       fleetEvents?.forwarder.start();
       monitorDirectory?.start();
@@ -284,12 +498,29 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const pack = await loadInstalledPack(config.server.models_dir, config.inference.model_pack, catalog);
       // Enabled but missing or corrupt stops startup with the fix; startup never downloads.
       const livenessModels = liveness ? await requireLiveness(catalog, config.server.models_dir) : undefined;
-      const threading = resolveThreading(config.inference.max_concurrency, config.inference.intra_op_threads, undefined, config.inference.execution_providers.every((p) => p === 'cpu'), config.inference.jobs_per_worker);
+      const threading = resolveThreading(
+        config.inference.max_concurrency,
+        config.inference.intra_op_threads,
+        undefined,
+        config.inference.execution_providers.every((p) => p === 'cpu'),
+        config.inference.jobs_per_worker,
+      );
       const starting = InferenceEngine.start({
-        pack, providers: config.inference.execution_providers, deviceId: config.inference.device_id,
-        workers: threading.workers, jobsPerWorker: threading.jobsPerWorker, intraOpThreads: threading.intraOpThreads, aloneIntraOpThreads: threading.aloneIntraOpThreads, graphOptimization: config.inference.graph_optimization, warmupSizes: systemProfile.input_sizes,
+        pack,
+        providers: config.inference.execution_providers,
+        deviceId: config.inference.device_id,
+        workers: threading.workers,
+        jobsPerWorker: threading.jobsPerWorker,
+        intraOpThreads: threading.intraOpThreads,
+        aloneIntraOpThreads: threading.aloneIntraOpThreads,
+        graphOptimization: config.inference.graph_optimization,
+        warmupSizes: systemProfile.input_sizes,
         ...(livenessModels ? { liveness: livenessModels } : {}),
-        decode: { timeoutMs: config.server.image_decode_timeout_seconds * 1000, maxSide: config.server.max_image_side, maxAspectRatio: config.server.max_image_aspect_ratio },
+        decode: {
+          timeoutMs: config.server.image_decode_timeout_seconds * 1000,
+          maxSide: config.server.max_image_side,
+          maxAspectRatio: config.server.max_image_aspect_ratio,
+        },
       });
       // Eager collections load (snapshot file or SQLite) while the inference workers load and warm up
       // their models on other threads; both are done before the service reports ready.
@@ -301,27 +532,66 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       engine = await starting.finally(modelsSettled);
       engine.observer = metrics.engineObserver;
       const model = describePack(pack, config.inference.execution_providers[0]!, livenessModels);
-      const faces = new FaceService(engine, systemProfile,
+      const faces = new FaceService(
+        engine,
+        systemProfile,
         { maxBytes: config.server.max_image_bytes, maxPixels: config.server.max_image_pixels },
-        config.detection.max_detected_faces, defaultThreshold.value, liveness);
-      if (eager.failed.length) log.error({ collections: eager.failed }, 'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt');
-      active = { engine, faces, model, defaultThreshold, providers: config.inference.execution_providers, availableProviders: availableProviders(), systemProfile, search: new SearchService(collections, store, indexes, faces) };
+        config.detection.max_detected_faces,
+        defaultThreshold.value,
+        liveness,
+      );
+      if (eager.failed.length)
+        log.error(
+          { collections: eager.failed },
+          'search indexes could not be built; those collections answer 503 search_index_unavailable until rebuilt',
+        );
+      active = {
+        engine,
+        faces,
+        model,
+        defaultThreshold,
+        providers: config.inference.execution_providers,
+        availableProviders: availableProviders(),
+        systemProfile,
+        search: new SearchService(collections, store, indexes, faces),
+      };
       active.search.observer = metrics.searchObserver;
       runtime.inference = active;
-      const search = active.search, inferenceEngine = engine;
+      const search = active.search,
+        inferenceEngine = engine;
       monitorDeps = {
-        analyze: (request, signal) => inferenceEngine.analyze(request, signal), collection: (id) => collections.getBound(id),
-        identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold), maxDetectedFaces: config.detection.max_detected_faces, liveness,
+        analyze: (request, signal) => inferenceEngine.analyze(request, signal),
+        collection: (id) => collections.getBound(id),
+        identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold),
+        maxDetectedFaces: config.detection.max_detected_faces,
+        liveness,
         trimLetterbox: mc.trim_letterbox,
         source: {
-          pipeline: mc.pipeline, latencyMs: mc.latency_ms, maxSide: mc.frame_max_side, openTimeoutMs: mc.open_timeout_seconds * 1000,
-          readTimeoutMs: mc.read_timeout_seconds * 1000, reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
+          pipeline: mc.pipeline,
+          latencyMs: mc.latency_ms,
+          maxSide: mc.frame_max_side,
+          openTimeoutMs: mc.open_timeout_seconds * 1000,
+          readTimeoutMs: mc.read_timeout_seconds * 1000,
+          reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
         },
-        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality }, reidentifyMs: mc.reidentify_interval_seconds * 1000, log, events: history,
+        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality },
+        reidentifyMs: mc.reidentify_interval_seconds * 1000,
+        log,
+        events: history,
       };
       // Monitors write events: they start only on a database that passed its check.
       if (!closed && (await integrityOk) && !closed) monitors.restore();
-      log.info({ pack: pack.id, model_digest: model.model_digest, providers: config.inference.execution_providers, ...threading, memory_allocator: memoryAllocator(), startup: engine.startup }, 'ready');
+      log.info(
+        {
+          pack: pack.id,
+          model_digest: model.model_digest,
+          providers: config.inference.execution_providers,
+          ...threading,
+          memory_allocator: memoryAllocator(),
+          startup: engine.startup,
+        },
+        'ready',
+      );
     })();
     // A start that failed before the engine (a missing pack): the checks run anyway.
     void ready.then(modelsSettled, modelsSettled);
@@ -371,7 +641,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
 function warnSmallThreadpool(maxStreams: number, log: ReturnType<typeof createLogger>): void {
   const size = Number(process.env.UV_THREADPOOL_SIZE) || 4;
   if (maxStreams > 0 && size < maxStreams + 4) {
-    log.warn({ uv_threadpool_size: size, max_streams: maxStreams, recommended: maxStreams + 8 }, 'UV_THREADPOOL_SIZE is small for [monitors].max_streams: set it in the environment before starting Vigil');
+    log.warn(
+      { uv_threadpool_size: size, max_streams: maxStreams, recommended: maxStreams + 8 },
+      'UV_THREADPOOL_SIZE is small for [monitors].max_streams: set it in the environment before starting Vigil',
+    );
   }
 }
 
@@ -403,7 +676,8 @@ export async function preflight(loaded: LoadedConfig): Promise<void> {
   const pack = config.inference.model_pack;
   if (!Object.hasOwn(catalog.packs, pack)) throw Errors.modelPackUnknown(pack, Object.keys(catalog.packs));
   const modelsDir = config.server.models_dir;
-  if (!existsSync(join(packDir(modelsDir, pack), PACK_JSON))) throw Errors.modelNotInstalled(pack, modelsDir, installCommand(pack, modelsDir));
+  if (!existsSync(join(packDir(modelsDir, pack), PACK_JSON)))
+    throw Errors.modelNotInstalled(pack, modelsDir, installCommand(pack, modelsDir));
   if (config.inference.addons.includes('liveness')) await requireLiveness(catalog, modelsDir);
 }
 
@@ -411,7 +685,11 @@ export async function preflight(loaded: LoadedConfig): Promise<void> {
  * Tells systemd (Type=notify) the service is ready, through the systemd-notify binary: Node cannot send on
  * a unix datagram socket. The unit sets NotifyAccess=all because the message comes from that child.
  */
-export function notifySystemd(state: string, env: NodeJS.ProcessEnv = process.env, log?: { warn: (o: object, m: string) => void }): Promise<boolean> {
+export function notifySystemd(
+  state: string,
+  env: NodeJS.ProcessEnv = process.env,
+  log?: { warn: (o: object, m: string) => void },
+): Promise<boolean> {
   if (!env.NOTIFY_SOCKET) return Promise.resolve(false);
   return new Promise((resolve) => {
     const child = spawn('systemd-notify', [`--pid=${process.pid}`, state], { stdio: 'ignore', env });
@@ -442,7 +720,10 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   const stop = (signal: string) => {
     daemon.runtime.log.info({ signal }, 'stopping');
     void notifySystemd('STOPPING=1');
-    daemon.close().then(() => process.exit(0), () => process.exit(1));
+    daemon.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));

@@ -19,13 +19,70 @@ const USAGE = `Usage:
 `;
 
 const TABLES = {
-  collections: ['id', 'name', 'description', 'default_threshold', 'model_id', 'model_digest', 'embedding_dimension', 'preprocessing_version', 'embedding_contract_id',
-    'search_profile', 'capacity_rows', 'max_faces_per_person', 'load_policy', 'search_revision', 'save_face_crops', 'metadata_json', 'detector_input_sizes_json',
-    'detector_threshold', 'detector_nms_threshold', 'single_face_selection', 'detection_revision', 'person_count', 'face_count', 'created_at', 'updated_at',
-    'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search', 'index_epoch'],
-  persons: ['seq', 'collection_id', 'id', 'name', 'external_id', 'metadata_json', 'face_count', 'created_at', 'updated_at'],
-  face_samples: ['seq', 'id', 'collection_id', 'person_seq', 'embedding', 'embedding_dimension', 'bounding_box_json', 'landmarks_json', 'detection_score', 'quality_json',
-    'model_id', 'model_digest', 'preprocessing_version', 'embedding_source', 'embedding_contract_id', 'crop_image', 'crop_media_type', 'liveness_json', 'created_at'],
+  collections: [
+    'id',
+    'name',
+    'description',
+    'default_threshold',
+    'model_id',
+    'model_digest',
+    'embedding_dimension',
+    'preprocessing_version',
+    'embedding_contract_id',
+    'search_profile',
+    'capacity_rows',
+    'max_faces_per_person',
+    'load_policy',
+    'search_revision',
+    'save_face_crops',
+    'metadata_json',
+    'detector_input_sizes_json',
+    'detector_threshold',
+    'detector_nms_threshold',
+    'single_face_selection',
+    'detection_revision',
+    'person_count',
+    'face_count',
+    'created_at',
+    'updated_at',
+    'search_index',
+    'hnsw_connectivity',
+    'hnsw_expansion_add',
+    'hnsw_expansion_search',
+    'index_epoch',
+  ],
+  persons: [
+    'seq',
+    'collection_id',
+    'id',
+    'name',
+    'external_id',
+    'metadata_json',
+    'face_count',
+    'created_at',
+    'updated_at',
+  ],
+  face_samples: [
+    'seq',
+    'id',
+    'collection_id',
+    'person_seq',
+    'embedding',
+    'embedding_dimension',
+    'bounding_box_json',
+    'landmarks_json',
+    'detection_score',
+    'quality_json',
+    'model_id',
+    'model_digest',
+    'preprocessing_version',
+    'embedding_source',
+    'embedding_contract_id',
+    'crop_image',
+    'crop_media_type',
+    'liveness_json',
+    'created_at',
+  ],
 } as const;
 type Table = keyof typeof TABLES;
 
@@ -35,15 +92,49 @@ const WS_TABLES = {
   workspace_keys: ['id', 'workspace_id', 'label', 'prefix', 'digest', 'created_at', 'last_used_at', 'revoked_at'],
   usage_monthly: ['workspace_id', 'period', 'kind', 'units', 'runs', 'review_units'],
   scrape_seen_items: ['workspace_id', 'kind', 'item_key', 'seen_at'],
-  scrape_runs: ['id', 'workspace_id', 'kind', 'status', 'request_json', 'period', 'reserved_units', 'billed_units', 'reserved_reviews', 'billed_reviews', 'item_count', 'attempts',
-    'result_json', 'result_purged_at', 'error_json', 'created_at', 'started_at', 'finished_at', 'resume_at', 'cancel_requested_at'],
+  scrape_runs: [
+    'id',
+    'workspace_id',
+    'kind',
+    'status',
+    'request_json',
+    'period',
+    'reserved_units',
+    'billed_units',
+    'reserved_reviews',
+    'billed_reviews',
+    'item_count',
+    'attempts',
+    'result_json',
+    'result_purged_at',
+    'error_json',
+    'created_at',
+    'started_at',
+    'finished_at',
+    'resume_at',
+    'cancel_requested_at',
+  ],
   scrape_items: ['run_id', 'seq', 'item_key', 'item_json'],
 } as const;
 type WsTable = keyof typeof WS_TABLES;
-const wsFilter = (t: WsTable) => (t === 'workspaces' ? 'id' : t === 'scrape_items' ? 'run_id IN (SELECT id FROM scrape_runs WHERE workspace_id' : 'workspace_id');
+const wsFilter = (t: WsTable) =>
+  t === 'workspaces'
+    ? 'id'
+    : t === 'scrape_items'
+      ? 'run_id IN (SELECT id FROM scrape_runs WHERE workspace_id'
+      : 'workspace_id';
 
 function wsDigest(t: WsTable, rows: Record<string, unknown>[]): { rows: number; sha256: string } {
-  const lines = rows.map((r) => JSON.stringify(WS_TABLES[t].map((k) => { const v = r[k]; return Buffer.isBuffer(v) ? v.toString('base64') : v ?? null; }))).sort();
+  const lines = rows
+    .map((r) =>
+      JSON.stringify(
+        WS_TABLES[t].map((k) => {
+          const v = r[k];
+          return Buffer.isBuffer(v) ? v.toString('base64') : (v ?? null);
+        }),
+      ),
+    )
+    .sort();
   const d = new Digest();
   for (const l of lines) d.add(l);
   return { rows: d.count, sha256: d.hex() };
@@ -51,10 +142,12 @@ function wsDigest(t: WsTable, rows: Record<string, unknown>[]): { rows: number; 
 
 /** One canonical line per row (columns in a fixed order, BLOBs as base64): the same text on both engines. */
 function canonical(table: Table, row: Record<string, unknown>): string {
-  return JSON.stringify(TABLES[table].map((k) => {
-    const v = row[k];
-    return Buffer.isBuffer(v) ? v.toString('base64') : v ?? null;
-  }));
+  return JSON.stringify(
+    TABLES[table].map((k) => {
+      const v = row[k];
+      return Buffer.isBuffer(v) ? v.toString('base64') : (v ?? null);
+    }),
+  );
 }
 
 class Digest {
@@ -75,7 +168,9 @@ async function pgDigests(pool: pg.Pool, ids: string[]): Promise<Record<Table, { 
     const d = new Digest();
     const key = table === 'collections' ? 'id' : 'seq';
     const where = table === 'collections' ? 'id = ANY($1)' : 'collection_id = ANY($1)';
-    const rows = (await pool.query(`SELECT ${TABLES[table].join(', ')} FROM ${table} WHERE ${where} ORDER BY ${key}`, [ids])).rows as Record<string, unknown>[];
+    const rows = (
+      await pool.query(`SELECT ${TABLES[table].join(', ')} FROM ${table} WHERE ${where} ORDER BY ${key}`, [ids])
+    ).rows as Record<string, unknown>[];
     for (const r of rows) d.add(canonical(table, r));
     out[table] = { rows: d.count, sha256: d.hex() };
   }
@@ -84,9 +179,17 @@ async function pgDigests(pool: pg.Pool, ids: string[]): Promise<Record<Table, { 
 
 /** `vigil store migrate --to postgres`: a stopped SQLite box's gallery into PostgreSQL, verified. */
 export async function runStoreCommand(argv: string[], io: CliIo = process): Promise<number> {
-  const { values, positionals } = parseArgs({ args: argv, allowPositionals: true, options: {
-    config: { type: 'string', short: 'c' }, to: { type: 'string' }, url: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' },
-  } });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      to: { type: 'string' },
+      url: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   if (values.help || positionals[0] !== 'migrate' || values.to !== 'postgres') {
     io.stdout.write(USAGE);
     return values.help ? 0 : 2;
@@ -95,7 +198,13 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
   const url = values.url ?? config.store.url;
   if (!url) throw Errors.usageError('Give the database with --url postgres://… or [store] url.');
   const db = openDatabase(config.server.data_dir);
-  const pool = openPool({ url, password: process.env.VIGIL_STORE_PASSWORD, passwordFile: config.store.password_file, poolSize: 2, applicationName: 'vigil-store-migrate' });
+  const pool = openPool({
+    url,
+    password: process.env.VIGIL_STORE_PASSWORD,
+    passwordFile: config.store.password_file,
+    poolSize: 2,
+    applicationName: 'vigil-store-migrate',
+  });
   try {
     const store = new CollectionStore(db.db);
     await migratePostgres(pool);
@@ -103,39 +212,74 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
     for (const table of Object.keys(TABLES) as Table[]) local[table] = store.allRows(table);
     const ids = local.collections.map((c) => c.id as string);
     const wsLocal = {} as Record<WsTable, Record<string, unknown>[]>;
-    for (const t of Object.keys(WS_TABLES) as WsTable[]) wsLocal[t] = db.db.prepare(`SELECT ${WS_TABLES[t].join(', ')} FROM ${t}`).all() as Record<string, unknown>[];
+    for (const t of Object.keys(WS_TABLES) as WsTable[])
+      wsLocal[t] = db.db.prepare(`SELECT ${WS_TABLES[t].join(', ')} FROM ${t}`).all() as Record<string, unknown>[];
     const wsIds = wsLocal.workspaces.map((w) => w.id as string);
     const boxId = config.server.box_id ?? hostname();
     const t0 = performance.now();
     await withTransaction(pool, async (c) => {
-      const clash = (await c.query<{ id: string }>('SELECT id FROM collections WHERE id = ANY($1)', [ids])).rows.map((r) => r.id);
-      if (clash.length) throw Errors.usageError(`PostgreSQL already has collection(s) ${clash.join(', ')}: nothing was copied.`);
-      const seqs = (await c.query<{ p: number; f: number }>('SELECT (SELECT count(*) FROM persons)::int AS p, (SELECT count(*) FROM face_samples)::int AS f')).rows[0]!;
+      const clash = (await c.query<{ id: string }>('SELECT id FROM collections WHERE id = ANY($1)', [ids])).rows.map(
+        (r) => r.id,
+      );
+      if (clash.length)
+        throw Errors.usageError(`PostgreSQL already has collection(s) ${clash.join(', ')}: nothing was copied.`);
+      const seqs = (
+        await c.query<{ p: number; f: number }>(
+          'SELECT (SELECT count(*) FROM persons)::int AS p, (SELECT count(*) FROM face_samples)::int AS f',
+        )
+      ).rows[0]!;
       if ((seqs.p > 0 || seqs.f > 0) && (local.persons.length > 0 || local.face_samples.length > 0)) {
         // Sequence numbers are kept (index files and keys stay valid): they must not collide with rows already there.
         const p = await c.query('SELECT 1 FROM persons WHERE seq = ANY($1) LIMIT 1', [local.persons.map((r) => r.seq)]);
-        const f = await c.query('SELECT 1 FROM face_samples WHERE seq = ANY($1) LIMIT 1', [local.face_samples.map((r) => r.seq)]);
-        if (p.rowCount || f.rowCount) throw Errors.usageError('PostgreSQL already holds rows with this box\'s sequence numbers (another box was migrated into it): migrate one box, then let the others follow.');
+        const f = await c.query('SELECT 1 FROM face_samples WHERE seq = ANY($1) LIMIT 1', [
+          local.face_samples.map((r) => r.seq),
+        ]);
+        if (p.rowCount || f.rowCount)
+          throw Errors.usageError(
+            "PostgreSQL already holds rows with this box's sequence numbers (another box was migrated into it): migrate one box, then let the others follow.",
+          );
       }
-      const wsClash = (await c.query<{ id: string }>('SELECT id FROM workspaces WHERE id = ANY($1)', [wsIds])).rows.map((r) => r.id);
-      if (wsClash.length) throw Errors.usageError(`PostgreSQL already has workspace(s) ${wsClash.join(', ')}: nothing was copied.`);
-      const insert = async (table: Table | WsTable, rows: Record<string, unknown>[], extra: Record<string, unknown> = {}) => {
-        const cols = [...(table in TABLES ? TABLES[table as Table] : WS_TABLES[table as WsTable]).filter((k) => !(k in extra) && !(table === 'collections' && (k === 'person_count' || k === 'face_count'))), ...Object.keys(extra)];
+      const wsClash = (await c.query<{ id: string }>('SELECT id FROM workspaces WHERE id = ANY($1)', [wsIds])).rows.map(
+        (r) => r.id,
+      );
+      if (wsClash.length)
+        throw Errors.usageError(`PostgreSQL already has workspace(s) ${wsClash.join(', ')}: nothing was copied.`);
+      const insert = async (
+        table: Table | WsTable,
+        rows: Record<string, unknown>[],
+        extra: Record<string, unknown> = {},
+      ) => {
+        const cols = [
+          ...(table in TABLES ? TABLES[table as Table] : WS_TABLES[table as WsTable]).filter(
+            (k) => !(k in extra) && !(table === 'collections' && (k === 'person_count' || k === 'face_count')),
+          ),
+          ...Object.keys(extra),
+        ];
         for (let i = 0; i < rows.length; i += 500) {
           const chunk = rows.slice(i, i + 500);
           const params: unknown[] = [];
-          const tuples = chunk.map((r) => `(${cols.map((k) => `$${params.push(k in extra ? extra[k] : r[k] ?? null)}`).join(', ')})`);
+          const tuples = chunk.map(
+            (r) => `(${cols.map((k) => `$${params.push(k in extra ? extra[k] : (r[k] ?? null))}`).join(', ')})`,
+          );
           await c.query(`INSERT INTO ${table} (${cols.join(', ')}) VALUES ${tuples.join(', ')}`, params);
         }
       };
       await insert('collections', local.collections);
       // The counter triggers fill person_count / face_count as rows arrive.
-      await insert('persons', local.persons.map((p) => ({ ...p, face_count: 0 })));
+      await insert(
+        'persons',
+        local.persons.map((p) => ({ ...p, face_count: 0 })),
+      );
       await insert('face_samples', local.face_samples);
-      await c.query("SELECT setval(pg_get_serial_sequence('persons', 'seq'), greatest((SELECT max(seq) FROM persons), 1))");
-      await c.query("SELECT setval(pg_get_serial_sequence('face_samples', 'seq'), greatest((SELECT max(seq) FROM face_samples), 1))");
+      await c.query(
+        "SELECT setval(pg_get_serial_sequence('persons', 'seq'), greatest((SELECT max(seq) FROM persons), 1))",
+      );
+      await c.query(
+        "SELECT setval(pg_get_serial_sequence('face_samples', 'seq'), greatest((SELECT max(seq) FROM face_samples), 1))",
+      );
       await c.query("SELECT pg_notify('vigil_gallery', id) FROM collections WHERE id = ANY($1)", [ids]);
-      for (const t of Object.keys(WS_TABLES) as WsTable[]) await insert(t, wsLocal[t], t === 'scrape_runs' ? { box_id: boxId } : {});
+      for (const t of Object.keys(WS_TABLES) as WsTable[])
+        await insert(t, wsLocal[t], t === 'scrape_runs' ? { box_id: boxId } : {});
     });
     const copyMs = performance.now() - t0;
     const sqlite = {} as Record<Table, { rows: number; sha256: string }>;
@@ -157,9 +301,15 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
     if (values.json) io.stdout.write(`${JSON.stringify(report)}\n`);
     else {
       for (const t of all) {
-        io.stdout.write(`${t.padEnd(17)} sqlite ${String(sqlite[t].rows).padStart(8)} rows ${sqlite[t].sha256.slice(0, 16)}  postgres ${String(postgres[t]!.rows).padStart(8)} rows ${postgres[t]!.sha256.slice(0, 16)}  ${sqlite[t].sha256 === postgres[t]!.sha256 && sqlite[t].rows === postgres[t]!.rows ? 'match' : 'MISMATCH'}\n`);
+        io.stdout.write(
+          `${t.padEnd(17)} sqlite ${String(sqlite[t].rows).padStart(8)} rows ${sqlite[t].sha256.slice(0, 16)}  postgres ${String(postgres[t]!.rows).padStart(8)} rows ${postgres[t]!.sha256.slice(0, 16)}  ${sqlite[t].sha256 === postgres[t]!.sha256 && sqlite[t].rows === postgres[t]!.rows ? 'match' : 'MISMATCH'}\n`,
+        );
       }
-      io.stdout.write(ok ? `copied and verified in ${Math.round(copyMs)} ms; set [store] backend = "postgres" and start the daemon\n` : 'verification FAILED\n');
+      io.stdout.write(
+        ok
+          ? `copied and verified in ${Math.round(copyMs)} ms; set [store] backend = "postgres" and start the daemon\n`
+          : 'verification FAILED\n',
+      );
     }
     return ok ? 0 : 1;
   } finally {

@@ -11,13 +11,20 @@ import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } f
 
 /** v2 embedding contract id (§3.7): clients copy it, never construct it. */
 export function embeddingContractId(m: ModelBinding): string {
-  const json = JSON.stringify([m.model_id, m.model_digest.toLowerCase(), m.embedding_dimension, m.preprocessing_version]);
+  const json = JSON.stringify([
+    m.model_id,
+    m.model_digest.toLowerCase(),
+    m.embedding_dimension,
+    m.preprocessing_version,
+  ]);
   return `ifsemb-v2-sha256:${createHash('sha256').update(json).digest('hex')}`;
 }
 
 export const detectionProfileOf = (c: CollectionT): DetectionProfile => ({
-  input_sizes: c.detection.input_sizes as [number, number][], threshold: c.detection.threshold,
-  nms_threshold: c.detection.nms_threshold, single_face_selection: c.detection.single_face_selection,
+  input_sizes: c.detection.input_sizes as [number, number][],
+  threshold: c.detection.threshold,
+  nms_threshold: c.detection.nms_threshold,
+  single_face_selection: c.detection.single_face_selection,
 });
 
 export interface CollectionDefaults {
@@ -58,10 +65,28 @@ export class CollectionService {
   checkBound(c: CollectionT): CollectionT {
     const id = c.id;
     const m = this.activeModel();
-    if (m && (c.model_id !== m.model_id || c.model_digest !== m.model_digest || c.embedding_dimension !== m.embedding_dimension || c.preprocessing_version !== m.preprocessing_version)) {
-      throw Errors.collectionModelMismatch(id,
-        { model_id: c.model_id, model_digest: c.model_digest, embedding_dimension: c.embedding_dimension, preprocessing_version: c.preprocessing_version },
-        { model_id: m.model_id, model_digest: m.model_digest, embedding_dimension: m.embedding_dimension, preprocessing_version: m.preprocessing_version });
+    if (
+      m &&
+      (c.model_id !== m.model_id ||
+        c.model_digest !== m.model_digest ||
+        c.embedding_dimension !== m.embedding_dimension ||
+        c.preprocessing_version !== m.preprocessing_version)
+    ) {
+      throw Errors.collectionModelMismatch(
+        id,
+        {
+          model_id: c.model_id,
+          model_digest: c.model_digest,
+          embedding_dimension: c.embedding_dimension,
+          preprocessing_version: c.preprocessing_version,
+        },
+        {
+          model_id: m.model_id,
+          model_digest: m.model_digest,
+          embedding_dimension: m.embedding_dimension,
+          preprocessing_version: m.preprocessing_version,
+        },
+      );
     }
     return c;
   }
@@ -97,7 +122,10 @@ export class CollectionService {
   }
 
   private detectionProblem(p: DetectionProfile): ApiError | null {
-    const problem = p.input_sizes.length < 1 || p.input_sizes.length > 4 ? 'input_sizes needs 1 to 4 sizes' : inputSizesProblem(p.input_sizes);
+    const problem =
+      p.input_sizes.length < 1 || p.input_sizes.length > 4
+        ? 'input_sizes needs 1 to 4 sizes'
+        : inputSizesProblem(p.input_sizes);
     return problem ? Errors.invalidDetectionProfile(problem, p.input_sizes) : null;
   }
 
@@ -113,27 +141,44 @@ export class CollectionService {
     const sys = this.defaults.systemProfile;
     const det = body.detection ?? {};
     const detection: DetectionProfile = {
-      input_sizes: (det.input_sizes ?? sys.input_sizes) as [number, number][], threshold: det.threshold ?? sys.threshold,
-      nms_threshold: det.nms_threshold ?? sys.nms_threshold, single_face_selection: det.single_face_selection ?? sys.single_face_selection,
+      input_sizes: (det.input_sizes ?? sys.input_sizes) as [number, number][],
+      threshold: det.threshold ?? sys.threshold,
+      nms_threshold: det.nms_threshold ?? sys.nms_threshold,
+      single_face_selection: det.single_face_selection ?? sys.single_face_selection,
     };
     const problem = this.detectionProblem(detection);
     if (problem) throw problem;
-    const binding: ModelBinding = { model_id: model.model_id, model_digest: model.model_digest, embedding_dimension: model.embedding_dimension, preprocessing_version: model.preprocessing_version };
+    const binding: ModelBinding = {
+      model_id: model.model_id,
+      model_digest: model.model_digest,
+      embedding_dimension: model.embedding_dimension,
+      preprocessing_version: model.preprocessing_version,
+    };
     const at = nowIso();
     const row = {
-      id: body.id, name: body.name, description: body.description, default_threshold: body.threshold ?? this.defaults.defaultThreshold,
-      ...binding, embedding_contract_id: embeddingContractId(binding),
-      search_profile: search.profile ?? d.default_search_profile, capacity_rows: capacity,
+      id: body.id,
+      name: body.name,
+      description: body.description,
+      default_threshold: body.threshold ?? this.defaults.defaultThreshold,
+      ...binding,
+      embedding_contract_id: embeddingContractId(binding),
+      search_profile: search.profile ?? d.default_search_profile,
+      capacity_rows: capacity,
       max_faces_per_person: search.max_faces_per_person ?? d.default_max_faces_per_person,
       load_policy: search.load_policy ?? (body.id === '_default' ? 'eager' : d.default_load_policy),
       search_index: {
         type: search.index ?? d.default_search_index,
         hnsw: {
-          connectivity: search.hnsw?.connectivity ?? d.hnsw_connectivity, expansion_add: search.hnsw?.expansion_add ?? d.hnsw_expansion_add,
+          connectivity: search.hnsw?.connectivity ?? d.hnsw_connectivity,
+          expansion_add: search.hnsw?.expansion_add ?? d.hnsw_expansion_add,
           expansion_search: search.hnsw?.expansion_search ?? d.hnsw_expansion_search,
         },
       },
-      save_face_crops: body.save_face_crops ?? d.save_face_crops, metadata: body.metadata, detection, created_at: at, updated_at: at,
+      save_face_crops: body.save_face_crops ?? d.save_face_crops,
+      metadata: body.metadata,
+      detection,
+      created_at: at,
+      updated_at: at,
     };
     const inserted = await this.writer.createCollection(row);
     if (!inserted) throw Errors.collectionExists(body.id);
@@ -167,7 +212,8 @@ export class CollectionService {
       if (body.name !== undefined) set('name', body.name, c.name);
       if (body.description !== undefined) set('description', body.description, c.description);
       if (body.threshold !== undefined) set('default_threshold', body.threshold, c.default_threshold);
-      if (body.save_face_crops !== undefined) set('save_face_crops', body.save_face_crops ? 1 : 0, c.save_face_crops ? 1 : 0);
+      if (body.save_face_crops !== undefined)
+        set('save_face_crops', body.save_face_crops ? 1 : 0, c.save_face_crops ? 1 : 0);
       if (body.metadata !== undefined) set('metadata_json', JSON.stringify(body.metadata), JSON.stringify(c.metadata));
       if (body.detection) {
         const next: DetectionProfile = { ...detectionProfileOf(c), ...body.detection } as DetectionProfile;
@@ -191,13 +237,18 @@ export class CollectionService {
           }
           set('capacity_rows', s.capacity_rows, c.capacity_rows);
         }
-        if (s.max_faces_per_person !== undefined) set('max_faces_per_person', s.max_faces_per_person, c.max_faces_per_person);
+        if (s.max_faces_per_person !== undefined)
+          set('max_faces_per_person', s.max_faces_per_person, c.max_faces_per_person);
         if (s.load_policy !== undefined) set('load_policy', s.load_policy, c.load_policy);
         if (s.index !== undefined || s.hnsw !== undefined) {
-          const next = indexColumns({ type: s.index ?? c.search_index.type, hnsw: { ...c.search_index.hnsw, ...s.hnsw } });
+          const next = indexColumns({
+            type: s.index ?? c.search_index.type,
+            hnsw: { ...c.search_index.hnsw, ...s.hnsw },
+          });
           const now = indexColumns(c.search_index);
           set('search_index', next.search_index_type, now.search_index_type);
-          for (const k of ['hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'] as const) set(k, next[k], now[k]);
+          for (const k of ['hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'] as const)
+            set(k, next[k], now[k]);
         }
       }
       return cols;

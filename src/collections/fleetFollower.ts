@@ -35,7 +35,14 @@ export interface FollowerOptions {
 }
 
 /** Settings whose change reconfigures a loaded index. */
-const INDEX_SETTINGS = ['capacity_rows', 'load_policy', 'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'] as const;
+const INDEX_SETTINGS = [
+  'capacity_rows',
+  'load_policy',
+  'search_index',
+  'hnsw_connectivity',
+  'hnsw_expansion_add',
+  'hnsw_expansion_search',
+] as const;
 
 /**
  * Keeps this box's replica of the gallery (its SQLite file) and its search indexes up to PostgreSQL.
@@ -51,8 +58,16 @@ export class GalleryFollower {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private status: FollowerStatus = {
-    state: 'disconnected', since: new Date().toISOString(), last_error: null, syncs: 0, full_copies: 0, last_sync_at: null, revisions_applied: 0,
-    revisions_behind: 0, changes_pruned: 0, last_prune_at: null,
+    state: 'disconnected',
+    since: new Date().toISOString(),
+    last_error: null,
+    syncs: 0,
+    full_copies: 0,
+    last_sync_at: null,
+    revisions_applied: 0,
+    revisions_behind: 0,
+    changes_pruned: 0,
+    last_prune_at: null,
   };
   /** The newest change_revision heard of per collection (heads, snapshots, NOTIFY): the lag's reference. */
   private readonly known = new Map<string, number>();
@@ -73,7 +88,9 @@ export class GalleryFollower {
       onNotification: (collectionId) => {
         // The payload names the collection only: it is at least one revision ahead of the replica now.
         this.heard(collectionId, (this.store.replicaHead(collectionId)?.change_revision ?? 0) + 1);
-        void this.sync(collectionId).catch((e: unknown) => this.log.warn({ err: e, collection_id: collectionId }, 'fleet: sync failed; retried on the next pass'));
+        void this.sync(collectionId).catch((e: unknown) =>
+          this.log.warn({ err: e, collection_id: collectionId }, 'fleet: sync failed; retried on the next pass'),
+        );
       },
       // Catch up everything missed while not listening (startup or a disconnect).
       onListening: async () => {
@@ -90,7 +107,8 @@ export class GalleryFollower {
 
   snapshot(): FollowerStatus {
     let behind = 0;
-    for (const [id, head] of this.known) behind += Math.max(0, head - (this.store.replicaHead(id)?.change_revision ?? 0));
+    for (const [id, head] of this.known)
+      behind += Math.max(0, head - (this.store.replicaHead(id)?.change_revision ?? 0));
     return { ...this.status, revisions_behind: behind };
   }
 
@@ -103,7 +121,11 @@ export class GalleryFollower {
     if (this.status.state === state) return;
     this.status.state = state;
     this.status.since = new Date().toISOString();
-    if (state === 'disconnected') this.log.warn({ error: this.status.last_error }, 'fleet: lost the gallery database; serving search from the local replica (degraded)');
+    if (state === 'disconnected')
+      this.log.warn(
+        { error: this.status.last_error },
+        'fleet: lost the gallery database; serving search from the local replica (degraded)',
+      );
     else this.log.info('fleet: following the gallery database');
   }
 
@@ -114,7 +136,13 @@ export class GalleryFollower {
       // A pass that fails (a pooled connection lost) marks the box degraded; the next pass that succeeds
       // while the same connection is still listening marks it connected again.
       const epoch = this.listener.epoch;
-      if (this.listener.listening) void this.syncAll().then(() => { if (this.listener.listening && this.listener.epoch === epoch) this.setState('connected'); }, (e: unknown) => this.setState('disconnected', e));
+      if (this.listener.listening)
+        void this.syncAll().then(
+          () => {
+            if (this.listener.listening && this.listener.epoch === epoch) this.setState('connected');
+          },
+          (e: unknown) => this.setState('disconnected', e),
+        );
     }, this.opts.intervalMs);
     this.timer.unref();
   }
@@ -127,7 +155,8 @@ export class GalleryFollower {
     for (const id of this.store.replicaCollectionIds()) if (!remote.has(id)) await this.sync(id);
     for (const h of heads) {
       const local = this.store.replicaHead(h.id);
-      if (!local || local.index_epoch !== h.index_epoch || local.change_revision !== h.change_revision) await this.sync(h.id);
+      if (!local || local.index_epoch !== h.index_epoch || local.change_revision !== h.change_revision)
+        await this.sync(h.id);
     }
     await this.maintain();
   }
@@ -158,7 +187,8 @@ export class GalleryFollower {
       if (isConnectionError(e) || (isApiError(e) && e.code === 'store_unavailable')) throw e;
       // Logged once per distinct problem, not every pass.
       const message = e instanceof Error ? e.message : String(e);
-      if (message !== this.maintainError) this.log.warn({ err: e }, 'fleet: recording progress or pruning the change log failed; retried on every pass');
+      if (message !== this.maintainError)
+        this.log.warn({ err: e }, 'fleet: recording progress or pruning the change log failed; retried on every pass');
       this.maintainError = message;
     }
   }
@@ -168,9 +198,11 @@ export class GalleryFollower {
     const prev = this.chains.get(collectionId) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(() => this.syncNow(collectionId));
     this.chains.set(collectionId, next);
-    void next.finally(() => {
-      if (this.chains.get(collectionId) === next) this.chains.delete(collectionId);
-    }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (this.chains.get(collectionId) === next) this.chains.delete(collectionId);
+      })
+      .catch(() => undefined);
     return next;
   }
 
@@ -192,14 +224,27 @@ export class GalleryFollower {
     const before = local ? this.store.getCollection(id) : null;
     const change = this.store.transaction(() => this.apply(snap, local !== null));
     const after = this.store.getCollection(id)!;
-    this.status.revisions_applied += Math.max(0, snap.collection.change_revision - (local?.index_epoch === snap.collection.index_epoch ? local.change_revision : 0));
+    this.status.revisions_applied += Math.max(
+      0,
+      snap.collection.change_revision -
+        (local?.index_epoch === snap.collection.index_epoch ? local.change_revision : 0),
+    );
     if (snap.full) {
       this.indexes.drop(id);
       if (after.load_policy === 'eager') this.indexes.ready(after);
     } else {
-      if (before && INDEX_SETTINGS.some((k) => (k === 'search_index' ? before.search_index.type !== after.search_index.type
-        : k.startsWith('hnsw_') ? before.search_index.hnsw[k.slice(5) as 'connectivity'] !== after.search_index.hnsw[k.slice(5) as 'connectivity']
-          : before[k as 'capacity_rows' | 'load_policy'] !== after[k as 'capacity_rows' | 'load_policy']))) this.indexes.configure(after);
+      if (
+        before &&
+        INDEX_SETTINGS.some((k) =>
+          k === 'search_index'
+            ? before.search_index.type !== after.search_index.type
+            : k.startsWith('hnsw_')
+              ? before.search_index.hnsw[k.slice(5) as 'connectivity'] !==
+                after.search_index.hnsw[k.slice(5) as 'connectivity']
+              : before[k as 'capacity_rows' | 'load_policy'] !== after[k as 'capacity_rows' | 'load_policy'],
+        )
+      )
+        this.indexes.configure(after);
       if (change.add.length || change.remove.length || before?.search_revision !== after.search_revision) {
         this.indexes.applyCommitted(after, before?.search_revision ?? -1, change);
       }
@@ -216,17 +261,22 @@ export class GalleryFollower {
 
   /** One SQLite transaction: settings, deletions, then insertions, then PostgreSQL's counters and revisions. */
   private apply(snap: CollectionSnapshot, hadLocal: boolean): { add: IndexRow[]; remove: number[] } {
-    const s = this.store, col = snap.collection;
-    const remove: number[] = [], add: IndexRow[] = [];
+    const s = this.store,
+      col = snap.collection;
+    const remove: number[] = [],
+      add: IndexRow[] = [];
     if (snap.full && hadLocal) s.deleteCollection(col.id);
     s.replicaUpsertCollection(col);
     if (!snap.full) {
-      const livePersons = new Set(snap.persons.map((p) => p.seq)), liveFaces = new Set(snap.faces.map((f) => f.seq as number));
-      for (const seq of snap.touchedFaces) if (!liveFaces.has(seq) && s.replicaHasFace(seq)) {
-        s.deleteFace(seq);
-        remove.push(seq);
-      }
-      for (const seq of snap.touchedPersons) if (!livePersons.has(seq) && s.replicaHasPerson(seq)) remove.push(...s.deletePerson(seq));
+      const livePersons = new Set(snap.persons.map((p) => p.seq)),
+        liveFaces = new Set(snap.faces.map((f) => f.seq as number));
+      for (const seq of snap.touchedFaces)
+        if (!liveFaces.has(seq) && s.replicaHasFace(seq)) {
+          s.deleteFace(seq);
+          remove.push(seq);
+        }
+      for (const seq of snap.touchedPersons)
+        if (!livePersons.has(seq) && s.replicaHasPerson(seq)) remove.push(...s.deletePerson(seq));
     }
     for (const p of snap.persons) s.replicaUpsertPerson(p);
     for (const f of snap.faces) {
@@ -235,7 +285,14 @@ export class GalleryFollower {
       s.replicaInsertFace(f);
       add.push({ faceKey: seq, personKey: f.person_seq as number, vector: blobToEmbedding(f.embedding as Buffer) });
     }
-    s.replicaFinish({ id: col.id, person_count: col.person_count, face_count: col.face_count, search_revision: col.search_revision, change_revision: col.change_revision, updated_at: col.updated_at });
+    s.replicaFinish({
+      id: col.id,
+      person_count: col.person_count,
+      face_count: col.face_count,
+      search_revision: col.search_revision,
+      change_revision: col.change_revision,
+      updated_at: col.updated_at,
+    });
     return { add, remove };
   }
 

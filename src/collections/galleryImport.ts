@@ -17,7 +17,11 @@ export { EXPORT_HEADER_TYPE, type ImportPerson } from './importLines.js';
  * reaches the search index before it is acknowledged; a batch that breaks a rule changes nothing.
  * Koa-free so the CLI, a gallery export/import and a store migration can drive it.
  */
-export interface ImportTotals { batches: number; persons: number; faces: number }
+export interface ImportTotals {
+  batches: number;
+  persons: number;
+  faces: number;
+}
 
 /**
  * Time-ordered UUIDs (RFC 9562 version 7: 48-bit Unix milliseconds, then a 12-bit counter in rand_a, then
@@ -26,10 +30,13 @@ export interface ImportTotals { batches: number; persons: number; faces: number 
  * same shared box); ordered ids append. Still unguessable enough for ids (62 random bits), never reused.
  */
 export function uuidV7Generator(): () => string {
-  let lastMs = -1, counter = 0, msHex = '';
+  let lastMs = -1,
+    counter = 0,
+    msHex = '';
   // Random bytes are drawn 64 KiB at a time (one randomBytes call per 8192 ids instead of one per id); each
   // id uses its own 8 bytes of the pool (rand_a is the counter, rand_b 62 bits of those bytes), never reused.
-  let pool = Buffer.alloc(0), at = 0;
+  let pool = Buffer.alloc(0),
+    at = 0;
   return () => {
     let ms = Date.now();
     if (ms <= lastMs) {
@@ -51,8 +58,10 @@ export function uuidV7Generator(): () => string {
     const r = pool;
     const i = at;
     at += 8;
-    return `${msHex.slice(0, 8)}-${msHex.slice(8)}-${HEX[0x70 | (counter >> 8)]}${HEX[counter & 0xff]}-${HEX[0x80 | (r[i]! & 0x3f)]}${HEX[r[i + 1]!]}-`
-      + `${HEX[r[i + 2]!]}${HEX[r[i + 3]!]}${HEX[r[i + 4]!]}${HEX[r[i + 5]!]}${HEX[r[i + 6]!]}${HEX[r[i + 7]!]}`;
+    return (
+      `${msHex.slice(0, 8)}-${msHex.slice(8)}-${HEX[0x70 | (counter >> 8)]}${HEX[counter & 0xff]}-${HEX[0x80 | (r[i]! & 0x3f)]}${HEX[r[i + 1]!]}-` +
+      `${HEX[r[i + 2]!]}${HEX[r[i + 3]!]}${HEX[r[i + 4]!]}${HEX[r[i + 5]!]}${HEX[r[i + 6]!]}${HEX[r[i + 7]!]}`
+    );
   };
 }
 
@@ -61,9 +70,13 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 export class GalleryImportService {
   private readonly newFaceId = uuidV7Generator();
 
-  constructor(private readonly collections: CollectionService, private readonly store: CollectionStore, private readonly indexes: SearchIndexes,
+  constructor(
+    private readonly collections: CollectionService,
+    private readonly store: CollectionStore,
+    private readonly indexes: SearchIndexes,
     /** Every gallery write (SQLite or PostgreSQL, chosen at composition). */
-    private readonly writer: GalleryWriter) {}
+    private readonly writer: GalleryWriter,
+  ) {}
 
   /** The collection as export lines (see exportCollection). */
   export(collectionId: string): Generator<string> {
@@ -72,7 +85,8 @@ export class GalleryImportService {
 
   private checkContract(c: CollectionT, contractId: string | null | undefined): void {
     if (contractId == null || contractId === '') throw Errors.missingEmbeddingContractId();
-    if (contractId !== c.embedding_contract_id) throw Errors.embeddingContractMismatch(c.embedding_contract_id, contractId);
+    if (contractId !== c.embedding_contract_id)
+      throw Errors.embeddingContractMismatch(c.embedding_contract_id, contractId);
   }
 
   /** Checks before any line is read: the collection exists, is bound to the active model, and the contract matches. */
@@ -85,22 +99,39 @@ export class GalleryImportService {
   }
 
   /** Commits one batch, all or nothing; returns what it added. */
-  async commitBatch(collectionId: string, contractId: string, batch: ImportPerson[]): Promise<{ persons: number; faces: number }> {
+  async commitBatch(
+    collectionId: string,
+    contractId: string,
+    batch: ImportPerson[],
+  ): Promise<{ persons: number; faces: number }> {
     if (batch.length === 0) return { persons: 0, faces: 0 };
     // The batch reaches this box's search index before it is acknowledged (as every other write).
-    const faces = await this.writer.importBatch(collectionId, batch, (c) => {
-      this.checkContract(this.collections.checkBound(c), contractId);
-      const n = batch.reduce((s, p) => s + p.embeddings.length, 0);
-      if (c.face_count + n > c.capacity_rows) throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + n);
-    }, this.newFaceId);
+    const faces = await this.writer.importBatch(
+      collectionId,
+      batch,
+      (c) => {
+        this.checkContract(this.collections.checkBound(c), contractId);
+        const n = batch.reduce((s, p) => s + p.embeddings.length, 0);
+        if (c.face_count + n > c.capacity_rows)
+          throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + n);
+      },
+      this.newFaceId,
+    );
     return { persons: batch.length, faces };
   }
 }
 
 /** The first line of a gallery export (`GET /v1/collections/{id}/export`); the import skips it. */
 export interface ExportHeader {
-  type: typeof EXPORT_HEADER_TYPE; format: 1; collection_id: string; embedding_contract_id: string | null; model_id: string | null;
-  embedding_dimension: number | null; exported_at: string; persons: number; faces: number;
+  type: typeof EXPORT_HEADER_TYPE;
+  format: 1;
+  collection_id: string;
+  embedding_contract_id: string | null;
+  model_id: string | null;
+  embedding_dimension: number | null;
+  exported_at: string;
+  persons: number;
+  faces: number;
 }
 
 /**
@@ -109,11 +140,22 @@ export interface ExportHeader {
  * faces that kept one) so another box with another model can re-embed. Read page by page, so memory
  * stays flat for large galleries; each person line is consistent (one SQLite read).
  */
-export function* exportCollection(collections: CollectionService, store: CollectionStore, collectionId: string): Generator<string> {
+export function* exportCollection(
+  collections: CollectionService,
+  store: CollectionStore,
+  collectionId: string,
+): Generator<string> {
   const c = collections.get(collectionId);
   const header: ExportHeader = {
-    type: EXPORT_HEADER_TYPE, format: 1, collection_id: c.id, embedding_contract_id: c.embedding_contract_id, model_id: c.model_id,
-    embedding_dimension: c.embedding_dimension ?? null, exported_at: new Date().toISOString(), persons: c.person_count, faces: c.face_count,
+    type: EXPORT_HEADER_TYPE,
+    format: 1,
+    collection_id: c.id,
+    embedding_contract_id: c.embedding_contract_id,
+    model_id: c.model_id,
+    embedding_dimension: c.embedding_dimension ?? null,
+    exported_at: new Date().toISOString(),
+    persons: c.person_count,
+    faces: c.face_count,
   };
   yield `${JSON.stringify(header)}\n`;
   let after: string | null = null;
@@ -123,7 +165,9 @@ export function* exportCollection(collections: CollectionService, store: Collect
     for (const p of page) {
       const stored = store.getPerson(collectionId, p.id);
       if (!stored) continue; // deleted meanwhile
-      const embeddings = store.personEmbeddings(stored.seq).map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('base64'));
+      const embeddings = store
+        .personEmbeddings(stored.seq)
+        .map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('base64'));
       const crops: string[] = [];
       for (const f of store.listFaces(stored.seq, null, 100_000)) {
         if (!f.has_crop) continue;

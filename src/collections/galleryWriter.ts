@@ -1,9 +1,20 @@
 import type { CollectionT } from '../contract/collections.js';
 import type { NewCollection, NewFace, StoredPerson } from './collectionStore.js';
 
-export interface NewPersonRow { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }
+export interface NewPersonRow {
+  id: string;
+  name: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown>;
+}
 export type FaceInput = Omit<NewFace, 'personSeq'>;
-export interface ImportBatchPerson { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; embeddings: Float32Array[] }
+export interface ImportBatchPerson {
+  id: string;
+  name: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown>;
+  embeddings: Float32Array[];
+}
 
 /**
  * Every gallery write, engine-neutral: the collection, person and import services call this and never
@@ -33,12 +44,25 @@ export interface GalleryWriter {
    * 404 when gone) and its accepted faces. `check` sees the locked collection and the person's current
    * face count and throws for limits.
    */
-  addFaces(collectionId: string, target: { create: NewPersonRow } | { personId: string }, faces: FaceInput[],
-    check: (c: CollectionT, currentFaces: number) => void): Promise<{ personId: string; faceIds: string[] }>;
+  addFaces(
+    collectionId: string,
+    target: { create: NewPersonRow } | { personId: string },
+    faces: FaceInput[],
+    check: (c: CollectionT, currentFaces: number) => void,
+  ): Promise<{ personId: string; faceIds: string[] }>;
   /** Person patch: `columns` sees the locked person; a taken external_id is 409 external_id_exists. */
-  updatePerson(collectionId: string, personId: string, columns: (p: StoredPerson) => Record<string, string | null>): Promise<void>;
+  updatePerson(
+    collectionId: string,
+    personId: string,
+    columns: (p: StoredPerson) => Record<string, string | null>,
+  ): Promise<void>;
   deletePerson(collectionId: string, personId: string): Promise<void>;
   deleteFace(collectionId: string, personId: string, faceId: string): Promise<void>;
   /** A bulk-import batch, all or nothing; `check` sees the locked collection. Returns the faces added. */
-  importBatch(collectionId: string, batch: ImportBatchPerson[], check: (c: CollectionT) => void, newId: () => string): Promise<number>;
+  importBatch(
+    collectionId: string,
+    batch: ImportBatchPerson[],
+    check: (c: CollectionT) => void,
+    newId: () => string,
+  ): Promise<number>;
 }

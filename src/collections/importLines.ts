@@ -7,7 +7,13 @@ import { checkEmbedding } from './embeddingRule.js';
  * synchronous (no service, no I/O): the import's parse worker runs it off the event loop
  * (importParseWorker.ts), and its errors are the import's errors (invalid_import_line, request_too_large).
  */
-export interface ImportPerson { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; embeddings: Float32Array[] }
+export interface ImportPerson {
+  id: string;
+  name: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown>;
+  embeddings: Float32Array[];
+}
 
 const MAX_NAME = 200;
 
@@ -41,11 +47,13 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
   const optText = (k: 'name' | 'external_id') => {
     const x = o[k];
     if (x === undefined || x === null) return null;
-    if (typeof x !== 'string' || x.length > MAX_NAME) throw bad(`${k} must be a string of at most ${MAX_NAME} characters`);
+    if (typeof x !== 'string' || x.length > MAX_NAME)
+      throw bad(`${k} must be a string of at most ${MAX_NAME} characters`);
     return x;
   };
   const metadata = o.metadata ?? {};
-  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) throw bad('metadata must be an object');
+  if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))
+    throw bad('metadata must be an object');
   if (!Array.isArray(o.embeddings) || o.embeddings.length === 0) throw bad('embeddings must be a non-empty array');
   const embeddings = o.embeddings.map((e: unknown, i: number) => {
     let vec: Float32Array;
@@ -53,7 +61,8 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
       const f = new Float32Array(dim);
       // Decoded straight into the vector's bytes; a wrong length shows in the count.
       const written = Buffer.from(f.buffer).write(e, 'base64');
-      if (written !== dim * 4 || Buffer.byteLength(e, 'base64') !== dim * 4) throw bad(`embeddings[${i}]: base64 must hold ${dim} float32 values (${dim * 4} bytes)`);
+      if (written !== dim * 4 || Buffer.byteLength(e, 'base64') !== dim * 4)
+        throw bad(`embeddings[${i}]: base64 must hold ${dim} float32 values (${dim * 4} bytes)`);
       vec = f;
     } else if (Array.isArray(e) && e.every((x) => typeof x === 'number')) {
       vec = new Float32Array(e as number[]);
@@ -66,7 +75,13 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
     for (let j = 0; j < dim; j++) vec[j] = vec[j]! / norm;
     return vec;
   });
-  return { id: o.id, name: optText('name'), external_id: optText('external_id'), metadata: metadata as Record<string, unknown>, embeddings };
+  return {
+    id: o.id,
+    name: optText('name'),
+    external_id: optText('external_id'),
+    metadata: metadata as Record<string, unknown>,
+    embeddings,
+  };
 }
 
 /**
@@ -82,7 +97,10 @@ export class ImportLineBatcher {
   private lineNo = 0;
   private batch: ImportPerson[] = [];
 
-  constructor(private readonly dim: number, private readonly batchSize: number) {}
+  constructor(
+    private readonly dim: number,
+    private readonly batchSize: number,
+  ) {}
 
   push(text: string): void {
     const parts = (this.rest + text).split('\n');

@@ -12,13 +12,30 @@ import { parentPort } from 'node:worker_threads';
 import { isApiError } from '../contract/errors.js';
 import { ImportLineBatcher, type ImportPerson } from './importLines.js';
 
-export interface PackedPerson { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown>; faces: number }
+export interface PackedPerson {
+  id: string;
+  name: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown>;
+  faces: number;
+}
 /** A failure: a catalogue error as it was made (revived by ApiError.revive), or anything else as internal. */
-export type ParseWorkerError = { status: number; code: string; message: string; details: Record<string, unknown> } | { internal: true; message: string };
-export type ParseWorkerReply = { s: number } & ({ ack: true } | { batch: PackedPerson[]; vectors: Float32Array } | { error: ParseWorkerError } | { end: true });
-export type ParseWorkerRequest = { s: number } & ({ open: { dim: number; batchSize: number } } | { chunk: Uint8Array } | { end: true } | { close: true });
+export type ParseWorkerError =
+  | { status: number; code: string; message: string; details: Record<string, unknown> }
+  | { internal: true; message: string };
+export type ParseWorkerReply = { s: number } & (
+  { ack: true } | { batch: PackedPerson[]; vectors: Float32Array } | { error: ParseWorkerError } | { end: true }
+);
+export type ParseWorkerRequest = { s: number } & (
+  { open: { dim: number; batchSize: number } } | { chunk: Uint8Array } | { end: true } | { close: true }
+);
 
-interface Session { dim: number; batcher: ImportLineBatcher; decoder: StringDecoder; failed: boolean }
+interface Session {
+  dim: number;
+  batcher: ImportLineBatcher;
+  decoder: StringDecoder;
+  failed: boolean;
+}
 const sessions = new Map<number, Session>();
 const port = parentPort!;
 
@@ -27,7 +44,7 @@ function pack(s: number, dim: number, batch: ImportPerson[]): [ParseWorkerReply,
   const vectors = new Float32Array(faces * dim);
   let k = 0;
   const persons = batch.map((p) => {
-    for (const v of p.embeddings) vectors.set(v, (k++) * dim);
+    for (const v of p.embeddings) vectors.set(v, k++ * dim);
     return { id: p.id, name: p.name, external_id: p.external_id, metadata: p.metadata, faces: p.embeddings.length };
   });
   return [{ s, batch: persons, vectors }, [vectors.buffer]];
@@ -39,7 +56,9 @@ function step(s: number, x: Session, fn: () => void): void {
     fn();
   } catch (e) {
     x.failed = true;
-    const error: ParseWorkerError = isApiError(e) ? { status: e.status, code: e.code, message: e.message, details: e.details } : { internal: true, message: e instanceof Error ? e.message : String(e) };
+    const error: ParseWorkerError = isApiError(e)
+      ? { status: e.status, code: e.code, message: e.message, details: e.details }
+      : { internal: true, message: e instanceof Error ? e.message : String(e) };
     // The batches completed before the bad line go first (they are committed, the failed one is not).
     for (const batch of x.batcher.ready.splice(0)) port.postMessage(...pack(s, x.dim, batch));
     port.postMessage({ s, error } satisfies ParseWorkerReply);
@@ -50,7 +69,12 @@ function step(s: number, x: Session, fn: () => void): void {
 
 port.on('message', (m: ParseWorkerRequest) => {
   if ('open' in m) {
-    sessions.set(m.s, { dim: m.open.dim, batcher: new ImportLineBatcher(m.open.dim, m.open.batchSize), decoder: new StringDecoder('utf8'), failed: false });
+    sessions.set(m.s, {
+      dim: m.open.dim,
+      batcher: new ImportLineBatcher(m.open.dim, m.open.batchSize),
+      decoder: new StringDecoder('utf8'),
+      failed: false,
+    });
     return;
   }
   if ('close' in m) {
@@ -60,7 +84,9 @@ port.on('message', (m: ParseWorkerRequest) => {
   const x = sessions.get(m.s);
   if (!x) return;
   if ('chunk' in m) {
-    step(m.s, x, () => x.batcher.push(x.decoder.write(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength))));
+    step(m.s, x, () =>
+      x.batcher.push(x.decoder.write(Buffer.from(m.chunk.buffer, m.chunk.byteOffset, m.chunk.byteLength))),
+    );
     port.postMessage({ s: m.s, ack: true } satisfies ParseWorkerReply);
   } else {
     step(m.s, x, () => {

@@ -14,7 +14,11 @@ const MAX_CHUNKS_IN_FLIGHT = 16;
 const MAX_BATCHES_READY = 2;
 
 /** The parse worker every import shares (started by the first; it keeps the process alive only while an import runs). */
-interface SharedParser { worker: Worker; sessions: Map<number, (m: ParseWorkerReply) => void>; next: number }
+interface SharedParser {
+  worker: Worker;
+  sessions: Map<number, (m: ParseWorkerReply) => void>;
+  next: number;
+}
 let shared: SharedParser | null = null;
 
 function parseWorker(): SharedParser {
@@ -39,12 +43,18 @@ function parseWorker(): SharedParser {
  * failing) is thrown after the batches completed before it. A person's embeddings are views into one
  * Float32Array per batch. The session ends with the generator (finished, thrown or returned early).
  */
-export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: number, batchSize: number): AsyncGenerator<ImportPerson[]> {
+export async function* parseImportStream(
+  source: AsyncIterable<Buffer>,
+  dim: number,
+  batchSize: number,
+): AsyncGenerator<ImportPerson[]> {
   const w = parseWorker();
   const s = w.next++;
   const post = (m: ParseWorkerRequest) => w.worker.postMessage(m);
   const replies: ParseWorkerReply[] = [];
-  let inFlight = 0, batchesReady = 0, stopped = false;
+  let inFlight = 0,
+    batchesReady = 0,
+    stopped = false;
   // The consumer below and the feeder both wait on the worker's replies: every reply wakes both.
   let waiting: (() => void)[] = [];
   const signal = () => {
@@ -92,8 +102,11 @@ export async function* parseImportStream(source: AsyncIterable<Buffer>, dim: num
         signal();
         let k = 0;
         yield m.batch.map((p) => ({
-          id: p.id, name: p.name, external_id: p.external_id, metadata: p.metadata,
-          embeddings: Array.from({ length: p.faces }, () => m.vectors.subarray((k++) * dim, k * dim)),
+          id: p.id,
+          name: p.name,
+          external_id: p.external_id,
+          metadata: p.metadata,
+          embeddings: Array.from({ length: p.faces }, () => m.vectors.subarray(k++ * dim, k * dim)),
         }));
       }
     }

@@ -10,9 +10,19 @@ import { nowIso, type CollectionStore, type NewFace } from './collectionStore.js
 import { detectionProfileOf, type CollectionService } from './collectionService.js';
 import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from '../contract/collections.js';
 import type { GalleryWriter } from './galleryWriter.js';
-import { identityConflict, parseExternalEmbeddings, reviewImage, type RejectionReason, type ReviewGates, type ReviewMode } from './review.js';
+import {
+  identityConflict,
+  parseExternalEmbeddings,
+  reviewImage,
+  type RejectionReason,
+  type ReviewGates,
+  type ReviewMode,
+} from './review.js';
 
-export interface RegistrationImage { filename: string; bytes: Uint8Array }
+export interface RegistrationImage {
+  filename: string;
+  bytes: Uint8Array;
+}
 
 export interface RegistrationInput {
   collectionId: string;
@@ -23,12 +33,21 @@ export interface RegistrationInput {
   embeddingContractId?: string | null;
 }
 
-export interface NewPersonInput { id: string; name: string | null; external_id: string | null; metadata: Record<string, unknown> }
+export interface NewPersonInput {
+  id: string;
+  name: string | null;
+  external_id: string | null;
+  metadata: Record<string, unknown>;
+}
 
 type RejectedImage = RejectedImageT & { reason: RejectionReason };
 
 export interface RegistrationLimits {
-  maxImages: number; maxImageBytes: number; maxImagePixels: number; maxDetectedFaces: number; gates: ReviewGates;
+  maxImages: number;
+  maxImageBytes: number;
+  maxImagePixels: number;
+  maxDetectedFaces: number;
+  gates: ReviewGates;
   /** Set when registration evaluates liveness (liveness enabled and liveness_on_registration). */
   liveness?: LivenessPolicy | null;
 }
@@ -36,7 +55,12 @@ export interface RegistrationLimits {
 /** Stored crops: the face box resized to 112x112, JPEG quality 92 (as the reference). */
 const CROP = { size: 112, quality: 92 };
 
-interface Candidate { index: number; filename: string; analysis: AnalyzeResult; external: Float32Array | null }
+interface Candidate {
+  index: number;
+  filename: string;
+  analysis: AnalyzeResult;
+  external: Float32Array | null;
+}
 
 /**
  * Persons and their face samples: registration (review, limits, write, index update), listing, patching
@@ -71,7 +95,13 @@ export class PersonService {
     const search = q.search ? q.search : null;
     const scope = `persons:${collectionId}:${search ?? ''}`;
     const after = q.cursor ? this.cursors.decode(q.cursor, scope) : null;
-    return toPage(this.store.listPersons(collectionId, after, q.limit + 1, search), q.limit, (p) => p.id, this.cursors, scope);
+    return toPage(
+      this.store.listPersons(collectionId, after, q.limit + 1, search),
+      q.limit,
+      (p) => p.id,
+      this.cursors,
+      scope,
+    );
   }
 
   /** The columns a person patch changes (external_id uniqueness is the caller's check). */
@@ -79,7 +109,8 @@ export class PersonService {
     const cols: Record<string, string | null> = {};
     if (body.name !== undefined && body.name !== person.name) cols.name = body.name;
     if (body.external_id !== undefined && body.external_id !== person.external_id) cols.external_id = body.external_id;
-    if (body.metadata !== undefined && JSON.stringify(body.metadata) !== JSON.stringify(person.metadata)) cols.metadata_json = JSON.stringify(body.metadata);
+    if (body.metadata !== undefined && JSON.stringify(body.metadata) !== JSON.stringify(person.metadata))
+      cols.metadata_json = JSON.stringify(body.metadata);
     return cols;
   }
 
@@ -127,7 +158,11 @@ export class PersonService {
     return this.register(input, { personId: input.personId }, signal);
   }
 
-  private async register(input: RegistrationInput, target: { create: NewPersonInput } | { personId: string }, signal?: AbortSignal) {
+  private async register(
+    input: RegistrationInput,
+    target: { create: NewPersonInput } | { personId: string },
+    signal?: AbortSignal,
+  ) {
     const c = this.collections.getBound(input.collectionId);
     // Cheap checks before any inference; they are repeated inside the write.
     if ('create' in target) this.assertPersonFree(c.id, target.create);
@@ -166,7 +201,8 @@ export class PersonService {
       }
     } else {
       if (input.externalEmbeddings == null) throw Errors.missingExternalEmbeddings();
-      if (input.embeddingContractId == null || !input.embeddingContractId.trim()) throw Errors.missingEmbeddingContractId();
+      if (input.embeddingContractId == null || !input.embeddingContractId.trim())
+        throw Errors.missingEmbeddingContractId();
       // Upstream's order: a malformed list or a count mismatch is a 400 before the contract id is compared.
       externals = parseExternalEmbeddings(input.externalEmbeddings, c.embedding_dimension);
       if (!externals) throw Errors.invalidExternalEmbeddings();
@@ -180,50 +216,89 @@ export class PersonService {
     const rejected: RejectedImage[] = [];
     const candidates: { index: number; image: RegistrationImage }[] = [];
     input.images.forEach((image, index) => {
-      if (image.bytes.byteLength > this.limits.maxImageBytes) rejected.push({ index, filename: image.filename, reason: 'image_too_large' });
+      if (image.bytes.byteLength > this.limits.maxImageBytes)
+        rejected.push({ index, filename: image.filename, reason: 'image_too_large' });
       else candidates.push({ index, image });
     });
     return { candidates, rejected, externals };
   }
 
   /** Runs detection (and the recognizer, unless the caller supplies vectors) on every image. */
-  private async analyse(c: CollectionT, list: { index: number; image: RegistrationImage }[], input: RegistrationInput, rejected: RejectedImage[], signal?: AbortSignal): Promise<Candidate[]> {
+  private async analyse(
+    c: CollectionT,
+    list: { index: number; image: RegistrationImage }[],
+    input: RegistrationInput,
+    rejected: RejectedImage[],
+    signal?: AbortSignal,
+  ): Promise<Candidate[]> {
     const profile = detectionProfileOf(c);
     const engine = this.engine();
-    const out: (Candidate | null)[] = await Promise.all(list.map(async ({ index, image }) => {
-      try {
-        const analysis = await engine.analyze({
-          image: { encoded: image.bytes }, limits: { maxBytes: this.limits.maxImageBytes, maxPixels: this.limits.maxImagePixels }, profile,
-          maxFaces: this.limits.maxDetectedFaces, embed: input.embeddingMode === 'server' ? 'selected' : 'none',
-          ...(c.save_face_crops ? { cropSelected: CROP } : {}),
-          ...(this.limits.liveness ? { liveness: { faces: 'selected' as const, mode: this.limits.liveness.mode, threshold: this.limits.liveness.threshold } } : {}),
-        }, signal);
-        return { index, filename: image.filename, analysis, external: null };
-      } catch (e) {
-        // Decode problems reject that image only; anything else (deadline, engine failure) fails the request.
-        if (isApiError(e) && (e.code === 'invalid_image' || e.code === 'image_too_large')) {
-          rejected.push({ index, filename: image.filename, reason: e.code });
-          return null;
+    const out: (Candidate | null)[] = await Promise.all(
+      list.map(async ({ index, image }) => {
+        try {
+          const analysis = await engine.analyze(
+            {
+              image: { encoded: image.bytes },
+              limits: { maxBytes: this.limits.maxImageBytes, maxPixels: this.limits.maxImagePixels },
+              profile,
+              maxFaces: this.limits.maxDetectedFaces,
+              embed: input.embeddingMode === 'server' ? 'selected' : 'none',
+              ...(c.save_face_crops ? { cropSelected: CROP } : {}),
+              ...(this.limits.liveness
+                ? {
+                    liveness: {
+                      faces: 'selected' as const,
+                      mode: this.limits.liveness.mode,
+                      threshold: this.limits.liveness.threshold,
+                    },
+                  }
+                : {}),
+            },
+            signal,
+          );
+          return { index, filename: image.filename, analysis, external: null };
+        } catch (e) {
+          // Decode problems reject that image only; anything else (deadline, engine failure) fails the request.
+          if (isApiError(e) && (e.code === 'invalid_image' || e.code === 'image_too_large')) {
+            rejected.push({ index, filename: image.filename, reason: e.code });
+            return null;
+          }
+          if (isApiError(e) && e.code === 'face_not_found' && e.details.reason === 'degenerate_landmarks') {
+            rejected.push({ index, filename: image.filename, reason: 'invalid_embedding' });
+            return null;
+          }
+          throw e;
         }
-        if (isApiError(e) && e.code === 'face_not_found' && e.details.reason === 'degenerate_landmarks') {
-          rejected.push({ index, filename: image.filename, reason: 'invalid_embedding' });
-          return null;
-        }
-        throw e;
-      }
-    }));
+      }),
+    );
     return out.filter((x): x is Candidate => x !== null);
   }
 
   /** Review + limits + write, synchronously: nothing else runs between the checks and the commit. */
-  private async commit(input: RegistrationInput, analysed: Candidate[], rejected: RejectedImage[], externals: (Float32Array | { problem: string })[] | null, target: { create: NewPersonInput } | { personId: string }) {
+  private async commit(
+    input: RegistrationInput,
+    analysed: Candidate[],
+    rejected: RejectedImage[],
+    externals: (Float32Array | { problem: string })[] | null,
+    target: { create: NewPersonInput } | { personId: string },
+  ) {
     const store = this.store;
     // The collection may have been deleted or re-pinned while inference ran.
     const c = this.collections.getBound(input.collectionId);
     const existing = 'personId' in target ? this.person(c.id, target.personId) : null;
     if ('create' in target) this.assertPersonFree(c.id, target.create);
-    const model = { model_id: c.model_id, model_digest: c.model_digest, preprocessing_version: c.preprocessing_version };
-    const accepted: { index: number; filename: string; embedding: Float32Array; face: NewFace['face']; crop: Buffer | null }[] = [];
+    const model = {
+      model_id: c.model_id,
+      model_digest: c.model_digest,
+      preprocessing_version: c.preprocessing_version,
+    };
+    const accepted: {
+      index: number;
+      filename: string;
+      embedding: Float32Array;
+      face: NewFace['face'];
+      crop: Buffer | null;
+    }[] = [];
 
     const strict = input.reviewMode === 'strict';
     const index = strict ? this.indexes.ready(c) : null;
@@ -240,7 +315,15 @@ export class PersonService {
       // Every rejection of an evaluated image carries its liveness result, whatever the reason.
       const selectedLiveness = a.faces[a.selected]?.liveness;
       const live = selectedLiveness ? { liveness: selectedLiveness } : {};
-      const r = reviewImage({ faces: a.faces, selected: a.selected, mode: input.reviewMode, gates: this.limits.gates, dimension: c.embedding_dimension, external: ext ?? null, liveness: this.limits.liveness });
+      const r = reviewImage({
+        faces: a.faces,
+        selected: a.selected,
+        mode: input.reviewMode,
+        gates: this.limits.gates,
+        dimension: c.embedding_dimension,
+        external: ext ?? null,
+        liveness: this.limits.liveness,
+      });
       if ('reason' in r) {
         rejected.push({ index: cand.index, filename: cand.filename, reason: r.reason, ...live });
         continue;
@@ -251,8 +334,14 @@ export class PersonService {
         if (identityConflict(maxSame, other?.score ?? null)) {
           const otherPerson = store.personsBySeq([other!.personKey]).get(other!.personKey);
           rejected.push({
-            index: cand.index, filename: cand.filename, reason: 'identity_similarity_conflict', same_person_similarity: maxSame,
-            other_person_similarity: other!.score, other_person_id: otherPerson?.person.id ?? null, matched_face_id: store.faceIdsBySeq([other!.faceKey]).get(other!.faceKey) ?? null, ...live,
+            index: cand.index,
+            filename: cand.filename,
+            reason: 'identity_similarity_conflict',
+            same_person_similarity: maxSame,
+            other_person_similarity: other!.score,
+            other_person_id: otherPerson?.person.id ?? null,
+            matched_face_id: store.faceIdsBySeq([other!.faceKey]).get(other!.faceKey) ?? null,
+            ...live,
           });
           continue;
         }
@@ -260,10 +349,18 @@ export class PersonService {
       }
       const obs = faceObservation(r.face, a.width, a.height);
       accepted.push({
-        index: cand.index, filename: cand.filename, embedding: r.embedding, crop: a.selectedCrop ? Buffer.from(a.selectedCrop) : null,
+        index: cand.index,
+        filename: cand.filename,
+        embedding: r.embedding,
+        crop: a.selectedCrop ? Buffer.from(a.selectedCrop) : null,
         face: {
-          bounding_box: obs.bbox, landmarks: r.face.landmarks.map(([x, y]) => [x, y]), detection_score: obs.detection_score, quality: obs.quality, ...model,
-          embedding_source: input.embeddingMode, embedding_contract_id: input.embeddingMode === 'external_trusted' ? c.embedding_contract_id : null,
+          bounding_box: obs.bbox,
+          landmarks: r.face.landmarks.map(([x, y]) => [x, y]),
+          detection_score: obs.detection_score,
+          quality: obs.quality,
+          ...model,
+          embedding_source: input.embeddingMode,
+          embedding_contract_id: input.embeddingMode === 'external_trusted' ? c.embedding_contract_id : null,
           ...(r.face.liveness ? { liveness: r.face.liveness } : {}),
         },
       });
@@ -276,12 +373,26 @@ export class PersonService {
     }
 
     const now = nowIso();
-    const faces = accepted.map((a) => ({ id: randomUUID(), embedding: a.embedding, face: a.face, crop: a.crop, createdAt: now }));
+    const faces = accepted.map((a) => ({
+      id: randomUUID(),
+      embedding: a.embedding,
+      face: a.face,
+      crop: a.crop,
+      createdAt: now,
+    }));
     // The limits are checked again on the collection as the write locks it (concurrent writes, other boxes).
-    const written = await this.writer.addFaces(c.id, 'create' in target ? { create: target.create } : { personId: existing!.person.id }, faces,
-      (col, current) => PersonService.checkLimits(this.collections.checkBound(col), current, accepted.length));
+    const written = await this.writer.addFaces(
+      c.id,
+      'create' in target ? { create: target.create } : { personId: existing!.person.id },
+      faces,
+      (col, current) => PersonService.checkLimits(this.collections.checkBound(col), current, accepted.length),
+    );
     // This box's store and index already have the commit.
     const person = this.person(c.id, written.personId);
-    return { person: person.person, faces: written.faceIds.map((id) => store.getFace(person.seq, id)!.face), rejected_images: rejected };
+    return {
+      person: person.person,
+      faces: written.faceIds.map((id) => store.getFace(person.seq, id)!.face),
+      rejected_images: rejected,
+    };
   }
 }

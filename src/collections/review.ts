@@ -4,13 +4,28 @@ import { embeddingProblem } from './embeddingRule.js';
 
 export type ReviewMode = 'off' | 'standard' | 'strict';
 
-export interface ReviewGates { minScore: number; minQuality: number; minFaceSize: number; maxPoseDegrees: number }
+export interface ReviewGates {
+  minScore: number;
+  minQuality: number;
+  minFaceSize: number;
+  maxPoseDegrees: number;
+}
 
 export type RejectionReason =
-  | 'invalid_image' | 'image_too_large' | 'face_not_found' | 'multiple_faces' | 'face_too_small' | 'low_detection_score'
-  | 'low_quality' | 'extreme_pose' | 'invalid_embedding' | 'invalid_external_embedding' | 'invalid_landmarks' | 'identity_similarity_conflict'
-  | 'liveness_fake' | 'liveness_input_rejected';
-
+  | 'invalid_image'
+  | 'image_too_large'
+  | 'face_not_found'
+  | 'multiple_faces'
+  | 'face_too_small'
+  | 'low_detection_score'
+  | 'low_quality'
+  | 'extreme_pose'
+  | 'invalid_embedding'
+  | 'invalid_external_embedding'
+  | 'invalid_landmarks'
+  | 'identity_similarity_conflict'
+  | 'liveness_fake'
+  | 'liveness_input_rejected';
 
 /**
  * The registration review of one image (§3.5), in the reference's order: face presence, face count
@@ -37,17 +52,25 @@ export function reviewImage(input: {
   const blocked = livenessBlock(input.liveness ?? null, face);
   if (blocked) return { reason: blocked };
   if (input.external) {
-    const ok = face.landmarks.length === 5 && face.landmarks.every((p) => p.length === 2 && Number.isFinite(p[0]) && Number.isFinite(p[1]));
+    const ok =
+      face.landmarks.length === 5 &&
+      face.landmarks.every((p) => p.length === 2 && Number.isFinite(p[0]) && Number.isFinite(p[1]));
     if (!ok) return { reason: 'invalid_landmarks' };
   }
   const embedding = input.external ?? face.embedding ?? null;
-  if (!embedding || embeddingProblem(embedding, input.dimension)) return { reason: input.external ? 'invalid_external_embedding' : 'invalid_embedding' };
+  if (!embedding || embeddingProblem(embedding, input.dimension))
+    return { reason: input.external ? 'invalid_external_embedding' : 'invalid_embedding' };
   if (mode === 'off') return { face, embedding };
   const [x1, y1, x2, y2] = face.box;
   if (Math.min(x2 - x1, y2 - y1) < gates.minFaceSize) return { reason: 'face_too_small' };
   if (face.score < gates.minScore) return { reason: 'low_detection_score' };
   const { yaw, pitch, roll } = face.pose;
-  if (Math.abs(yaw) > gates.maxPoseDegrees || Math.abs(pitch) > gates.maxPoseDegrees || Math.abs(roll) > gates.maxPoseDegrees) return { reason: 'extreme_pose' };
+  if (
+    Math.abs(yaw) > gates.maxPoseDegrees ||
+    Math.abs(pitch) > gates.maxPoseDegrees ||
+    Math.abs(roll) > gates.maxPoseDegrees
+  )
+    return { reason: 'extreme_pose' };
   if (face.quality.score < gates.minQuality) return { reason: 'low_quality' };
   return { face, embedding };
 }
@@ -73,7 +96,8 @@ export function parseExternalEmbeddings(text: string, dim: number): (Float32Arra
   }
   if (!Array.isArray(parsed)) return null;
   return parsed.map((v: unknown) => {
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'number')) return { problem: 'each vector must be an array of numbers' };
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'number'))
+      return { problem: 'each vector must be an array of numbers' };
     const problem = embeddingProblem(v as number[], dim);
     if (problem) return { problem };
     // Renormalised once (the same normalisation as server embeddings).

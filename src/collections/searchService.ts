@@ -5,7 +5,11 @@ import { clipSimilarity } from '../search/profiles.js';
 import type { CollectionStore } from './collectionStore.js';
 import { detectionProfileOf, type CollectionService } from './collectionService.js';
 
-export interface SearchMatch { person: PersonT; similarity: number; matched_face_id: string }
+export interface SearchMatch {
+  person: PersonT;
+  similarity: number;
+  matched_face_id: string;
+}
 
 /**
  * 1:N identification: the collection's detection profile picks the query face, one exact grouped scan
@@ -23,14 +27,21 @@ export class SearchService {
     private readonly faces: FaceService,
   ) {}
 
-  async search(input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null }, signal?: AbortSignal) {
+  async search(
+    input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null },
+    signal?: AbortSignal,
+  ) {
     const before = this.collections.getBound(input.collectionId);
     const query = await this.faces.embedOne({ image: input.image, profile: detectionProfileOf(before) }, signal);
     // Re-read after inference (the race it guards): a collection force-deleted or re-pinned meanwhile is a
     // clean 404/409, never a stale index; a threshold patched meanwhile applies.
     const c = this.collections.getBound(input.collectionId);
     const threshold = input.threshold ?? c.default_threshold;
-    return { query, threshold, matches: this.matches(this.indexes.ready(c), query.face.embedding, input.limit, threshold, c.id) };
+    return {
+      query,
+      threshold,
+      matches: this.matches(this.indexes.ready(c), query.face.embedding, input.limit, threshold, c.id),
+    };
   }
 
   /**
@@ -38,7 +49,10 @@ export class SearchService {
    * threshold. A face that cannot be searched (liveness in normal mode, no embedding) gets its problem
    * and no matches, and the other faces still get theirs.
    */
-  async searchAll(input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null }, signal?: AbortSignal) {
+  async searchAll(
+    input: { collectionId: string; image: Uint8Array; limit: number; threshold?: number | null },
+    signal?: AbortSignal,
+  ) {
     const before = this.collections.getBound(input.collectionId);
     const analyzed = await this.faces.embedAll({ image: input.image, profile: detectionProfileOf(before) }, signal);
     const c = this.collections.getBound(input.collectionId);
@@ -46,13 +60,21 @@ export class SearchService {
     const index = this.indexes.ready(c);
     const results = analyzed.faces.map((face) => {
       const problem = this.faces.faceProblem(face);
-      return problem || !face.embedding ? { face, matches: [], problem } : { face, matches: this.matches(index, face.embedding, input.limit, threshold, c.id), problem: null };
+      return problem || !face.embedding
+        ? { face, matches: [], problem }
+        : { face, matches: this.matches(index, face.embedding, input.limit, threshold, c.id), problem: null };
     });
     return { width: analyzed.width, height: analyzed.height, selected: analyzed.selected, threshold, results };
   }
 
   /** The persons at or above `threshold` (unrounded), best first, then by person id. */
-  private matches(index: ReturnType<SearchIndexes['ready']>, embedding: Float32Array, limit: number, threshold: number, collectionId = ''): SearchMatch[] {
+  private matches(
+    index: ReturnType<SearchIndexes['ready']>,
+    embedding: Float32Array,
+    limit: number,
+    threshold: number,
+    collectionId = '',
+  ): SearchMatch[] {
     const started = performance.now();
     const hits = index.searchPersons(embedding, limit, { minScore: threshold }).filter((h) => h.score >= threshold);
     this.observer?.('search', collectionId, (performance.now() - started) / 1000);
@@ -60,8 +82,10 @@ export class SearchService {
     const faceIds = this.store.faceIdsBySeq(hits.map((h) => h.faceKey));
     const matches: (SearchMatch & { score: number })[] = [];
     for (const h of hits) {
-      const p = persons.get(h.personKey), f = faceIds.get(h.faceKey);
-      if (p && f) matches.push({ person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f, score: h.score });
+      const p = persons.get(h.personKey),
+        f = faceIds.get(h.faceKey);
+      if (p && f)
+        matches.push({ person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f, score: h.score });
     }
     matches.sort((a, b) => b.score - a.score || (a.person.id < b.person.id ? -1 : a.person.id > b.person.id ? 1 : 0));
     return matches.slice(0, limit).map(({ score: _score, ...m }) => m);
@@ -75,13 +99,16 @@ export class SearchService {
     if (embeddings.length === 0) return [];
     const index = this.indexes.ready(collection);
     const started = performance.now();
-    const hits = embeddings.map((e) => index.searchPersons(e, 1, { minScore: threshold }).find((h) => h.score >= threshold) ?? null);
+    const hits = embeddings.map(
+      (e) => index.searchPersons(e, 1, { minScore: threshold }).find((h) => h.score >= threshold) ?? null,
+    );
     this.observer?.('identify', collection.id, (performance.now() - started) / 1000);
     const found = hits.filter((h) => h !== null);
     const persons = this.store.personsBySeq(found.map((h) => h.personKey));
     const faceIds = this.store.faceIdsBySeq(found.map((h) => h.faceKey));
     return hits.map((h) => {
-      const p = h && persons.get(h.personKey), f = h && faceIds.get(h.faceKey);
+      const p = h && persons.get(h.personKey),
+        f = h && faceIds.get(h.faceKey);
       return h && p && f ? { person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f } : null;
     });
   }

@@ -6,7 +6,14 @@ import { nowIso, type CollectionStore, type NewCollection, type StoredPerson } f
 import type { FaceInput, GalleryWriter, ImportBatchPerson, NewPersonRow } from './galleryWriter.js';
 
 /** Settings whose change reconfigures a loaded index. */
-const INDEX_SETTINGS = ['capacity_rows', 'load_policy', 'search_index', 'hnsw_connectivity', 'hnsw_expansion_add', 'hnsw_expansion_search'];
+const INDEX_SETTINGS = [
+  'capacity_rows',
+  'load_policy',
+  'search_index',
+  'hnsw_connectivity',
+  'hnsw_expansion_add',
+  'hnsw_expansion_search',
+];
 
 /**
  * The one-box gallery: the local SQLite file is the gallery. Each write is one BEGIN IMMEDIATE
@@ -16,7 +23,10 @@ const INDEX_SETTINGS = ['capacity_rows', 'load_policy', 'search_index', 'hnsw_co
 export class SqliteGallery implements GalleryWriter {
   readonly engine = 'sqlite' as const;
 
-  constructor(private readonly store: CollectionStore, private readonly indexes: SearchIndexes) {}
+  constructor(
+    private readonly store: CollectionStore,
+    private readonly indexes: SearchIndexes,
+  ) {}
 
   private collection(id: string): CollectionT {
     const c = this.store.getCollection(id);
@@ -51,8 +61,12 @@ export class SqliteGallery implements GalleryWriter {
     this.indexes.drop(id);
   }
 
-  async addFaces(collectionId: string, target: { create: NewPersonRow } | { personId: string }, faces: FaceInput[],
-    check: (c: CollectionT, currentFaces: number) => void): Promise<{ personId: string; faceIds: string[] }> {
+  async addFaces(
+    collectionId: string,
+    target: { create: NewPersonRow } | { personId: string },
+    faces: FaceInput[],
+    check: (c: CollectionT, currentFaces: number) => void,
+  ): Promise<{ personId: string; faceIds: string[] }> {
     const s = this.store;
     const result = s.transaction(() => {
       const col = this.collection(collectionId);
@@ -60,7 +74,8 @@ export class SqliteGallery implements GalleryWriter {
       if ('create' in target) {
         const p = target.create;
         if (s.getPerson(collectionId, p.id)) throw Errors.personExists({ id: p.id });
-        if (p.external_id !== null && s.externalIdTaken(collectionId, p.external_id)) throw Errors.personExists({ externalId: p.external_id });
+        if (p.external_id !== null && s.externalIdTaken(collectionId, p.external_id))
+          throw Errors.personExists({ externalId: p.external_id });
         check(col, 0);
         personSeq = s.insertPerson(collectionId, p, faces[0]?.createdAt ?? nowIso());
         personId = p.id;
@@ -85,13 +100,21 @@ export class SqliteGallery implements GalleryWriter {
     return { personId: result.personId, faceIds: faces.map((f) => f.id) };
   }
 
-  async updatePerson(collectionId: string, personId: string, columns: (p: StoredPerson) => Record<string, string | null>): Promise<void> {
+  async updatePerson(
+    collectionId: string,
+    personId: string,
+    columns: (p: StoredPerson) => Record<string, string | null>,
+  ): Promise<void> {
     this.store.transaction(() => {
       this.collection(collectionId);
       const p = this.person(collectionId, personId);
       const cols = columns(p);
       if (Object.keys(cols).length === 0) return;
-      if (cols.external_id !== undefined && cols.external_id !== null && this.store.externalIdTaken(collectionId, cols.external_id, p.seq)) {
+      if (
+        cols.external_id !== undefined &&
+        cols.external_id !== null &&
+        this.store.externalIdTaken(collectionId, cols.external_id, p.seq)
+      ) {
         throw Errors.externalIdExists(cols.external_id);
       }
       this.store.updatePerson(p.seq, cols);
@@ -123,7 +146,12 @@ export class SqliteGallery implements GalleryWriter {
     this.indexes.applyCommitted(after, before, { remove: [faceSeq] });
   }
 
-  async importBatch(collectionId: string, batch: ImportBatchPerson[], check: (c: CollectionT) => void, newId: () => string): Promise<number> {
+  async importBatch(
+    collectionId: string,
+    batch: ImportBatchPerson[],
+    check: (c: CollectionT) => void,
+    newId: () => string,
+  ): Promise<number> {
     const store = this.store;
     // The previous batch's checkpoint runs in a worker while this batch was read; waiting for it here
     // keeps the WAL at about one batch (SQLite starts it over when a write finds it fully checkpointed).
@@ -131,16 +159,24 @@ export class SqliteGallery implements GalleryWriter {
     const result = store.bulkTransaction(() => {
       const c = this.collection(collectionId);
       check(c);
-      const ids = new Set<string>(), externals = new Set<string>();
-      const taken = store.takenPersonKeys(c.id, batch.map((p) => p.id), batch.flatMap((p) => (p.external_id === null ? [] : [p.external_id])));
+      const ids = new Set<string>(),
+        externals = new Set<string>();
+      const taken = store.takenPersonKeys(
+        c.id,
+        batch.map((p) => p.id),
+        batch.flatMap((p) => (p.external_id === null ? [] : [p.external_id])),
+      );
       for (const p of batch) {
         if (p.embeddings.length > c.max_faces_per_person) {
-          throw Errors.personFaceLimitExceeded(c.max_faces_per_person, p.embeddings.length).withDetails({ person_id: p.id });
+          throw Errors.personFaceLimitExceeded(c.max_faces_per_person, p.embeddings.length).withDetails({
+            person_id: p.id,
+          });
         }
         if (ids.has(p.id) || taken.ids.has(p.id)) throw Errors.personExists({ id: p.id });
         ids.add(p.id);
         if (p.external_id !== null) {
-          if (externals.has(p.external_id) || taken.externals.has(p.external_id)) throw Errors.personExists({ externalId: p.external_id });
+          if (externals.has(p.external_id) || taken.externals.has(p.external_id))
+            throw Errors.personExists({ externalId: p.external_id });
           externals.add(p.external_id);
         }
       }

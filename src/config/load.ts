@@ -57,10 +57,12 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   if (env.VIGIL_HOST) c.server.host = env.VIGIL_HOST;
   if (env.VIGIL_PORT) {
     const port = Number(env.VIGIL_PORT);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw Errors.configInvalid(`VIGIL_PORT must be a port number (got "${env.VIGIL_PORT}")`, 'VIGIL_PORT');
+    if (!Number.isInteger(port) || port < 0 || port > 65535)
+      throw Errors.configInvalid(`VIGIL_PORT must be a port number (got "${env.VIGIL_PORT}")`, 'VIGIL_PORT');
     c.server.port = port;
   }
-  if (env.VIGIL_LOG_LEVEL) c.server.log_level = ConfigSchema.shape.server.unwrap().shape.log_level.parse(env.VIGIL_LOG_LEVEL);
+  if (env.VIGIL_LOG_LEVEL)
+    c.server.log_level = ConfigSchema.shape.server.unwrap().shape.log_level.parse(env.VIGIL_LOG_LEVEL);
   if (env.VIGIL_AUTH_ENABLED !== undefined) c.auth.enabled = envBool('VIGIL_AUTH_ENABLED', env.VIGIL_AUTH_ENABLED);
   if (env.VIGIL_API_KEY) {
     const key = ApiKeySchema.safeParse(env.VIGIL_API_KEY);
@@ -71,24 +73,41 @@ function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {
   if (env.VIGIL_REDDIT_CLIENT_SECRET) c.scrapers.forum.client_secret = env.VIGIL_REDDIT_CLIENT_SECRET;
   if (env.VIGIL_PLACES_COOKIE) c.scrapers.places.cookie = env.VIGIL_PLACES_COOKIE;
   if (env.VIGIL_PLACES_PROXY_URL) {
-    const proxy = ConfigSchema.shape.scrapers.unwrap().shape.places.unwrap().shape.proxy_url.unwrap().safeParse(env.VIGIL_PLACES_PROXY_URL);
-    if (!proxy.success) throw Errors.configInvalid('VIGIL_PLACES_PROXY_URL must be an http(s):// proxy URL.', 'VIGIL_PLACES_PROXY_URL');
+    const proxy = ConfigSchema.shape.scrapers
+      .unwrap()
+      .shape.places.unwrap()
+      .shape.proxy_url.unwrap()
+      .safeParse(env.VIGIL_PLACES_PROXY_URL);
+    if (!proxy.success)
+      throw Errors.configInvalid('VIGIL_PLACES_PROXY_URL must be an http(s):// proxy URL.', 'VIGIL_PLACES_PROXY_URL');
     c.scrapers.places.proxy_url = proxy.data;
   }
   if (env.VIGIL_MQTT_USERNAME) c.mqtt.username = env.VIGIL_MQTT_USERNAME;
   if (env.VIGIL_MQTT_PASSWORD) c.mqtt.password = env.VIGIL_MQTT_PASSWORD;
   if (env.VIGIL_METRICS_TOKEN) {
     const token = ApiKeySchema.safeParse(env.VIGIL_METRICS_TOKEN);
-    if (!token.success) throw Errors.configInvalid(`VIGIL_METRICS_TOKEN: ${token.error.issues[0]!.message}`, 'VIGIL_METRICS_TOKEN');
+    if (!token.success)
+      throw Errors.configInvalid(`VIGIL_METRICS_TOKEN: ${token.error.issues[0]!.message}`, 'VIGIL_METRICS_TOKEN');
     c.metrics.token = token.data;
   }
   if (c.metrics.enabled && c.metrics.auth === 'token' && !c.metrics.token) {
-    throw Errors.configInvalid('[metrics] auth = "token" needs a token: set [metrics] token or VIGIL_METRICS_TOKEN (at least 16 characters).', 'metrics.token');
+    throw Errors.configInvalid(
+      '[metrics] auth = "token" needs a token: set [metrics] token or VIGIL_METRICS_TOKEN (at least 16 characters).',
+      'metrics.token',
+    );
   }
-  if (env.VIGIL_STORE_BACKEND) c.store.backend = StoreConfigSchema.shape.backend.unwrap().parse(env.VIGIL_STORE_BACKEND);
+  if (env.VIGIL_STORE_BACKEND)
+    c.store.backend = StoreConfigSchema.shape.backend.unwrap().parse(env.VIGIL_STORE_BACKEND);
   if (env.VIGIL_STORE_URL) c.store.url = env.VIGIL_STORE_URL;
   if (env.VIGIL_BOX_ID) c.server.box_id = env.VIGIL_BOX_ID;
-  if (c.store.backend === 'postgres' && !c.store.url) throw Errors.configInvalid('store.url (or VIGIL_STORE_URL) is required when the store backend is "postgres"', 'store.url');
-  if (env.VIGIL_CORS_ORIGINS !== undefined) c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',').map((s) => s.trim()).filter(Boolean);
+  if (c.store.backend === 'postgres' && !c.store.url)
+    throw Errors.configInvalid(
+      'store.url (or VIGIL_STORE_URL) is required when the store backend is "postgres"',
+      'store.url',
+    );
+  if (env.VIGIL_CORS_ORIGINS !== undefined)
+    c.server.cors_origins = env.VIGIL_CORS_ORIGINS.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   return c;
 }

@@ -10,7 +10,14 @@ const inputSize = z.tuple([z.number().int(), z.number().int()]);
 
 export const DetectionConfigSchema = z
   .strictObject({
-    input_sizes: z.array(inputSize).min(1).max(4).default([[96, 96], [512, 512]]),
+    input_sizes: z
+      .array(inputSize)
+      .min(1)
+      .max(4)
+      .default([
+        [96, 96],
+        [512, 512],
+      ]),
     threshold: z.number().min(0).max(1).default(0.5),
     nms_threshold: z.number().min(0).max(1).default(0.4),
     single_face_selection: z.enum(['largest', 'center_largest']).default('largest'),
@@ -27,7 +34,8 @@ export function inputSizesProblem(sizes: [number, number][]): string | null {
   let area = 0;
   for (const [w, h] of sizes) {
     for (const side of [w, h]) {
-      if (side < 32 || side > 2048 || side % 32 !== 0) return `input size sides must be multiples of 32 between 32 and 2048 (got ${w}x${h})`;
+      if (side < 32 || side > 2048 || side % 32 !== 0)
+        return `input size sides must be multiples of 32 between 32 and 2048 (got ${w}x${h})`;
     }
     const key = `${w}x${h}`;
     if (seen.has(key)) return `duplicate input size ${key}`;
@@ -39,7 +47,10 @@ export function inputSizesProblem(sizes: [number, number][]): string | null {
 }
 
 /** Shared by the file and VIGIL_API_KEY so both get the same rule. */
-export const ApiKeySchema = z.string().min(16, 'the API key must be at least 16 characters').regex(/^[\x21-\x7e]+$/, 'the API key must be printable ASCII without spaces');
+export const ApiKeySchema = z
+  .string()
+  .min(16, 'the API key must be at least 16 characters')
+  .regex(/^[\x21-\x7e]+$/, 'the API key must be printable ASCII without spaces');
 
 /** Scrapers (workspaces, metering, the background worker), the forum (Reddit) client and the places (Google Maps) client. */
 export const ScrapersConfigSchema = z.strictObject({
@@ -93,7 +104,12 @@ export const ScrapersConfigSchema = z.strictObject({
       enabled: z.boolean().default(true),
       /** Search (/search?tbm=map), place pages (/maps/place, /maps?cid=), preview JSON and reviews (/maps/rpc) are all under this base. */
       base_url: z.url().default('https://www.google.com'),
-      user_agent: z.string().min(1).default('Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36'),
+      user_agent: z
+        .string()
+        .min(1)
+        .default(
+          'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/141.0.0.0 Safari/537.36',
+        ),
       /** Cookie header for every request: a SOCS consent cookie (EU), or a signed-in session for reviews. Prefer VIGIL_PLACES_COOKIE. */
       cookie: z.string().min(1).optional(),
       /** HTTP(S) proxy, http://user:pass@host:port (tunnelled with CONNECT). Prefer VIGIL_PLACES_PROXY_URL. */
@@ -128,7 +144,8 @@ export const DEFAULT_MONITOR_PIPELINE =
 
 /** What the monitor pipeline template must contain for FrameSource to drive it. */
 export function pipelineProblem(p: string): string | null {
-  if (!/\bname=src\b/.test(p)) return 'the monitor pipeline needs the RTSP source element named src (its location is set from the monitor URL)';
+  if (!/\bname=src\b/.test(p))
+    return 'the monitor pipeline needs the RTSP source element named src (its location is set from the monitor URL)';
   if (!/appsink\b[^!]*\bname=sink\b/.test(p)) return 'the monitor pipeline must end in "appsink name=sink"';
   if (!/format=RGB\b/.test(p)) return 'the monitor pipeline must deliver video/x-raw,format=RGB to the appsink';
   return null;
@@ -151,7 +168,10 @@ export const EventsConfigSchema = z.strictObject({
   /** At most this many events (the oldest go first; 0 = no limit). */
   max_events: z.int().min(0).default(200_000),
   /** Snapshot files take at most this many bytes: the oldest events lose their pictures first (0 = no limit). */
-  max_snapshot_bytes: z.int().min(0).default(2 * 1024 ** 3),
+  max_snapshot_bytes: z
+    .int()
+    .min(0)
+    .default(2 * 1024 ** 3),
   retention_interval_seconds: z.number().min(1).max(86_400).default(60),
 });
 
@@ -159,12 +179,18 @@ export const EventsConfigSchema = z.strictObject({
 export const MqttConfigSchema = z.strictObject({
   enabled: z.boolean().default(false),
   /** mqtt://host:1883, mqtts://host:8883, ws:// or wss://. */
-  url: z.string().regex(/^(mqtts?|wss?):\/\/[^\s]+$/, 'url must be mqtt://, mqtts://, ws:// or wss://').default('mqtt://127.0.0.1:1883'),
+  url: z
+    .string()
+    .regex(/^(mqtts?|wss?):\/\/[^\s]+$/, 'url must be mqtt://, mqtts://, ws:// or wss://')
+    .default('mqtt://127.0.0.1:1883'),
   username: z.string().min(1).optional(),
   password: z.string().min(1).optional(),
   /** Client id; default vigil-<hostname>. */
   client_id: z.string().min(1).max(128).optional(),
-  topic_prefix: z.string().regex(/^[^#+\s]+$/, 'topic_prefix may not contain #, + or spaces').default('vigil'),
+  topic_prefix: z
+    .string()
+    .regex(/^[^#+\s]+$/, 'topic_prefix may not contain #, + or spaces')
+    .default('vigil'),
   /** QoS of event messages (retained state topics use the same). */
   qos: z.union([z.literal(0), z.literal(1), z.literal(2)]).default(1),
   /** Retain the per-event messages on <prefix>/<monitor>/events (state, presence, snapshot and discovery are always retained). */
@@ -176,7 +202,10 @@ export const MqttConfigSchema = z.strictObject({
   tls_verify: z.boolean().default(true),
   /** Home Assistant MQTT discovery. */
   discovery: z.boolean().default(true),
-  discovery_prefix: z.string().regex(/^[^#+\s]+$/).default('homeassistant'),
+  discovery_prefix: z
+    .string()
+    .regex(/^[^#+\s]+$/)
+    .default('homeassistant'),
   /** Publish each identity event's frame snapshot (JPEG bytes) on the retained <prefix>/<monitor>/snapshot topic. */
   snapshots: z.boolean().default(true),
   /** Messages kept while the broker is away; beyond this the oldest are dropped and counted. */
@@ -214,22 +243,30 @@ export const WebhooksConfigSchema = z.strictObject({
  * postgres (fleet mode): collections, persons and faces live in PostgreSQL; every box keeps a local
  * SQLite replica and its search indexes, and follows the database's change log.
  */
-export const StoreConfigSchema = z.strictObject({
-  backend: z.enum(['sqlite', 'postgres']).default('sqlite'),
-  /** postgres://user@host:5432/vigil; the password comes from VIGIL_STORE_PASSWORD or password_file, never the file. */
-  url: z.string().regex(/^postgres(ql)?:\/\/[^\s]+$/, 'url must be postgres://…').optional(),
-  password_file: z.string().min(1).optional(),
-  pool_size: z.number().int().min(1).max(100).default(8),
-  /** Seconds between full catch-up passes of the follower (LISTEN/NOTIFY wakes it sooner). */
-  follow_interval_seconds: z.number().min(0.1).max(3600).default(5),
-  /**
-   * Change-log pruning: changes every box seen within this many seconds has applied are deleted; a box
-   * away for longer copies its collections afresh when it returns. 0 = never prune.
-   */
-  change_log_retention_seconds: z.number().min(0).max(31_536_000).default(604_800),
-  /** Seconds between two prunes of the change log (one box of the fleet does each, under an advisory lock). */
-  change_log_prune_interval_seconds: z.number().min(0.1).max(86_400).default(600),
-}).refine((s) => s.backend !== 'postgres' || s.url !== undefined, { message: 'store.url is required when backend = "postgres"', path: ['url'] });
+export const StoreConfigSchema = z
+  .strictObject({
+    backend: z.enum(['sqlite', 'postgres']).default('sqlite'),
+    /** postgres://user@host:5432/vigil; the password comes from VIGIL_STORE_PASSWORD or password_file, never the file. */
+    url: z
+      .string()
+      .regex(/^postgres(ql)?:\/\/[^\s]+$/, 'url must be postgres://…')
+      .optional(),
+    password_file: z.string().min(1).optional(),
+    pool_size: z.number().int().min(1).max(100).default(8),
+    /** Seconds between full catch-up passes of the follower (LISTEN/NOTIFY wakes it sooner). */
+    follow_interval_seconds: z.number().min(0.1).max(3600).default(5),
+    /**
+     * Change-log pruning: changes every box seen within this many seconds has applied are deleted; a box
+     * away for longer copies its collections afresh when it returns. 0 = never prune.
+     */
+    change_log_retention_seconds: z.number().min(0).max(31_536_000).default(604_800),
+    /** Seconds between two prunes of the change log (one box of the fleet does each, under an advisory lock). */
+    change_log_prune_interval_seconds: z.number().min(0.1).max(86_400).default(600),
+  })
+  .refine((s) => s.backend !== 'postgres' || s.url !== undefined, {
+    message: 'store.url is required when backend = "postgres"',
+    path: ['url'],
+  });
 
 const concurrency = z.union([z.literal('auto'), z.number().int().min(1).max(256)]);
 const providers = z.enum(['cpu', 'cuda', 'tensorrt']);
@@ -243,14 +280,36 @@ export const ConfigSchema = z.strictObject({
       models_dir: z.string().default('/var/lib/vigil/models'),
       /** The model catalog (packs, addons, pinned sources); the bundled models/manifest.json when absent. */
       model_catalog: z.string().min(1).optional(),
-      max_request_bytes: z.number().int().min(1024).default(64 * 1024 * 1024),
+      max_request_bytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(64 * 1024 * 1024),
       /** Space kept free in data_dir and released when the disk fills, so deletes can still free space. */
-      storage_reserve_bytes: z.number().int().min(0).max(1024 * 1024 * 1024).default(8 * 1024 * 1024),
-      max_image_bytes: z.number().int().min(1024).default(10 * 1024 * 1024),
+      storage_reserve_bytes: z
+        .number()
+        .int()
+        .min(0)
+        .max(1024 * 1024 * 1024)
+        .default(8 * 1024 * 1024),
+      max_image_bytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(10 * 1024 * 1024),
       max_image_pixels: z.number().int().min(1).default(40_000_000),
       /** Longest image side and side ratio, checked from the header before decoding (a 1 x 39,000,000 PNG passes the pixel cap). */
-      max_image_side: z.number().int().min(16).max(2 ** 30).default(16_384),
-      max_image_aspect_ratio: z.number().min(1).max(2 ** 30).default(20),
+      max_image_side: z
+        .number()
+        .int()
+        .min(16)
+        .max(2 ** 30)
+        .default(16_384),
+      max_image_aspect_ratio: z
+        .number()
+        .min(1)
+        .max(2 ** 30)
+        .default(20),
       /** An image decode running longer than this is stopped (422 invalid_image, reason decode_timeout). */
       image_decode_timeout_seconds: z.number().int().min(1).max(600).default(10),
       max_registration_images: z.number().int().min(1).max(100).default(20),
@@ -258,7 +317,10 @@ export const ConfigSchema = z.strictObject({
       cors_origins: z.array(z.string().url()).default([]),
       log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
       /** This box's name in a fleet (monitors and events carry it); absent = the hostname. */
-      box_id: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'box_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$').optional(),
+      box_id: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'box_id must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$')
+        .optional(),
     })
     .prefault({}),
   store: StoreConfigSchema.prefault({}),
@@ -338,7 +400,10 @@ export const ConfigSchema = z.strictObject({
       /** Changed rows after which a collection's exact index snapshot is rewritten in the background. */
       snapshot_after_changes: z.number().int().min(1).default(10_000),
     })
-    .refine((c) => c.default_capacity_rows <= c.max_capacity_rows, { message: 'default_capacity_rows must not exceed max_capacity_rows', path: ['default_capacity_rows'] })
+    .refine((c) => c.default_capacity_rows <= c.max_capacity_rows, {
+      message: 'default_capacity_rows must not exceed max_capacity_rows',
+      path: ['default_capacity_rows'],
+    })
     .prefault({}),
   /** Quality gates of review_mode standard/strict (§3.5). */
   registration: z
@@ -384,10 +449,13 @@ export const ConfigSchema = z.strictObject({
       reidentify_interval_seconds: z.number().min(0).max(60).default(1),
       /** Run the letterboxed detector sizes over the frame only, not over the fill below it (AnalyzeRequest.trimLetterbox). */
       trim_letterbox: z.boolean().default(true),
-      pipeline: z.string().default(DEFAULT_MONITOR_PIPELINE).superRefine((p, ctx) => {
-        const problem = pipelineProblem(p);
-        if (problem) ctx.addIssue({ code: 'custom', message: problem });
-      }),
+      pipeline: z
+        .string()
+        .default(DEFAULT_MONITOR_PIPELINE)
+        .superRefine((p, ctx) => {
+          const problem = pipelineProblem(p);
+          if (problem) ctx.addIssue({ code: 'custom', message: problem });
+        }),
     })
     .prefault({}),
 });

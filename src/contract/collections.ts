@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { filePart, formField, formInt, formNumber, formString, nextCursor, requestId, schemaId as id } from './common.js';
+import {
+  filePart,
+  formField,
+  formInt,
+  formNumber,
+  formString,
+  nextCursor,
+  requestId,
+  schemaId as id,
+} from './common.js';
 import { BoundingBox, FaceObservation, FaceQuality, LivenessResult } from './faces.js';
 
 /**
@@ -29,27 +38,51 @@ const maxFaces = z.int().min(1).max(1_000_000);
 const unit = z.number().min(0).max(1);
 
 export const DetectionProfileSchema = z
-  .looseObject({ input_sizes: z.array(z.array(z.int())), threshold: z.number(), nms_threshold: z.number(), single_face_selection: selection })
+  .looseObject({
+    input_sizes: z.array(z.array(z.int())),
+    threshold: z.number(),
+    nms_threshold: z.number(),
+    single_face_selection: selection,
+  })
   .meta(id('DetectionProfile'));
 
 export const CollectionDetectionCreate = z
-  .strictObject({ input_sizes: inputSizes.nullish(), threshold: unit.nullish(), nms_threshold: unit.nullish(), single_face_selection: selection.nullish() })
+  .strictObject({
+    input_sizes: inputSizes.nullish(),
+    threshold: unit.nullish(),
+    nms_threshold: unit.nullish(),
+    single_face_selection: selection.nullish(),
+  })
   .meta(id('CollectionDetectionCreate'));
 // Vigil extension (additive): the search index of a collection. Absent = the deployment default.
 const searchIndexType = z.enum(['exact', 'hnsw']);
-const hnswParams = { connectivity: z.int().min(4).max(64), expansion_add: z.int().min(16).max(1024), expansion_search: z.int().min(16).max(4096) };
+const hnswParams = {
+  connectivity: z.int().min(4).max(64),
+  expansion_add: z.int().min(16).max(1024),
+  expansion_search: z.int().min(16).max(4096),
+};
 export const HnswSettingsInput = z
-  .strictObject({ connectivity: hnswParams.connectivity.optional(), expansion_add: hnswParams.expansion_add.optional(), expansion_search: hnswParams.expansion_search.optional() })
+  .strictObject({
+    connectivity: hnswParams.connectivity.optional(),
+    expansion_add: hnswParams.expansion_add.optional(),
+    expansion_search: hnswParams.expansion_search.optional(),
+  })
   .meta(id('HnswSettingsInput'));
 export const SearchIndexSettings = z
   .looseObject({ type: searchIndexType, hnsw: z.looseObject(hnswParams) })
-  .describe('The search index: exact (every row scanned) or hnsw (approximate graph, candidates re-ranked exactly; exact while it is built or stale).')
+  .describe(
+    'The search index: exact (every row scanned) or hnsw (approximate graph, candidates re-ranked exactly; exact while it is built or stale).',
+  )
   .meta(id('SearchIndexSettings'));
 export type SearchIndexSettingsT = z.infer<typeof SearchIndexSettings>;
 export const CollectionSearchCreate = z
   .strictObject({
-    profile: z.enum(SEARCH_PROFILES).nullish(), capacity_rows: capacityRows.nullish(), max_faces_per_person: maxFaces.nullish(), load_policy: loadPolicy.nullish(),
-    index: searchIndexType.nullish(), hnsw: HnswSettingsInput.nullish(),
+    profile: z.enum(SEARCH_PROFILES).nullish(),
+    capacity_rows: capacityRows.nullish(),
+    max_faces_per_person: maxFaces.nullish(),
+    load_policy: loadPolicy.nullish(),
+    index: searchIndexType.nullish(),
+    hnsw: HnswSettingsInput.nullish(),
   })
   .meta(id('CollectionSearchCreate'));
 export const CollectionCreate = z
@@ -68,10 +101,21 @@ export const CollectionCreate = z
 /** PATCH bodies reject explicit nulls: "absent" and "null" are different things for a patch. */
 const noNull = <T extends z.ZodType>(s: T) => s.optional();
 export const CollectionDetectionPatch = z
-  .strictObject({ input_sizes: noNull(inputSizes), threshold: noNull(unit), nms_threshold: noNull(unit), single_face_selection: noNull(selection) })
+  .strictObject({
+    input_sizes: noNull(inputSizes),
+    threshold: noNull(unit),
+    nms_threshold: noNull(unit),
+    single_face_selection: noNull(selection),
+  })
   .meta(id('CollectionDetectionPatch'));
 export const CollectionSearchPatch = z
-  .strictObject({ capacity_rows: noNull(capacityRows), max_faces_per_person: noNull(maxFaces), load_policy: noNull(loadPolicy), index: noNull(searchIndexType), hnsw: noNull(HnswSettingsInput) })
+  .strictObject({
+    capacity_rows: noNull(capacityRows),
+    max_faces_per_person: noNull(maxFaces),
+    load_policy: noNull(loadPolicy),
+    index: noNull(searchIndexType),
+    hnsw: noNull(HnswSettingsInput),
+  })
   .meta(id('CollectionSearchPatch'));
 export const CollectionPatch = z
   .strictObject({
@@ -86,22 +130,51 @@ export const CollectionPatch = z
   .meta(id('CollectionPatch'));
 
 export const PersonPatch = z
-  .strictObject({ name: z.string().max(200).nullable().optional(), external_id: z.string().max(200).nullable().optional(), metadata: noNull(metadata) })
+  .strictObject({
+    name: z.string().max(200).nullable().optional(),
+    external_id: z.string().max(200).nullable().optional(),
+    metadata: noNull(metadata),
+  })
   .meta(id('PersonPatch'));
 
 export const Collection = z
   .looseObject({
-    id: z.string(), name: z.string(), description: z.string(), default_threshold: z.number(),
-    model_id: z.string(), model_digest: z.string(), embedding_dimension: z.int(), preprocessing_version: z.string(), embedding_contract_id: z.string(),
-    search_profile: z.string(), capacity_rows: z.int(), max_faces_per_person: z.int(), load_policy: loadPolicy, search_revision: z.int(),
-    save_face_crops: z.boolean(), metadata, person_count: z.int(), face_count: z.int(), created_at: z.string(), updated_at: z.string(),
-    detection: DetectionProfileSchema, detection_revision: z.int(),
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    default_threshold: z.number(),
+    model_id: z.string(),
+    model_digest: z.string(),
+    embedding_dimension: z.int(),
+    preprocessing_version: z.string(),
+    embedding_contract_id: z.string(),
+    search_profile: z.string(),
+    capacity_rows: z.int(),
+    max_faces_per_person: z.int(),
+    load_policy: loadPolicy,
+    search_revision: z.int(),
+    save_face_crops: z.boolean(),
+    metadata,
+    person_count: z.int(),
+    face_count: z.int(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    detection: DetectionProfileSchema,
+    detection_revision: z.int(),
     search_index: SearchIndexSettings,
   })
   .meta(id('Collection'));
 
 export const Person = z
-  .looseObject({ id: z.string(), name: z.string().nullable(), external_id: z.string().nullable(), metadata, face_count: z.int(), created_at: z.string(), updated_at: z.string() })
+  .looseObject({
+    id: z.string(),
+    name: z.string().nullable(),
+    external_id: z.string().nullable(),
+    metadata,
+    face_count: z.int(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
   .meta(id('Person'));
 
 export type CollectionT = z.infer<typeof Collection>;
@@ -111,7 +184,12 @@ export type CollectionPatchT = z.infer<typeof CollectionPatch>;
 export type PersonPatchT = z.infer<typeof PersonPatch>;
 
 /** The model binding a collection is pinned to (§3.7). */
-export interface ModelBinding { model_id: string; model_digest: string; embedding_dimension: number; preprocessing_version: string }
+export interface ModelBinding {
+  model_id: string;
+  model_digest: string;
+  embedding_dimension: number;
+  preprocessing_version: string;
+}
 
 export const FaceSample = z
   .looseObject({
@@ -128,7 +206,9 @@ export const FaceSample = z
     embedding_contract_id: z.string().nullable(),
     has_crop: z.boolean(),
     created_at: z.string(),
-    liveness: LivenessResult.nullable().optional().describe('Saved evaluation from registration, omitted when no evaluation occurred.'),
+    liveness: LivenessResult.nullable()
+      .optional()
+      .describe('Saved evaluation from registration, omitted when no evaluation occurred.'),
   })
   .meta(id('FaceSample'));
 export type FaceSampleT = z.infer<typeof FaceSample>;
@@ -145,35 +225,65 @@ export type RejectedImageT = z.infer<typeof RejectedImage>;
 
 // ---- request bodies, queries and responses of the collections / persons / search routes ----
 
-export const CollectionResponse = z.looseObject({ request_id: requestId, collection: Collection }).meta(id('CollectionResponse'));
-export const CollectionPageResponse = z.looseObject({ request_id: requestId, collections: z.array(Collection), next_cursor: nextCursor }).meta(id('CollectionPageResponse'));
+export const CollectionResponse = z
+  .looseObject({ request_id: requestId, collection: Collection })
+  .meta(id('CollectionResponse'));
+export const CollectionPageResponse = z
+  .looseObject({ request_id: requestId, collections: z.array(Collection), next_cursor: nextCursor })
+  .meta(id('CollectionPageResponse'));
 export const PersonResponse = z.looseObject({ request_id: requestId, person: Person }).meta(id('PersonResponse'));
-export const PersonPageResponse = z.looseObject({ request_id: requestId, persons: z.array(Person), next_cursor: nextCursor }).meta(id('PersonPageResponse'));
-export const FacePageResponse = z.looseObject({ request_id: requestId, faces: z.array(FaceSample), next_cursor: nextCursor }).meta(id('FacePageResponse'));
+export const PersonPageResponse = z
+  .looseObject({ request_id: requestId, persons: z.array(Person), next_cursor: nextCursor })
+  .meta(id('PersonPageResponse'));
+export const FacePageResponse = z
+  .looseObject({ request_id: requestId, faces: z.array(FaceSample), next_cursor: nextCursor })
+  .meta(id('FacePageResponse'));
 export const PersonRegistrationResponse = z
-  .looseObject({ request_id: requestId, person: Person, faces: z.array(FaceSample), rejected_images: z.array(RejectedImage) })
+  .looseObject({
+    request_id: requestId,
+    person: Person,
+    faces: z.array(FaceSample),
+    rejected_images: z.array(RejectedImage),
+  })
   .meta(id('PersonRegistrationResponse'));
 export const FaceRegistrationResponse = z
   .looseObject({ request_id: requestId, faces: z.array(FaceSample), rejected_images: z.array(RejectedImage) })
   .meta(id('FaceRegistrationResponse'));
-export const Match = z.looseObject({ person: Person, similarity: z.number(), matched_face_id: z.string() }).meta(id('Match'));
+export const Match = z
+  .looseObject({ person: Person, similarity: z.number(), matched_face_id: z.string() })
+  .meta(id('Match'));
 /** Why one face of a multi-face search has no matches (a partial result, never a silent empty one). */
 export const FaceProblem = z
-  .looseObject({ code: z.enum(['liveness_fake', 'liveness_input_rejected', 'embedding_unavailable']), message: z.string() })
+  .looseObject({
+    code: z.enum(['liveness_fake', 'liveness_input_rejected', 'embedding_unavailable']),
+    message: z.string(),
+  })
   .meta(id('FaceProblem'));
 export const FaceSearchResult = z
   .looseObject({
     face: FaceObservation,
-    selected: z.boolean().describe('The face the collection profile selects: the one searched_face and matches describe.'),
+    selected: z
+      .boolean()
+      .describe('The face the collection profile selects: the one searched_face and matches describe.'),
     matches: z.array(Match),
-    problem: FaceProblem.optional().describe('Present when this face could not be searched; its matches are then empty.'),
+    problem: FaceProblem.optional().describe(
+      'Present when this face could not be searched; its matches are then empty.',
+    ),
   })
   .meta(id('FaceSearchResult'));
 export const SearchResponse = z
   .looseObject({
-    request_id: requestId, searched_face: FaceObservation, matches: z.array(Match), threshold: z.number(), processing_ms: z.number(),
-    faces: z.array(FaceSearchResult).optional()
-      .describe('Only with faces=all (Vigil extension): every detected face, largest first, each searched on its own with the same limit and threshold.'),
+    request_id: requestId,
+    searched_face: FaceObservation,
+    matches: z.array(Match),
+    threshold: z.number(),
+    processing_ms: z.number(),
+    faces: z
+      .array(FaceSearchResult)
+      .optional()
+      .describe(
+        'Only with faces=all (Vigil extension): every detected face, largest first, each searched on its own with the same limit and threshold.',
+      ),
   })
   .meta(id('SearchResponse'));
 
@@ -193,7 +303,9 @@ export const CreatePersonBody = z
     metadata: z.string().default('{}'),
   })
   .meta(id('Body_create_person_v1_collections__collection_id__persons_post'));
-export const AddFacesBody = z.object(registrationFields).meta(id('Body_add_faces_v1_collections__collection_id__persons__person_id__faces_post'));
+export const AddFacesBody = z
+  .object(registrationFields)
+  .meta(id('Body_add_faces_v1_collections__collection_id__persons__person_id__faces_post'));
 export const SearchBody = z
   .object({
     image: filePart('Image'),
@@ -202,14 +314,31 @@ export const SearchBody = z
     face_selection: formString().meta({ deprecated: true }),
     faces: formField(z.enum(['selected', 'all']).default('selected')).describe(
       'selected (default, upstream): search with the one face the collection profile selects. all (Vigil extension): also search every ' +
-      'detected face and return them in faces[], each with its box and matches; a face that fails liveness or has no embedding gets a ' +
-      'problem instead of failing the request.'),
+        'detected face and return them in faces[], each with its box and matches; a face that fails liveness or has no embedding gets a ' +
+        'problem instead of failing the request.',
+    ),
   })
   .meta(id('Body_search_v1_collections__collection_id__search_post'));
 
 export const ListQuery = z.object({ limit: formInt(1, 100, 50), cursor: z.string().nullish() });
-export const PersonListQuery = z.object({ limit: formInt(1, 100, 50), cursor: z.string().nullish(), search: z.string().max(200).nullish() });
-const BOOLEAN_WORDS: Record<string, boolean> = { true: true, '1': true, yes: true, on: true, false: false, '0': false, no: false, off: false };
+export const PersonListQuery = z.object({
+  limit: formInt(1, 100, 50),
+  cursor: z.string().nullish(),
+  search: z.string().max(200).nullish(),
+});
+const BOOLEAN_WORDS: Record<string, boolean> = {
+  true: true,
+  '1': true,
+  yes: true,
+  on: true,
+  false: false,
+  '0': false,
+  no: false,
+  off: false,
+};
 export const DeleteCollectionQuery = z.object({
-  force: z.preprocess((v) => (typeof v === 'string' ? (BOOLEAN_WORDS[v.toLowerCase()] ?? v) : v), z.boolean().default(false)),
+  force: z.preprocess(
+    (v) => (typeof v === 'string' ? (BOOLEAN_WORDS[v.toLowerCase()] ?? v) : v),
+    z.boolean().default(false),
+  ),
 });

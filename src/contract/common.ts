@@ -33,7 +33,8 @@ const numericText = (v: unknown) => {
 export const formNumber = (s: z.ZodNumber) => z.preprocess(numericText, s.nullish());
 export const formString = (s: z.ZodString = z.string()) => formField(s.nullish());
 /** An integer form/query field with bounds and a default. */
-export const formInt = (min: number, max: number, def: number) => z.preprocess(numericText, z.int().min(min).max(max).default(def));
+export const formInt = (min: number, max: number, def: number) =>
+  z.preprocess(numericText, z.int().min(min).max(max).default(def));
 
 /** Bodies that take exactly `{}` (actions). */
 export const EmptyBody = z.strictObject({});

@@ -9,7 +9,14 @@ import { MonitorPerson } from './monitors.js';
  * with a snapshot (face crop + downscaled frame) for identity events. The ring of
  * /v1/monitors/{id}/events is unchanged; these are the same events (same ids), kept.
  */
-export const MONITOR_EVENT_TYPES = ['person_enter', 'person_exit', 'unknown_enter', 'unknown_exit', 'monitor_error', 'monitor_recovered'] as const;
+export const MONITOR_EVENT_TYPES = [
+  'person_enter',
+  'person_exit',
+  'unknown_enter',
+  'unknown_exit',
+  'monitor_error',
+  'monitor_recovered',
+] as const;
 export type MonitorEventType = (typeof MONITOR_EVENT_TYPES)[number];
 export const IDENTITY_EVENT_TYPES: readonly string[] = ['person_enter', 'person_exit', 'unknown_enter', 'unknown_exit'];
 export const SNAPSHOT_STATES = ['none', 'pending', 'ready', 'failed', 'expired'] as const;
@@ -19,37 +26,82 @@ export const webhookTypeOf = (type: string): string => `monitor.${type.replace(/
 
 export const EventSnapshot = z
   .looseObject({
-    status: z.enum(SNAPSHOT_STATES).describe('none: no picture for this event; pending: being written; ready; failed; expired: removed by the bytes retention.'),
+    status: z
+      .enum(SNAPSHOT_STATES)
+      .describe(
+        'none: no picture for this event; pending: being written; ready; failed; expired: removed by the bytes retention.',
+      ),
     frame_url: z.string().nullable().describe('The downscaled frame (image/jpeg), when ready.'),
     crop_url: z.string().nullable().describe('The face crop with margin (image/jpeg), when ready.'),
-    width: z.int().nullable(), height: z.int().nullable(), crop_width: z.int().nullable(), crop_height: z.int().nullable(), bytes: z.int(),
+    width: z.int().nullable(),
+    height: z.int().nullable(),
+    crop_width: z.int().nullable(),
+    crop_height: z.int().nullable(),
+    bytes: z.int(),
   })
   .meta(id('EventSnapshot'));
 
 export const HistoryEvent = z
   .looseObject({
     id: z.uuid().describe('The same id as in /v1/monitors/{id}/events.'),
-    box_id: z.string().describe('The box that recorded the event ([server] box_id). In fleet mode its pictures are kept on that box only.'), type: z.string(), monitor_id: z.string(), collection_id: z.string().nullable(),
-    occurred_at: z.string(), stream_epoch: z.string(), sequence: z.int(), track_id: z.string().nullable(), person: MonitorPerson.nullable(),
-    similarity: z.number().nullable(), threshold: z.number().nullable(), matched_face_id: z.string().nullable(), face: FaceObservation.nullable(),
-    error: z.looseObject({ code: z.string(), message: z.string() }).nullable(), snapshot: EventSnapshot,
+    box_id: z
+      .string()
+      .describe(
+        'The box that recorded the event ([server] box_id). In fleet mode its pictures are kept on that box only.',
+      ),
+    type: z.string(),
+    monitor_id: z.string(),
+    collection_id: z.string().nullable(),
+    occurred_at: z.string(),
+    stream_epoch: z.string(),
+    sequence: z.int(),
+    track_id: z.string().nullable(),
+    person: MonitorPerson.nullable(),
+    similarity: z.number().nullable(),
+    threshold: z.number().nullable(),
+    matched_face_id: z.string().nullable(),
+    face: FaceObservation.nullable(),
+    error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+    snapshot: EventSnapshot,
   })
   .meta(id('HistoryEvent'));
 
-const csvOf = <T extends string>(values: readonly T[], field: string) => formField(z.string().max(500).transform((v, ctx) => {
-  const items = v.split(',').map((s) => s.trim()).filter(Boolean);
-  const bad = items.find((s) => !(values as readonly string[]).includes(s));
-  if (bad) ctx.addIssue({ code: 'custom', message: `unknown ${field} ${JSON.stringify(bad)} (one of ${values.join(', ')})` });
-  return items as T[];
-}).optional());
-const boolField = formField(z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1').optional());
+const csvOf = <T extends string>(values: readonly T[], field: string) =>
+  formField(
+    z
+      .string()
+      .max(500)
+      .transform((v, ctx) => {
+        const items = v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean);
+        const bad = items.find((s) => !(values as readonly string[]).includes(s));
+        if (bad)
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown ${field} ${JSON.stringify(bad)} (one of ${values.join(', ')})`,
+          });
+        return items as T[];
+      })
+      .optional(),
+  );
+const boolField = formField(
+  z
+    .enum(['true', 'false', '1', '0'])
+    .transform((v) => v === 'true' || v === '1')
+    .optional(),
+);
 const time = formField(z.iso.datetime({ offset: true }).optional());
-const idField = (check: (v: string) => boolean, what: string) => formField(z.string().refine(check, `${what} must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`).optional());
+const idField = (check: (v: string) => boolean, what: string) =>
+  formField(z.string().refine(check, `${what} must match ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`).optional());
 
 export const EventListQuery = z.object({
   limit: formInt(1, 500, 50),
   cursor: z.string().nullish(),
-  box_id: idField((v) => ID_PATTERN.test(v), 'box_id').describe('Only events recorded by this box (fleet mode: any box of the fleet).'),
+  box_id: idField((v) => ID_PATTERN.test(v), 'box_id').describe(
+    'Only events recorded by this box (fleet mode: any box of the fleet).',
+  ),
   monitor_id: idField((v) => ID_PATTERN.test(v), 'monitor_id'),
   collection_id: idField(isValidId, 'collection_id'),
   person_id: idField((v) => ID_PATTERN.test(v), 'person_id'),
@@ -61,13 +113,22 @@ export const EventListQuery = z.object({
 export type EventListQueryT = z.infer<typeof EventListQuery>;
 
 /** A range delete takes the same filters; at least one of them (no accidental "delete everything"), or all=true. */
-export const EventDeleteQuery = EventListQuery.omit({ limit: true, cursor: true }).extend({ all: boolField.describe('Delete every event (needed when no filter is given).') });
+export const EventDeleteQuery = EventListQuery.omit({ limit: true, cursor: true }).extend({
+  all: boolField.describe('Delete every event (needed when no filter is given).'),
+});
 export type EventDeleteQueryT = z.infer<typeof EventDeleteQuery>;
 
 export const EventEnrol = z
   .strictObject({
-    collection_id: z.string().refine(isValidId).optional().describe("Default: the collection the event's monitor identified against."),
-    person_id: z.string().regex(ID_PATTERN).describe('An existing person to add the face to, or the id of the new person (create=true).'),
+    collection_id: z
+      .string()
+      .refine(isValidId)
+      .optional()
+      .describe("Default: the collection the event's monitor identified against."),
+    person_id: z
+      .string()
+      .regex(ID_PATTERN)
+      .describe('An existing person to add the face to, or the id of the new person (create=true).'),
     create: z.boolean().default(false).describe('Create the person from this face (with name / external_id).'),
     name: z.string().max(200).nullable().optional(),
     external_id: z.string().max(200).nullable().optional(),
@@ -76,43 +137,93 @@ export const EventEnrol = z
   .meta(id('EventEnrol'));
 export type EventEnrolT = z.infer<typeof EventEnrol>;
 
-export const HistoryEventResponse = z.looseObject({ request_id: requestId, event: HistoryEvent }).meta(id('HistoryEventResponse'));
+export const HistoryEventResponse = z
+  .looseObject({ request_id: requestId, event: HistoryEvent })
+  .meta(id('HistoryEventResponse'));
 export const HistoryEventPageResponse = z
   .looseObject({
-    request_id: requestId, events: z.array(HistoryEvent).describe('Newest first.'), next_cursor: z.string().nullable(),
-    fleet: z.looseObject({
-      source: z.enum(['database', 'local']).describe('database: the fleet history (every box); local: only this box\'s own history, because the database is unreachable.'),
-      degraded: z.boolean(), reason: z.string().nullable(),
-    }).optional().describe('Fleet mode only: where this page came from.'),
+    request_id: requestId,
+    events: z.array(HistoryEvent).describe('Newest first.'),
+    next_cursor: z.string().nullable(),
+    fleet: z
+      .looseObject({
+        source: z
+          .enum(['database', 'local'])
+          .describe(
+            "database: the fleet history (every box); local: only this box's own history, because the database is unreachable.",
+          ),
+        degraded: z.boolean(),
+        reason: z.string().nullable(),
+      })
+      .optional()
+      .describe('Fleet mode only: where this page came from.'),
   })
   .meta(id('HistoryEventPageResponse'));
-export const EventDeleteResponse = z.looseObject({ request_id: requestId, deleted: z.int() }).meta(id('EventDeleteResponse'));
+export const EventDeleteResponse = z
+  .looseObject({ request_id: requestId, deleted: z.int() })
+  .meta(id('EventDeleteResponse'));
 
 export const MqttStatus = z
   .looseObject({
-    enabled: z.boolean(), connected: z.boolean(), broker: z.string().nullable().describe('The broker URL without credentials.'), client_id: z.string().nullable(),
-    topic_prefix: z.string(), queued: z.int().describe('Messages waiting for the broker.'), queue_max_messages: z.int(),
-    dropped: z.int().describe('Messages dropped because the queue was full (oldest first), since the database was created.'),
-    published: z.int().describe('Messages the broker acknowledged since start.'), last_error: z.string().nullable(), connected_since: z.string().nullable(), discovery: z.boolean(),
+    enabled: z.boolean(),
+    connected: z.boolean(),
+    broker: z.string().nullable().describe('The broker URL without credentials.'),
+    client_id: z.string().nullable(),
+    topic_prefix: z.string(),
+    queued: z.int().describe('Messages waiting for the broker.'),
+    queue_max_messages: z.int(),
+    dropped: z
+      .int()
+      .describe('Messages dropped because the queue was full (oldest first), since the database was created.'),
+    published: z.int().describe('Messages the broker acknowledged since start.'),
+    last_error: z.string().nullable(),
+    connected_since: z.string().nullable(),
+    discovery: z.boolean(),
   })
   .meta(id('MqttStatus'));
 export const EventOutputsResponse = z
   .looseObject({
     request_id: requestId,
     history: z.looseObject({
-      events: z.int(), snapshot_bytes: z.int(), oldest_at: z.string().nullable(), newest_at: z.string().nullable(), pending_writes: z.int(),
-      retention: z.looseObject({ max_age_days: z.number(), max_events: z.int(), max_snapshot_bytes: z.int() }), removed_by_retention: z.int(),
+      events: z.int(),
+      snapshot_bytes: z.int(),
+      oldest_at: z.string().nullable(),
+      newest_at: z.string().nullable(),
+      pending_writes: z.int(),
+      retention: z.looseObject({ max_age_days: z.number(), max_events: z.int(), max_snapshot_bytes: z.int() }),
+      removed_by_retention: z.int(),
     }),
     mqtt: MqttStatus,
-    webhooks: z.looseObject({ endpoints: z.int(), enabled: z.int(), pending_messages: z.int(), retry_schedule_seconds: z.array(z.number()) }),
-    fleet: z.looseObject({
-      box_id: z.string(), database: z.enum(['connected', 'disconnected']), since: z.string(), last_error: z.string().nullable(),
-      forwarded_seq: z.int().describe('The highest local history seq the fleet database has (with every row before it).'),
-      backlog: z.int().describe('Local events not yet in the fleet database (they are forwarded when it answers).'),
-      forwarded: z.int(), last_forward_at: z.string().nullable(),
-      fleet: z.looseObject({ events: z.int(), oldest_at: z.string().nullable(), newest_at: z.string().nullable(), boxes: z.array(z.looseObject({ box_id: z.string(), events: z.int(), newest_at: z.string().nullable() })) }).nullable(),
-      last_retention: z.looseObject({ at: z.string(), by_age: z.int(), by_count: z.int() }).nullable(),
-    }).optional().describe('Fleet mode only: forwarding of this box\'s history to the fleet database.'),
+    webhooks: z.looseObject({
+      endpoints: z.int(),
+      enabled: z.int(),
+      pending_messages: z.int(),
+      retry_schedule_seconds: z.array(z.number()),
+    }),
+    fleet: z
+      .looseObject({
+        box_id: z.string(),
+        database: z.enum(['connected', 'disconnected']),
+        since: z.string(),
+        last_error: z.string().nullable(),
+        forwarded_seq: z
+          .int()
+          .describe('The highest local history seq the fleet database has (with every row before it).'),
+        backlog: z.int().describe('Local events not yet in the fleet database (they are forwarded when it answers).'),
+        forwarded: z.int(),
+        last_forward_at: z.string().nullable(),
+        fleet: z
+          .looseObject({
+            events: z.int(),
+            oldest_at: z.string().nullable(),
+            newest_at: z.string().nullable(),
+            boxes: z.array(z.looseObject({ box_id: z.string(), events: z.int(), newest_at: z.string().nullable() })),
+          })
+          .nullable(),
+        last_retention: z.looseObject({ at: z.string(), by_age: z.int(), by_count: z.int() }).nullable(),
+      })
+      .optional()
+      .describe("Fleet mode only: forwarding of this box's history to the fleet database."),
   })
   .meta(id('EventOutputsResponse'));
 

@@ -4,7 +4,9 @@ import { ModelSummary } from './system.js';
 
 /** Faces as detect / compare / embeddings, search and monitors report them. */
 export const PixelBox = z.looseObject({ x: z.int(), y: z.int(), width: z.int(), height: z.int() }).meta(id('PixelBox'));
-export const NormalizedBox = z.looseObject({ left: z.number(), top: z.number(), width: z.number(), height: z.number() }).meta(id('NormalizedBox'));
+export const NormalizedBox = z
+  .looseObject({ left: z.number(), top: z.number(), width: z.number(), height: z.number() })
+  .meta(id('NormalizedBox'));
 export const BoundingBox = z.looseObject({ pixels: PixelBox, normalized: NormalizedBox }).meta(id('BoundingBox'));
 export const FaceQuality = z
   .looseObject({ score: z.number(), sharpness: z.number(), brightness: z.number(), pose: z.number() })
@@ -43,7 +45,12 @@ export const CompareResponse = z
   })
   .meta(id('CompareResponse'));
 export const EmbeddingsResponse = z
-  .looseObject({ request_id: requestId, faces: z.array(FaceObservation), model: ModelSummary, processing_ms: z.number() })
+  .looseObject({
+    request_id: requestId,
+    faces: z.array(FaceObservation),
+    model: ModelSummary,
+    processing_ms: z.number(),
+  })
   .meta(id('EmbeddingsResponse'));
 
 export const DetectBody = z

@@ -20,8 +20,11 @@ export const RecommendedThreshold = z
     basis: z.string().describe('How the value was measured.'),
   })
   .meta(id('RecommendedThreshold'));
-const recommendedThreshold = RecommendedThreshold.nullable().optional()
-  .describe("The pack's measured default threshold (Vigil extension); null when the pack has none and the upstream 0.4 applies.");
+const recommendedThreshold = RecommendedThreshold.nullable()
+  .optional()
+  .describe(
+    "The pack's measured default threshold (Vigil extension); null when the pack has none and the upstream 0.4 applies.",
+  );
 
 export const ModelSummary = z
   .looseObject({
@@ -38,7 +41,12 @@ export const ModelSummary = z
   .meta(id('ModelSummary'));
 
 export const HealthResponse = z
-  .looseObject({ request_id: requestId, status: z.enum(['ready', 'degraded', 'not_ready']), version: z.string(), auth_enabled: z.boolean() })
+  .looseObject({
+    request_id: requestId,
+    status: z.enum(['ready', 'degraded', 'not_ready']),
+    version: z.string(),
+    auth_enabled: z.boolean(),
+  })
   .meta(id('HealthResponse'));
 export const ModelsResponse = z
   .looseObject({
@@ -48,9 +56,13 @@ export const ModelsResponse = z
     license: looseRecord.nullable(),
     addons: z.array(ModelComponent).nullable().optional(),
     recommended_threshold: recommendedThreshold,
-    default_threshold: z.number().optional()
+    default_threshold: z
+      .number()
+      .optional()
       .describe('Threshold compare and new collections use when the client sends none (Vigil extension).'),
-    default_threshold_source: z.enum(['config', 'pack', 'upstream']).optional()
+    default_threshold_source: z
+      .enum(['config', 'pack', 'upstream'])
+      .optional()
       .describe('config: [inference] default_threshold; pack: recommended_threshold; upstream: 0.4 (Vigil extension).'),
   })
   .meta(id('ModelsResponse'));
@@ -77,18 +89,24 @@ export const SystemResponse = z
 export type ModelSummaryT = z.infer<typeof ModelSummary>;
 export type ModelComponentT = z.infer<typeof ModelComponent>;
 
-export const AddonPreparationError = z.object({ code: z.string(), message: z.string() }).meta(id('AddonPreparationError'));
+export const AddonPreparationError = z
+  .object({ code: z.string(), message: z.string() })
+  .meta(id('AddonPreparationError'));
 export const LivenessManagementResponse = z
   .looseObject({
     request_id: requestId,
     enabled: z.boolean().describe('Whether liveness is active in the running Server.'),
     installed: z.boolean().describe('Whether the local model files pass the pinned SHA-256 check.'),
-    configured_enabled: z.boolean().describe('Whether the current on-disk config enables liveness for the next startup.'),
+    configured_enabled: z
+      .boolean()
+      .describe('Whether the current on-disk config enables liveness for the next startup.'),
     restart_required: z.boolean(),
     can_enable: z.boolean(),
     unavailable_code: z.string().nullable(),
     unavailable_reason: z.string().nullable(),
-    state: z.enum(['idle', 'downloading', 'ready', 'error']).describe('ready means the files are verified; it does not mean enabled or restarted.'),
+    state: z
+      .enum(['idle', 'downloading', 'ready', 'error'])
+      .describe('ready means the files are verified; it does not mean enabled or restarted.'),
     error: AddonPreparationError.nullable(),
     model_path: z.string(),
     config_file: z.string().nullable(),

@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
 
 /** The package version, read once (works from src/ under tsx and from dist/). */
-export const VERSION: string = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const VERSION: string = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 /**
  * The InsightFace Server API contract this build speaks, as upstream clients read it from

@@ -26,7 +26,12 @@ export interface ForwarderStatus {
   forwarded: number;
   last_forward_at: string | null;
   /** The fleet history as last read (every few seconds). */
-  fleet: { events: number; oldest_at: string | null; newest_at: string | null; boxes: { box_id: string; events: number; newest_at: string | null }[] } | null;
+  fleet: {
+    events: number;
+    oldest_at: string | null;
+    newest_at: string | null;
+    boxes: { box_id: string; events: number; newest_at: string | null }[];
+  } | null;
   last_retention: { at: string; by_age: number; by_count: number } | null;
 }
 
@@ -50,7 +55,15 @@ export class EventForwarder implements HistoryOutput {
   /** Whether this process has read back the rows an earlier one left pending in the fleet history. */
   private recovered = false;
   private readonly state: ForwarderStatus = {
-    database: 'disconnected', since: new Date().toISOString(), last_error: null, forwarded_seq: 0, backlog: 0, forwarded: 0, last_forward_at: null, fleet: null, last_retention: null,
+    database: 'disconnected',
+    since: new Date().toISOString(),
+    last_error: null,
+    forwarded_seq: 0,
+    backlog: 0,
+    forwarded: 0,
+    last_forward_at: null,
+    fleet: null,
+    last_retention: null,
   };
   /** Called after each pass that copied rows (tests observe it). */
   onForwarded: ((rows: number) => void) | null = null;
@@ -104,14 +117,19 @@ export class EventForwarder implements HistoryOutput {
     this.state.database = next;
     this.state.since = new Date().toISOString();
     if (ok) this.log.info('fleet: forwarding the event history to the database');
-    else this.log.warn({ error: this.state.last_error }, 'fleet: the event database is unreachable; events are kept in the local history and forwarded when it returns');
+    else
+      this.log.warn(
+        { error: this.state.last_error },
+        'fleet: the event database is unreachable; events are kept in the local history and forwarded when it returns',
+      );
   }
 
   /** Copies every ready row after the cursor; one pass. Never throws (failures are the status). */
   async pass(): Promise<number> {
     let copied = 0;
     try {
-      const batch = this.o.batch ?? 500, wait = this.o.pendingWaitMs ?? 30_000;
+      const batch = this.o.batch ?? 500,
+        wait = this.o.pendingWaitMs ?? 30_000;
       if (!this.recovered) {
         // pendingCopied lives in memory: after a crash or restart, the rows this box copied while their
         // picture was still pending are found in the fleet history and settled from the local rows (which
@@ -138,7 +156,18 @@ export class EventForwarder implements HistoryOutput {
         const r = this.store.get(id);
         if (r && r.snapshot === 'pending') continue;
         // A local row that is gone (removed by retention) has no picture to serve any more.
-        await this.pg.setSnapshot(r ?? { id, snapshot: 'expired', snapshot_path: null, snapshot_bytes: 0, snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null });
+        await this.pg.setSnapshot(
+          r ?? {
+            id,
+            snapshot: 'expired',
+            snapshot_path: null,
+            snapshot_bytes: 0,
+            snapshot_width: null,
+            snapshot_height: null,
+            crop_width: null,
+            crop_height: null,
+          },
+        );
         this.pendingCopied.delete(id);
       }
       this.state.forwarded_seq = seq;
@@ -152,7 +181,8 @@ export class EventForwarder implements HistoryOutput {
       this.setState(false, e);
       // A box started while the database was down gets the tables when the gallery follower connects
       // (it applies pending migrations); until then this pass fails and the next one retries.
-      if (!isConnectionError(e) && (e as { code?: string }).code !== '42P01') this.log.error({ err: e }, 'fleet: forwarding events failed; retried on the next pass');
+      if (!isConnectionError(e) && (e as { code?: string }).code !== '42P01')
+        this.log.error({ err: e }, 'fleet: forwarding events failed; retried on the next pass');
     }
     this.state.backlog = this.store.countAfter(this.state.forwarded_seq || this.store.forwardedSeq());
     if (copied) this.onForwarded?.(copied);
@@ -167,7 +197,8 @@ export class EventForwarder implements HistoryOutput {
       const r = await this.pg.retention(this.o.boxId, this.o.retention, now);
       if (r) {
         this.state.last_retention = { at: new Date(now).toISOString(), by_age: r.byAge, by_count: r.byCount };
-        if (r.byAge + r.byCount) this.log.info({ by_age: r.byAge, by_count: r.byCount }, 'fleet event retention applied');
+        if (r.byAge + r.byCount)
+          this.log.info({ by_age: r.byAge, by_count: r.byCount }, 'fleet event retention applied');
       }
     }
     if (now - this.lastStats >= 5000) {

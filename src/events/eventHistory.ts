@@ -38,11 +38,31 @@ const MAX_SNAPSHOT_WAIT_MS = 600;
 export function toRow(e: MonitorEventT, collectionId: string, snapshot: NewEvent['snapshot'], boxId: string): NewEvent {
   const ms = Date.parse(e.occurred_at);
   return {
-    id: e.id, box_id: boxId, type: e.type, monitor_id: e.monitor_id, collection_id: collectionId, person_id: e.person?.id ?? null, person_name: e.person?.name ?? null,
-    person_external_id: e.person?.external_id ?? null, similarity: e.similarity ?? null, threshold: e.threshold ?? null, matched_face_id: e.matched_face_id ?? null,
-    track_id: e.track_id ?? null, stream_epoch: e.stream_epoch, sequence: e.sequence, occurred_at: e.occurred_at, occurred_ms: Number.isFinite(ms) ? ms : Date.now(),
-    face_json: e.face ? JSON.stringify(e.face) : null, error_json: e.error ? JSON.stringify(e.error) : null, snapshot, snapshot_path: null, snapshot_bytes: 0,
-    snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null,
+    id: e.id,
+    box_id: boxId,
+    type: e.type,
+    monitor_id: e.monitor_id,
+    collection_id: collectionId,
+    person_id: e.person?.id ?? null,
+    person_name: e.person?.name ?? null,
+    person_external_id: e.person?.external_id ?? null,
+    similarity: e.similarity ?? null,
+    threshold: e.threshold ?? null,
+    matched_face_id: e.matched_face_id ?? null,
+    track_id: e.track_id ?? null,
+    stream_epoch: e.stream_epoch,
+    sequence: e.sequence,
+    occurred_at: e.occurred_at,
+    occurred_ms: Number.isFinite(ms) ? ms : Date.now(),
+    face_json: e.face ? JSON.stringify(e.face) : null,
+    error_json: e.error ? JSON.stringify(e.error) : null,
+    snapshot,
+    snapshot_path: null,
+    snapshot_bytes: 0,
+    snapshot_width: null,
+    snapshot_height: null,
+    crop_width: null,
+    crop_height: null,
   };
 }
 
@@ -82,12 +102,21 @@ export class EventHistory implements MonitorEventSink {
   /** Startup: attaches or fails snapshots left pending by a crash, and removes picture files without a row. */
   recover(): void {
     const claimed = this.store.claimUnowned(this.o.boxId);
-    if (claimed) this.log.info({ events: claimed, box_id: this.o.boxId }, 'events from before box identity stamped with this box');
+    if (claimed)
+      this.log.info({ events: claimed, box_id: this.o.boxId }, 'events from before box identity stamped with this box');
     const onDisk = this.snapshots.onDisk();
     for (const row of this.store.pendingSnapshots()) {
       // A pending row never got its path recorded; the files, if whole, are under the event's day.
       const path = `${row.occurred_at.slice(0, 10)}/${row.id}`;
-      this.store.setSnapshot(row.id, { snapshot: 'failed', snapshot_path: null, snapshot_bytes: 0, snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null });
+      this.store.setSnapshot(row.id, {
+        snapshot: 'failed',
+        snapshot_path: null,
+        snapshot_bytes: 0,
+        snapshot_width: null,
+        snapshot_height: null,
+        crop_width: null,
+        crop_height: null,
+      });
       onDisk.delete(path); // removed below as an orphan
       this.snapshots.remove(path);
     }
@@ -98,7 +127,8 @@ export class EventHistory implements MonitorEventSink {
       this.snapshots.remove(path);
       orphans++;
     }
-    if (orphans) this.log.info({ files: orphans }, 'removed snapshot files that had no event (written just before a crash)');
+    if (orphans)
+      this.log.info({ files: orphans }, 'removed snapshot files that had no event (written just before a crash)');
     this.sweepTrash();
   }
 
@@ -134,7 +164,12 @@ export class EventHistory implements MonitorEventSink {
     const identity = IDENTITY_EVENT_TYPES.includes(e.type);
     const box = e.face?.bbox.pixels;
     const wantPicture = this.o.snapshots && identity && ctx.frame !== null && box !== undefined;
-    const item: Pending & { kind: 'event' } = { kind: 'event', row: toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId), queuedAt: performance.now(), snapshot: wantPicture ? 'waiting' : null };
+    const item: Pending & { kind: 'event' } = {
+      kind: 'event',
+      row: toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId),
+      queuedAt: performance.now(),
+      snapshot: wantPicture ? 'waiting' : null,
+    };
     if (wantPicture) {
       const job = this.snapshots.make(e.id, e.occurred_at, ctx.frame!, box!);
       if (!job) {
@@ -142,11 +177,14 @@ export class EventHistory implements MonitorEventSink {
         item.row.snapshot = 'failed';
         this.counters.snapshotsFailed++;
       } else {
-        job.then((files) => this.settled(item, files), (err: unknown) => {
-          this.log.warn({ event_id: e.id, err: (err as Error).message }, 'event snapshot failed');
-          this.counters.snapshotsFailed++;
-          this.settled(item, null);
-        });
+        job.then(
+          (files) => this.settled(item, files),
+          (err: unknown) => {
+            this.log.warn({ event_id: e.id, err: (err as Error).message }, 'event snapshot failed');
+            this.counters.snapshotsFailed++;
+            this.settled(item, null);
+          },
+        );
       }
     }
     this.pending.push(item);
@@ -198,7 +236,9 @@ export class EventHistory implements MonitorEventSink {
               continue;
             }
             const files = p.snapshot !== null && typeof p.snapshot === 'object' ? p.snapshot : null;
-            const row: NewEvent = files ? { ...p.row, ...snapshotColumns(files) } : { ...p.row, snapshot: p.snapshot === 'failed' ? 'failed' : p.row.snapshot };
+            const row: NewEvent = files
+              ? { ...p.row, ...snapshotColumns(files) }
+              : { ...p.row, snapshot: p.snapshot === 'failed' ? 'failed' : p.row.snapshot };
             const stored = { ...row, seq: this.store.insert(row) };
             written.push(stored);
             for (const o of this.outputs) o.recorded(stored);
@@ -224,7 +264,15 @@ export class EventHistory implements MonitorEventSink {
   /** Inside a flush transaction: a late snapshot joins its row, or its files go when the row is gone. */
   private attach(id: string, files: SnapshotFiles | null): void {
     if (!files) {
-      this.store.setSnapshot(id, { snapshot: 'failed', snapshot_path: null, snapshot_bytes: 0, snapshot_width: null, snapshot_height: null, crop_width: null, crop_height: null });
+      this.store.setSnapshot(id, {
+        snapshot: 'failed',
+        snapshot_path: null,
+        snapshot_bytes: 0,
+        snapshot_width: null,
+        snapshot_height: null,
+        crop_width: null,
+        crop_height: null,
+      });
       return;
     }
     if (!this.store.setSnapshot(id, snapshotColumns(files))) {
@@ -249,7 +297,8 @@ export class EventHistory implements MonitorEventSink {
     const byCount = r.maxEvents > 0 ? this.store.deleteBeyondCount(r.maxEvents) : 0;
     const picturesExpired = r.maxSnapshotBytes > 0 ? this.store.expireSnapshotsBeyond(r.maxSnapshotBytes) : 0;
     if (byAge + byCount) this.store.addCounter('retention_deleted', byAge + byCount);
-    if (byAge + byCount + picturesExpired) this.log.info({ by_age: byAge, by_count: byCount, pictures_expired: picturesExpired }, 'event retention applied');
+    if (byAge + byCount + picturesExpired)
+      this.log.info({ by_age: byAge, by_count: byCount, pictures_expired: picturesExpired }, 'event retention applied');
     this.sweepTrash();
     return { byAge, byCount, picturesExpired };
   }
@@ -270,7 +319,8 @@ export class EventHistory implements MonitorEventSink {
   async close(): Promise<void> {
     if (this.closed) return;
     const until = performance.now() + 2000;
-    while (this.pending.some((p) => p.kind === 'event' && p.snapshot === 'waiting') && performance.now() < until) await new Promise((r) => setTimeout(r, 20));
+    while (this.pending.some((p) => p.kind === 'event' && p.snapshot === 'waiting') && performance.now() < until)
+      await new Promise((r) => setTimeout(r, 20));
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.retentionTimer) clearTimeout(this.retentionTimer);
@@ -281,5 +331,11 @@ export class EventHistory implements MonitorEventSink {
 }
 
 const snapshotColumns = (f: SnapshotFiles) => ({
-  snapshot: 'ready' as const, snapshot_path: f.path, snapshot_bytes: f.bytes, snapshot_width: f.width, snapshot_height: f.height, crop_width: f.cropWidth, crop_height: f.cropHeight,
+  snapshot: 'ready' as const,
+  snapshot_path: f.path,
+  snapshot_bytes: f.bytes,
+  snapshot_width: f.width,
+  snapshot_height: f.height,
+  crop_width: f.cropWidth,
+  crop_height: f.cropHeight,
 });

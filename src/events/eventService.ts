@@ -1,7 +1,13 @@
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
 import { Errors } from '../contract/errors.js';
-import type { EventDeleteQueryT, EventEnrolT, EventListQueryT, HistoryEventT, MqttStatusT } from '../contract/events.js';
+import type {
+  EventDeleteQueryT,
+  EventEnrolT,
+  EventListQueryT,
+  HistoryEventT,
+  MqttStatusT,
+} from '../contract/events.js';
 import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import type { EventHistory } from './eventHistory.js';
 import type { MqttPublisher } from './mqttPublisher.js';
@@ -17,10 +23,18 @@ import { isConnectionError } from '../store/postgres.js';
 import { storeCall } from '../store/pgQuery.js';
 
 /** Fleet mode: the shared history in PostgreSQL, this box's forwarder, and this box. */
-export interface FleetHistory { pg: PgHistory; forwarder: EventForwarder; boxId: string }
+export interface FleetHistory {
+  pg: PgHistory;
+  forwarder: EventForwarder;
+  boxId: string;
+}
 
 /** Where a fleet-mode list came from: the fleet's database, or this box's own history while it is unreachable. */
-export interface HistorySource { source: 'database' | 'local'; degraded: boolean; reason: string | null }
+export interface HistorySource {
+  source: 'database' | 'local';
+  degraded: boolean;
+  reason: string | null;
+}
 
 const DOWN = Symbol('database down');
 
@@ -29,8 +43,14 @@ const ms = (iso: string | undefined) => (iso === undefined ? undefined : Date.pa
 /** The filter of a list or range-delete query. */
 export function filterOf(q: Omit<EventDeleteQueryT, 'all'>): EventFilter {
   return {
-    box_id: q.box_id, monitor_id: q.monitor_id, collection_id: q.collection_id, person_id: q.person_id, types: q.type, unknown_only: q.unknown_only,
-    since_ms: ms(q.since), until_ms: ms(q.until),
+    box_id: q.box_id,
+    monitor_id: q.monitor_id,
+    collection_id: q.collection_id,
+    person_id: q.person_id,
+    types: q.type,
+    unknown_only: q.unknown_only,
+    since_ms: ms(q.since),
+    until_ms: ms(q.until),
   };
 }
 
@@ -47,7 +67,10 @@ export class EventService {
     private readonly collections: CollectionService,
     private readonly cursors: CursorCodec,
     private readonly outputs: {
-      mqtt: MqttPublisher | null; mqttPrefix: string; webhooks: WebhookStore; retry: RetryPolicy;
+      mqtt: MqttPublisher | null;
+      mqttPrefix: string;
+      webhooks: WebhookStore;
+      retry: RetryPolicy;
       retention: { max_age_days: number; max_events: number; max_snapshot_bytes: number };
     },
     private readonly fleet: FleetHistory | null = null,
@@ -74,13 +97,31 @@ export class EventService {
   status() {
     const o = this.outputs;
     const mqtt: MqttStatusT = o.mqtt?.status() ?? {
-      enabled: false, connected: false, broker: null, client_id: null, topic_prefix: o.mqttPrefix, queued: 0, queue_max_messages: 0, dropped: 0, published: 0,
-      last_error: null, connected_since: null, discovery: false,
+      enabled: false,
+      connected: false,
+      broker: null,
+      client_id: null,
+      topic_prefix: o.mqttPrefix,
+      queued: 0,
+      queue_max_messages: 0,
+      dropped: 0,
+      published: 0,
+      last_error: null,
+      connected_since: null,
+      discovery: false,
     };
     return {
-      history: { ...this.store.stats(), pending_writes: this.history.pendingWrites, retention: o.retention, removed_by_retention: this.store.counter('retention_deleted') },
+      history: {
+        ...this.store.stats(),
+        pending_writes: this.history.pendingWrites,
+        retention: o.retention,
+        removed_by_retention: this.store.counter('retention_deleted'),
+      },
       mqtt,
-      webhooks: { ...o.webhooks.summary(ADMIN_SCOPE), retry_schedule_seconds: nominalSchedule(o.retry, 10).map((ms) => ms / 1000) },
+      webhooks: {
+        ...o.webhooks.summary(ADMIN_SCOPE),
+        retry_schedule_seconds: nominalSchedule(o.retry, 10).map((ms) => ms / 1000),
+      },
       ...(this.fleet ? { fleet: { box_id: this.fleet.boxId, ...this.fleet.forwarder.snapshot() } } : {}),
     };
   }
@@ -134,7 +175,10 @@ export class EventService {
         raw = this.cursors.decode(q.cursor, scope);
       } catch {
         // Not a database cursor: a local one (issued while the database was down) continues locally.
-        return { ...this.localList(q), fleet: { source: 'local', degraded: !this.fleet.forwarder.connected, reason: null } };
+        return {
+          ...this.localList(q),
+          fleet: { source: 'local', degraded: !this.fleet.forwarder.connected, reason: null },
+        };
       }
       before = parsePosition(raw);
       if (!before) throw Errors.invalidCursor('malformed');
@@ -145,7 +189,11 @@ export class EventService {
       return { ...this.localList(q), fleet: { source: 'local', degraded: true, reason: this.downReason } };
     }
     const page = toPage(rows, q.limit, (r) => formatPosition({ ms: r.occurred_ms, id: r.id }), this.cursors, scope);
-    return { items: page.items.map(eventView), next_cursor: page.next_cursor, fleet: { source: 'database', degraded: false, reason: null } };
+    return {
+      items: page.items.map(eventView),
+      next_cursor: page.next_cursor,
+      fleet: { source: 'database', degraded: false, reason: null },
+    };
   }
 
   /** Fleet mode: from the database (any box), else this box's own history (not yet forwarded, or the database down). */
@@ -178,7 +226,10 @@ export class EventService {
       return;
     }
     // Both deletes in the forwarder's chain: a copy of this row cannot run between them.
-    const { inDb, local } = await this.write(async (pg) => ({ inDb: await pg.deleteOne(id), local: this.store.deleteWhere('id = ?', [id]) }));
+    const { inDb, local } = await this.write(async (pg) => ({
+      inDb: await pg.deleteOne(id),
+      local: this.store.deleteWhere('id = ?', [id]),
+    }));
     this.history.sweepTrash();
     if (!inDb && !local) throw Errors.eventNotFound(id);
   }
@@ -187,7 +238,11 @@ export class EventService {
   async deleteRange(q: EventDeleteQueryT): Promise<number> {
     const f = filterOf(q);
     const filtered = Object.values(f).some((v) => v !== undefined);
-    if (!filtered && !q.all) throw Errors.invalidRequest('give at least one filter (box_id, monitor_id, collection_id, person_id, type, unknown_only, since, until) or all=true', { field: 'all' });
+    if (!filtered && !q.all)
+      throw Errors.invalidRequest(
+        'give at least one filter (box_id, monitor_id, collection_id, person_id, type, unknown_only, since, until) or all=true',
+        { field: 'all' },
+      );
     if (!this.fleet) {
       const n = this.store.deleteFiltered(f);
       this.history.sweepTrash();
@@ -211,21 +266,42 @@ export class EventService {
   async enrol(id: string, body: EventEnrolT, signal?: AbortSignal) {
     const r = await this.ownRow(id);
     if (!r.face_json) throw Errors.eventNotEnrollable(id, 'it is not an identity event');
-    if (r.snapshot !== 'ready' || !r.snapshot_path) throw Errors.eventNotEnrollable(id, `its snapshot is ${r.snapshot}`);
+    if (r.snapshot !== 'ready' || !r.snapshot_path)
+      throw Errors.eventNotEnrollable(id, `its snapshot is ${r.snapshot}`);
     const collectionId = body.collection_id ?? r.collection_id;
-    if (!collectionId) throw Errors.invalidRequest('collection_id: the event names no collection; give one', { field: 'collection_id' });
+    if (!collectionId)
+      throw Errors.invalidRequest('collection_id: the event names no collection; give one', { field: 'collection_id' });
     this.collections.get(collectionId);
     const bytes = await this.snapshots.read(r.snapshot_path, 'crop').catch(() => {
       throw Errors.eventNotEnrollable(id, 'its snapshot file is missing');
     });
-    const input = { collectionId, images: [{ filename: `event-${id}.jpg`, bytes }], reviewMode: body.review_mode, embeddingMode: 'server' as const };
+    const input = {
+      collectionId,
+      images: [{ filename: `event-${id}.jpg`, bytes }],
+      reviewMode: body.review_mode,
+      embeddingMode: 'server' as const,
+    };
     if (body.create) {
-      const created = await this.persons.createPerson({
-        ...input, person: { id: body.person_id, name: body.name ?? null, external_id: body.external_id ?? null, metadata: { enrolled_from_event: id } },
-      }, signal);
+      const created = await this.persons.createPerson(
+        {
+          ...input,
+          person: {
+            id: body.person_id,
+            name: body.name ?? null,
+            external_id: body.external_id ?? null,
+            metadata: { enrolled_from_event: id },
+          },
+        },
+        signal,
+      );
       return { created: true, ...created };
     }
     const added = await this.persons.addFaces({ ...input, personId: body.person_id }, signal);
-    return { created: false, faces: added.faces, rejected_images: added.rejected_images, person: this.persons.get(collectionId, body.person_id) };
+    return {
+      created: false,
+      faces: added.faces,
+      rejected_images: added.rejected_images,
+      person: this.persons.get(collectionId, body.person_id),
+    };
   }
 }

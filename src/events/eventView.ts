@@ -6,13 +6,30 @@ export function eventView(r: StoredEvent): HistoryEventT {
   const ready = r.snapshot === 'ready';
   const base = `/v1/events/${r.id}`;
   return {
-    id: r.id, box_id: r.box_id, type: r.type, monitor_id: r.monitor_id, collection_id: r.collection_id, occurred_at: r.occurred_at, stream_epoch: r.stream_epoch, sequence: r.sequence,
-    track_id: r.track_id, person: r.person_id ? { id: r.person_id, name: r.person_name, external_id: r.person_external_id } : null,
-    similarity: r.similarity, threshold: r.threshold, matched_face_id: r.matched_face_id,
-    face: r.face_json ? (JSON.parse(r.face_json) as HistoryEventT['face']) : null, error: r.error_json ? (JSON.parse(r.error_json) as HistoryEventT['error']) : null,
+    id: r.id,
+    box_id: r.box_id,
+    type: r.type,
+    monitor_id: r.monitor_id,
+    collection_id: r.collection_id,
+    occurred_at: r.occurred_at,
+    stream_epoch: r.stream_epoch,
+    sequence: r.sequence,
+    track_id: r.track_id,
+    person: r.person_id ? { id: r.person_id, name: r.person_name, external_id: r.person_external_id } : null,
+    similarity: r.similarity,
+    threshold: r.threshold,
+    matched_face_id: r.matched_face_id,
+    face: r.face_json ? (JSON.parse(r.face_json) as HistoryEventT['face']) : null,
+    error: r.error_json ? (JSON.parse(r.error_json) as HistoryEventT['error']) : null,
     snapshot: {
-      status: r.snapshot, frame_url: ready || r.snapshot === 'pending' ? `${base}/snapshot.jpg` : null, crop_url: ready || r.snapshot === 'pending' ? `${base}/crop.jpg` : null,
-      width: r.snapshot_width, height: r.snapshot_height, crop_width: r.crop_width, crop_height: r.crop_height, bytes: r.snapshot_bytes,
+      status: r.snapshot,
+      frame_url: ready || r.snapshot === 'pending' ? `${base}/snapshot.jpg` : null,
+      crop_url: ready || r.snapshot === 'pending' ? `${base}/crop.jpg` : null,
+      width: r.snapshot_width,
+      height: r.snapshot_height,
+      crop_width: r.crop_width,
+      crop_height: r.crop_height,
+      bytes: r.snapshot_bytes,
     },
   };
 }

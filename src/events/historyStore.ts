@@ -2,18 +2,45 @@ import type { Db } from '../store/database.js';
 
 /** One history row. */
 export interface StoredEvent {
-  seq: number; id: string; box_id: string; type: string; monitor_id: string; collection_id: string | null; person_id: string | null; person_name: string | null;
-  person_external_id: string | null; similarity: number | null; threshold: number | null; matched_face_id: string | null; track_id: string | null;
-  stream_epoch: string; sequence: number; occurred_at: string; occurred_ms: number; face_json: string | null; error_json: string | null;
-  snapshot: 'none' | 'pending' | 'ready' | 'failed' | 'expired'; snapshot_path: string | null; snapshot_bytes: number;
-  snapshot_width: number | null; snapshot_height: number | null; crop_width: number | null; crop_height: number | null;
+  seq: number;
+  id: string;
+  box_id: string;
+  type: string;
+  monitor_id: string;
+  collection_id: string | null;
+  person_id: string | null;
+  person_name: string | null;
+  person_external_id: string | null;
+  similarity: number | null;
+  threshold: number | null;
+  matched_face_id: string | null;
+  track_id: string | null;
+  stream_epoch: string;
+  sequence: number;
+  occurred_at: string;
+  occurred_ms: number;
+  face_json: string | null;
+  error_json: string | null;
+  snapshot: 'none' | 'pending' | 'ready' | 'failed' | 'expired';
+  snapshot_path: string | null;
+  snapshot_bytes: number;
+  snapshot_width: number | null;
+  snapshot_height: number | null;
+  crop_width: number | null;
+  crop_height: number | null;
 }
 export type NewEvent = Omit<StoredEvent, 'seq'>;
 
 /** What a list, a range delete and the cursor scope filter on. */
 export interface EventFilter {
-  box_id?: string | undefined; monitor_id?: string | undefined; collection_id?: string | undefined; person_id?: string | undefined; types?: string[] | undefined;
-  unknown_only?: boolean | undefined; since_ms?: number | undefined; until_ms?: number | undefined;
+  box_id?: string | undefined;
+  monitor_id?: string | undefined;
+  collection_id?: string | undefined;
+  person_id?: string | undefined;
+  types?: string[] | undefined;
+  unknown_only?: boolean | undefined;
+  since_ms?: number | undefined;
+  until_ms?: number | undefined;
 }
 
 /**
@@ -21,9 +48,14 @@ export interface EventFilter {
  * `start`, the types as one array parameter). One set of rules for the local and the fleet history.
  * Pure, so it is unit-tested.
  */
-export function filterSql(f: EventFilter, engine: 'sqlite' | 'postgres' = 'sqlite', start = 1): { where: string; params: (string | number | string[])[] } {
+export function filterSql(
+  f: EventFilter,
+  engine: 'sqlite' | 'postgres' = 'sqlite',
+  start = 1,
+): { where: string; params: (string | number | string[])[] } {
   const pg = engine === 'postgres';
-  const parts: string[] = [], params: (string | number | string[])[] = [];
+  const parts: string[] = [],
+    params: (string | number | string[])[] = [];
   const p = (v: string | number | string[]) => {
     params.push(v);
     return pg ? `$${start + params.length - 1}` : '?';
@@ -32,7 +64,11 @@ export function filterSql(f: EventFilter, engine: 'sqlite' | 'postgres' = 'sqlit
   if (f.monitor_id !== undefined) parts.push(`monitor_id = ${p(f.monitor_id)}`);
   if (f.collection_id !== undefined) parts.push(`collection_id = ${p(f.collection_id)}`);
   if (f.person_id !== undefined) parts.push(`person_id = ${p(f.person_id)}`);
-  const types = f.unknown_only ? (f.types?.length ? f.types.filter((t) => t.startsWith('unknown_')) : ['unknown_enter', 'unknown_exit']) : f.types;
+  const types = f.unknown_only
+    ? f.types?.length
+      ? f.types.filter((t) => t.startsWith('unknown_'))
+      : ['unknown_enter', 'unknown_exit']
+    : f.types;
   if (types !== undefined && (types.length > 0 || f.unknown_only)) {
     if (!types.length) parts.push(pg ? 'false' : '0');
     else parts.push(pg ? `type = ANY(${p(types)})` : `type IN (${types.map((t) => p(t)).join(', ')})`);
@@ -42,15 +78,41 @@ export function filterSql(f: EventFilter, engine: 'sqlite' | 'postgres' = 'sqlit
   return { where: parts.length ? parts.join(' AND ') : pg ? 'true' : '1', params };
 }
 
-export const COLUMNS = ['id', 'box_id', 'type', 'monitor_id', 'collection_id', 'person_id', 'person_name', 'person_external_id', 'similarity', 'threshold', 'matched_face_id', 'track_id',
-  'stream_epoch', 'sequence', 'occurred_at', 'occurred_ms', 'face_json', 'error_json', 'snapshot', 'snapshot_path', 'snapshot_bytes', 'snapshot_width', 'snapshot_height',
-  'crop_width', 'crop_height'] as const;
+export const COLUMNS = [
+  'id',
+  'box_id',
+  'type',
+  'monitor_id',
+  'collection_id',
+  'person_id',
+  'person_name',
+  'person_external_id',
+  'similarity',
+  'threshold',
+  'matched_face_id',
+  'track_id',
+  'stream_epoch',
+  'sequence',
+  'occurred_at',
+  'occurred_ms',
+  'face_json',
+  'error_json',
+  'snapshot',
+  'snapshot_path',
+  'snapshot_bytes',
+  'snapshot_width',
+  'snapshot_height',
+  'crop_width',
+  'crop_height',
+] as const;
 
 /** SQL of the event history (no rules here). */
 export class HistoryStore {
   private readonly insertStmt;
   constructor(readonly db: Db) {
-    this.insertStmt = db.prepare(`INSERT INTO events (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`);
+    this.insertStmt = db.prepare(
+      `INSERT INTO events (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`,
+    );
   }
 
   /** Rows from before box identity ('' box) were recorded by this box. */
@@ -61,11 +123,20 @@ export class HistoryStore {
   // ---- fleet forwarding (the local history is the durable queue of the PostgreSQL history) ----
 
   forwardedSeq(): number {
-    return (this.db.prepare('SELECT forwarded_seq FROM event_forward WHERE id = 1').get() as { forwarded_seq: number } | undefined)?.forwarded_seq ?? 0;
+    return (
+      (
+        this.db.prepare('SELECT forwarded_seq FROM event_forward WHERE id = 1').get() as
+          { forwarded_seq: number } | undefined
+      )?.forwarded_seq ?? 0
+    );
   }
 
   setForwardedSeq(seq: number): void {
-    this.db.prepare('INSERT INTO event_forward (id, forwarded_seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET forwarded_seq = excluded.forwarded_seq').run(seq);
+    this.db
+      .prepare(
+        'INSERT INTO event_forward (id, forwarded_seq) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET forwarded_seq = excluded.forwarded_seq',
+      )
+      .run(seq);
   }
 
   /** Rows after `seq`, oldest first. */
@@ -75,7 +146,11 @@ export class HistoryStore {
 
   countFilteredAfter(f: EventFilter, seq: number): number {
     const { where, params } = filterSql(f);
-    return (this.db.prepare(`SELECT count(*) AS n FROM events WHERE (${where}) AND seq > ?`).get(...params, seq) as { n: number }).n;
+    return (
+      this.db.prepare(`SELECT count(*) AS n FROM events WHERE (${where}) AND seq > ?`).get(...params, seq) as {
+        n: number;
+      }
+    ).n;
   }
 
   countAfter(seq: number): number {
@@ -91,9 +166,27 @@ export class HistoryStore {
   }
 
   /** True when the row still exists. */
-  setSnapshot(id: string, s: Pick<StoredEvent, 'snapshot' | 'snapshot_path' | 'snapshot_bytes' | 'snapshot_width' | 'snapshot_height' | 'crop_width' | 'crop_height'>): boolean {
-    return this.db.prepare(`UPDATE events SET snapshot = @snapshot, snapshot_path = @snapshot_path, snapshot_bytes = @snapshot_bytes, snapshot_width = @snapshot_width,
-      snapshot_height = @snapshot_height, crop_width = @crop_width, crop_height = @crop_height WHERE id = @id`).run({ ...s, id }).changes > 0;
+  setSnapshot(
+    id: string,
+    s: Pick<
+      StoredEvent,
+      | 'snapshot'
+      | 'snapshot_path'
+      | 'snapshot_bytes'
+      | 'snapshot_width'
+      | 'snapshot_height'
+      | 'crop_width'
+      | 'crop_height'
+    >,
+  ): boolean {
+    return (
+      this.db
+        .prepare(
+          `UPDATE events SET snapshot = @snapshot, snapshot_path = @snapshot_path, snapshot_bytes = @snapshot_bytes, snapshot_width = @snapshot_width,
+      snapshot_height = @snapshot_height, crop_width = @crop_width, crop_height = @crop_height WHERE id = @id`,
+        )
+        .run({ ...s, id }).changes > 0
+    );
   }
 
   get(id: string): StoredEvent | null {
@@ -103,13 +196,19 @@ export class HistoryStore {
   /** Newest first, before `beforeSeq`. */
   list(f: EventFilter, beforeSeq: number | null, limit: number): StoredEvent[] {
     const { where, params } = filterSql(f);
-    return this.db.prepare(`SELECT * FROM events WHERE ${where} AND seq < ? ORDER BY seq DESC LIMIT ?`).all(...params, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as StoredEvent[];
+    return this.db
+      .prepare(`SELECT * FROM events WHERE ${where} AND seq < ? ORDER BY seq DESC LIMIT ?`)
+      .all(...params, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as StoredEvent[];
   }
 
   /** Deletes matching rows; their snapshot files go to the trash in the same transaction. */
   deleteWhere(where: string, params: readonly unknown[]): number {
     return this.transaction(() => {
-      this.db.prepare(`INSERT OR IGNORE INTO event_file_trash (path) SELECT snapshot_path FROM events WHERE (${where}) AND snapshot_path IS NOT NULL`).run(...params);
+      this.db
+        .prepare(
+          `INSERT OR IGNORE INTO event_file_trash (path) SELECT snapshot_path FROM events WHERE (${where}) AND snapshot_path IS NOT NULL`,
+        )
+        .run(...params);
       return this.db.prepare(`DELETE FROM events WHERE ${where}`).run(...params).changes;
     });
   }
@@ -125,7 +224,8 @@ export class HistoryStore {
   }
 
   deleteBeyondCount(max: number): number {
-    const row = this.db.prepare('SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?').get(max) as { seq: number } | undefined;
+    const row = this.db.prepare('SELECT seq FROM events ORDER BY seq DESC LIMIT 1 OFFSET ?').get(max) as
+      { seq: number } | undefined;
     return row ? this.deleteWhere('seq <= ?', [row.seq]) : 0;
   }
 
@@ -135,8 +235,12 @@ export class HistoryStore {
       let total = this.snapshotBytes();
       if (total <= maxBytes) return 0;
       let n = 0;
-      const rows = this.db.prepare("SELECT seq, snapshot_path, snapshot_bytes FROM events WHERE snapshot = 'ready' ORDER BY seq").iterate() as IterableIterator<{ seq: number; snapshot_path: string; snapshot_bytes: number }>;
-      const expire = this.db.prepare("UPDATE events SET snapshot = 'expired', snapshot_path = NULL, snapshot_bytes = 0 WHERE seq = ?");
+      const rows = this.db
+        .prepare("SELECT seq, snapshot_path, snapshot_bytes FROM events WHERE snapshot = 'ready' ORDER BY seq")
+        .iterate() as IterableIterator<{ seq: number; snapshot_path: string; snapshot_bytes: number }>;
+      const expire = this.db.prepare(
+        "UPDATE events SET snapshot = 'expired', snapshot_path = NULL, snapshot_bytes = 0 WHERE seq = ?",
+      );
       const trash = this.db.prepare('INSERT OR IGNORE INTO event_file_trash (path) VALUES (?)');
       const victims: { seq: number; path: string }[] = [];
       for (const r of rows) {
@@ -154,29 +258,51 @@ export class HistoryStore {
   }
 
   snapshotBytes(): number {
-    return (this.db.prepare("SELECT coalesce(sum(snapshot_bytes), 0) AS b FROM events WHERE snapshot = 'ready'").get() as { b: number }).b;
+    return (
+      this.db.prepare("SELECT coalesce(sum(snapshot_bytes), 0) AS b FROM events WHERE snapshot = 'ready'").get() as {
+        b: number;
+      }
+    ).b;
   }
 
   stats(): { events: number; snapshot_bytes: number; oldest_at: string | null; newest_at: string | null } {
-    const r = this.db.prepare('SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM events').get() as { n: number; lo: number | null; hi: number | null };
-    const at = (seq: number | null) => (seq === null ? null : (this.db.prepare('SELECT occurred_at FROM events WHERE seq = ?').get(seq) as { occurred_at: string }).occurred_at);
+    const r = this.db.prepare('SELECT count(*) AS n, min(seq) AS lo, max(seq) AS hi FROM events').get() as {
+      n: number;
+      lo: number | null;
+      hi: number | null;
+    };
+    const at = (seq: number | null) =>
+      seq === null
+        ? null
+        : (this.db.prepare('SELECT occurred_at FROM events WHERE seq = ?').get(seq) as { occurred_at: string })
+            .occurred_at;
     return { events: r.n, snapshot_bytes: this.snapshotBytes(), oldest_at: at(r.lo), newest_at: at(r.hi) };
   }
 
   // ---- snapshot files ----
 
   trash(limit: number): string[] {
-    return (this.db.prepare('SELECT path FROM event_file_trash LIMIT ?').all(limit) as { path: string }[]).map((r) => r.path);
+    return (this.db.prepare('SELECT path FROM event_file_trash LIMIT ?').all(limit) as { path: string }[]).map(
+      (r) => r.path,
+    );
   }
 
   untrash(paths: string[]): void {
     const del = this.db.prepare('DELETE FROM event_file_trash WHERE path = ?');
-    this.transaction(() => { for (const p of paths) del.run(p); });
+    this.transaction(() => {
+      for (const p of paths) del.run(p);
+    });
   }
 
   /** Paths the rows point at (ready or pending), to tell orphan files from live ones. */
   liveSnapshotPaths(): Set<string> {
-    return new Set((this.db.prepare('SELECT snapshot_path FROM events WHERE snapshot_path IS NOT NULL').all() as { snapshot_path: string }[]).map((r) => r.snapshot_path));
+    return new Set(
+      (
+        this.db.prepare('SELECT snapshot_path FROM events WHERE snapshot_path IS NOT NULL').all() as {
+          snapshot_path: string;
+        }[]
+      ).map((r) => r.snapshot_path),
+    );
   }
 
   pendingSnapshots(): StoredEvent[] {
@@ -186,16 +312,27 @@ export class HistoryStore {
   // ---- counters ----
 
   counter(name: string): number {
-    return (this.db.prepare('SELECT value FROM event_counters WHERE name = ?').get(name) as { value: number } | undefined)?.value ?? 0;
+    return (
+      (this.db.prepare('SELECT value FROM event_counters WHERE name = ?').get(name) as { value: number } | undefined)
+        ?.value ?? 0
+    );
   }
 
   addCounter(name: string, by: number): void {
-    this.db.prepare('INSERT INTO event_counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value').run(name, by);
+    this.db
+      .prepare(
+        'INSERT INTO event_counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
+      )
+      .run(name, by);
   }
 
   /** Persons whose last event on a monitor is an enter (present when the previous process stopped). */
   lastPresent(): { monitor_id: string; person_id: string }[] {
-    return this.db.prepare(`SELECT e.monitor_id, e.person_id FROM events e JOIN (SELECT monitor_id, person_id, max(seq) AS seq FROM events
-      WHERE person_id IS NOT NULL AND type IN ('person_enter', 'person_exit') GROUP BY monitor_id, person_id) last ON last.seq = e.seq WHERE e.type = 'person_enter'`).all() as { monitor_id: string; person_id: string }[];
+    return this.db
+      .prepare(
+        `SELECT e.monitor_id, e.person_id FROM events e JOIN (SELECT monitor_id, person_id, max(seq) AS seq FROM events
+      WHERE person_id IS NOT NULL AND type IN ('person_enter', 'person_exit') GROUP BY monitor_id, person_id) last ON last.seq = e.seq WHERE e.type = 'person_enter'`,
+      )
+      .all() as { monitor_id: string; person_id: string }[];
   }
 }

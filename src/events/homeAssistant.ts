@@ -7,8 +7,16 @@ import { VERSION } from '../contract/version.js';
  * connectivity `binary_sensor` on the availability topic. Every entity is unavailable while Vigil's
  * availability topic says "offline" (its MQTT last will).
  */
-export interface DiscoveryContext { prefix: string; discoveryPrefix: string; nodeId: string; boxName: string }
-export interface DiscoveryMessage { topic: string; payload: Record<string, unknown> }
+export interface DiscoveryContext {
+  prefix: string;
+  discoveryPrefix: string;
+  nodeId: string;
+  boxName: string;
+}
+export interface DiscoveryMessage {
+  topic: string;
+  payload: Record<string, unknown>;
+}
 
 /** node_id and object_id allow only [a-zA-Z0-9_-] (HA's discovery topic rule). */
 export const haId = (s: string): string => s.replace(/[^a-zA-Z0-9_-]/g, '_');
@@ -21,18 +29,34 @@ export const topics = (prefix: string) => ({
   snapshot: (monitorId: string) => `${prefix}/${monitorId}/snapshot`,
 });
 
-const availability = (c: DiscoveryContext) => [{ topic: topics(c.prefix).availability, payload_available: 'online', payload_not_available: 'offline' }];
-const boxDevice = (c: DiscoveryContext) => ({ identifiers: [`${c.nodeId}`], name: c.boxName, manufacturer: 'Vigil', model: 'Vigil face service', sw_version: VERSION });
+const availability = (c: DiscoveryContext) => [
+  { topic: topics(c.prefix).availability, payload_available: 'online', payload_not_available: 'offline' },
+];
+const boxDevice = (c: DiscoveryContext) => ({
+  identifiers: [`${c.nodeId}`],
+  name: c.boxName,
+  manufacturer: 'Vigil',
+  model: 'Vigil face service',
+  sw_version: VERSION,
+});
 
 /** The box's own device and its connectivity sensor. */
 export function boxDiscovery(c: DiscoveryContext): DiscoveryMessage[] {
-  return [{
-    topic: `${c.discoveryPrefix}/binary_sensor/${c.nodeId}/status/config`,
-    payload: {
-      name: 'Status', unique_id: `${c.nodeId}_status`, device_class: 'connectivity', entity_category: 'diagnostic',
-      state_topic: topics(c.prefix).availability, payload_on: 'online', payload_off: 'offline', device: boxDevice(c),
+  return [
+    {
+      topic: `${c.discoveryPrefix}/binary_sensor/${c.nodeId}/status/config`,
+      payload: {
+        name: 'Status',
+        unique_id: `${c.nodeId}_status`,
+        device_class: 'connectivity',
+        entity_category: 'diagnostic',
+        state_topic: topics(c.prefix).availability,
+        payload_on: 'online',
+        payload_off: 'offline',
+        device: boxDevice(c),
+      },
     },
-  }];
+  ];
 }
 
 /** The three entities of one monitor (their config topics). */
@@ -49,24 +73,46 @@ export function monitorDiscovery(c: DiscoveryContext, monitor: { id: string; nam
   const t = topics(c.prefix);
   const o = haId(monitor.id);
   const uid = `${c.nodeId}_${o}`;
-  const device = { identifiers: [uid], name: monitor.name, manufacturer: 'Vigil', model: 'RTSP monitor', sw_version: VERSION, via_device: `${c.nodeId}` };
+  const device = {
+    identifiers: [uid],
+    name: monitor.name,
+    manufacturer: 'Vigil',
+    model: 'RTSP monitor',
+    sw_version: VERSION,
+    via_device: `${c.nodeId}`,
+  };
   const [occupancy, lastPerson, camera] = monitorDiscoveryTopics(c, monitor.id) as [string, string, string];
   const common = { availability: availability(c), availability_mode: 'latest', device };
   return [
     {
       topic: occupancy,
       payload: {
-        name: 'Occupancy', unique_id: `${uid}_occupancy`, device_class: 'occupancy', state_topic: t.state(monitor.id),
-        value_template: "{{ 'ON' if value_json.occupied else 'OFF' }}", payload_on: 'ON', payload_off: 'OFF', json_attributes_topic: t.state(monitor.id), ...common,
+        name: 'Occupancy',
+        unique_id: `${uid}_occupancy`,
+        device_class: 'occupancy',
+        state_topic: t.state(monitor.id),
+        value_template: "{{ 'ON' if value_json.occupied else 'OFF' }}",
+        payload_on: 'ON',
+        payload_off: 'OFF',
+        json_attributes_topic: t.state(monitor.id),
+        ...common,
       },
     },
     {
       topic: lastPerson,
       payload: {
-        name: 'Last person', unique_id: `${uid}_last_person`, icon: 'mdi:account-search', state_topic: t.state(monitor.id),
-        value_template: "{{ value_json.last_person.name or value_json.last_person.id if value_json.last_person else 'none' }}", ...common,
+        name: 'Last person',
+        unique_id: `${uid}_last_person`,
+        icon: 'mdi:account-search',
+        state_topic: t.state(monitor.id),
+        value_template:
+          "{{ value_json.last_person.name or value_json.last_person.id if value_json.last_person else 'none' }}",
+        ...common,
       },
     },
-    { topic: camera, payload: { name: 'Snapshot', unique_id: `${uid}_snapshot`, topic: t.snapshot(monitor.id), ...common } },
+    {
+      topic: camera,
+      payload: { name: 'Snapshot', unique_id: `${uid}_snapshot`, topic: t.snapshot(monitor.id), ...common },
+    },
   ];
 }

@@ -7,14 +7,35 @@ import type { MonitorT } from '../contract/monitors.js';
 import type { Db } from '../store/database.js';
 import type { HistoryOutput } from './eventHistory.js';
 import { eventView } from './eventView.js';
-import { boxDiscovery, haId, monitorDiscovery, monitorDiscoveryTopics, topics, type DiscoveryContext } from './homeAssistant.js';
+import {
+  boxDiscovery,
+  haId,
+  monitorDiscovery,
+  monitorDiscoveryTopics,
+  topics,
+  type DiscoveryContext,
+} from './homeAssistant.js';
 import type { HistoryStore, StoredEvent } from './historyStore.js';
 
 export interface MqttOptions {
-  url: string; username?: string | undefined; password?: string | undefined; clientId?: string | undefined; topicPrefix: string; qos: 0 | 1 | 2; retain: boolean;
-  caFile?: string | undefined; certFile?: string | undefined; keyFile?: string | undefined; tlsVerify: boolean;
-  discovery: boolean; discoveryPrefix: string; snapshots: boolean; queueMaxMessages: number;
-  reconnectDelayMs: number; maxReconnectDelayMs: number; keepaliveSeconds: number;
+  url: string;
+  username?: string | undefined;
+  password?: string | undefined;
+  clientId?: string | undefined;
+  topicPrefix: string;
+  qos: 0 | 1 | 2;
+  retain: boolean;
+  caFile?: string | undefined;
+  certFile?: string | undefined;
+  keyFile?: string | undefined;
+  tlsVerify: boolean;
+  discovery: boolean;
+  discoveryPrefix: string;
+  snapshots: boolean;
+  queueMaxMessages: number;
+  reconnectDelayMs: number;
+  maxReconnectDelayMs: number;
+  keepaliveSeconds: number;
 }
 
 /** Who is in front of one monitor now (from its events), as the retained state topic shows it. */
@@ -82,7 +103,12 @@ export class MqttPublisher implements HistoryOutput {
   ) {
     this.backoffMs = o.reconnectDelayMs;
     this.clientId = o.clientId ?? `vigil-${haId(hostname())}`;
-    this.ctx = { prefix: o.topicPrefix, discoveryPrefix: o.discoveryPrefix, nodeId: haId(this.clientId), boxName: `Vigil ${hostname()}` };
+    this.ctx = {
+      prefix: o.topicPrefix,
+      discoveryPrefix: o.discoveryPrefix,
+      nodeId: haId(this.clientId),
+      boxName: `Vigil ${hostname()}`,
+    };
     this.t = topics(o.topicPrefix);
     this.queued = (db.prepare('SELECT count(*) AS n FROM mqtt_queue').get() as { n: number }).n;
     this.dropped = history.counter(DROPPED);
@@ -94,7 +120,8 @@ export class MqttPublisher implements HistoryOutput {
     if (!present.length) return;
     this.history.transaction(() => {
       for (const p of present) this.enqueue(this.t.person(p.monitor_id, p.person_id), 'OFF', true);
-      for (const m of new Set(present.map((p) => p.monitor_id))) this.enqueue(this.t.state(m), JSON.stringify(this.stateOf(m)), true);
+      for (const m of new Set(present.map((p) => p.monitor_id)))
+        this.enqueue(this.t.state(m), JSON.stringify(this.stateOf(m)), true);
     });
   }
 
@@ -122,7 +149,8 @@ export class MqttPublisher implements HistoryOutput {
     } else if (e.type === 'unknown_enter') p.unknownTracks.add(track);
     else if (e.type === 'unknown_exit') p.unknownTracks.delete(track);
     else return;
-    if (personChanged) this.enqueue(this.t.person(e.monitor_id, personChanged.id), personChanged.on ? 'ON' : 'OFF', true);
+    if (personChanged)
+      this.enqueue(this.t.person(e.monitor_id, personChanged.id), personChanged.on ? 'ON' : 'OFF', true);
     this.enqueue(this.t.state(e.monitor_id), JSON.stringify(this.stateOf(e.monitor_id)), true);
   }
 
@@ -137,7 +165,8 @@ export class MqttPublisher implements HistoryOutput {
   }
 
   private endPresence(monitorId: string, p: Presence): void {
-    for (const id of new Set([...p.tracks.values()].map((x) => x.id))) this.enqueue(this.t.person(monitorId, id), 'OFF', true);
+    for (const id of new Set([...p.tracks.values()].map((x) => x.id)))
+      this.enqueue(this.t.person(monitorId, id), 'OFF', true);
     p.tracks.clear();
     p.unknownTracks.clear();
     this.enqueue(this.t.state(monitorId), JSON.stringify(this.stateOf(monitorId)), true);
@@ -162,8 +191,13 @@ export class MqttPublisher implements HistoryOutput {
     const persons = p ? [...new Map([...p.tracks.values()].map((x) => [x.id, x])).values()] : [];
     const unknown = p?.unknownTracks.size ?? 0;
     return {
-      monitor_id: monitorId, occupied: persons.length + unknown > 0, person_count: persons.length, unknown_count: unknown,
-      persons: persons.map((x) => ({ id: x.id, name: x.name, since: x.since })), last_person: p?.lastPerson ?? null, updated_at: new Date().toISOString(),
+      monitor_id: monitorId,
+      occupied: persons.length + unknown > 0,
+      person_count: persons.length,
+      unknown_count: unknown,
+      persons: persons.map((x) => ({ id: x.id, name: x.name, since: x.since })),
+      last_person: p?.lastPerson ?? null,
+      updated_at: new Date().toISOString(),
     };
   }
 
@@ -178,7 +212,8 @@ export class MqttPublisher implements HistoryOutput {
     const p = this.presence.get(id);
     this.presence.delete(id);
     this.history.transaction(() => {
-      for (const pid of new Set([...(p?.tracks.values() ?? [])].map((x) => x.id))) this.enqueue(this.t.person(id, pid), '', true);
+      for (const pid of new Set([...(p?.tracks.values() ?? [])].map((x) => x.id)))
+        this.enqueue(this.t.person(id, pid), '', true);
       this.enqueue(this.t.state(id), '', true);
       this.enqueue(this.t.snapshot(id), '', true);
       if (this.o.discovery) for (const topic of monitorDiscoveryTopics(this.ctx, id)) this.enqueue(topic, '', true);
@@ -192,17 +227,27 @@ export class MqttPublisher implements HistoryOutput {
   private enqueue(topic: string, payload: string | Buffer, retain: boolean): void {
     const db = this.db;
     if (retain) this.queued -= db.prepare('DELETE FROM mqtt_queue WHERE retain = 1 AND topic = ?').run(topic).changes;
-    db.prepare('INSERT INTO mqtt_queue (topic, payload, retain, created_ms) VALUES (?, ?, ?, ?)').run(topic, typeof payload === 'string' ? Buffer.from(payload) : payload, retain ? 1 : 0, Date.now());
+    db.prepare('INSERT INTO mqtt_queue (topic, payload, retain, created_ms) VALUES (?, ?, ?, ?)').run(
+      topic,
+      typeof payload === 'string' ? Buffer.from(payload) : payload,
+      retain ? 1 : 0,
+      Date.now(),
+    );
     this.queued++;
     if (this.queued > this.o.queueMaxMessages) {
       const over = this.queued - this.o.queueMaxMessages;
-      const n = db.prepare('DELETE FROM mqtt_queue WHERE seq IN (SELECT seq FROM mqtt_queue ORDER BY seq LIMIT ?)').run(over).changes;
+      const n = db
+        .prepare('DELETE FROM mqtt_queue WHERE seq IN (SELECT seq FROM mqtt_queue ORDER BY seq LIMIT ?)')
+        .run(over).changes;
       this.queued -= n;
       this.dropped += n;
       this.history.addCounter(DROPPED, n);
       if (Date.now() - this.lastDropLog > 10_000) {
         this.lastDropLog = Date.now();
-        this.log.warn({ dropped_total: this.dropped, queue_max_messages: this.o.queueMaxMessages }, 'MQTT queue full: the oldest messages were dropped');
+        this.log.warn(
+          { dropped_total: this.dropped, queue_max_messages: this.o.queueMaxMessages },
+          'MQTT queue full: the oldest messages were dropped',
+        );
       }
     }
     if (this.connected) setImmediate(() => this.drain());
@@ -214,12 +259,24 @@ export class MqttPublisher implements HistoryOutput {
     this.draining = true;
     try {
       while (this.connected && !this.closed) {
-        const rows = this.db.prepare('SELECT seq, topic, payload, retain FROM mqtt_queue ORDER BY seq LIMIT ?').all(WINDOW) as { seq: number; topic: string; payload: Buffer; retain: number }[];
+        const rows = this.db
+          .prepare('SELECT seq, topic, payload, retain FROM mqtt_queue ORDER BY seq LIMIT ?')
+          .all(WINDOW) as { seq: number; topic: string; payload: Buffer; retain: number }[];
         if (!rows.length) break;
         const client = this.client!;
-        await Promise.race([this.lost, Promise.all(rows.map((r) => new Promise<void>((resolve, reject) => {
-          client.publish(r.topic, r.payload, { qos: this.o.qos, retain: r.retain === 1 }, (err) => (err ? reject(err) : resolve()));
-        })))]);
+        await Promise.race([
+          this.lost,
+          Promise.all(
+            rows.map(
+              (r) =>
+                new Promise<void>((resolve, reject) => {
+                  client.publish(r.topic, r.payload, { qos: this.o.qos, retain: r.retain === 1 }, (err) =>
+                    err ? reject(err) : resolve(),
+                  );
+                }),
+            ),
+          ),
+        ]);
         if (!this.db.open) return;
         const last = rows[rows.length - 1]!.seq;
         this.queued -= this.db.prepare('DELETE FROM mqtt_queue WHERE seq <= ?').run(last).changes;
@@ -240,11 +297,19 @@ export class MqttPublisher implements HistoryOutput {
   private options(): IClientOptions {
     const o = this.o;
     return {
-      clientId: this.clientId, clean: true, keepalive: o.keepaliveSeconds, reconnectPeriod: 0, connectTimeout: 10_000, resubscribe: false,
-      ...(o.username ? { username: o.username } : {}), ...(o.password ? { password: o.password } : {}),
+      clientId: this.clientId,
+      clean: true,
+      keepalive: o.keepaliveSeconds,
+      reconnectPeriod: 0,
+      connectTimeout: 10_000,
+      resubscribe: false,
+      ...(o.username ? { username: o.username } : {}),
+      ...(o.password ? { password: o.password } : {}),
       will: { topic: this.t.availability, payload: Buffer.from('offline'), qos: 1, retain: true },
       rejectUnauthorized: o.tlsVerify,
-      ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}), ...(o.certFile ? { cert: readFileSync(o.certFile) } : {}), ...(o.keyFile ? { key: readFileSync(o.keyFile) } : {}),
+      ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}),
+      ...(o.certFile ? { cert: readFileSync(o.certFile) } : {}),
+      ...(o.keyFile ? { key: readFileSync(o.keyFile) } : {}),
     };
   }
 
@@ -264,12 +329,17 @@ export class MqttPublisher implements HistoryOutput {
     this.client = client;
     client.on('connect', () => {
       if (this.closed) return;
-      this.lost = new Promise<never>((_, reject) => { this.markLost = reject; });
+      this.lost = new Promise<never>((_, reject) => {
+        this.markLost = reject;
+      });
       this.lost.catch(() => undefined);
       this.connected = true;
       this.connectedSince = new Date().toISOString();
       this.backoffMs = this.o.reconnectDelayMs;
-      this.log.info({ broker: redactBrokerUrl(this.o.url), client_id: this.clientId, queued: this.queued }, 'MQTT connected');
+      this.log.info(
+        { broker: redactBrokerUrl(this.o.url), client_id: this.clientId, queued: this.queued },
+        'MQTT connected',
+      );
       client.publish(this.t.availability, 'online', { qos: 1, retain: true });
       if (this.o.discovery) {
         client.subscribe(`${this.o.discoveryPrefix}/status`, { qos: 1 });
@@ -278,7 +348,8 @@ export class MqttPublisher implements HistoryOutput {
       void this.drain();
     });
     client.on('message', (topic, payload) => {
-      if (topic === `${this.o.discoveryPrefix}/status` && payload.toString() === 'online') this.publishDiscovery(this.monitors(), true);
+      if (topic === `${this.o.discoveryPrefix}/status` && payload.toString() === 'online')
+        this.publishDiscovery(this.monitors(), true);
     });
     client.on('error', (e) => {
       this.lastError = e.message;
@@ -307,20 +378,34 @@ export class MqttPublisher implements HistoryOutput {
   private publishDiscovery(monitors: MonitorT[], withBox = false): void {
     const client = this.client;
     if (!client || !this.connected) return;
-    const messages = [...(withBox ? boxDiscovery(this.ctx) : []), ...monitors.flatMap((m) => monitorDiscovery(this.ctx, m))];
+    const messages = [
+      ...(withBox ? boxDiscovery(this.ctx) : []),
+      ...monitors.flatMap((m) => monitorDiscovery(this.ctx, m)),
+    ];
     for (const m of messages) client.publish(m.topic, JSON.stringify(m.payload), { qos: 1, retain: true });
     // Retained state exists for every monitor, so entities are never "unknown".
     if (withBox) {
       this.history.transaction(() => {
-        for (const m of monitors) if (!this.presence.has(m.id)) this.enqueue(this.t.state(m.id), JSON.stringify(this.stateOf(m.id)), true);
+        for (const m of monitors)
+          if (!this.presence.has(m.id)) this.enqueue(this.t.state(m.id), JSON.stringify(this.stateOf(m.id)), true);
       });
     }
   }
 
   status(): MqttStatusT {
     return {
-      enabled: true, connected: this.connected, broker: redactBrokerUrl(this.o.url), client_id: this.clientId, topic_prefix: this.o.topicPrefix, queued: this.queued,
-      queue_max_messages: this.o.queueMaxMessages, dropped: this.dropped, published: this.published, last_error: this.lastError, connected_since: this.connectedSince, discovery: this.o.discovery,
+      enabled: true,
+      connected: this.connected,
+      broker: redactBrokerUrl(this.o.url),
+      client_id: this.clientId,
+      topic_prefix: this.o.topicPrefix,
+      queued: this.queued,
+      queue_max_messages: this.o.queueMaxMessages,
+      dropped: this.dropped,
+      published: this.published,
+      last_error: this.lastError,
+      connected_since: this.connectedSince,
+      discovery: this.o.discovery,
     };
   }
 
@@ -331,7 +416,10 @@ export class MqttPublisher implements HistoryOutput {
     const client = this.client;
     this.client = null;
     if (!client) return;
-    if (this.connected) await new Promise<void>((r) => client.publish(this.t.availability, 'offline', { qos: 1, retain: true }, () => r()));
+    if (this.connected)
+      await new Promise<void>((r) =>
+        client.publish(this.t.availability, 'offline', { qos: 1, retain: true }, () => r()),
+      );
     this.connected = false;
     await new Promise<void>((r) => client.end(false, {}, () => r()));
   }

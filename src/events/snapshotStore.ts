@@ -17,19 +17,40 @@ export interface SnapshotOptions {
 }
 
 /** What was written: `path` is the base name under the snapshot folder (`<day>/<event id>`). */
-export interface SnapshotFiles { path: string; bytes: number; width: number; height: number; cropWidth: number; cropHeight: number; frameJpeg: Buffer }
+export interface SnapshotFiles {
+  path: string;
+  bytes: number;
+  width: number;
+  height: number;
+  cropWidth: number;
+  cropHeight: number;
+  frameJpeg: Buffer;
+}
 
-export interface PixelBox { x: number; y: number; width: number; height: number }
+export interface PixelBox {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
 
 /**
  * The crop rectangle: the face box grown by `margin` × its size on each side, clipped to the frame.
  * A recognizer needs context around the face (the detector must find it again in the crop), so the
  * crop is never just the tight box. Null when nothing of the box lies inside the frame.
  */
-export function cropRect(box: PixelBox, frameWidth: number, frameHeight: number, margin: number): { left: number; top: number; width: number; height: number } | null {
-  const mx = box.width * margin, my = box.height * margin;
-  const left = Math.max(0, Math.floor(box.x - mx)), top = Math.max(0, Math.floor(box.y - my));
-  const right = Math.min(frameWidth, Math.ceil(box.x + box.width + mx)), bottom = Math.min(frameHeight, Math.ceil(box.y + box.height + my));
+export function cropRect(
+  box: PixelBox,
+  frameWidth: number,
+  frameHeight: number,
+  margin: number,
+): { left: number; top: number; width: number; height: number } | null {
+  const mx = box.width * margin,
+    my = box.height * margin;
+  const left = Math.max(0, Math.floor(box.x - mx)),
+    top = Math.max(0, Math.floor(box.y - my));
+  const right = Math.min(frameWidth, Math.ceil(box.x + box.width + mx)),
+    bottom = Math.min(frameHeight, Math.ceil(box.y + box.height + my));
   if (right - left < 2 || bottom - top < 2) return null;
   return { left, top, width: right - left, height: bottom - top };
 }
@@ -56,7 +77,10 @@ export class SnapshotStore {
   /** Snapshots skipped because too many were waiting to be encoded. */
   skipped = 0;
 
-  constructor(dataDir: string, private readonly o: SnapshotOptions) {
+  constructor(
+    dataDir: string,
+    private readonly o: SnapshotOptions,
+  ) {
     this.root = join(dataDir, 'events', 'snapshots');
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
   }
@@ -94,13 +118,31 @@ export class SnapshotStore {
     if (!rect) throw new Error('the face box lies outside the frame');
     const cropSize = fitInside(rect.width, rect.height, this.o.cropMaxSide);
     const [frameJpeg, cropJpeg] = await Promise.all([
-      sharp(input, raw).resize(size.width, size.height, { fit: 'fill' }).jpeg({ quality: this.o.quality, mozjpeg: false }).toBuffer(),
-      sharp(input, raw).extract(rect).resize(cropSize.width, cropSize.height, { fit: 'fill' }).jpeg({ quality: Math.max(this.o.quality, 90) }).toBuffer(),
+      sharp(input, raw)
+        .resize(size.width, size.height, { fit: 'fill' })
+        .jpeg({ quality: this.o.quality, mozjpeg: false })
+        .toBuffer(),
+      sharp(input, raw)
+        .extract(rect)
+        .resize(cropSize.width, cropSize.height, { fit: 'fill' })
+        .jpeg({ quality: Math.max(this.o.quality, 90) })
+        .toBuffer(),
     ]);
     const path = `${dayOf(occurredAt)}/${eventId}`;
     mkdirSync(join(this.root, dayOf(occurredAt)), { recursive: true, mode: 0o700 });
-    await Promise.all([this.writeAtomic(this.file(path, 'frame'), frameJpeg), this.writeAtomic(this.file(path, 'crop'), cropJpeg)]);
-    return { path, bytes: frameJpeg.length + cropJpeg.length, width: size.width, height: size.height, cropWidth: cropSize.width, cropHeight: cropSize.height, frameJpeg };
+    await Promise.all([
+      this.writeAtomic(this.file(path, 'frame'), frameJpeg),
+      this.writeAtomic(this.file(path, 'crop'), cropJpeg),
+    ]);
+    return {
+      path,
+      bytes: frameJpeg.length + cropJpeg.length,
+      width: size.width,
+      height: size.height,
+      cropWidth: cropSize.width,
+      cropHeight: cropSize.height,
+      frameJpeg,
+    };
   }
 
   private async writeAtomic(file: string, data: Buffer): Promise<void> {
@@ -141,7 +183,9 @@ export class SnapshotStore {
       if (names.length === 0) {
         try {
           rmdirSync(join(this.root, day));
-        } catch { /* a snapshot was just written there */ }
+        } catch {
+          /* a snapshot was just written there */
+        }
       }
     }
     return out;

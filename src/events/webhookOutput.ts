@@ -16,6 +16,13 @@ export class WebhookEventOutput implements HistoryOutput {
   constructor(private readonly outbox: WebhookOutbox) {}
 
   recorded(e: StoredEvent): void {
-    this.outbox.enqueue({ scope: ADMIN_SCOPE, type: webhookTypeOf(e.type), tags: { monitor_id: e.monitor_id }, data: eventView(e), messageId: `msg_${e.id}`, occurredAt: e.occurred_at });
+    this.outbox.enqueue({
+      scope: ADMIN_SCOPE,
+      type: webhookTypeOf(e.type),
+      tags: { monitor_id: e.monitor_id },
+      data: eventView(e),
+      messageId: `msg_${e.id}`,
+      occurredAt: e.occurred_at,
+    });
   }
 }

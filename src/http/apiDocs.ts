@@ -39,7 +39,8 @@ const INIT = `window.ui = SwaggerUIBundle({
 `;
 
 /** Swagger UI sets style attributes and loads its icons as data: URLs; the rest of the policy stays. */
-const DOCS_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const DOCS_CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 function distDir(): string | null {
   try {
@@ -51,9 +52,15 @@ function distDir(): string | null {
 
 export function mountApiDocs(router: Router<AppState>): void {
   const dir = distDir();
-  const files = new Map<string, { type: string; body: Buffer | string }>([['init.js', { type: 'text/javascript; charset=utf-8', body: INIT }]]);
+  const files = new Map<string, { type: string; body: Buffer | string }>([
+    ['init.js', { type: 'text/javascript; charset=utf-8', body: INIT }],
+  ]);
   if (dir) {
-    for (const [name, type] of [['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'], ['swagger-ui.css', 'text/css; charset=utf-8'], ['favicon-32x32.png', 'image/png']] as const) {
+    for (const [name, type] of [
+      ['swagger-ui-bundle.js', 'text/javascript; charset=utf-8'],
+      ['swagger-ui.css', 'text/css; charset=utf-8'],
+      ['favicon-32x32.png', 'image/png'],
+    ] as const) {
       files.set(name, { type, body: readFileSync(join(dir, name)) });
     }
   }
@@ -73,7 +80,9 @@ export function mountApiDocs(router: Router<AppState>): void {
     ctx.set('Cache-Control', 'no-cache');
     ctx.type = 'text/html; charset=utf-8';
     if (!dir) ctx.status = 503;
-    ctx.body = dir ? INDEX : '<!doctype html><title>Vigil API</title><p>swagger-ui-dist is not installed; the API description is at <a href="/openapi.json">/openapi.json</a>.</p>';
+    ctx.body = dir
+      ? INDEX
+      : '<!doctype html><title>Vigil API</title><p>swagger-ui-dist is not installed; the API description is at <a href="/openapi.json">/openapi.json</a>.</p>';
   });
   router.get('/docs/:file', (ctx, next) => {
     const f = files.get(ctx.params.file!);

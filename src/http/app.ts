@@ -26,7 +26,19 @@ import { mountOperations } from './operations.js';
 
 /** Every API operation the daemon serves (the auth test enumerates this list). */
 export function apiRoutes(rt: Runtime): RouteSpec[] {
-  return [...systemRoutes(rt), ...addonRoutes(rt), ...faceRoutes(rt), ...collectionRoutes(rt), ...galleryImportRoutes(rt), ...monitorRoutes(rt), ...eventRoutes(rt), ...webhookRoutes(rt), ...scraperRoutes(rt), ...workspaceWebhookRoutes(rt), ...kioskRoutes(rt)];
+  return [
+    ...systemRoutes(rt),
+    ...addonRoutes(rt),
+    ...faceRoutes(rt),
+    ...collectionRoutes(rt),
+    ...galleryImportRoutes(rt),
+    ...monitorRoutes(rt),
+    ...eventRoutes(rt),
+    ...webhookRoutes(rt),
+    ...scraperRoutes(rt),
+    ...workspaceWebhookRoutes(rt),
+    ...kioskRoutes(rt),
+  ];
 }
 
 export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[] } {
@@ -38,13 +50,17 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const openapi = buildOpenApi(routes, RUN_WEBHOOK_EVENTS);
   const router = new Router<AppState>();
   // Wrong keys per source address, shared by the admin and the workspace keys.
-  const throttle = new FailureThrottle({ maxFailures: config.auth.max_failures, windowMs: config.auth.failure_window_seconds * 1000 });
+  const throttle = new FailureThrottle({
+    maxFailures: config.auth.max_failures,
+    windowMs: config.auth.failure_window_seconds * 1000,
+  });
   const auth = requireApiKey(rt.keys, throttle);
   const workspaceAuth = requireWorkspaceKey(rt.workspaces, throttle);
   const kioskAuth = requireApiKeyOrKiosk(rt.keys, rt.kiosk, throttle);
   for (const r of routes) {
     // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
-    const guard = r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : r.kiosk ? [kioskAuth] : [auth];
+    const guard =
+      r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : r.kiosk ? [kioskAuth] : [auth];
     router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
   }
   mountMcp(router, rt);

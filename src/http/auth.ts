@@ -39,7 +39,11 @@ export function requireApiKey(keys: ApiKeyStore, throttle: FailureThrottle): Koa
  * The guard of a monitor's preview and state: the admin key, or a kiosk token (vk_…) issued for the
  * monitor in the path. Anything else is 401, exactly as the admin guard answers.
  */
-export function requireApiKeyOrKiosk(keys: ApiKeyStore, kiosk: KioskTokenStore, throttle: FailureThrottle): Koa.Middleware {
+export function requireApiKeyOrKiosk(
+  keys: ApiKeyStore,
+  kiosk: KioskTokenStore,
+  throttle: FailureThrottle,
+): Koa.Middleware {
   const admin = requireApiKey(keys, throttle);
   return async (ctx, next) => {
     const presented = parseBearer(ctx.get('Authorization') || undefined);

@@ -33,11 +33,22 @@ export function replyToClientErrors(server: Server, log: Logger): void {
     }
     const api = parserError(err.code);
     const requestId = randomUUID();
-    log.info({ request_id: requestId, status: api.status, code: api.code, reason: err.code }, 'request refused by the HTTP parser');
-    const body = JSON.stringify({ error: { code: api.code, message: api.message, details: api.details }, request_id: requestId });
+    log.info(
+      { request_id: requestId, status: api.status, code: api.code, reason: err.code },
+      'request refused by the HTTP parser',
+    );
+    const body = JSON.stringify({
+      error: { code: api.code, message: api.message, details: api.details },
+      request_id: requestId,
+    });
     const head = [
-      `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status] ?? 'Error'}`, 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`,
-      `x-request-id: ${requestId}`, 'X-Content-Type-Options: nosniff', 'Connection: close', ...Object.entries(api.headers).map(([k, v]) => `${k}: ${v}`),
+      `HTTP/1.1 ${api.status} ${STATUS_CODES[api.status] ?? 'Error'}`,
+      'Content-Type: application/json; charset=utf-8',
+      `Content-Length: ${Buffer.byteLength(body)}`,
+      `x-request-id: ${requestId}`,
+      'X-Content-Type-Options: nosniff',
+      'Connection: close',
+      ...Object.entries(api.headers).map(([k, v]) => `${k}: ${v}`),
     ].join('\r\n');
     socket.end(`${head}\r\n\r\n${body}`);
   });

@@ -4,7 +4,13 @@ import { type ApiError, Errors, isApiError } from '../contract/errors.js';
 import { isStorageFull, type StorageGuard } from '../store/storageGuard.js';
 import type { AppState } from './route.js';
 
-export interface RecentError { code: string; path: string; request_id: string; status: number; at: string }
+export interface RecentError {
+  code: string;
+  path: string;
+  request_id: string;
+  status: number;
+  at: string;
+}
 
 /** The last few errors, for /v1/system. */
 export class RecentErrors {
@@ -76,12 +82,26 @@ export function errorEnvelope(log: Logger, recent: RecentErrors, storage?: Stora
       const full = storage && isStorageFull(fullCause(err));
       if (full) storage.markFull(`a write failed: ${fullCause(err).code}`);
       // Whatever a reader made of a body cut at the size limit, the cause is its size.
-      const api = ctx.state.bodyTooLarge ?? (full ? Errors.insufficientStorage({ reason: fullCause(err).code, ...storageDetails(storage) }) : toApiError(err));
-      if (api.status >= 500 && api.code === 'internal_error') log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');
-      recent.add({ code: api.code, path: ctx.path, request_id: ctx.state.requestId, status: api.status, at: new Date().toISOString() });
+      const api =
+        ctx.state.bodyTooLarge ??
+        (full
+          ? Errors.insufficientStorage({ reason: fullCause(err).code, ...storageDetails(storage) })
+          : toApiError(err));
+      if (api.status >= 500 && api.code === 'internal_error')
+        log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');
+      recent.add({
+        code: api.code,
+        path: ctx.path,
+        request_id: ctx.state.requestId,
+        status: api.status,
+        at: new Date().toISOString(),
+      });
       ctx.status = api.status;
       for (const [k, v] of Object.entries(api.headers)) ctx.set(k, v);
-      ctx.body = { error: { code: api.code, message: api.message, details: api.details }, request_id: ctx.state.requestId };
+      ctx.body = {
+        error: { code: api.code, message: api.message, details: api.details },
+        request_id: ctx.state.requestId,
+      };
     }
   };
 }

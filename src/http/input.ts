@@ -24,9 +24,19 @@ export async function readBodyText(ctx: AppContext, maxBytes: number): Promise<s
       }
       chunks.push(chunk);
     };
-    const onEnd = () => { cleanup(); resolve(Buffer.concat(chunks).toString('utf8')); };
-    const onError = (e: Error) => { cleanup(); reject(e); };
-    const cleanup = () => { req.off('data', onData); req.off('end', onEnd); req.off('error', onError); };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (e: Error) => {
+      cleanup();
+      reject(e);
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
     if (req.readableEnded) return resolve('');
     req.on('data', onData);
     req.on('end', onEnd);

@@ -20,8 +20,16 @@ const ALWAYS = [/^\/v1\/health\/?$/, /^\/v1\/system\/?$/];
 export function integrityGate(db: OpenedDatabase): Koa.Middleware {
   return async (ctx, next) => {
     const state = db.integrity;
-    if (state !== 'ok' && !ALWAYS.some((r) => r.test(ctx.path)) && (ctx.path.startsWith('/v1/') || ctx.path.startsWith('/workspaces/') || ctx.path === '/mcp')) {
-      const reads = ctx.method === 'GET' || ctx.method === 'HEAD' || ctx.method === 'OPTIONS' || (ctx.method === 'POST' && READ_ONLY_POSTS.some((r) => r.test(ctx.path)));
+    if (
+      state !== 'ok' &&
+      !ALWAYS.some((r) => r.test(ctx.path)) &&
+      (ctx.path.startsWith('/v1/') || ctx.path.startsWith('/workspaces/') || ctx.path === '/mcp')
+    ) {
+      const reads =
+        ctx.method === 'GET' ||
+        ctx.method === 'HEAD' ||
+        ctx.method === 'OPTIONS' ||
+        (ctx.method === 'POST' && READ_ONLY_POSTS.some((r) => r.test(ctx.path)));
       if (state !== INTEGRITY_PENDING || !reads) throw Errors.databaseNotVerified(state);
     }
     await next();

@@ -38,7 +38,10 @@ export function mountMcp(router: Router<AppState>, rt: Runtime): void {
     const body = await readJson(ctx, z.unknown(), maxBytes);
     const server = createMcpServer(inProcessBackend(rt.scrapes, workspaceId), rt.loaded.config.scrapers.mcp_tool_names);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    ctx.res.on('close', () => { void transport.close(); void server.close(); });
+    ctx.res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
     await server.connect(transport);
     ctx.respond = false;
     await transport.handleRequest(ctx.req, ctx.res, body);
@@ -46,7 +49,11 @@ export function mountMcp(router: Router<AppState>, rt: Runtime): void {
   const notAllowed = (koaCtx: { status: number; body: unknown; set(k: string, v: string): void }) => {
     koaCtx.status = 405;
     koaCtx.set('Allow', 'POST');
-    koaCtx.body = { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless (POST only).' }, id: null };
+    koaCtx.body = {
+      jsonrpc: '2.0',
+      error: { code: -32000, message: 'Method not allowed: this MCP endpoint is stateless (POST only).' },
+      id: null,
+    };
   };
   router.get('/mcp', notAllowed);
   router.delete('/mcp', notAllowed);

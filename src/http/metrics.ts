@@ -29,24 +29,87 @@ export class VigilMetrics {
   readonly registry = new Registry();
   private rt: Runtime | null = null;
 
-  private readonly httpRequests = new Counter({ name: 'vigil_http_requests_total', help: 'HTTP requests by route template, method and status.', labelNames: ['route', 'method', 'status'] as const, registers: [this.registry] });
-  private readonly httpDuration = new Histogram({ name: 'vigil_http_request_duration_seconds', help: 'HTTP request latency by route template and method.', labelNames: ['route', 'method'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  private readonly inferenceJobs = new Counter({ name: 'vigil_inference_jobs_total', help: 'Inference jobs (one image through the pipeline) by outcome.', labelNames: ['outcome'] as const, registers: [this.registry] });
-  private readonly inferenceWait = new Histogram({ name: 'vigil_inference_queue_wait_seconds', help: 'Time a job waited for a free inference worker.', buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  private readonly inferenceStage = new Histogram({ name: 'vigil_inference_stage_duration_seconds', help: 'Pipeline stage latency (decode, detect, liveness, embed; align is part of embed).', labelNames: ['stage'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
-  private readonly searchDuration = new Histogram({ name: 'vigil_search_duration_seconds', help: 'Index scan latency: search (API, per query face) and identify (monitors, per frame).', labelNames: ['op'] as const, buckets: SEARCH_BUCKETS, registers: [this.registry] });
-  private readonly scrapeRuns = new Counter({ name: 'vigil_scrape_runs_total', help: 'Finished scrape runs by scraper kind and final status.', labelNames: ['kind', 'outcome'] as const, registers: [this.registry] });
-  private readonly scrapeItems = new Counter({ name: 'vigil_scrape_items_billed_total', help: 'Items billed to workspaces by scraper kind.', labelNames: ['kind'] as const, registers: [this.registry] });
-  private readonly scrapeReviews = new Counter({ name: 'vigil_scrape_reviews_billed_total', help: 'Reviews billed to workspaces by scraper kind.', labelNames: ['kind'] as const, registers: [this.registry] });
-  private readonly scrapeErrors = new Counter({ name: 'vigil_scrape_upstream_errors_total', help: 'Failed scrape sources by scraper kind and problem code.', labelNames: ['kind', 'code'] as const, registers: [this.registry] });
-  private readonly events = new Counter({ name: 'vigil_monitor_events_total', help: 'Monitor events written to the history, by monitor and type.', labelNames: ['monitor', 'type'] as const, registers: [this.registry] });
+  private readonly httpRequests = new Counter({
+    name: 'vigil_http_requests_total',
+    help: 'HTTP requests by route template, method and status.',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly httpDuration = new Histogram({
+    name: 'vigil_http_request_duration_seconds',
+    help: 'HTTP request latency by route template and method.',
+    labelNames: ['route', 'method'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly inferenceJobs = new Counter({
+    name: 'vigil_inference_jobs_total',
+    help: 'Inference jobs (one image through the pipeline) by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly inferenceWait = new Histogram({
+    name: 'vigil_inference_queue_wait_seconds',
+    help: 'Time a job waited for a free inference worker.',
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly inferenceStage = new Histogram({
+    name: 'vigil_inference_stage_duration_seconds',
+    help: 'Pipeline stage latency (decode, detect, liveness, embed; align is part of embed).',
+    labelNames: ['stage'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly searchDuration = new Histogram({
+    name: 'vigil_search_duration_seconds',
+    help: 'Index scan latency: search (API, per query face) and identify (monitors, per frame).',
+    labelNames: ['op'] as const,
+    buckets: SEARCH_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly scrapeRuns = new Counter({
+    name: 'vigil_scrape_runs_total',
+    help: 'Finished scrape runs by scraper kind and final status.',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  private readonly scrapeItems = new Counter({
+    name: 'vigil_scrape_items_billed_total',
+    help: 'Items billed to workspaces by scraper kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly scrapeReviews = new Counter({
+    name: 'vigil_scrape_reviews_billed_total',
+    help: 'Reviews billed to workspaces by scraper kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+  private readonly scrapeErrors = new Counter({
+    name: 'vigil_scrape_upstream_errors_total',
+    help: 'Failed scrape sources by scraper kind and problem code.',
+    labelNames: ['kind', 'code'] as const,
+    registers: [this.registry],
+  });
+  private readonly events = new Counter({
+    name: 'vigil_monitor_events_total',
+    help: 'Monitor events written to the history, by monitor and type.',
+    labelNames: ['monitor', 'type'] as const,
+    registers: [this.registry],
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
     // prom-client's gauges named *_total fail promtool's lint; the same values stay as nodejs_active_{handles,requests,resources}.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
-    new Gauge({ name: 'vigil_build_info', help: 'Version of the running daemon (value 1).', labelNames: ['version', 'node_version'] as const, registers: [this.registry] })
-      .set({ version: VERSION, node_version: process.version }, 1);
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'])
+      this.registry.removeSingleMetric(name);
+    new Gauge({
+      name: 'vigil_build_info',
+      help: 'Version of the running daemon (value 1).',
+      labelNames: ['version', 'node_version'] as const,
+      registers: [this.registry],
+    }).set({ version: VERSION, node_version: process.version }, 1);
     this.stateCollectors();
   }
 
@@ -63,8 +126,15 @@ export class VigilMetrics {
         await next();
       } finally {
         const matched = (ctx as unknown as { _matchedRoute?: string | RegExp })._matchedRoute;
-        const route = typeof matched === 'string' ? matched : ctx.path.startsWith('/v1/') || ctx.path.startsWith('/workspaces/') ? 'unmatched' : 'web';
-        const method = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].includes(ctx.method) ? ctx.method : 'OTHER';
+        const route =
+          typeof matched === 'string'
+            ? matched
+            : ctx.path.startsWith('/v1/') || ctx.path.startsWith('/workspaces/')
+              ? 'unmatched'
+              : 'web';
+        const method = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'].includes(ctx.method)
+          ? ctx.method
+          : 'OTHER';
         this.httpRequests.inc({ route, method, status: String(ctx.status) });
         this.httpDuration.observe({ route, method }, (performance.now() - started) / 1000);
       }
@@ -96,9 +166,14 @@ export class VigilMetrics {
     if (billed_units) this.scrapeItems.inc({ kind }, billed_units);
     if (billed_reviews) this.scrapeReviews.inc({ kind }, billed_reviews);
     try {
-      const result = result_json ? (JSON.parse(result_json) as { sources?: { status?: string; problem?: { code?: string } }[] }) : null;
-      for (const s of result?.sources ?? []) if (s.status === 'failed') this.scrapeErrors.inc({ kind, code: s.problem?.code ?? 'unknown' });
-    } catch { /* a result that does not parse counts no errors */ }
+      const result = result_json
+        ? (JSON.parse(result_json) as { sources?: { status?: string; problem?: { code?: string } }[] })
+        : null;
+      for (const s of result?.sources ?? [])
+        if (s.status === 'failed') this.scrapeErrors.inc({ kind, code: s.problem?.code ?? 'unknown' });
+    } catch {
+      /* a result that does not parse counts no errors */
+    }
   };
 
   readonly eventOutput: HistoryOutput = {
@@ -109,23 +184,59 @@ export class VigilMetrics {
   private stateCollectors(): void {
     const reg = [this.registry];
     const rt = () => this.rt;
-    new Gauge({ name: 'vigil_ready', help: '1 when the models are loaded and the service is ready.', registers: reg, collect() { this.set(rt()?.inference ? 1 : 0); } });
-    new Gauge({ name: 'vigil_inference_queue_depth', help: 'Inference jobs waiting for a worker.', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().waiting ?? 0); } });
-    new Gauge({ name: 'vigil_inference_active_jobs', help: 'Inference jobs held by workers now (running or being decoded there).', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().active ?? 0); } });
-    new Gauge({ name: 'vigil_inference_workers', help: 'Inference worker threads.', registers: reg, collect() { this.set(rt()?.inference?.engine.stats().workers ?? 0); } });
-
     new Gauge({
-      name: 'vigil_search_rows', help: 'Live face rows in each collection\'s search index.', labelNames: ['collection'] as const, registers: reg,
+      name: 'vigil_ready',
+      help: '1 when the models are loaded and the service is ready.',
+      registers: reg,
       collect() {
-        this.reset();
-        for (const c of collectionSummaries(rt())) this.set({ collection: String(c.collection_id) }, Number(c.live_rows) || 0);
+        this.set(rt()?.inference ? 1 : 0);
       },
     });
     new Gauge({
-      name: 'vigil_search_index_bytes', help: 'Memory of each collection\'s loaded search index.', labelNames: ['collection'] as const, registers: reg,
+      name: 'vigil_inference_queue_depth',
+      help: 'Inference jobs waiting for a worker.',
+      registers: reg,
+      collect() {
+        this.set(rt()?.inference?.engine.stats().waiting ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'vigil_inference_active_jobs',
+      help: 'Inference jobs held by workers now (running or being decoded there).',
+      registers: reg,
+      collect() {
+        this.set(rt()?.inference?.engine.stats().active ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'vigil_inference_workers',
+      help: 'Inference worker threads.',
+      registers: reg,
+      collect() {
+        this.set(rt()?.inference?.engine.stats().workers ?? 0);
+      },
+    });
+
+    new Gauge({
+      name: 'vigil_search_rows',
+      help: "Live face rows in each collection's search index.",
+      labelNames: ['collection'] as const,
+      registers: reg,
       collect() {
         this.reset();
-        for (const c of collectionSummaries(rt())) this.set({ collection: String(c.collection_id) }, Number(c.memory_bytes) || 0);
+        for (const c of collectionSummaries(rt()))
+          this.set({ collection: String(c.collection_id) }, Number(c.live_rows) || 0);
+      },
+    });
+    new Gauge({
+      name: 'vigil_search_index_bytes',
+      help: "Memory of each collection's loaded search index.",
+      labelNames: ['collection'] as const,
+      registers: reg,
+      collect() {
+        this.reset();
+        for (const c of collectionSummaries(rt()))
+          this.set({ collection: String(c.collection_id) }, Number(c.memory_bytes) || 0);
       },
     });
 
@@ -136,41 +247,116 @@ export class VigilMetrics {
       if (!r) return [];
       return r.monitors.all().map((m) => ({ id: m.id, enabled: m.enabled, state: r.monitors.state(m.id) }));
     };
-    const perMonitorGauge = (name: string, help: string, value: (s: ReturnType<typeof monitorStates>[number]) => number | null) => new Gauge({
-      name, help, labelNames: ['monitor'] as const, registers: reg,
-      collect() {
-        this.reset();
-        for (const m of monitorStates()) {
-          const v = value(m);
-          if (v !== null) this.set({ monitor: m.id }, v);
-        }
-      },
-    });
-    const perMonitorCounter = (name: string, help: string, value: (s: ReturnType<typeof monitorStates>[number]) => number) => new Counter({
-      name, help, labelNames: ['monitor'] as const, registers: reg,
-      collect() {
-        this.reset();
-        for (const m of monitorStates()) this.inc({ monitor: m.id }, value(m));
-      },
-    });
+    const perMonitorGauge = (
+      name: string,
+      help: string,
+      value: (s: ReturnType<typeof monitorStates>[number]) => number | null,
+    ) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['monitor'] as const,
+        registers: reg,
+        collect() {
+          this.reset();
+          for (const m of monitorStates()) {
+            const v = value(m);
+            if (v !== null) this.set({ monitor: m.id }, v);
+          }
+        },
+      });
+    const perMonitorCounter = (
+      name: string,
+      help: string,
+      value: (s: ReturnType<typeof monitorStates>[number]) => number,
+    ) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['monitor'] as const,
+        registers: reg,
+        collect() {
+          this.reset();
+          for (const m of monitorStates()) this.inc({ monitor: m.id }, value(m));
+        },
+      });
     perMonitorGauge('vigil_monitor_enabled', 'Whether the monitor is enabled.', (m) => (m.enabled ? 1 : 0));
-    perMonitorGauge('vigil_monitor_connected', 'Whether the monitor\'s RTSP source is connected.', (m) => (m.state.connected ? 1 : 0));
-    perMonitorGauge('vigil_monitor_source_fps', 'Frames per second the source announces.', (m) => m.state.source.source_fps ?? null);
-    perMonitorGauge('vigil_monitor_inference_fps', 'Frames per second actually inferred.', (m) => m.state.inference.actual_fps);
-    perMonitorGauge('vigil_monitor_configured_fps', 'Configured inference_fps.', (m) => m.state.inference.configured_fps);
-    perMonitorGauge('vigil_monitor_processing_seconds', 'Processing time of the last inferred frame.', (m) => (m.state.inference.processing_ms === null ? null : m.state.inference.processing_ms / 1000));
-    perMonitorGauge('vigil_monitor_preview_viewers', 'Clients watching the monitor\'s MJPEG preview.', (m) => m.state.preview.viewers);
-    perMonitorGauge('vigil_monitor_faces', 'Faces tracked in the monitor\'s current frame.', (m) => m.state.faces.length);
-    perMonitorCounter('vigil_monitor_frames_decoded_total', 'Frames decoded from the source in this session.', (m) => m.state.inference.decoded_frames);
-    perMonitorCounter('vigil_monitor_frames_inferred_total', 'Frames run through inference in this session.', (m) => m.state.inference.processed_frames);
-    perMonitorCounter('vigil_monitor_frames_dropped_total', 'Decoded frames skipped because inference was busy or slower than the source.', (m) => m.state.inference.dropped_frames);
-    perMonitorCounter('vigil_monitor_faces_embedded_total', 'Faces embedded and searched in this session.', (m) => m.state.inference.embedded_faces);
-    perMonitorCounter('vigil_monitor_late_frames_total', 'Processed frames that took longer than the inference interval (wait for a worker + inference).', (m) => m.state.inference.late_frames);
-    perMonitorCounter('vigil_monitor_identities_reused_total', 'Faces that kept their confirmed track\'s identity instead of a new embedding ([monitors] reidentify_interval_seconds).', (m) => m.state.inference.reused_identities);
-    perMonitorCounter('vigil_monitor_reconnects_total', 'Source reconnects in this session.', (m) => m.state.reconnects);
-    perMonitorCounter('vigil_monitor_inference_errors_total', 'Frames whose inference failed in this session.', (m) => m.state.inference_errors);
+    perMonitorGauge('vigil_monitor_connected', "Whether the monitor's RTSP source is connected.", (m) =>
+      m.state.connected ? 1 : 0,
+    );
+    perMonitorGauge(
+      'vigil_monitor_source_fps',
+      'Frames per second the source announces.',
+      (m) => m.state.source.source_fps ?? null,
+    );
+    perMonitorGauge(
+      'vigil_monitor_inference_fps',
+      'Frames per second actually inferred.',
+      (m) => m.state.inference.actual_fps,
+    );
+    perMonitorGauge(
+      'vigil_monitor_configured_fps',
+      'Configured inference_fps.',
+      (m) => m.state.inference.configured_fps,
+    );
+    perMonitorGauge('vigil_monitor_processing_seconds', 'Processing time of the last inferred frame.', (m) =>
+      m.state.inference.processing_ms === null ? null : m.state.inference.processing_ms / 1000,
+    );
+    perMonitorGauge(
+      'vigil_monitor_preview_viewers',
+      "Clients watching the monitor's MJPEG preview.",
+      (m) => m.state.preview.viewers,
+    );
+    perMonitorGauge(
+      'vigil_monitor_faces',
+      "Faces tracked in the monitor's current frame.",
+      (m) => m.state.faces.length,
+    );
+    perMonitorCounter(
+      'vigil_monitor_frames_decoded_total',
+      'Frames decoded from the source in this session.',
+      (m) => m.state.inference.decoded_frames,
+    );
+    perMonitorCounter(
+      'vigil_monitor_frames_inferred_total',
+      'Frames run through inference in this session.',
+      (m) => m.state.inference.processed_frames,
+    );
+    perMonitorCounter(
+      'vigil_monitor_frames_dropped_total',
+      'Decoded frames skipped because inference was busy or slower than the source.',
+      (m) => m.state.inference.dropped_frames,
+    );
+    perMonitorCounter(
+      'vigil_monitor_faces_embedded_total',
+      'Faces embedded and searched in this session.',
+      (m) => m.state.inference.embedded_faces,
+    );
+    perMonitorCounter(
+      'vigil_monitor_late_frames_total',
+      'Processed frames that took longer than the inference interval (wait for a worker + inference).',
+      (m) => m.state.inference.late_frames,
+    );
+    perMonitorCounter(
+      'vigil_monitor_identities_reused_total',
+      "Faces that kept their confirmed track's identity instead of a new embedding ([monitors] reidentify_interval_seconds).",
+      (m) => m.state.inference.reused_identities,
+    );
+    perMonitorCounter(
+      'vigil_monitor_reconnects_total',
+      'Source reconnects in this session.',
+      (m) => m.state.reconnects,
+    );
+    perMonitorCounter(
+      'vigil_monitor_inference_errors_total',
+      'Frames whose inference failed in this session.',
+      (m) => m.state.inference_errors,
+    );
     new Gauge({
-      name: 'vigil_monitor_last_error', help: 'The monitor\'s last error code (value 1; absent when none).', labelNames: ['monitor', 'code'] as const, registers: reg,
+      name: 'vigil_monitor_last_error',
+      help: "The monitor's last error code (value 1; absent when none).",
+      labelNames: ['monitor', 'code'] as const,
+      registers: reg,
       collect() {
         this.reset();
         for (const m of monitorStates()) {
@@ -181,7 +367,10 @@ export class VigilMetrics {
     });
 
     new Gauge({
-      name: 'vigil_scrape_queue_depth', help: 'Scrape runs by queue state.', labelNames: ['state'] as const, registers: reg,
+      name: 'vigil_scrape_queue_depth',
+      help: 'Scrape runs by queue state.',
+      labelNames: ['state'] as const,
+      registers: reg,
       collect() {
         const d = rt()?.scrapes.depth() ?? { queued: 0, running: 0 };
         this.set({ state: 'queued' }, d.queued);
@@ -191,13 +380,57 @@ export class VigilMetrics {
 
     // Event outputs (history size, MQTT queue, webhook outbox), from the same status /v1/events/status shows.
     const outputs = () => rt()?.events.status() ?? null;
-    new Gauge({ name: 'vigil_event_history_events', help: 'Events in the durable history.', registers: reg, collect() { this.set(Number((outputs()?.history as { events?: number } | undefined)?.events) || 0); } });
-    new Gauge({ name: 'vigil_mqtt_connected', help: 'Whether the MQTT output is connected (0 when disabled).', registers: reg, collect() { this.set(outputs()?.mqtt.connected ? 1 : 0); } });
-    new Gauge({ name: 'vigil_mqtt_queued_messages', help: 'MQTT messages waiting for the broker.', registers: reg, collect() { this.set(outputs()?.mqtt.queued ?? 0); } });
-    new Counter({ name: 'vigil_mqtt_published_total', help: 'MQTT messages published since start.', registers: reg, collect() { this.reset(); this.inc(outputs()?.mqtt.published ?? 0); } });
+    new Gauge({
+      name: 'vigil_event_history_events',
+      help: 'Events in the durable history.',
+      registers: reg,
+      collect() {
+        this.set(Number((outputs()?.history as { events?: number } | undefined)?.events) || 0);
+      },
+    });
+    new Gauge({
+      name: 'vigil_mqtt_connected',
+      help: 'Whether the MQTT output is connected (0 when disabled).',
+      registers: reg,
+      collect() {
+        this.set(outputs()?.mqtt.connected ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'vigil_mqtt_queued_messages',
+      help: 'MQTT messages waiting for the broker.',
+      registers: reg,
+      collect() {
+        this.set(outputs()?.mqtt.queued ?? 0);
+      },
+    });
+    new Counter({
+      name: 'vigil_mqtt_published_total',
+      help: 'MQTT messages published since start.',
+      registers: reg,
+      collect() {
+        this.reset();
+        this.inc(outputs()?.mqtt.published ?? 0);
+      },
+    });
     // Fleet mode: local events not yet in the fleet's database (0 in sqlite mode).
-    new Gauge({ name: 'vigil_fleet_event_backlog', help: 'Fleet mode: events recorded locally and not yet forwarded to the fleet database.', registers: reg, collect() { this.set((outputs() as { fleet?: { backlog?: number } } | null)?.fleet?.backlog ?? 0); } });
-    new Counter({ name: 'vigil_mqtt_dropped_total', help: 'MQTT messages dropped because the queue was full.', registers: reg, collect() { this.reset(); this.inc(outputs()?.mqtt.dropped ?? 0); } });
+    new Gauge({
+      name: 'vigil_fleet_event_backlog',
+      help: 'Fleet mode: events recorded locally and not yet forwarded to the fleet database.',
+      registers: reg,
+      collect() {
+        this.set((outputs() as { fleet?: { backlog?: number } } | null)?.fleet?.backlog ?? 0);
+      },
+    });
+    new Counter({
+      name: 'vigil_mqtt_dropped_total',
+      help: 'MQTT messages dropped because the queue was full.',
+      registers: reg,
+      collect() {
+        this.reset();
+        this.inc(outputs()?.mqtt.dropped ?? 0);
+      },
+    });
 
     // Fleet mode ([store] backend = "postgres"): the follower of the shared gallery. Labelled by box so a
     // fleet's series aggregate; absent on a one-box (SQLite) daemon.
@@ -205,31 +438,66 @@ export class VigilMetrics {
       const f = rt()?.fleet;
       return f ? { box: f.boxId, s: f.follower.snapshot() } : null;
     };
-    const fleetGauge = (name: string, help: string, value: (s: FollowerStatus) => number | null) => new Gauge({
-      name, help, labelNames: ['box'] as const, registers: reg,
-      collect() {
-        this.reset();
-        const f = follower();
-        const v = f ? value(f.s) : null;
-        if (f && v !== null) this.set({ box: f.box }, v);
-      },
-    });
-    const fleetCounter = (name: string, help: string, value: (s: FollowerStatus) => number) => new Counter({
-      name, help, labelNames: ['box'] as const, registers: reg,
-      collect() {
-        this.reset();
-        const f = follower();
-        if (f) this.inc({ box: f.box }, value(f.s));
-      },
-    });
-    fleetGauge('vigil_fleet_database_connected', 'Whether this box reaches the shared gallery database (1) or serves its replica degraded (0).', (s) => (s.state === 'connected' ? 1 : 0));
-    fleetGauge('vigil_fleet_revisions_behind', 'Gallery revisions committed in PostgreSQL and not yet applied to this box\'s replica and index (all collections).', (s) => s.revisions_behind);
-    fleetGauge('vigil_fleet_seconds_since_last_apply', 'Seconds since the follower last applied a change to the replica (grows on an idle gallery; read with revisions_behind).',
-      (s) => (s.last_sync_at ? (Date.now() - Date.parse(s.last_sync_at)) / 1000 : null));
-    fleetCounter('vigil_fleet_syncs_total', 'Collection catch-ups applied to this box\'s replica and index since start.', (s) => s.syncs);
-    fleetCounter('vigil_fleet_revisions_applied_total', 'Gallery change revisions applied to this box\'s replica since start.', (s) => s.revisions_applied);
-    fleetCounter('vigil_fleet_full_copies_total', 'Collections copied whole (new, re-created, or the change log no longer reached back) since start.', (s) => s.full_copies);
-    fleetCounter('vigil_fleet_changes_pruned_total', 'Change-log rows this box deleted as the fleet\'s pruner since start.', (s) => s.changes_pruned);
+    const fleetGauge = (name: string, help: string, value: (s: FollowerStatus) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['box'] as const,
+        registers: reg,
+        collect() {
+          this.reset();
+          const f = follower();
+          const v = f ? value(f.s) : null;
+          if (f && v !== null) this.set({ box: f.box }, v);
+        },
+      });
+    const fleetCounter = (name: string, help: string, value: (s: FollowerStatus) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ['box'] as const,
+        registers: reg,
+        collect() {
+          this.reset();
+          const f = follower();
+          if (f) this.inc({ box: f.box }, value(f.s));
+        },
+      });
+    fleetGauge(
+      'vigil_fleet_database_connected',
+      'Whether this box reaches the shared gallery database (1) or serves its replica degraded (0).',
+      (s) => (s.state === 'connected' ? 1 : 0),
+    );
+    fleetGauge(
+      'vigil_fleet_revisions_behind',
+      "Gallery revisions committed in PostgreSQL and not yet applied to this box's replica and index (all collections).",
+      (s) => s.revisions_behind,
+    );
+    fleetGauge(
+      'vigil_fleet_seconds_since_last_apply',
+      'Seconds since the follower last applied a change to the replica (grows on an idle gallery; read with revisions_behind).',
+      (s) => (s.last_sync_at ? (Date.now() - Date.parse(s.last_sync_at)) / 1000 : null),
+    );
+    fleetCounter(
+      'vigil_fleet_syncs_total',
+      "Collection catch-ups applied to this box's replica and index since start.",
+      (s) => s.syncs,
+    );
+    fleetCounter(
+      'vigil_fleet_revisions_applied_total',
+      "Gallery change revisions applied to this box's replica since start.",
+      (s) => s.revisions_applied,
+    );
+    fleetCounter(
+      'vigil_fleet_full_copies_total',
+      'Collections copied whole (new, re-created, or the change log no longer reached back) since start.',
+      (s) => s.full_copies,
+    );
+    fleetCounter(
+      'vigil_fleet_changes_pruned_total',
+      "Change-log rows this box deleted as the fleet's pruner since start.",
+      (s) => s.changes_pruned,
+    );
   }
 }
 
@@ -253,7 +521,10 @@ export function isLoopback(address: string | undefined): boolean {
  * GET /metrics guard: "bearer" = the admin API key (as every other route); "token" = a separate read-only
  * metrics token, which opens /metrics and nothing else; "loopback" = no credential, but only from this host.
  */
-export function metricsGuard(mode: MetricsAuth, opts: { keys: ApiKeyStore; token: string | undefined; authEnabled: boolean }): Koa.Middleware {
+export function metricsGuard(
+  mode: MetricsAuth,
+  opts: { keys: ApiKeyStore; token: string | undefined; authEnabled: boolean },
+): Koa.Middleware {
   const tokenDigest = opts.token ? digest(opts.token) : null;
   return async (ctx, next) => {
     if (mode === 'loopback') {
@@ -263,10 +534,12 @@ export function metricsGuard(mode: MetricsAuth, opts: { keys: ApiKeyStore; token
     if (mode === 'bearer' && !opts.authEnabled) return next();
     const presented = parseBearer(ctx.get('Authorization') || undefined);
     if (!presented) throw Errors.unauthorized('A valid Bearer token is required for /metrics.');
-    const ok = mode === 'token'
-      ? tokenDigest !== null && timingSafeEqual(digest(presented), tokenDigest)
-      : await opts.keys.verify(presented);
-    if (!ok) throw Errors.unauthorized(mode === 'token' ? 'The metrics token is not valid.' : 'The API key is not valid.');
+    const ok =
+      mode === 'token'
+        ? tokenDigest !== null && timingSafeEqual(digest(presented), tokenDigest)
+        : await opts.keys.verify(presented);
+    if (!ok)
+      throw Errors.unauthorized(mode === 'token' ? 'The metrics token is not valid.' : 'The API key is not valid.');
     await next();
   };
 }

@@ -15,7 +15,10 @@ export function requestId(log: Logger): Koa.Middleware<AppState> {
       await next();
     } finally {
       const ms = Math.round((performance.now() - started) * 1000) / 1000;
-      log.info({ request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms }, 'request');
+      log.info(
+        { request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms },
+        'request',
+      );
     }
   };
 }
@@ -28,7 +31,9 @@ export function deadline(timeoutSeconds: number): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     const controller = new AbortController();
     ctx.state.signal = controller.signal;
-    const onClose = () => { if (!ctx.res.writableFinished) controller.abort(Errors.clientClosedRequest()); };
+    const onClose = () => {
+      if (!ctx.res.writableFinished) controller.abort(Errors.clientClosedRequest());
+    };
     ctx.res.once('close', onClose);
     let timer: NodeJS.Timeout | undefined;
     const expired = new Promise<never>((_, reject) => {
@@ -110,7 +115,10 @@ export function cors(origins: string[]): Koa.Middleware {
  * the body ends for whoever reads it (multipart, JSON), the rest is discarded unread, the request answers
  * 413 request_too_large and the connection is closed cleanly after the reply (`Connection: close`).
  */
-export function bodySizeLimit(maxBytes: number, exempt: (path: string) => boolean = () => false): Koa.Middleware<AppState> {
+export function bodySizeLimit(
+  maxBytes: number,
+  exempt: (path: string) => boolean = () => false,
+): Koa.Middleware<AppState> {
   return async (ctx, next) => {
     if (exempt(ctx.path)) return next();
     const declared = Number(ctx.get('Content-Length') || 0);

@@ -5,7 +5,11 @@ import { invalid, validate } from '../contract/validation.js';
 import { assertBodyComplete } from './middleware.js';
 import type { AppContext } from './route.js';
 
-export interface UploadedFile { field: string; filename: string; bytes: Buffer }
+export interface UploadedFile {
+  field: string;
+  filename: string;
+  bytes: Buffer;
+}
 
 export interface MultipartSpec<S extends z.ZodType> {
   /** Validates the text fields (multipart values are strings; schemas coerce). */
@@ -22,11 +26,21 @@ export interface MultipartSpec<S extends z.ZodType> {
  * Parses multipart/form-data in memory with hard limits (per-file bytes, part counts, field sizes), so
  * a chunked upload without Content-Length is bounded too. Files keep their original multipart order.
  */
-export async function parseMultipart<S extends z.ZodType>(ctx: AppContext, spec: MultipartSpec<S>): Promise<{ fields: z.infer<S>; files: UploadedFile[] }> {
+export async function parseMultipart<S extends z.ZodType>(
+  ctx: AppContext,
+  spec: MultipartSpec<S>,
+): Promise<{ fields: z.infer<S>; files: UploadedFile[] }> {
   if (!ctx.is('multipart/form-data')) throw invalid('expected a multipart/form-data body');
   const upload = multer({
     storage: multer.memoryStorage(),
-    limits: { fileSize: spec.maxFileBytes, files: spec.maxFiles, fields: 50, fieldSize: 1024 * 1024, parts: spec.maxFiles + 50, headerPairs: 200 },
+    limits: {
+      fileSize: spec.maxFileBytes,
+      files: spec.maxFiles,
+      fields: 50,
+      fieldSize: 1024 * 1024,
+      parts: spec.maxFiles + 50,
+      headerPairs: 200,
+    },
   }).any();
   try {
     await upload(ctx as never, async () => undefined);

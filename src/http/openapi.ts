@@ -29,49 +29,79 @@ function schemaRef(schema: z.ZodType): Json {
 }
 
 /** A message the service sends (OpenAPI 3.1 `webhooks`): its type is the key, its schema the POSTed body. */
-export interface WebhookEventSpec { name: string; summary: string; schema: z.ZodType }
+export interface WebhookEventSpec {
+  name: string;
+  summary: string;
+  schema: z.ZodType;
+}
 
 export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] = []): Json {
   const paths: Record<string, Json> = {};
   for (const r of routes) {
     const responses: Json = {};
     const success: Json = { description: r.success.description ?? 'Successful Response' };
-    if (r.success.schema) success.content = { [r.success.media ?? 'application/json']: { schema: schemaRef(r.success.schema) } };
+    if (r.success.schema)
+      success.content = { [r.success.media ?? 'application/json']: { schema: schemaRef(r.success.schema) } };
     else if (r.success.media) success.content = { [r.success.media]: { schema: { type: 'string', format: 'binary' } } };
     responses[String(r.success.status)] = success;
-    for (const s of ERROR_STATUSES) responses[s] = { description: 'Error', content: { 'application/json': { schema: { $ref: REF('ErrorEnvelope') } } } };
-    for (const [s, x] of Object.entries(r.extraResponses ?? {})) responses[s] = { description: x.description, content: { 'application/json': { schema: schemaRef(x.schema) } } };
+    for (const s of ERROR_STATUSES)
+      responses[s] = {
+        description: 'Error',
+        content: { 'application/json': { schema: { $ref: REF('ErrorEnvelope') } } },
+      };
+    for (const [s, x] of Object.entries(r.extraResponses ?? {}))
+      responses[s] = { description: x.description, content: { 'application/json': { schema: schemaRef(x.schema) } } };
     const op: Json = { operationId: r.operationId, summary: r.summary, tags: r.tags, responses };
     if (r.description) op.description = r.description;
     if (!r.public) op.security = [{ bearerAuth: [] }];
-    if (r.body) op.requestBody = { required: true, content: { [r.body.contentType]: { schema: schemaRef(r.body.schema) } } };
+    if (r.body)
+      op.requestBody = { required: true, content: { [r.body.contentType]: { schema: schemaRef(r.body.schema) } } };
     if (r.query) {
       op.parameters = Object.entries(r.query.shape).map(([name, s]) => ({
-        name, in: 'query', required: !(s as z.ZodType).safeParse(undefined).success, schema: clean(z.toJSONSchema(s as z.ZodType, { unrepresentable: 'any', io: 'input' })),
+        name,
+        in: 'query',
+        required: !(s as z.ZodType).safeParse(undefined).success,
+        schema: clean(z.toJSONSchema(s as z.ZodType, { unrepresentable: 'any', io: 'input' })),
       }));
     }
-    const pathParams = [...r.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const pathParams = [...r.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
     if (pathParams.length) op.parameters = [...pathParams, ...((op.parameters as Json[] | undefined) ?? [])];
     (paths[r.path] ??= {})[r.method] = op;
   }
   // Components: every schema registered with an id (request bodies, responses and what they reference).
   const all = z.toJSONSchema(z.globalRegistry, { uri: REF, unrepresentable: 'any', io: 'output' }) as { schemas: Json };
   // Request bodies are documented as clients send them: a field with a default is optional.
-  const inputs = z.toJSONSchema(z.globalRegistry, { uri: REF, unrepresentable: 'any', io: 'input' }) as { schemas: Json };
+  const inputs = z.toJSONSchema(z.globalRegistry, { uri: REF, unrepresentable: 'any', io: 'input' }) as {
+    schemas: Json;
+  };
   for (const r of routes) {
     const bodyId = r.body ? (z.globalRegistry.get(r.body.schema) as { id?: string } | undefined)?.id : undefined;
     if (bodyId && inputs.schemas[bodyId]) all.schemas[bodyId] = inputs.schemas[bodyId];
   }
   // So are the request-side parts they reference (e.g. MonitorSource-Input: `type` has a default, so it is optional).
-  for (const id of Object.keys(all.schemas)) if (id.endsWith('-Input') && inputs.schemas[id]) all.schemas[id] = inputs.schemas[id];
+  for (const id of Object.keys(all.schemas))
+    if (id.endsWith('-Input') && inputs.schemas[id]) all.schemas[id] = inputs.schemas[id];
   // What the service POSTs to registered receivers (signed with the Standard Webhooks headers).
   const hooks: Record<string, Json> = {};
   for (const w of webhooks) {
     hooks[w.name] = {
       post: {
-        operationId: `webhook_${w.name.replaceAll('.', '_')}`, summary: w.summary, tags: ['webhooks'],
-        description: 'Signed with Standard Webhooks: webhook-id (stable across retries), webhook-timestamp, webhook-signature (v1, HMAC-SHA256 with the endpoint secret). Any 2xx acknowledges; anything else is retried with backoff.',
-        parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({ name, in: 'header', required: true, schema: { type: 'string' } })),
+        operationId: `webhook_${w.name.replaceAll('.', '_')}`,
+        summary: w.summary,
+        tags: ['webhooks'],
+        description:
+          'Signed with Standard Webhooks: webhook-id (stable across retries), webhook-timestamp, webhook-signature (v1, HMAC-SHA256 with the endpoint secret). Any 2xx acknowledges; anything else is retried with backoff.',
+        parameters: ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((name) => ({
+          name,
+          in: 'header',
+          required: true,
+          schema: { type: 'string' },
+        })),
         requestBody: { required: true, content: { 'application/json': { schema: schemaRef(w.schema) } } },
         responses: { '2XX': { description: 'Delivered.' } },
       },
@@ -79,7 +109,13 @@ export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] =
   }
   return {
     openapi: '3.1.0',
-    info: { title: 'Vigil', version: API_CONTRACT_VERSION, 'x-vigil-version': VERSION, description: 'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.' },
+    info: {
+      title: 'Vigil',
+      version: API_CONTRACT_VERSION,
+      'x-vigil-version': VERSION,
+      description:
+        'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.',
+    },
     paths,
     ...(webhooks.length ? { webhooks: hooks } : {}),
     components: { schemas: clean(all.schemas), securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } },

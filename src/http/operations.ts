@@ -13,7 +13,11 @@ export function mountOperations(router: Router<AppState>, rt: Runtime): void {
   const { config } = rt.loaded;
   const metrics = rt.metrics;
   if (metrics && config.metrics.enabled) {
-    const guard = metricsGuard(config.metrics.auth, { keys: rt.keys, token: config.metrics.token, authEnabled: config.auth.enabled });
+    const guard = metricsGuard(config.metrics.auth, {
+      keys: rt.keys,
+      token: config.metrics.token,
+      authEnabled: config.auth.enabled,
+    });
     router.get('/metrics', guard, async (ctx) => {
       ctx.set('Content-Type', metrics.registry.contentType);
       ctx.set('Cache-Control', 'no-store');

@@ -22,7 +22,11 @@ import type { EventService } from '../events/eventService.js';
 import type { WebhookService } from '../webhooks/webhookService.js';
 import type { GalleryFollower } from '../collections/fleetFollower.js';
 
-export interface HostInfo { os: string; architecture: string; cpu: { model: string; logical_cores: number } }
+export interface HostInfo {
+  os: string;
+  architecture: string;
+  cpu: { model: string; logical_cores: number };
+}
 
 /** What the engine reports once loaded. */
 export interface Inference {

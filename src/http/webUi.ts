@@ -11,11 +11,19 @@ import type Koa from 'koa';
 export const UI_PATH = /^\/(?:(?:collections|search|compare|detect|monitors|events|system|kiosk)(?:\/[^/]+)*\/?)?$/;
 
 const TYPES: Record<string, string> = {
-  '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.html': 'text/html; charset=utf-8',
-  '.svg': 'image/svg+xml', '.map': 'application/json; charset=utf-8', '.png': 'image/png', '.ico': 'image/x-icon',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.map': 'application/json; charset=utf-8',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
 };
 
-interface Asset { body: Buffer; type: string }
+interface Asset {
+  body: Buffer;
+  type: string;
+}
 
 /**
  * dist/web beside dist/http when built; the repository's dist/web when run from source with tsx (src/web
@@ -45,7 +53,9 @@ function loadBundle(dir: string): { index: Buffer; assets: Map<string, Asset> } 
   return { index: readFileSync(join(dir, 'index.html')), assets };
 }
 
-const NOT_BUILT = Buffer.from('<!doctype html><meta charset="utf-8"><title>Vigil</title><p>The web UI is not built: run <code>npm run build</code>.</p>');
+const NOT_BUILT = Buffer.from(
+  '<!doctype html><meta charset="utf-8"><title>Vigil</title><p>The web UI is not built: run <code>npm run build</code>.</p>',
+);
 
 export function webUi(dir: string | null = webBundleDir()): Koa.Middleware {
   const bundle = dir ? loadBundle(dir) : null;

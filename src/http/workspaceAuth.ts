@@ -6,7 +6,11 @@ import { parseBearer } from './auth.js';
 import type { AppState } from './route.js';
 
 /** The workspace a Bearer workspace key (vgl_…) belongs to; 401 when missing, unknown or revoked. */
-export async function workspaceOf(store: WorkspaceRepository, authorization: string | undefined, throttle?: { throttle: FailureThrottle; address: string }): Promise<string> {
+export async function workspaceOf(
+  store: WorkspaceRepository,
+  authorization: string | undefined,
+  throttle?: { throttle: FailureThrottle; address: string },
+): Promise<string> {
   const presented = parseBearer(authorization);
   if (!presented) throw Errors.unauthorized('A valid Bearer workspace key is required.');
   const hit = await store.authenticate(presented);

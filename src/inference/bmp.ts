@@ -106,7 +106,8 @@ export function parseHeaders(buf: Buffer): BmpHeader {
   if (buf[0] !== 0x42 || buf[1] !== 0x4d) throw invalidBmp('missing BM signature');
   const pixelOffset = buf.readUInt32LE(10);
   const headerSize = buf.readUInt32LE(14);
-  if (![12, 16, 40, 52, 56, 64, 108, 124].includes(headerSize)) throw invalidBmp(`unsupported header size ${headerSize}`);
+  if (![12, 16, 40, 52, 56, 64, 108, 124].includes(headerSize))
+    throw invalidBmp(`unsupported header size ${headerSize}`);
   if (14 + headerSize > buf.length) throw invalidBmp('the header is truncated');
 
   let width: number;
@@ -150,7 +151,8 @@ export function parseHeaders(buf: Buffer): BmpHeader {
       break;
     case BI_BITFIELDS:
     case BI_ALPHABITFIELDS:
-      if (bitsPerPixel !== 16 && bitsPerPixel !== 32) throw invalidBmp(`bit fields with ${bitsPerPixel} bits per pixel are not supported`);
+      if (bitsPerPixel !== 16 && bitsPerPixel !== 32)
+        throw invalidBmp(`bit fields with ${bitsPerPixel} bits per pixel are not supported`);
       break;
     case BI_JPEG:
     case BI_PNG:
@@ -192,10 +194,24 @@ export function parseHeaders(buf: Buffer): BmpHeader {
     if (paletteSize === 0) throw invalidBmp('the palette is missing');
   }
 
-  if (pixelOffset < paletteOffset + paletteSize * paletteEntryBytes) throw invalidBmp('the pixel data offset is invalid');
+  if (pixelOffset < paletteOffset + paletteSize * paletteEntryBytes)
+    throw invalidBmp('the pixel data offset is invalid');
 
   const stride = Math.floor((bitsPerPixel * width + 31) / 32) * 4;
-  return { pixelOffset, headerSize, width, height, topDown, bitsPerPixel, compression, stride, paletteSize, paletteOffset, paletteEntryBytes, masks };
+  return {
+    pixelOffset,
+    headerSize,
+    width,
+    height,
+    topDown,
+    bitsPerPixel,
+    compression,
+    stride,
+    paletteSize,
+    paletteOffset,
+    paletteEntryBytes,
+    masks,
+  };
 }
 
 /** Uncompressed bitmaps must hold every row; the last row may omit its padding. */

@@ -59,7 +59,12 @@ export class DecodeStage {
 
   /** The [server] shape and time limits, with a request's own on top: what any decode of an upload applies. */
   limits(limits: DecodeLimits): DecodeLimits {
-    return { maxSide: this.options.maxSide, maxAspectRatio: this.options.maxAspectRatio, timeoutMs: this.options.timeoutMs, ...limits };
+    return {
+      maxSide: this.options.maxSide,
+      maxAspectRatio: this.options.maxAspectRatio,
+      timeoutMs: this.options.timeoutMs,
+      ...limits,
+    };
   }
 
   /** Counts a decode that sharp stopped at the time limit, here or in an inference worker (decodes_timed_out). */
@@ -67,9 +72,21 @@ export class DecodeStage {
     if (isApiError(e) && e.details.reason === 'decode_timeout') this.timedOut++;
   }
 
-  stats(): { decode_concurrency: number; decoding: number; decode_waiting: number; decodes_abandoned: number; decodes_timed_out: number } {
+  stats(): {
+    decode_concurrency: number;
+    decoding: number;
+    decode_waiting: number;
+    decodes_abandoned: number;
+    decodes_timed_out: number;
+  } {
     const s = this.limiter.stats();
-    return { decode_concurrency: s.max_concurrency, decoding: s.active, decode_waiting: s.waiting, decodes_abandoned: this.abandoned, decodes_timed_out: this.timedOut };
+    return {
+      decode_concurrency: s.max_concurrency,
+      decoding: s.active,
+      decode_waiting: s.waiting,
+      decodes_abandoned: this.abandoned,
+      decodes_timed_out: this.timedOut,
+    };
   }
 }
 

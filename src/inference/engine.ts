@@ -56,10 +56,15 @@ export interface EngineObserver {
   job(waitSeconds: number, timings: AnalyzeResult['timings'] | null): void;
 }
 
-interface Pending { resolve: (r: AnalyzeResult) => void; reject: (e: unknown) => void; /** Index of the slot's shared raw buffer this job's pixels are in, or -1. */ shared: number }
+interface Pending {
+  resolve: (r: AnalyzeResult) => void;
+  reject: (e: unknown) => void;
+  /** Index of the slot's shared raw buffer this job's pixels are in, or -1. */ shared: number;
+}
 
 interface Slot {
-  worker: Worker; /** Has the aloneIntraOpThreads sessions. */ alone: boolean;
+  worker: Worker;
+  /** Has the aloneIntraOpThreads sessions. */ alone: boolean;
   /** The jobs this worker holds (at most jobsPerWorker), by id. */
   jobs: Map<number, Pending>;
   /** Buffers shared with the worker for raw pixels up to REUSED_RAW_MAX_BYTES, one per job it may hold; one is written only while no held job uses it. */
@@ -86,13 +91,27 @@ const REUSED_RAW_MAX_BYTES = 1920 * 1080 * 3;
  * every job; an explicit `max_concurrency` is the number of workers, one job each unless
  * `jobs_per_worker` says otherwise.
  */
-export function resolveThreading(maxConcurrency: number | 'auto', intraOp: number | 'auto', cores = cpus().length, cpuOnly = true, jobsPerWorker: number | 'auto' = 'auto'): { workers: number; intraOpThreads: number; aloneIntraOpThreads: number | null; jobsPerWorker: number } {
+export function resolveThreading(
+  maxConcurrency: number | 'auto',
+  intraOp: number | 'auto',
+  cores = cpus().length,
+  cpuOnly = true,
+  jobsPerWorker: number | 'auto' = 'auto',
+): { workers: number; intraOpThreads: number; aloneIntraOpThreads: number | null; jobsPerWorker: number } {
   const perJob = intraOp === 'auto' ? 1 : intraOp;
   const overlap = cpuOnly && cores >= 2 && maxConcurrency === 'auto';
   const depth = jobsPerWorker !== 'auto' ? jobsPerWorker : overlap ? 2 : 1;
-  const workers = maxConcurrency !== 'auto' ? maxConcurrency : cores <= 1 ? 1 : overlap ? Math.ceil(cores / perJob) : Math.ceil(cores / perJob) + 1;
+  const workers =
+    maxConcurrency !== 'auto'
+      ? maxConcurrency
+      : cores <= 1
+        ? 1
+        : overlap
+          ? Math.ceil(cores / perJob)
+          : Math.ceil(cores / perJob) + 1;
   // A single worker never shares the cores with another job: it gets them all.
-  if (intraOp === 'auto' && workers === 1 && depth === 1) return { workers, intraOpThreads: Math.min(2, cores), aloneIntraOpThreads: null, jobsPerWorker: depth };
+  if (intraOp === 'auto' && workers === 1 && depth === 1)
+    return { workers, intraOpThreads: Math.min(2, cores), aloneIntraOpThreads: null, jobsPerWorker: depth };
   const alone = intraOp === 'auto' && cpuOnly && cores >= 2 ? Math.min(2, cores) : null;
   return { workers, intraOpThreads: perJob, aloneIntraOpThreads: alone, jobsPerWorker: depth };
 }
@@ -113,7 +132,10 @@ function movableCopy(data: Uint8Array): Uint8Array {
  * `raw` copied into the slot's shared buffer (see REUSED_RAW_MAX_BYTES), or into a buffer of its own that
  * postMessage moves (`transfer`).
  */
-function rawForSlot(slot: Slot, raw: Uint8Array | PixelSource): { data: Uint8Array; transfer: ArrayBuffer | null; shared: number } {
+function rawForSlot(
+  slot: Slot,
+  raw: Uint8Array | PixelSource,
+): { data: Uint8Array; transfer: ArrayBuffer | null; shared: number } {
   let shared = -1;
   if (raw.byteLength <= REUSED_RAW_MAX_BYTES) {
     // The lowest index no held job uses (a slot holds at most jobsPerWorker jobs).
@@ -168,7 +190,11 @@ export class InferenceEngine {
   private closed = false;
   /** Set once by the daemon (metrics); null = nobody listens. */
   observer: EngineObserver | null = null;
-  readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = { loadMs: 0, warmupMs: 0, optimization: {} };
+  readonly startup: { loadMs: number; warmupMs: number; optimization: Record<string, OptimizationLevel> } = {
+    loadMs: 0,
+    warmupMs: 0,
+    optimization: {},
+  };
 
   /** Jobs one worker holds at once (options.jobsPerWorker). */
   private readonly depth: number;
@@ -182,7 +208,11 @@ export class InferenceEngine {
   static async start(options: EngineOptions): Promise<InferenceEngine> {
     const missing = options.providers.filter((p) => !availableProviders().includes(p));
     if (missing.length > 0) {
-      const reasons = Object.fromEntries(hostProviderReport().filter((r) => missing.includes(r.name as ProviderName)).map((r) => [r.name, r.reason]));
+      const reasons = Object.fromEntries(
+        hostProviderReport()
+          .filter((r) => missing.includes(r.name as ProviderName))
+          .map((r) => [r.name, r.reason]),
+      );
       throw Errors.executionProviderUnavailable(missing, availableProviders(), reasons);
     }
     // libvips keeps the results of recent operations (up to 50 MB and 100 operations) in case the same
@@ -212,11 +242,17 @@ export class InferenceEngine {
   private workerInit(alone: boolean): WorkerInit {
     const { pack } = this.options;
     return {
-      detector: { ...pack.detector }, recognizer: { ...pack.recognizer }, providers: this.options.providers,
-      deviceId: this.options.deviceId, intraOpThreads: this.options.intraOpThreads,
+      detector: { ...pack.detector },
+      recognizer: { ...pack.recognizer },
+      providers: this.options.providers,
+      deviceId: this.options.deviceId,
+      intraOpThreads: this.options.intraOpThreads,
       ...(alone && this.options.aloneIntraOpThreads ? { aloneIntraOpThreads: this.options.aloneIntraOpThreads } : {}),
-      graphOptimization: this.options.graphOptimization, warmupSizes: this.options.warmupSizes,
-      ...(this.slots.length > 0 && this.startup.optimization.detector ? { optimization: this.startup.optimization as { detector: OptimizationLevel; recognizer: OptimizationLevel } } : {}),
+      graphOptimization: this.options.graphOptimization,
+      warmupSizes: this.options.warmupSizes,
+      ...(this.slots.length > 0 && this.startup.optimization.detector
+        ? { optimization: this.startup.optimization as { detector: OptimizationLevel; recognizer: OptimizationLevel } }
+        : {}),
       ...(this.options.liveness ? { liveness: this.options.liveness } : {}),
     };
   }
@@ -235,9 +271,11 @@ export class InferenceEngine {
           this.slots.push(slot);
           resolve();
         } else if (msg.type === 'failed') {
-          reject(msg.addonInvalid
-            ? Errors.addonModelInvalid(`The liveness addon's models could not be loaded: ${msg.message}`)
-            : Errors.modelLoadFailed(msg.message));
+          reject(
+            msg.addonInvalid
+              ? Errors.addonModelInvalid(`The liveness addon's models could not be loaded: ${msg.message}`)
+              : Errors.modelLoadFailed(msg.message),
+          );
         } else {
           const pending = slot.jobs.get(msg.id);
           slot.jobs.delete(msg.id);
@@ -306,11 +344,12 @@ export class InferenceEngine {
         job = { ...request, image: { raw: img.data, width: img.width, height: img.height } };
       }
       const waitFrom = performance.now();
-      const result = await this.limiter.run(() => {
-        waited = (performance.now() - waitFrom) / 1000;
-        if (inWorker) this.workerDecodes++;
-        return this.dispatch(job);
-      }, signal)
+      const result = await this.limiter
+        .run(() => {
+          waited = (performance.now() - waitFrom) / 1000;
+          if (inWorker) this.workerDecodes++;
+          return this.dispatch(job);
+        }, signal)
         .catch((e: unknown) => {
           if (inWorker) this.decoder.noteFailure(e);
           throw e;
@@ -336,7 +375,8 @@ export class InferenceEngine {
     // Alone: this is the only job holding the limiter, so its worker may use aloneIntraOpThreads. A job
     // that starts beside it later runs single-threaded; a third core's worth of threads for a moment is
     // cheaper than a lone request on one thread.
-    const aloneSlot = this.limiter.stats().active === 1 ? this.slots.find((s) => s.alone && s.jobs.size === 0) : undefined;
+    const aloneSlot =
+      this.limiter.stats().active === 1 ? this.slots.find((s) => s.alone && s.jobs.size === 0) : undefined;
     const slot = aloneSlot ?? this.leastHeld();
     const alone = aloneSlot !== undefined;
     if (!slot) return Promise.reject(Errors.inferenceUnavailable());
@@ -382,11 +422,24 @@ export class InferenceEngine {
     return best;
   }
 
-  stats(): ReturnType<ConcurrencyLimiter['stats']> & ReturnType<DecodeStage['stats']> & { workers: number; jobs_per_worker: number; intra_op_threads: number; alone_intra_op_threads: number | null; alone_jobs: number; worker_decodes: number } {
+  stats(): ReturnType<ConcurrencyLimiter['stats']> &
+    ReturnType<DecodeStage['stats']> & {
+      workers: number;
+      jobs_per_worker: number;
+      intra_op_threads: number;
+      alone_intra_op_threads: number | null;
+      alone_jobs: number;
+      worker_decodes: number;
+    } {
     return {
-      ...this.limiter.stats(), workers: this.slots.length, jobs_per_worker: this.depth, intra_op_threads: this.options.intraOpThreads,
-      alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null, alone_jobs: this.aloneJobs,
-      ...this.decoder.stats(), worker_decodes: this.workerDecodes,
+      ...this.limiter.stats(),
+      workers: this.slots.length,
+      jobs_per_worker: this.depth,
+      intra_op_threads: this.options.intraOpThreads,
+      alone_intra_op_threads: this.options.aloneIntraOpThreads ?? null,
+      alone_jobs: this.aloneJobs,
+      ...this.decoder.stats(),
+      worker_decodes: this.workerDecodes,
     };
   }
 
@@ -394,14 +447,18 @@ export class InferenceEngine {
     this.closed = true;
     // Each worker finishes its job and releases its models first (see worker.ts); terminate only a worker
     // that has not exited after a grace period.
-    await Promise.all(this.slots.map(async (s) => {
-      const exited = new Promise<void>((resolve) => s.worker.once('exit', () => resolve()));
-      s.worker.postMessage({ type: 'close' } satisfies WorkerClose);
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((resolve) => { timer = setTimeout(() => resolve('late'), WORKER_CLOSE_GRACE_MS); });
-      if ((await Promise.race([exited, late])) === 'late') await s.worker.terminate();
-      clearTimeout(timer);
-    }));
+    await Promise.all(
+      this.slots.map(async (s) => {
+        const exited = new Promise<void>((resolve) => s.worker.once('exit', () => resolve()));
+        s.worker.postMessage({ type: 'close' } satisfies WorkerClose);
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<'late'>((resolve) => {
+          timer = setTimeout(() => resolve('late'), WORKER_CLOSE_GRACE_MS);
+        });
+        if ((await Promise.race([exited, late])) === 'late') await s.worker.terminate();
+        clearTimeout(timer);
+      }),
+    );
     this.slots.length = 0;
   }
 }

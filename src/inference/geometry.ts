@@ -22,12 +22,18 @@ export function iou(a: readonly number[], b: readonly number[]): number {
  * greedy, highest IoU first, one known box per face and one face per known box, only at `minIou` or more.
  * Returns, per face, the index of its known box or -1. Pure (both in image pixels, x1, y1, x2, y2).
  */
-export function matchKnownBoxes(faces: readonly (readonly number[])[], known: readonly (readonly number[])[], minIou: number): number[] {
+export function matchKnownBoxes(
+  faces: readonly (readonly number[])[],
+  known: readonly (readonly number[])[],
+  minIou: number,
+): number[] {
   const pairs: { f: number; k: number; v: number }[] = [];
-  faces.forEach((fb, f) => known.forEach((kb, k) => {
-    const v = iou(fb, kb);
-    if (v >= minIou) pairs.push({ f, k, v });
-  }));
+  faces.forEach((fb, f) =>
+    known.forEach((kb, k) => {
+      const v = iou(fb, kb);
+      if (v >= minIou) pairs.push({ f, k, v });
+    }),
+  );
   pairs.sort((a, b) => b.v - a.v || a.f - b.f || a.k - b.k);
   const out = faces.map(() => -1);
   const taken = new Set<number>();
@@ -74,7 +80,12 @@ export type SingleFaceSelection = 'largest' | 'center_largest';
  * Picks the one face used by compare/embeddings/search. Detection confidence plays no part; on an exact
  * tie the first face in area order wins, so `faces` must already be sorted by area.
  */
-export function selectSingleFace<T extends Candidate>(faces: T[], strategy: SingleFaceSelection, width: number, height: number): T | null {
+export function selectSingleFace<T extends Candidate>(
+  faces: T[],
+  strategy: SingleFaceSelection,
+  width: number,
+  height: number,
+): T | null {
   let best: T | null = null;
   let bestScore = -Infinity;
   for (const f of faces) {

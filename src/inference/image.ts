@@ -52,13 +52,17 @@ export interface DecodeLimits {
  * takes libpng 12-27 s to walk, so the side and the aspect ratio are bounded as well as the area.
  */
 export function checkShape(width: number, height: number, limits: DecodeLimits): void {
-  if (width * height > limits.maxPixels) throw tooManyPixelsError(width, height, Math.max(1, Math.floor(limits.maxPixels)));
-  if (limits.maxSide !== undefined && Math.max(width, height) > limits.maxSide) throw Errors.imageTooLarge({ maxSide: limits.maxSide, width, height });
-  if (limits.maxAspectRatio !== undefined && Math.max(width, height) / Math.min(width, height) > limits.maxAspectRatio) {
+  if (width * height > limits.maxPixels)
+    throw tooManyPixelsError(width, height, Math.max(1, Math.floor(limits.maxPixels)));
+  if (limits.maxSide !== undefined && Math.max(width, height) > limits.maxSide)
+    throw Errors.imageTooLarge({ maxSide: limits.maxSide, width, height });
+  if (
+    limits.maxAspectRatio !== undefined &&
+    Math.max(width, height) / Math.min(width, height) > limits.maxAspectRatio
+  ) {
     throw Errors.invalidImage('shape', { width, height, maxAspectRatio: limits.maxAspectRatio });
   }
 }
-
 
 const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -69,9 +73,16 @@ export function sniffImageFormat(bytes: Uint8Array): ImageFormat | null {
   if (b.length >= 8 && PNG_SIGNATURE.every((v, i) => b[i] === v)) return 'png';
   if (
     b.length >= 12 &&
-    b[0] === 0x52 && b[1] === 0x49 && b[2] === 0x46 && b[3] === 0x46 && // RIFF
-    b[8] === 0x57 && b[9] === 0x45 && b[10] === 0x42 && b[11] === 0x50 // WEBP
-  ) return 'webp';
+    b[0] === 0x52 &&
+    b[1] === 0x49 &&
+    b[2] === 0x46 &&
+    b[3] === 0x46 && // RIFF
+    b[8] === 0x57 &&
+    b[9] === 0x45 &&
+    b[10] === 0x42 &&
+    b[11] === 0x50 // WEBP
+  )
+    return 'webp';
   if (b.length >= 2 && b[0] === 0x42 && b[1] === 0x4d) return 'bmp'; // BM
   return null;
 }
@@ -96,7 +107,8 @@ export function headerDimensions(b: Uint8Array, format: ImageFormat): { width: n
   if (format === 'webp') {
     if (b.length < 30) return null;
     const kind = String.fromCharCode(b[12]!, b[13]!, b[14]!, b[15]!);
-    if (kind === 'VP8 ' && b[23] === 0x9d && b[24] === 0x01 && b[25] === 0x2a) return { width: le16(26) & 0x3fff, height: le16(28) & 0x3fff };
+    if (kind === 'VP8 ' && b[23] === 0x9d && b[24] === 0x01 && b[25] === 0x2a)
+      return { width: le16(26) & 0x3fff, height: le16(28) & 0x3fff };
     if (kind === 'VP8L' && b[20] === 0x2f) {
       const bits = b[21]! | (b[22]! << 8) | (b[23]! << 16) | (b[24]! << 24);
       return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
@@ -111,12 +123,19 @@ export function headerDimensions(b: Uint8Array, format: ImageFormat): { width: n
   while (i + 9 < b.length) {
     if (b[i] !== 0xff) return null;
     const m = b[i + 1]!;
-    if (m === 0xff) { i++; continue; }
-    if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) { i += 2; continue; }
+    if (m === 0xff) {
+      i++;
+      continue;
+    }
+    if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      i += 2;
+      continue;
+    }
     if (m === 0xd9 || m === 0xda) return null; // end of image or scan before any frame header
     const len = u16(i + 2);
     if (len < 2) return null;
-    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc) return { width: u16(i + 7), height: u16(i + 5) };
+    if (m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc)
+      return { width: u16(i + 7), height: u16(i + 5) };
     i += 2 + len;
   }
   return null;
@@ -162,14 +181,21 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
     try {
       checkShape(stored.width, stored.height, { ...limits, maxPixels });
       shapeOk = true;
-    } catch { /* re-read below for the upright dimensions */ }
+    } catch {
+      /* re-read below for the upright dimensions */
+    }
   }
   const dims = shapeOk ? stored! : await readShape(bytes, format, limits, maxPixels);
   return decodePixels(bytes, format, limits, maxPixels, dims);
 }
 
 /** sharp's header read: upright dimensions, then the shape check (throws its 413 / 422). */
-async function readShape(bytes: Buffer, format: ImageFormat, limits: DecodeLimits, maxPixels: number): Promise<{ width: number; height: number }> {
+async function readShape(
+  bytes: Buffer,
+  format: ImageFormat,
+  limits: DecodeLimits,
+  maxPixels: number,
+): Promise<{ width: number; height: number }> {
   // No pixel limit here, otherwise sharp refuses with a bare error and we could not report the dimensions.
   let width: number;
   let height: number;
@@ -190,7 +216,13 @@ async function readShape(bytes: Buffer, format: ImageFormat, limits: DecodeLimit
   return { width, height };
 }
 
-async function decodePixels(bytes: Buffer, format: ImageFormat, limits: DecodeLimits, maxPixels: number, { width, height }: { width: number; height: number }): Promise<DecodedImage> {
+async function decodePixels(
+  bytes: Buffer,
+  format: ImageFormat,
+  limits: DecodeLimits,
+  maxPixels: number,
+  { width, height }: { width: number; height: number },
+): Promise<DecodedImage> {
   // 2) One pipeline: decode → orient → drop alpha → 8-bit sRGB → raw, stopped by sharp after timeoutMs.
   const timeoutSeconds = limits.timeoutMs === undefined ? 0 : Math.max(1, Math.ceil(limits.timeoutMs / 1000));
   try {

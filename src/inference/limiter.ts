@@ -7,7 +7,12 @@ import { Errors } from '../contract/errors.js';
 export class ConcurrencyLimiter {
   private active = 0;
   private peak = 0;
-  private readonly queue: { grant: () => void; reject: (e: unknown) => void; signal?: AbortSignal; onAbort?: () => void }[] = [];
+  private readonly queue: {
+    grant: () => void;
+    reject: (e: unknown) => void;
+    signal?: AbortSignal;
+    onAbort?: () => void;
+  }[] = [];
 
   constructor(readonly capacity: number) {
     if (!(capacity >= 1)) throw new Error('limiter capacity must be at least 1');

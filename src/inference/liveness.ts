@@ -28,7 +28,11 @@ export const REASON_BAD_LANDMARKS =
  * models themselves get Silent-Face's box crops, the input they were trained on.)
  */
 export const LIVENESS_TEMPLATE_80: readonly [number, number][] = [
-  [32.03, 38.06], [47.89, 37.98], [40.01, 47.08], [33.5, 56.36], [46.63, 56.29],
+  [32.03, 38.06],
+  [47.89, 37.98],
+  [40.01, 47.08],
+  [33.5, 56.36],
+  [46.63, 56.29],
 ];
 export const MAX_OUTSIDE_FRACTION = 0.3;
 
@@ -39,7 +43,11 @@ const round6 = (v: number) => Math.round(v * 1e6) / 1e6;
  * transform) whose source pixels fall outside the image: the reference's warped all-ones mask, computed
  * at pixel centres. Null when the landmarks give no usable transform.
  */
-export function templateOutsideFraction(landmarks: readonly [number, number][], width: number, height: number): number | null {
+export function templateOutsideFraction(
+  landmarks: readonly [number, number][],
+  width: number,
+  height: number,
+): number | null {
   const m = estimateSimilarity(landmarks, LIVENESS_TEMPLATE_80);
   const inv = m && invertAffine(m);
   if (!inv) return null;
@@ -47,7 +55,8 @@ export function templateOutsideFraction(landmarks: readonly [number, number][], 
   let outside = 0;
   for (let y = 0; y < 80; y++) {
     for (let x = 0; x < 80; x++) {
-      const sx = a * x + b * y + tx, sy = c * x + d * y + ty;
+      const sx = a * x + b * y + tx,
+        sy = c * x + d * y + ty;
       if (!(sx >= -0.5 && sy >= -0.5 && sx <= width - 0.5 && sy <= height - 0.5)) outside++;
     }
   }
@@ -60,21 +69,47 @@ export function templateOutsideFraction(landmarks: readonly [number, number][], 
  */
 export function contextCrop(box: Box, width: number, height: number, scale: number): [number, number, number, number] {
   const [x1, y1, x2, y2] = box;
-  const bw = x2 - x1, bh = y2 - y1;
+  const bw = x2 - x1,
+    bh = y2 - y1;
   const s = Math.min((height - 1) / bh, (width - 1) / bw, scale);
-  const nw = bw * s, nh = bh * s;
-  const cx = x1 + bw / 2, cy = y1 + bh / 2;
-  let left = cx - nw / 2, top = cy - nh / 2, right = cx + nw / 2, bottom = cy + nh / 2;
-  if (left < 0) { right -= left; left = 0; }
-  if (top < 0) { bottom -= top; top = 0; }
-  if (right > width - 1) { left -= right - width + 1; right = width - 1; }
-  if (bottom > height - 1) { top -= bottom - height + 1; bottom = height - 1; }
+  const nw = bw * s,
+    nh = bh * s;
+  const cx = x1 + bw / 2,
+    cy = y1 + bh / 2;
+  let left = cx - nw / 2,
+    top = cy - nh / 2,
+    right = cx + nw / 2,
+    bottom = cy + nh / 2;
+  if (left < 0) {
+    right -= left;
+    left = 0;
+  }
+  if (top < 0) {
+    bottom -= top;
+    top = 0;
+  }
+  if (right > width - 1) {
+    left -= right - width + 1;
+    right = width - 1;
+  }
+  if (bottom > height - 1) {
+    top -= bottom - height + 1;
+    bottom = height - 1;
+  }
   return [Math.trunc(left), Math.trunc(top), Math.trunc(right), Math.trunc(bottom)];
 }
 
 /** Why this face cannot be evaluated, or null. Checked before any model runs. */
-export function livenessInputProblem(box: Box, landmarks: readonly [number, number][], width: number, height: number): string | null {
-  const finite = box.every(Number.isFinite) && landmarks.length === 5 && landmarks.every(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
+export function livenessInputProblem(
+  box: Box,
+  landmarks: readonly [number, number][],
+  width: number,
+  height: number,
+): string | null {
+  const finite =
+    box.every(Number.isFinite) &&
+    landmarks.length === 5 &&
+    landmarks.every(([x, y]) => Number.isFinite(x) && Number.isFinite(y));
   if (!finite || !(box[2] - box[0] >= 2) || !(box[3] - box[1] >= 2)) return REASON_BAD_LANDMARKS;
   // Eyes on top of each other or outside the face box mean a degenerate detection.
   const [le, re] = landmarks as [[number, number], [number, number]];
@@ -90,7 +125,9 @@ export function livenessInputProblem(box: Box, landmarks: readonly [number, numb
  * pixels: cv2 INTER_LINEAR's half-pixel centres, clamped at the edges.
  */
 export function linearTaps(outN: number, inN: number): { i0: Int32Array; i1: Int32Array; w: Float64Array } {
-  const i0 = new Int32Array(outN), i1 = new Int32Array(outN), w = new Float64Array(outN);
+  const i0 = new Int32Array(outN),
+    i1 = new Int32Array(outN),
+    w = new Float64Array(outN);
   const scale = inN / outN;
   for (let o = 0; o < outN; o++) {
     const f = Math.max(0, (o + 0.5) * scale - 0.5);
@@ -106,18 +143,29 @@ export function linearTaps(outN: number, inN: number): { i0: Int32Array; i1: Int
  * cv2.resize(INTER_LINEAR) of the inclusive crop to outW x outH, written as planar float (raw 0..255) in
  * the model's channel order. The column taps are computed once, not once per row.
  */
-export function cropToTensor(rgb: Uint8Array, width: number, crop: [number, number, number, number], outW: number, outH: number, order: 'rgb' | 'bgr', out = new Float32Array(3 * outW * outH)): Float32Array {
+export function cropToTensor(
+  rgb: Uint8Array,
+  width: number,
+  crop: [number, number, number, number],
+  outW: number,
+  outH: number,
+  order: 'rgb' | 'bgr',
+  out = new Float32Array(3 * outW * outH),
+): Float32Array {
   const [left, top, right, bottom] = crop;
-  const cols = linearTaps(outW, right - left + 1), rows = linearTaps(outH, bottom - top + 1);
+  const cols = linearTaps(outW, right - left + 1),
+    rows = linearTaps(outH, bottom - top + 1);
   const plane = outW * outH;
   const chans = order === 'rgb' ? [0, 1, 2] : [2, 1, 0];
   const stride = width * 3;
   for (let y = 0; y < outH; y++) {
     const wy = rows.w[y]!;
-    const r0 = (top + rows.i0[y]!) * stride, r1 = (top + rows.i1[y]!) * stride;
+    const r0 = (top + rows.i0[y]!) * stride,
+      r1 = (top + rows.i1[y]!) * stride;
     for (let x = 0; x < outW; x++) {
       const wx = cols.w[x]!;
-      const c0 = (left + cols.i0[x]!) * 3, c1 = (left + cols.i1[x]!) * 3;
+      const c0 = (left + cols.i0[x]!) * 3,
+        c1 = (left + cols.i1[x]!) * 3;
       const o = y * outW + x;
       for (let k = 0; k < 3; k++) {
         const c = chans[k]!;
@@ -146,7 +194,12 @@ export function livenessVerdict(probabilities: number[], threshold: number): Liv
   return { status: 'ok', is_live: score >= threshold, live_score: round6(score) };
 }
 
-export const rejected = (reason: string): LivenessResult => ({ status: 'input_rejected', is_live: null, live_score: null, reason });
+export const rejected = (reason: string): LivenessResult => ({
+  status: 'input_rejected',
+  is_live: null,
+  live_score: null,
+  reason,
+});
 
 export const passed = (r: LivenessResult | undefined): boolean => r?.status === 'ok' && r.is_live === true;
 

@@ -16,15 +16,23 @@ const ONE_THREAD = 1;
 
 /** Runs on the calling thread (onnxruntime-node's `run` is synchronous there). */
 export class LocalLivenessModel implements LivenessModel {
-  private constructor(readonly spec: LivenessModelSpec, private readonly session: ort.InferenceSession) {}
+  private constructor(
+    readonly spec: LivenessModelSpec,
+    private readonly session: ort.InferenceSession,
+  ) {}
 
-  static async load(spec: LivenessModelSpec & { path: string }, settings: SessionSettings): Promise<LocalLivenessModel> {
+  static async load(
+    spec: LivenessModelSpec & { path: string },
+    settings: SessionSettings,
+  ): Promise<LocalLivenessModel> {
     return new LocalLivenessModel(spec, await createSession(spec.path, { ...settings, intraOpThreads: ONE_THREAD }));
   }
 
   async run(input: Float32Array): Promise<Float32Array> {
     const [w, h] = this.spec.input_size;
-    const out = await this.session.run({ [this.session.inputNames[0]!]: new ort.Tensor('float32', input, [1, 3, h, w]) });
+    const out = await this.session.run({
+      [this.session.inputNames[0]!]: new ort.Tensor('float32', input, [1, 3, h, w]),
+    });
     return out[this.session.outputNames[0]!]!.data as Float32Array;
   }
 
@@ -33,7 +41,10 @@ export class LocalLivenessModel implements LivenessModel {
   }
 }
 
-export interface LivenessPeerInit { spec: LivenessModelSpec & { path: string }; settings: SessionSettings }
+export interface LivenessPeerInit {
+  spec: LivenessModelSpec & { path: string };
+  settings: SessionSettings;
+}
 export type LivenessPeerReply =
   | { type: 'ready' }
   | { type: 'failed'; message: string }
@@ -49,7 +60,10 @@ export class PeerLivenessModel implements LivenessModel {
   private readonly pending = new Map<number, { resolve: (v: Float32Array) => void; reject: (e: Error) => void }>();
   private dead: Error | null = null;
 
-  private constructor(readonly spec: LivenessModelSpec, private readonly worker: Worker) {
+  private constructor(
+    readonly spec: LivenessModelSpec,
+    private readonly worker: Worker,
+  ) {
     worker.on('message', (m: LivenessPeerReply) => {
       if (m.type !== 'result') return;
       const p = this.pending.get(m.id);
@@ -67,7 +81,10 @@ export class PeerLivenessModel implements LivenessModel {
   }
 
   static async load(spec: LivenessModelSpec & { path: string }, settings: SessionSettings): Promise<PeerLivenessModel> {
-    const worker = startWorkerThread('livenessPeer', { spec, settings: { ...settings, intraOpThreads: ONE_THREAD } } satisfies LivenessPeerInit);
+    const worker = startWorkerThread('livenessPeer', {
+      spec,
+      settings: { ...settings, intraOpThreads: ONE_THREAD },
+    } satisfies LivenessPeerInit);
     await new Promise<void>((resolve, reject) => {
       const onMessage = (m: LivenessPeerReply) => {
         if (m.type === 'ready') resolve();
@@ -104,12 +121,20 @@ export class PeerLivenessModel implements LivenessModel {
  * Loads the ensemble. With two or more cores every model after the first runs in a peer thread, so
  * the models of one face overlap; with one core they all run inline.
  */
-export async function loadLivenessModels(specs: (LivenessModelSpec & { path: string })[], settings: SessionSettings, cores: number): Promise<LivenessModel[]> {
+export async function loadLivenessModels(
+  specs: (LivenessModelSpec & { path: string })[],
+  settings: SessionSettings,
+  cores: number,
+): Promise<LivenessModel[]> {
   const models: LivenessModel[] = [];
   try {
     for (const [i, spec] of specs.entries()) {
       try {
-        models.push(i > 0 && cores >= 2 ? await PeerLivenessModel.load(spec, settings) : await LocalLivenessModel.load(spec, settings));
+        models.push(
+          i > 0 && cores >= 2
+            ? await PeerLivenessModel.load(spec, settings)
+            : await LocalLivenessModel.load(spec, settings),
+        );
       } catch (e) {
         throw new Error(`${spec.file}: ${e instanceof Error ? e.message : String(e)}`);
       }

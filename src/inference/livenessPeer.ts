@@ -13,11 +13,21 @@ LocalLivenessModel.load(init.spec, init.settings).then(
   (model) => {
     port.on('message', ({ id, input }: { id: number; input: Float32Array }) => {
       model.run(input).then(
-        (logits) => port.postMessage({ type: 'result', id, logits: Float32Array.from(logits) } satisfies LivenessPeerReply),
-        (e: unknown) => port.postMessage({ type: 'result', id, error: e instanceof Error ? e.message.split('\n')[0]! : String(e) } satisfies LivenessPeerReply),
+        (logits) =>
+          port.postMessage({ type: 'result', id, logits: Float32Array.from(logits) } satisfies LivenessPeerReply),
+        (e: unknown) =>
+          port.postMessage({
+            type: 'result',
+            id,
+            error: e instanceof Error ? e.message.split('\n')[0]! : String(e),
+          } satisfies LivenessPeerReply),
       );
     });
     port.postMessage({ type: 'ready' } satisfies LivenessPeerReply);
   },
-  (e: unknown) => port.postMessage({ type: 'failed', message: e instanceof Error ? e.message : String(e) } satisfies LivenessPeerReply),
+  (e: unknown) =>
+    port.postMessage({
+      type: 'failed',
+      message: e instanceof Error ? e.message : String(e),
+    } satisfies LivenessPeerReply),
 );

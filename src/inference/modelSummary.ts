@@ -8,7 +8,10 @@ import type { LivenessModelFile } from '../models/catalog.js';
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(',')}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
   return JSON.stringify(value);
 }
@@ -19,8 +22,20 @@ function canonicalJson(value: unknown): string {
  */
 export function modelDigest(pack: InstalledPack): string {
   const parts = [
-    { sha256: pack.detector.sha256, input_size: null, input_mean: pack.detector.mean, input_std: pack.detector.std, preprocessing_version: pack.detector.preprocessing_version },
-    { sha256: pack.recognizer.sha256, input_size: pack.recognizer.input_size, input_mean: pack.recognizer.mean, input_std: pack.recognizer.std, preprocessing_version: pack.recognizer.preprocessing_version },
+    {
+      sha256: pack.detector.sha256,
+      input_size: null,
+      input_mean: pack.detector.mean,
+      input_std: pack.detector.std,
+      preprocessing_version: pack.detector.preprocessing_version,
+    },
+    {
+      sha256: pack.recognizer.sha256,
+      input_size: pack.recognizer.input_size,
+      input_mean: pack.recognizer.mean,
+      input_std: pack.recognizer.std,
+      preprocessing_version: pack.recognizer.preprocessing_version,
+    },
   ];
   return createHash('sha256').update(canonicalJson(parts)).digest('hex');
 }
@@ -59,13 +74,39 @@ export function describePack(pack: InstalledPack, provider: string, liveness?: L
     preprocessing_version: pack.recognizer.preprocessing_version,
     provider,
     models: [
-      { model_id: stem(pack.detector.file), task: 'face_detection', sha256: pack.detector.sha256, file: pack.detector.file, input_size: null, embedding_dimension: null, preprocessing_version: pack.detector.preprocessing_version },
-      { model_id: stem(pack.recognizer.file), task: 'face_recognition', sha256: pack.recognizer.sha256, file: pack.recognizer.file, input_size: [...pack.recognizer.input_size], embedding_dimension: pack.recognizer.embedding_dimension, preprocessing_version: pack.recognizer.preprocessing_version },
+      {
+        model_id: stem(pack.detector.file),
+        task: 'face_detection',
+        sha256: pack.detector.sha256,
+        file: pack.detector.file,
+        input_size: null,
+        embedding_dimension: null,
+        preprocessing_version: pack.detector.preprocessing_version,
+      },
+      {
+        model_id: stem(pack.recognizer.file),
+        task: 'face_recognition',
+        sha256: pack.recognizer.sha256,
+        file: pack.recognizer.file,
+        input_size: [...pack.recognizer.input_size],
+        embedding_dimension: pack.recognizer.embedding_dimension,
+        preprocessing_version: pack.recognizer.preprocessing_version,
+      },
     ],
     license: { ...pack.license, components: pack.licenses },
     recommended_threshold: pack.recommended_threshold ? { ...pack.recommended_threshold } : null,
-    ...(liveness ? {
-      addons: liveness.map((m) => ({ model_id: 'liveness', task: 'liveness', sha256: m.sha256, file: `addons/liveness/${m.file}`, input_size: [...m.input_size], embedding_dimension: null, preprocessing_version: `silent-face-${m.context_scale}x-${m.channel_order}` })),
-    } : {}),
+    ...(liveness
+      ? {
+          addons: liveness.map((m) => ({
+            model_id: 'liveness',
+            task: 'liveness',
+            sha256: m.sha256,
+            file: `addons/liveness/${m.file}`,
+            input_size: [...m.input_size],
+            embedding_dimension: null,
+            preprocessing_version: `silent-face-${m.context_scale}x-${m.channel_order}`,
+          })),
+        }
+      : {}),
   };
 }

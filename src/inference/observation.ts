@@ -8,9 +8,16 @@ const round = (v: number, places: number) => {
 const clampInt = (v: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, Math.round(v)));
 
 /** Engine face -> wire FaceObservation: integer pixel box clamped to the image, normalised box to 8 places, landmarks to 3. */
-export function faceObservation(face: AnalyzedFace, width: number, height: number, opts: { embedding?: boolean } = {}): FaceObservationT {
-  const x1 = clampInt(face.box[0], 0, width), y1 = clampInt(face.box[1], 0, height);
-  const x2 = clampInt(face.box[2], 0, width), y2 = clampInt(face.box[3], 0, height);
+export function faceObservation(
+  face: AnalyzedFace,
+  width: number,
+  height: number,
+  opts: { embedding?: boolean } = {},
+): FaceObservationT {
+  const x1 = clampInt(face.box[0], 0, width),
+    y1 = clampInt(face.box[1], 0, height);
+  const x2 = clampInt(face.box[2], 0, width),
+    y2 = clampInt(face.box[3], 0, height);
   const obs: FaceObservationT = {
     bbox: {
       pixels: { x: x1, y: y1, width: x2 - x1, height: y2 - y1 },

@@ -3,10 +3,27 @@ import { ApiError, Errors } from '../contract/errors.js';
 import type { DetectorSpec, RecognizerSpec } from '../models/catalog.js';
 import { ARCFACE_TEMPLATE_112, estimateSimilarity, warpToTensor } from './alignment.js';
 import { decodeScrfd, decodeYunet, detectorCanvas, type OutputArrays, type Placement } from './detectors.js';
-import { byAreaDesc, clipCandidate, matchKnownBoxes, nms, selectSingleFace, type Candidate, type SingleFaceSelection } from './geometry.js';
+import {
+  byAreaDesc,
+  clipCandidate,
+  matchKnownBoxes,
+  nms,
+  selectSingleFace,
+  type Candidate,
+  type SingleFaceSelection,
+} from './geometry.js';
 import { decodeImage, type DecodeLimits } from './image.js';
 import type { LivenessModel } from './livenessModel.js';
-import { classProbability, contextCrop, cropToTensor, livenessInputProblem, livenessVerdict, passed, rejected, type LivenessResult } from './liveness.js';
+import {
+  classProbability,
+  contextCrop,
+  cropToTensor,
+  livenessInputProblem,
+  livenessVerdict,
+  passed,
+  rejected,
+  type LivenessResult,
+} from './liveness.js';
 import { boxStatistics, estimatePose, faceQuality, type FaceQuality, type Pose } from './quality.js';
 import { ort } from './sessions.js';
 
@@ -22,10 +39,16 @@ export interface DetectionProfile {
  * still in GStreamer's buffer): reading them as a Uint8Array first would make a Buffer that V8 counts as
  * new external memory for every frame. Workers always receive `raw`.
  */
-export interface PixelSource { readonly byteLength: number; copyInto(target: Uint8Array): void }
+export interface PixelSource {
+  readonly byteLength: number;
+  copyInto(target: Uint8Array): void;
+}
 
 export interface AnalyzeRequest {
-  image: { encoded: Uint8Array } | { raw: Uint8Array; width: number; height: number } | { pixels: PixelSource; width: number; height: number };
+  image:
+    | { encoded: Uint8Array }
+    | { raw: Uint8Array; width: number; height: number }
+    | { pixels: PixelSource; width: number; height: number };
   /** Checked when the image is decoded here (an encoded image: the worker decodes small uploads itself). */
   limits: DecodeLimits;
   profile: DetectionProfile;
@@ -73,7 +96,14 @@ export interface AnalyzeResult {
   selected: number;
   /** JPEG of the selected face's box resized to size x size, when asked for. */
   selectedCrop?: Uint8Array;
-  timings: { decode_ms: number; detect_ms: number; detect_model_ms: number; liveness_ms: number; embed_ms: number; embed_model_ms: number };
+  timings: {
+    decode_ms: number;
+    detect_ms: number;
+    detect_model_ms: number;
+    liveness_ms: number;
+    embed_ms: number;
+    embed_model_ms: number;
+  };
 }
 
 /** Loaded sessions of one model pack. Lives inside an inference worker thread. */
@@ -108,18 +138,35 @@ export class FacePipeline {
 
   async analyze(req: AnalyzeRequest): Promise<AnalyzeResult> {
     const t0 = performance.now();
-    if ('pixels' in req.image) throw new Error('a pixel source is copied into raw pixels by the engine before it reaches a worker');
-    const img = 'encoded' in req.image
-      ? await decodeImage(Buffer.from(req.image.encoded.buffer, req.image.encoded.byteOffset, req.image.encoded.byteLength), req.limits)
-      : { data: req.image.raw, width: req.image.width, height: req.image.height };
+    if ('pixels' in req.image)
+      throw new Error('a pixel source is copied into raw pixels by the engine before it reaches a worker');
+    const img =
+      'encoded' in req.image
+        ? await decodeImage(
+            Buffer.from(req.image.encoded.buffer, req.image.encoded.byteOffset, req.image.encoded.byteLength),
+            req.limits,
+          )
+        : { data: req.image.raw, width: req.image.width, height: req.image.height };
     const t1 = performance.now();
-    const { faces: detected, modelMs: detectModelMs } = await this.detect(img.data, img.width, img.height, req.profile, req.trimLetterbox === true);
+    const { faces: detected, modelMs: detectModelMs } = await this.detect(
+      img.data,
+      img.width,
+      img.height,
+      req.profile,
+      req.trimLetterbox === true,
+    );
     const faces = detected.slice(0, req.maxFaces).map((f) => this.describe(f, img.data, img.width, img.height));
     const t2 = performance.now();
     const selectedFace = selectSingleFace(faces, req.profile.single_face_selection, img.width, img.height);
     const selected = selectedFace ? faces.indexOf(selectedFace) : -1;
     if (req.known && req.known.boxes.length > 0) {
-      matchKnownBoxes(faces.map((f) => f.box), req.known.boxes, req.known.minIou).forEach((k, i) => { if (k >= 0) faces[i]!.known = k; });
+      matchKnownBoxes(
+        faces.map((f) => f.box),
+        req.known.boxes,
+        req.known.minIou,
+      ).forEach((k, i) => {
+        if (k >= 0) faces[i]!.known = k;
+      });
     }
     const live = req.liveness;
     if (live) {
@@ -143,11 +190,25 @@ export class FacePipeline {
         if (!f.liveness || !(e instanceof ApiError && e.code === 'face_not_found')) throw e;
       }
     }
-    const selectedCrop = req.cropSelected && selectedFace ? await boxCrop(img.data, img.width, img.height, selectedFace.box, req.cropSelected) : undefined;
+    const selectedCrop =
+      req.cropSelected && selectedFace
+        ? await boxCrop(img.data, img.width, img.height, selectedFace.box, req.cropSelected)
+        : undefined;
     const t4 = performance.now();
     return {
-      width: img.width, height: img.height, faces, selected, ...(selectedCrop ? { selectedCrop } : {}),
-      timings: { decode_ms: t1 - t0, detect_ms: t2 - t1, detect_model_ms: detectModelMs, liveness_ms: t3 - t2, embed_ms: t4 - t3, embed_model_ms: embedModelMs },
+      width: img.width,
+      height: img.height,
+      faces,
+      selected,
+      ...(selectedCrop ? { selectedCrop } : {}),
+      timings: {
+        decode_ms: t1 - t0,
+        detect_ms: t2 - t1,
+        detect_model_ms: detectModelMs,
+        liveness_ms: t3 - t2,
+        embed_ms: t4 - t3,
+        embed_model_ms: embedModelMs,
+      },
     };
   }
 
@@ -156,7 +217,13 @@ export class FacePipeline {
    * the ensemble on its own context crop. Any model failure or unusable output is 503
    * liveness_unavailable: a broken model must never produce a verdict.
    */
-  async liveness(rgb: Uint8Array, width: number, height: number, face: Candidate, threshold: number): Promise<LivenessResult> {
+  async liveness(
+    rgb: Uint8Array,
+    width: number,
+    height: number,
+    face: Candidate,
+    threshold: number,
+  ): Promise<LivenessResult> {
     const models = this.models.liveness;
     if (!models) throw livenessUnavailable('the liveness models are not loaded');
     const problem = livenessInputProblem(face.box, face.landmarks, width, height);
@@ -164,14 +231,23 @@ export class FacePipeline {
     // Every crop first, then every model at once: a peer model runs on another core meanwhile.
     const inputs = models.map(({ spec }) => {
       const [w, h] = spec.input_size;
-      return cropToTensor(rgb, width, contextCrop(face.box, width, height, spec.context_scale), w, h, spec.channel_order);
+      return cropToTensor(
+        rgb,
+        width,
+        contextCrop(face.box, width, height, spec.context_scale),
+        w,
+        h,
+        spec.channel_order,
+      );
     });
     const outputs = await Promise.allSettled(models.map((m, i) => m.run(inputs[i]!)));
     const probabilities = outputs.map((out, i) => {
       const { spec } = models[i]!;
       if (out.status === 'rejected') {
         const e: unknown = out.reason;
-        throw livenessUnavailable(`${spec.file} failed to run: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`);
+        throw livenessUnavailable(
+          `${spec.file} failed to run: ${e instanceof Error ? e.message.split('\n')[0] : String(e)}`,
+        );
       }
       const p = out.value.length > spec.live_class ? classProbability(out.value, spec.live_class) : NaN;
       if (!(p >= 0 && p <= 1)) throw livenessUnavailable(`${spec.file} returned an unusable output`);
@@ -181,7 +257,13 @@ export class FacePipeline {
   }
 
   /** Runs the detector at every profile size, then ONE global NMS over all candidates. */
-  async detect(rgb: Uint8Array, width: number, height: number, profile: DetectionProfile, trimLetterbox = false): Promise<{ faces: Candidate[]; modelMs: number }> {
+  async detect(
+    rgb: Uint8Array,
+    width: number,
+    height: number,
+    profile: DetectionProfile,
+    trimLetterbox = false,
+  ): Promise<{ faces: Candidate[]; modelMs: number }> {
     const all: Candidate[] = [];
     let modelMs = 0;
     // Resizes for every size start together (libvips runs them on its own threads); models run in turn.
@@ -207,12 +289,24 @@ export class FacePipeline {
     }
     const kept = nms(all, profile.nms_threshold)
       .map((c) => clipCandidate(c, width, height))
-      .filter((c): c is Candidate => c !== null && c.landmarks.length === 5 && c.landmarks.every((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])));
+      .filter(
+        (c): c is Candidate =>
+          c !== null &&
+          c.landmarks.length === 5 &&
+          c.landmarks.every((p) => Number.isFinite(p[0]) && Number.isFinite(p[1])),
+      );
     return { faces: kept.sort(byAreaDesc), modelMs };
   }
 
   /** Resizes with libvips (one pass, antialiased) and writes the normalised planar tensor. */
-  private async detectorInput(rgb: Uint8Array, width: number, height: number, w: number, h: number, place: Placement & { resizedW: number; resizedH: number }): Promise<ort.Tensor> {
+  private async detectorInput(
+    rgb: Uint8Array,
+    width: number,
+    height: number,
+    w: number,
+    h: number,
+    place: Placement & { resizedW: number; resizedH: number },
+  ): Promise<ort.Tensor> {
     const spec = this.models.detector.spec;
     const resized = await sharp(rgb, { raw: { width, height, channels: 3 } })
       .resize(place.resizedW, place.resizedH, { fit: 'fill', kernel: 'linear' })
@@ -240,13 +334,27 @@ export class FacePipeline {
   }
 
   /** 5-point similarity alignment to the 112x112 ArcFace template, recognizer, L2 normalisation. */
-  async embed(rgb: Uint8Array, width: number, height: number, landmarks: [number, number][]): Promise<{ embedding: Float32Array; modelMs: number }> {
+  async embed(
+    rgb: Uint8Array,
+    width: number,
+    height: number,
+    landmarks: [number, number][],
+  ): Promise<{ embedding: Float32Array; modelMs: number }> {
     const spec = this.models.recognizer.spec;
     const [outW, outH] = spec.input_size;
     const template = ARCFACE_TEMPLATE_112.map(([x, y]) => [(x * outW) / 112, (y * outH) / 112] as [number, number]);
     const m = estimateSimilarity(landmarks, template);
     if (!m) throw Errors.faceNotFound('degenerate_landmarks');
-    const data = warpToTensor(rgb, width, height, m, outW, outH, { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std }, this.recognizerInputs.take(3 * outW * outH));
+    const data = warpToTensor(
+      rgb,
+      width,
+      height,
+      m,
+      outW,
+      outH,
+      { channelOrder: spec.channel_order, mean: spec.mean, std: spec.std },
+      this.recognizerInputs.take(3 * outW * outH),
+    );
     const session = this.models.recognizer.session;
     const t = performance.now();
     let out: ort.InferenceSession.OnnxValueMapType;
@@ -264,7 +372,13 @@ export class FacePipeline {
 const livenessUnavailable = (cause: string): ApiError => Errors.livenessUnavailable(cause);
 
 /** The face box (not the aligned face) as a square JPEG, like the reference's stored crops. */
-async function boxCrop(rgb: Uint8Array, width: number, height: number, box: [number, number, number, number], o: { size: number; quality: number }): Promise<Uint8Array> {
+async function boxCrop(
+  rgb: Uint8Array,
+  width: number,
+  height: number,
+  box: [number, number, number, number],
+  o: { size: number; quality: number },
+): Promise<Uint8Array> {
   const left = Math.max(0, Math.min(width - 1, Math.floor(box[0])));
   const top = Math.max(0, Math.min(height - 1, Math.floor(box[1])));
   const right = Math.max(left + 1, Math.min(width, Math.ceil(box[2])));
@@ -317,7 +431,10 @@ export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
 export class TensorPool {
   private readonly free = new Map<number, Float32Array[]>();
 
-  constructor(private readonly perLength = 2, private readonly lengths = 8) {}
+  constructor(
+    private readonly perLength = 2,
+    private readonly lengths = 8,
+  ) {}
 
   take(length: number): Float32Array {
     return this.free.get(length)?.pop() ?? new Float32Array(length);

@@ -22,13 +22,24 @@ export interface WorkerInit {
   liveness?: (LivenessModelSpec & { path: string })[];
 }
 
-export interface WorkerJob { id: number; request: AnalyzeRequest; /** Run on the aloneIntraOpThreads sessions. */ alone?: boolean }
+export interface WorkerJob {
+  id: number;
+  request: AnalyzeRequest;
+  /** Run on the aloneIntraOpThreads sessions. */ alone?: boolean;
+}
 
 /** Asks a worker to finish its job, release its models (liveness peers included) and exit by itself. */
-export interface WorkerClose { type: 'close' }
+export interface WorkerClose {
+  type: 'close';
+}
 
 export type WorkerReply =
-  | { type: 'ready'; loadMs: number; warmupMs: number; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
+  | {
+      type: 'ready';
+      loadMs: number;
+      warmupMs: number;
+      optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel };
+    }
   | { type: 'failed'; message: string; addonInvalid?: boolean }
   | {
       type: 'result';

@@ -5,7 +5,11 @@ import { dirname, join } from 'node:path';
 import ort from 'onnxruntime-node';
 
 /** Whether one execution provider can run on this machine, and if not, why. */
-export interface ProviderStatus { name: string; available: boolean; reason: string }
+export interface ProviderStatus {
+  name: string;
+  available: boolean;
+  reason: string;
+}
 
 /** The providers Vigil can be configured with ([inference] execution_providers). */
 const SUPPORTED = new Set(['cpu', 'cuda', 'tensorrt']);
@@ -39,13 +43,21 @@ function bindingDir(): string | null {
 function loaderLibraries(): Set<string> {
   const names = new Set<string>();
   try {
-    const out = execFileSync('ldconfig', ['-p'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 });
+    const out = execFileSync('ldconfig', ['-p'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      timeout: 5000,
+    });
     for (const m of out.matchAll(/^\s+(\S+)\s/gm)) names.add(m[1]!);
-  } catch { /* no ldconfig: only LD_LIBRARY_PATH below */ }
+  } catch {
+    /* no ldconfig: only LD_LIBRARY_PATH below */
+  }
   for (const dir of (process.env.LD_LIBRARY_PATH ?? '').split(':').filter(Boolean)) {
     try {
       for (const f of readdirSync(dir)) names.add(f);
-    } catch { /* unreadable entry */ }
+    } catch {
+      /* unreadable entry */
+    }
   }
   return names;
 }
@@ -65,11 +77,20 @@ export function probeHost(): ProviderProbe {
   let bindingFiles: string[] = [];
   try {
     bindingFiles = dir ? readdirSync(dir) : [];
-  } catch { /* none */ }
+  } catch {
+    /* none */
+  }
   const gpuDevice = (existsSync('/dev/nvidiactl') && existsSync('/dev/nvidia0')) || existsSync('/dev/nvhost-ctrl-gpu');
   const unresolved: Record<string, string[] | null> = {};
-  for (const f of bindingFiles.filter((n) => /^libonnxruntime_providers_(cuda|tensorrt)\.so$/.test(n))) unresolved[f] = lddMissing(join(dir!, f));
-  return { backends: ort.listSupportedBackends(), bindingFiles, sharedLibraries: loaderLibraries(), gpuDevice, unresolved };
+  for (const f of bindingFiles.filter((n) => /^libonnxruntime_providers_(cuda|tensorrt)\.so$/.test(n)))
+    unresolved[f] = lddMissing(join(dir!, f));
+  return {
+    backends: ort.listSupportedBackends(),
+    bindingFiles,
+    sharedLibraries: loaderLibraries(),
+    gpuDevice,
+    unresolved,
+  };
 }
 
 const hasLib = (libs: Set<string>, prefix: string) => [...libs].some((l) => l.startsWith(prefix));
@@ -82,12 +103,23 @@ const hasLib = (libs: Set<string>, prefix: string) => [...libs].some((l) => l.st
  */
 export function providerReport(p: ProviderProbe = probeHost()): ProviderStatus[] {
   return p.backends.map(({ name }) => {
-    if (!SUPPORTED.has(name)) return { name, available: false, reason: `Vigil does not use the ${name} backend (execution_providers accepts cpu, cuda, tensorrt)` };
+    if (!SUPPORTED.has(name))
+      return {
+        name,
+        available: false,
+        reason: `Vigil does not use the ${name} backend (execution_providers accepts cpu, cuda, tensorrt)`,
+      };
     if (name === 'cpu') return { name, available: true, reason: 'built into onnxruntime-node' };
     const missing: string[] = [];
-    const providerLibs = name === 'cuda' ? ['libonnxruntime_providers_cuda.so'] : ['libonnxruntime_providers_cuda.so', 'libonnxruntime_providers_tensorrt.so'];
+    const providerLibs =
+      name === 'cuda'
+        ? ['libonnxruntime_providers_cuda.so']
+        : ['libonnxruntime_providers_cuda.so', 'libonnxruntime_providers_tensorrt.so'];
     const absent = providerLibs.filter((f) => !p.bindingFiles.includes(f));
-    if (absent.length) missing.push(`onnxruntime-node's ${name} provider library (${absent.join(', ')}; the npm package ships it only when installed with its GPU binaries)`);
+    if (absent.length)
+      missing.push(
+        `onnxruntime-node's ${name} provider library (${absent.join(', ')}; the npm package ships it only when installed with its GPU binaries)`,
+      );
     if (!p.gpuDevice) missing.push('an NVIDIA GPU device (/dev/nvidia0)');
     const present = providerLibs.filter((f) => p.bindingFiles.includes(f));
     const ldd = present.map((f) => p.unresolved[f]);
@@ -96,12 +128,18 @@ export function providerReport(p: ProviderProbe = probeHost()): ProviderStatus[]
       const notFound = [...new Set(ldd.flat() as string[])];
       if (notFound.length) missing.push(`libraries the provider needs (${notFound.join(', ')})`);
     } else if (!absent.length) {
-      for (const [prefixes, what] of [[['libcudart.so.'], 'the CUDA runtime (libcudart)'], [['libcublasLt.so.'], 'cuBLAS (libcublasLt)'], [['libcudnn.so.'], 'cuDNN (libcudnn)']] as const) {
+      for (const [prefixes, what] of [
+        [['libcudart.so.'], 'the CUDA runtime (libcudart)'],
+        [['libcublasLt.so.'], 'cuBLAS (libcublasLt)'],
+        [['libcudnn.so.'], 'cuDNN (libcudnn)'],
+      ] as const) {
         if (!prefixes.some((pre) => hasLib(p.sharedLibraries, pre))) missing.push(what);
       }
       if (name === 'tensorrt' && !hasLib(p.sharedLibraries, 'libnvinfer.so.')) missing.push('TensorRT (libnvinfer)');
     }
-    return missing.length ? { name, available: false, reason: `missing ${missing.join('; ')}` } : { name, available: true, reason: 'provider library, GPU device and CUDA libraries present' };
+    return missing.length
+      ? { name, available: false, reason: `missing ${missing.join('; ')}` }
+      : { name, available: true, reason: 'provider library, GPU device and CUDA libraries present' };
   });
 }
 

@@ -1,7 +1,16 @@
 import type { Candidate } from './geometry.js';
 
-export interface Pose { yaw: number; pitch: number; roll: number }
-export interface FaceQuality { score: number; sharpness: number; brightness: number; pose: number }
+export interface Pose {
+  yaw: number;
+  pitch: number;
+  roll: number;
+}
+export interface FaceQuality {
+  score: number;
+  sharpness: number;
+  brightness: number;
+  pose: number;
+}
 
 const clamp01 = (v: number): number => (Number.isFinite(v) ? Math.min(1, Math.max(0, v)) : 0);
 const round6 = (v: number): number => Math.round(v * 1e6) / 1e6;
@@ -9,9 +18,16 @@ const deg = (r: number): number => (r * 180) / Math.PI;
 
 /** Head pose in degrees estimated from the five landmarks (the reference's heuristic, §3.6). */
 export function estimatePose(lm: readonly [number, number][]): Pose {
-  const [le, re, nose, lmouth, rmouth] = lm as [[number, number], [number, number], [number, number], [number, number], [number, number]];
+  const [le, re, nose, lmouth, rmouth] = lm as [
+    [number, number],
+    [number, number],
+    [number, number],
+    [number, number],
+    [number, number],
+  ];
   const roll = deg(Math.atan2(re[1] - le[1], re[0] - le[0]));
-  const eyeMidX = (le[0] + re[0]) / 2, eyeMidY = (le[1] + re[1]) / 2;
+  const eyeMidX = (le[0] + re[0]) / 2,
+    eyeMidY = (le[1] + re[1]) / 2;
   const eyeDist = Math.hypot(re[0] - le[0], re[1] - le[1]);
   const mouthMidY = (lmouth[1] + rmouth[1]) / 2;
   const yaw = eyeDist > 1e-6 ? ((nose[0] - eyeMidX) / eyeDist) * 90 : 90;
@@ -37,10 +53,18 @@ function grayBuffer(n: number): Float32Array {
 }
 
 /** Mean brightness and Laplacian variance of the face box, computed on grey (BT.601, as cv2's BGR2GRAY). */
-export function boxStatistics(rgb: Uint8Array, width: number, height: number, box: readonly number[]): { brightness: number; laplacianVariance: number } {
-  const x1 = Math.max(0, Math.floor(box[0]!)), y1 = Math.max(0, Math.floor(box[1]!));
-  const x2 = Math.min(width, Math.ceil(box[2]!)), y2 = Math.min(height, Math.ceil(box[3]!));
-  const w = x2 - x1, h = y2 - y1;
+export function boxStatistics(
+  rgb: Uint8Array,
+  width: number,
+  height: number,
+  box: readonly number[],
+): { brightness: number; laplacianVariance: number } {
+  const x1 = Math.max(0, Math.floor(box[0]!)),
+    y1 = Math.max(0, Math.floor(box[1]!));
+  const x2 = Math.min(width, Math.ceil(box[2]!)),
+    y2 = Math.min(height, Math.ceil(box[3]!));
+  const w = x2 - x1,
+    h = y2 - y1;
   if (w <= 0 || h <= 0) return { brightness: 0, laplacianVariance: 0 };
   const gray = grayBuffer(w * h);
   let sum = 0;
@@ -60,15 +84,17 @@ export function boxStatistics(rgb: Uint8Array, width: number, height: number, bo
   };
   // The sums stay plain locals: updated from a closure they would live in its context, and every update
   // would box a new heap number (two per pixel: about 3 MB of garbage per group photo, measured).
-  let lsum = 0, lsq = 0;
+  let lsum = 0,
+    lsq = 0;
   for (let y = 0; y < h; y++) {
     const interiorRow = y > 0 && y < h - 1;
     for (let x = 0; x < w; x++) {
       const i = y * w + x;
       // Interior pixels (almost all of them) index directly; only the border needs reflection.
-      const l = interiorRow && x > 0 && x < w - 1
-        ? gray[i - 1]! + gray[i + 1]! + gray[i - w]! + gray[i + w]! - 4 * gray[i]!
-        : at(x - 1, y) + at(x + 1, y) + at(x, y - 1) + at(x, y + 1) - 4 * gray[i]!;
+      const l =
+        interiorRow && x > 0 && x < w - 1
+          ? gray[i - 1]! + gray[i + 1]! + gray[i - w]! + gray[i + w]! - 4 * gray[i]!
+          : at(x - 1, y) + at(x + 1, y) + at(x, y - 1) + at(x, y + 1) - 4 * gray[i]!;
       lsum += l;
       lsq += l * l;
     }
@@ -79,9 +105,14 @@ export function boxStatistics(rgb: Uint8Array, width: number, height: number, bo
 }
 
 /** The public quality block (§3.6): every value clamped to [0, 1] and rounded to 6 decimals. */
-export function faceQuality(face: Candidate, stats: { brightness: number; laplacianVariance: number }, pose: Pose): FaceQuality {
+export function faceQuality(
+  face: Candidate,
+  stats: { brightness: number; laplacianVariance: number },
+  pose: Pose,
+): FaceQuality {
   const sharpness = 1 - Math.exp(-stats.laplacianVariance / 100);
-  const w = face.box[2] - face.box[0], h = face.box[3] - face.box[1];
+  const w = face.box[2] - face.box[0],
+    h = face.box[3] - face.box[1];
   const worstAngle = Math.max(Math.abs(pose.yaw), Math.abs(pose.pitch), Math.abs(pose.roll));
   const score =
     0.35 * face.score +

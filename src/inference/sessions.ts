@@ -25,7 +25,9 @@ export interface SessionSettings {
  * present (providers.ts says why the others cannot).
  */
 export function availableProviders(): string[] {
-  return hostProviderReport().filter((p) => p.available).map((p) => p.name);
+  return hostProviderReport()
+    .filter((p) => p.available)
+    .map((p) => p.name);
 }
 
 function providerOption(name: ProviderName, deviceId: number): ort.InferenceSession.ExecutionProviderConfig {
@@ -59,8 +61,13 @@ export async function createSession(path: string, s: SessionSettings): Promise<o
  * runs is what survives that; a median of back-to-back runs picked the slower level on a loaded box,
  * and the choice then stays for the life of the process (bench/inference.ts records it).
  */
-export async function tunedSession(path: string, s: SessionSettings, probeShape: number[]): Promise<{ session: ort.InferenceSession; level: OptimizationLevel; runMs: number }> {
-  const levels: OptimizationLevel[] = s.graphOptimization && s.graphOptimization !== 'auto' ? [s.graphOptimization] : ['extended', 'all'];
+export async function tunedSession(
+  path: string,
+  s: SessionSettings,
+  probeShape: number[],
+): Promise<{ session: ort.InferenceSession; level: OptimizationLevel; runMs: number }> {
+  const levels: OptimizationLevel[] =
+    s.graphOptimization && s.graphOptimization !== 'auto' ? [s.graphOptimization] : ['extended', 'all'];
   const probe = new Float32Array(probeShape.reduce((a, b) => a * b, 1));
   for (let i = 0; i < probe.length; i++) probe[i] = ((i * 2654435761) % 1000) / 1000 - 0.5;
   const candidates: { session: ort.InferenceSession; level: OptimizationLevel; runMs: number }[] = [];

@@ -13,27 +13,53 @@ import type { WorkerInit, WorkerReply, WorkerJob, WorkerClose } from './protocol
 const init = workerData as WorkerInit;
 const port = parentPort!;
 
-interface LoadedSessions { detector: ort.InferenceSession; recognizer: ort.InferenceSession; optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel } }
+interface LoadedSessions {
+  detector: ort.InferenceSession;
+  recognizer: ort.InferenceSession;
+  optimization: { detector: OptimizationLevel; recognizer: OptimizationLevel };
+}
 
 /** The detector and recognizer at `threads` ORT threads, warmed up at every configured size so the first job does not pay for shape planning. */
-async function loadSessions(settings: SessionSettings, optimization: WorkerInit['optimization']): Promise<LoadedSessions & { loadMs: number; warmupMs: number }> {
+async function loadSessions(
+  settings: SessionSettings,
+  optimization: WorkerInit['optimization'],
+): Promise<LoadedSessions & { loadMs: number; warmupMs: number }> {
   const t0 = performance.now();
   const [rw, rh] = init.recognizer.input_size;
   const largest = [...init.warmupSizes].sort((a, b) => b[0] * b[1] - a[0] * a[1])[0] ?? [640, 640];
-  const det = await tunedSession(init.detector.path, { ...settings, ...(optimization ? { graphOptimization: optimization.detector } : {}) }, [1, 3, largest[1], largest[0]]);
-  const rec = await tunedSession(init.recognizer.path, { ...settings, ...(optimization ? { graphOptimization: optimization.recognizer } : {}) }, [1, 3, rh, rw]);
-  const detector = det.session, recognizer = rec.session;
+  const det = await tunedSession(
+    init.detector.path,
+    { ...settings, ...(optimization ? { graphOptimization: optimization.detector } : {}) },
+    [1, 3, largest[1], largest[0]],
+  );
+  const rec = await tunedSession(
+    init.recognizer.path,
+    { ...settings, ...(optimization ? { graphOptimization: optimization.recognizer } : {}) },
+    [1, 3, rh, rw],
+  );
+  const detector = det.session,
+    recognizer = rec.session;
   const loadMs = performance.now() - t0;
   const t1 = performance.now();
   for (const [w, h] of init.warmupSizes) {
-    await detector.run({ [detector.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]) });
+    await detector.run({
+      [detector.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * w * h), [1, 3, h, w]),
+    });
   }
-  const probe = await recognizer.run({ [recognizer.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * rw * rh), [1, 3, rh, rw]) });
+  const probe = await recognizer.run({
+    [recognizer.inputNames[0]!]: new ort.Tensor('float32', new Float32Array(3 * rw * rh), [1, 3, rh, rw]),
+  });
   const dim = (probe[recognizer.outputNames[0]!]!.data as Float32Array).length;
   if (dim !== init.recognizer.embedding_dimension) {
     throw new Error(`recognizer output has ${dim} values but the pack declares ${init.recognizer.embedding_dimension}`);
   }
-  return { detector, recognizer, optimization: { detector: det.level, recognizer: rec.level }, loadMs, warmupMs: performance.now() - t1 };
+  return {
+    detector,
+    recognizer,
+    optimization: { detector: det.level, recognizer: rec.level },
+    loadMs,
+    warmupMs: performance.now() - t1,
+  };
 }
 
 /**
@@ -41,20 +67,38 @@ async function loadSessions(settings: SessionSettings, optimization: WorkerInit[
  * asks for it: aloneIntraOpThreads) runs the same models with more ORT threads for a job the engine
  * dispatches while nothing else runs. Both use the levels the first set chose, so results are identical.
  */
-interface WorkerPipelines { shared: FacePipeline; alone: { pipeline: FacePipeline; sessions: LoadedSessions } | null }
+interface WorkerPipelines {
+  shared: FacePipeline;
+  alone: { pipeline: FacePipeline; sessions: LoadedSessions } | null;
+}
 
 async function start(): Promise<WorkerPipelines> {
-  const settings: SessionSettings = { providers: init.providers, deviceId: init.deviceId, intraOpThreads: init.intraOpThreads, graphOptimization: init.graphOptimization };
+  const settings: SessionSettings = {
+    providers: init.providers,
+    deviceId: init.deviceId,
+    intraOpThreads: init.intraOpThreads,
+    graphOptimization: init.graphOptimization,
+  };
   const main = await loadSessions(settings, init.optimization);
-  let loadMs = main.loadMs, warmupMs = main.warmupMs;
+  let loadMs = main.loadMs,
+    warmupMs = main.warmupMs;
   let alone: WorkerPipelines['alone'] = null;
   if (init.aloneIntraOpThreads) {
     const sessions = await loadSessions({ ...settings, intraOpThreads: init.aloneIntraOpThreads }, main.optimization);
     loadMs += sessions.loadMs;
     warmupMs += sessions.warmupMs;
-    alone = { sessions, pipeline: new FacePipeline({ detector: { spec: init.detector, session: sessions.detector }, recognizer: { spec: init.recognizer, session: sessions.recognizer } }) };
+    alone = {
+      sessions,
+      pipeline: new FacePipeline({
+        detector: { spec: init.detector, session: sessions.detector },
+        recognizer: { spec: init.recognizer, session: sessions.recognizer },
+      }),
+    };
   }
-  const shared = new FacePipeline({ detector: { spec: init.detector, session: main.detector }, recognizer: { spec: init.recognizer, session: main.recognizer } });
+  const shared = new FacePipeline({
+    detector: { spec: init.detector, session: main.detector },
+    recognizer: { spec: init.recognizer, session: main.recognizer },
+  });
   const liveness = await loadLiveness(settings);
   if (liveness) {
     shared.useLiveness(liveness);
@@ -94,7 +138,13 @@ async function loadLiveness(settings: SessionSettings): Promise<PackSessions['li
 
 function serializeError(e: unknown): Extract<WorkerReply, { type: 'result' }>['error'] {
   if (isApiError(e)) return { status: e.status, code: e.code, message: e.message, details: e.details };
-  return { status: 500, code: Errors.internalError.code, message: e instanceof Error ? e.message : String(e), details: {}, internal: true };
+  return {
+    status: 500,
+    code: Errors.internalError.code,
+    message: e instanceof Error ? e.message : String(e),
+    details: {},
+    internal: true,
+  };
 }
 
 start().then(
@@ -108,7 +158,13 @@ start().then(
         // (a Napi::Error thrown during teardown), so the engine asks first: finish, close the peers, exit.
         // The liveness models are shared by both pipelines: `shared` closes them, `alone` only its sessions.
         void Promise.allSettled(inFlight)
-          .then(() => Promise.allSettled([shared.close(), alone?.sessions.detector.release(), alone?.sessions.recognizer.release()]))
+          .then(() =>
+            Promise.allSettled([
+              shared.close(),
+              alone?.sessions.detector.release(),
+              alone?.sessions.recognizer.release(),
+            ]),
+          )
           .finally(() => process.exit(0));
         return;
       }
@@ -118,15 +174,27 @@ start().then(
       const run = pipeline.analyze(job.request as AnalyzeRequest).then(
         (result) => {
           const transfer = result.faces.flatMap((f) => (f.embedding ? [f.embedding.buffer as ArrayBuffer] : []));
-          port.postMessage({ type: 'result', id: job.id, result, ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply, transfer);
+          port.postMessage(
+            { type: 'result', id: job.id, result, ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply,
+            transfer,
+          );
         },
-        (e: unknown) => port.postMessage({ type: 'result', id: job.id, error: serializeError(e), ...(onAlone ? { alone: true } : {}) } satisfies WorkerReply),
+        (e: unknown) =>
+          port.postMessage({
+            type: 'result',
+            id: job.id,
+            error: serializeError(e),
+            ...(onAlone ? { alone: true } : {}),
+          } satisfies WorkerReply),
       );
       inFlight.add(run);
       void run.finally(() => inFlight.delete(run));
     });
   },
-  (e: unknown) => port.postMessage({
-    type: 'failed', message: e instanceof Error ? e.message : String(e), ...(e instanceof AddonInvalid ? { addonInvalid: true } : {}),
-  } satisfies WorkerReply),
+  (e: unknown) =>
+    port.postMessage({
+      type: 'failed',
+      message: e instanceof Error ? e.message : String(e),
+      ...(e instanceof AddonInvalid ? { addonInvalid: true } : {}),
+    } satisfies WorkerReply),
 );

@@ -1,5 +1,11 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { isApiError } from '../contract/errors.js';
 import { validate } from '../contract/validation.js';
@@ -13,7 +19,12 @@ export interface ScrapeBackend {
   scrape(kind: string, request: unknown, signal: AbortSignal): Promise<Record<string, unknown>>;
   getRun(runId: string, signal: AbortSignal): Promise<Record<string, unknown>>;
   /** A page of a run's items after `cursor` (null: from the start). */
-  runItems(runId: string, cursor: string | undefined, limit: number, signal: AbortSignal): Promise<Record<string, unknown>>;
+  runItems(
+    runId: string,
+    cursor: string | undefined,
+    limit: number,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown>>;
   cancelRun(runId: string, signal: AbortSignal): Promise<Record<string, unknown>>;
 }
 
@@ -38,39 +49,70 @@ const RunItemsInput = z.strictObject({
   cursor: z.string().max(2048).optional().describe('next_cursor of the previous page; omit for the first page.'),
   limit: z.int().min(1).max(1000).default(100),
 });
-const RunItemsOutput = z.object({
-  run_id: z.string(), status: RunStatus, items: z.array(z.unknown()),
-  next_cursor: z.string().nullable().describe('Null once the run is final and every item was read.'),
-}).meta({ id: 'ToolRunItemsPage' });
+const RunItemsOutput = z
+  .object({
+    run_id: z.string(),
+    status: RunStatus,
+    items: z.array(z.unknown()),
+    next_cursor: z.string().nullable().describe('Null once the run is final and every item was read.'),
+  })
+  .meta({ id: 'ToolRunItemsPage' });
 
 function toolDefs(): ToolDef[] {
   const scrapes = scraperKinds().map((k): ToolDef => ({
-    canonical: k.toolName, title: k.title,
+    canonical: k.toolName,
+    title: k.title,
     description: `${k.description} If the run is still going when the call would time out, the result has status "running": poll it with runs_get.`,
-    input: k.request, output: runResourceSchema(k.item, `${k.kind}ToolRun`),
+    input: k.request,
+    output: runResourceSchema(k.item, `${k.kind}ToolRun`),
     call: (args, backend, signal) => backend.scrape(k.kind, validate(k.request, args), signal),
   }));
   const anyRun = runResourceSchema(z.unknown(), 'ToolRun');
-  return [...scrapes, {
-    canonical: 'runs.get', title: 'Get a scrape run', description: 'The status (queued, running, waiting_for_rate_limit with resume_at, succeeded, partial, failed, cancelled), per-source report, billing and, once finished, the items of a scrape run of this workspace.',
-    input: RunGetInput, output: anyRun,
-    call: (args, backend, signal) => backend.getRun(validate(RunGetInput, args).run_id, signal),
-  }, {
-    canonical: 'runs.items', title: 'Page a scrape run\'s items', description: 'The items of a finished scrape run in delivery order, a page at a time: pass next_cursor back until it is null.',
-    input: RunItemsInput, output: RunItemsOutput,
-    call: (args, backend, signal) => { const a = validate(RunItemsInput, args); return backend.runItems(a.run_id, a.cursor, a.limit, signal); },
-  }, {
-    canonical: 'runs.cancel', title: 'Cancel a scrape run', description: 'Stops a queued or running scrape run of this workspace; it keeps (and bills) only the items it delivered before.',
-    input: RunGetInput, output: anyRun, readOnly: false,
-    call: (args, backend, signal) => backend.cancelRun(validate(RunGetInput, args).run_id, signal),
-  }];
+  return [
+    ...scrapes,
+    {
+      canonical: 'runs.get',
+      title: 'Get a scrape run',
+      description:
+        'The status (queued, running, waiting_for_rate_limit with resume_at, succeeded, partial, failed, cancelled), per-source report, billing and, once finished, the items of a scrape run of this workspace.',
+      input: RunGetInput,
+      output: anyRun,
+      call: (args, backend, signal) => backend.getRun(validate(RunGetInput, args).run_id, signal),
+    },
+    {
+      canonical: 'runs.items',
+      title: "Page a scrape run's items",
+      description:
+        'The items of a finished scrape run in delivery order, a page at a time: pass next_cursor back until it is null.',
+      input: RunItemsInput,
+      output: RunItemsOutput,
+      call: (args, backend, signal) => {
+        const a = validate(RunItemsInput, args);
+        return backend.runItems(a.run_id, a.cursor, a.limit, signal);
+      },
+    },
+    {
+      canonical: 'runs.cancel',
+      title: 'Cancel a scrape run',
+      description:
+        'Stops a queued or running scrape run of this workspace; it keeps (and bills) only the items it delivered before.',
+      input: RunGetInput,
+      output: anyRun,
+      readOnly: false,
+      call: (args, backend, signal) => backend.cancelRun(validate(RunGetInput, args).run_id, signal),
+    },
+  ];
 }
 
-const advertised = (canonical: string, style: ToolNameStyle) => (style === 'underscore' ? canonical.replaceAll('.', '_') : canonical);
+const advertised = (canonical: string, style: ToolNameStyle) =>
+  style === 'underscore' ? canonical.replaceAll('.', '_') : canonical;
 
 /** JSON Schema for a tool: as clients send it (defaults optional), without the $schema noise. */
 function jsonSchema(schema: z.ZodType): { type: 'object'; [k: string]: unknown } {
-  const { $schema: _drop, ...doc } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _drop, ...doc } = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<
+    string,
+    unknown
+  >;
   // A schema with a registered id comes back as {$ref, $defs}; tools need the object itself at the root.
   const ref = typeof doc.$ref === 'string' ? /^#\/\$defs\/(.+)$/.exec(doc.$ref)?.[1] : undefined;
   if (ref) {
@@ -97,9 +139,18 @@ export function createMcpServer(backend: ScrapeBackend, style: ToolNameStyle): S
   }
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: defs.map((d) => ({
-      name: advertised(d.canonical, style), title: d.title, description: d.description,
-      inputSchema: jsonSchema(d.input), outputSchema: jsonSchema(d.output),
-      annotations: { title: d.title, readOnlyHint: d.readOnly ?? true, openWorldHint: true, idempotentHint: false, destructiveHint: false },
+      name: advertised(d.canonical, style),
+      title: d.title,
+      description: d.description,
+      inputSchema: jsonSchema(d.input),
+      outputSchema: jsonSchema(d.output),
+      annotations: {
+        title: d.title,
+        readOnlyHint: d.readOnly ?? true,
+        openWorldHint: true,
+        idempotentHint: false,
+        destructiveHint: false,
+      },
     })),
   }));
   server.setRequestHandler(CallToolRequestSchema, async (req, extra): Promise<CallToolResult> => {
@@ -111,7 +162,12 @@ export function createMcpServer(backend: ScrapeBackend, style: ToolNameStyle): S
     } catch (e) {
       // User-facing failures (validation, quota, not configured) are tool errors the model can read.
       if (!isApiError(e)) throw e;
-      return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error: { code: e.code, message: e.message, details: e.details } }) }] };
+      return {
+        isError: true,
+        content: [
+          { type: 'text', text: JSON.stringify({ error: { code: e.code, message: e.message, details: e.details } }) },
+        ],
+      };
     }
   });
   return server;

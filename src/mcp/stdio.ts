@@ -13,13 +13,29 @@ export function restBackend(baseUrl: string, workspaceId: string, key: string): 
   const call = async (method: string, path: string, signal: AbortSignal, body?: unknown) => {
     let res: Response;
     try {
-      res = await fetch(base + path, { method, signal, headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      res = await fetch(base + path, {
+        method,
+        signal,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     } catch (e) {
       if (signal.aborted) throw e;
       throw Errors.daemonUnreachable(baseUrl, (e as Error).message);
     }
     const json = (await res.json().catch(() => ({}))) as Record<string, any>;
-    if (res.status >= 400) throw json.error?.code ? ApiError.revive({ status: res.status, code: json.error.code, message: json.error.message ?? `HTTP ${res.status}`, details: json.error.details ?? {} }) : Errors.httpError(res.status, `HTTP ${res.status}`);
+    if (res.status >= 400)
+      throw json.error?.code
+        ? ApiError.revive({
+            status: res.status,
+            code: json.error.code,
+            message: json.error.message ?? `HTTP ${res.status}`,
+            details: json.error.details ?? {},
+          })
+        : Errors.httpError(res.status, `HTTP ${res.status}`);
     const { request_id: _id, ...run } = json;
     return { status: res.status, run };
   };
@@ -48,7 +64,12 @@ export function restBackend(baseUrl: string, workspaceId: string, key: string): 
   };
 }
 
-export async function runMcpStdio(opts: { url: string; workspaceId: string; key: string; style: ToolNameStyle }): Promise<number> {
+export async function runMcpStdio(opts: {
+  url: string;
+  workspaceId: string;
+  key: string;
+  style: ToolNameStyle;
+}): Promise<number> {
   const server = createMcpServer(restBackend(opts.url, opts.workspaceId, opts.key), opts.style);
   const transport = new StdioServerTransport();
   await server.connect(transport);

@@ -138,7 +138,13 @@ export type LicenseEntry = License & { id: string };
 
 /** Names that must resolve inside the manifest (a dangling one would only fail mid-install). */
 function checkReferences(
-  catalog: { default_pack: string; licenses: Record<string, unknown>; files: Record<string, FileSpec>; packs: Record<string, PackSpec>; addons: Partial<Record<AddonName, AddonSpec>> },
+  catalog: {
+    default_pack: string;
+    licenses: Record<string, unknown>;
+    files: Record<string, FileSpec>;
+    packs: Record<string, PackSpec>;
+    addons: Partial<Record<AddonName, AddonSpec>>;
+  },
   ctx: z.RefinementCtx,
 ): void {
   if (!(catalog.default_pack in catalog.packs)) {
@@ -158,7 +164,12 @@ function checkReferences(
   }
   for (const [name, addon] of Object.entries(catalog.addons)) {
     addon.models.forEach((m, i) => {
-      if (!(m.file in catalog.files)) ctx.addIssue({ code: 'custom', path: ['addons', name, 'models', i, 'file'], message: `unknown file ${m.file}` });
+      if (!(m.file in catalog.files))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['addons', name, 'models', i, 'file'],
+          message: `unknown file ${m.file}`,
+        });
     });
   }
 }
@@ -208,7 +219,10 @@ export function getPack(catalog: Catalog, packId: string): PackSpec {
 /** InsightFace Server's INSIGHTFACE_DEFAULT_THRESHOLD, calibrated for its ArcFace models. */
 export const UPSTREAM_DEFAULT_THRESHOLD = 0.4;
 
-export interface DefaultThreshold { value: number; source: 'config' | 'pack' | 'upstream' }
+export interface DefaultThreshold {
+  value: number;
+  source: 'config' | 'pack' | 'upstream';
+}
 
 /**
  * The default match threshold of compare and of new collections: `[inference] default_threshold` when

@@ -52,10 +52,16 @@ function checkZipEntry(entry: Entry, limit: number): void {
   if (mode === S_IFLNK) throw new SourceError('bad_archive', `zip member ${entry.fileName} is a symlink`);
   if (entry.fileName.endsWith('/')) throw new SourceError('bad_archive', `zip member ${entry.fileName} is a directory`);
   if (entry.isEncrypted()) throw new SourceError('bad_archive', `zip member ${entry.fileName} is encrypted`);
-  if (entry.uncompressedSize > limit) throw new SourceError('too_large', `zip member ${entry.fileName} ${new TooLargeError(limit).message}`);
+  if (entry.uncompressedSize > limit)
+    throw new SourceError('too_large', `zip member ${entry.fileName} ${new TooLargeError(limit).message}`);
 }
 
-export async function extractTarMember(tgzPath: string, memberPath: string, dest: string, limit: number): Promise<Digest> {
+export async function extractTarMember(
+  tgzPath: string,
+  memberPath: string,
+  dest: string,
+  limit: number,
+): Promise<Digest> {
   const want = normalizeTarPath(memberPath);
   let matches = 0;
   let problem: SourceError | undefined;
@@ -84,7 +90,10 @@ export async function extractTarMember(tgzPath: string, memberPath: string, dest
 function tarEntryProblem(entry: ReadEntry, matches: number, limit: number): SourceError | undefined {
   if (matches > 1) return new SourceError('bad_archive', `${entry.path} appears more than once in the package tarball`);
   if (!['File', 'OldFile', 'ContiguousFile'].includes(entry.type)) {
-    return new SourceError('bad_archive', `${entry.path} in the package tarball is a ${entry.type}, not a regular file`);
+    return new SourceError(
+      'bad_archive',
+      `${entry.path} in the package tarball is a ${entry.type}, not a regular file`,
+    );
   }
   if (entry.size > limit) return new SourceError('too_large', `${entry.path} ${new TooLargeError(limit).message}`);
   return undefined;
@@ -98,7 +107,9 @@ async function* entryChunks(entry: ReadEntry): AsyncGenerator<Buffer> {
 function parseTarFile(path: string, parser: Parser): Promise<void> {
   return new Promise((resolve, reject) => {
     parser.on('end', () => resolve());
-    parser.on('error', (err: Error) => reject(new SourceError('bad_archive', `not a readable package tarball (${err.message})`)));
+    parser.on('error', (err: Error) =>
+      reject(new SourceError('bad_archive', `not a readable package tarball (${err.message})`)),
+    );
     const input = createReadStream(path);
     input.on('error', reject);
     input.pipe(parser as unknown as NodeJS.WritableStream);
@@ -123,7 +134,10 @@ function pickOne<T>(entries: T[], nameOf: (e: T) => string, member: string, what
   const [only] = hits;
   if (!only) throw new SourceError('bad_archive', `${member} is not in the ${what}`);
   if (hits.length > 1) {
-    throw new SourceError('bad_archive', `${member} matches ${hits.length} entries in the ${what}: ${hits.map(nameOf).join(', ')}`);
+    throw new SourceError(
+      'bad_archive',
+      `${member} matches ${hits.length} entries in the ${what}: ${hits.map(nameOf).join(', ')}`,
+    );
   }
   return only;
 }

@@ -98,7 +98,6 @@ export async function removeStaleTemps(dir: string): Promise<void> {
   }
 }
 
-
 /** Renames a verified temp file over its final name and makes that durable. */
 export async function publish(tempPath: string, finalPath: string): Promise<void> {
   await rename(tempPath, finalPath);

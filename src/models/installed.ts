@@ -86,7 +86,9 @@ export async function inspectPack(catalog: Catalog, modelsDir: string, packId: s
   if (text === undefined) return { status: 'not_installed', id: packId, dir };
 
   const packJson = parsePackJson(text);
-  const problems: PackProblem[] = packJson.ok ? catalogProblems(catalog, packId, pack, packJson.value) : [packJson.problem];
+  const problems: PackProblem[] = packJson.ok
+    ? catalogProblems(catalog, packId, pack, packJson.value)
+    : [packJson.problem];
   const files: Record<string, Digest> = {};
   for (const name of packFileNames(pack)) {
     const result = await checkFile(dir, name, getFile(catalog, name));
@@ -105,14 +107,16 @@ function parsePackJson(text: string): { ok: true; value: PackJson } | { ok: fals
     return { ok: false, problem: { file: PACK_JSON, problem: 'not valid JSON' } };
   }
   const parsed = PackJsonSchema.safeParse(raw);
-  if (!parsed.success) return { ok: false, problem: { file: PACK_JSON, problem: `invalid (${z.prettifyError(parsed.error)})` } };
+  if (!parsed.success)
+    return { ok: false, problem: { file: PACK_JSON, problem: `invalid (${z.prettifyError(parsed.error)})` } };
   return { ok: true, value: parsed.data };
 }
 
 /** A pack.json from another catalog version means the files or preprocessing changed: reinstall. */
 function catalogProblems(catalog: Catalog, packId: string, pack: PackSpec, packJson: PackJson): PackProblem[] {
   const problems: PackProblem[] = [];
-  const differs = (what: string): void => void problems.push({ file: PACK_JSON, problem: `${what} differs from the catalog` });
+  const differs = (what: string): void =>
+    void problems.push({ file: PACK_JSON, problem: `${what} differs from the catalog` });
   if (packJson.pack_id !== packId) differs('pack_id');
   if (!isDeepStrictEqual(packJson.detector, pack.detector)) differs('detector');
   if (!isDeepStrictEqual(packJson.recognizer, pack.recognizer)) differs('recognizer');
@@ -126,7 +130,11 @@ function catalogProblems(catalog: Catalog, packId: string, pack: PackSpec, packJ
   return problems;
 }
 
-async function checkFile(dir: string, name: string, spec: { sha256: string; size: number }): Promise<Digest | PackProblem> {
+async function checkFile(
+  dir: string,
+  name: string,
+  spec: { sha256: string; size: number },
+): Promise<Digest | PackProblem> {
   let digest: Digest;
   try {
     digest = await hashFile(join(dir, name));
@@ -135,7 +143,8 @@ async function checkFile(dir: string, name: string, spec: { sha256: string; size
     return { file: name, problem: code === 'ENOENT' ? 'missing' : `unreadable (${code ?? (err as Error).message})` };
   }
   if (digest.size !== spec.size) return { file: name, problem: `size is ${digest.size}, expected ${spec.size}` };
-  if (digest.sha256 !== spec.sha256) return { file: name, problem: `sha256 is ${digest.sha256}, expected ${spec.sha256}` };
+  if (digest.sha256 !== spec.sha256)
+    return { file: name, problem: `sha256 is ${digest.sha256}, expected ${spec.sha256}` };
   return digest;
 }
 
@@ -144,7 +153,10 @@ export function describeProblems(problems: PackProblem[]): string {
 }
 
 /** Throws the error a caller should surface when a pack is not usable as installed. */
-export function assertInstalled(state: PackState, modelsDir: string): asserts state is Extract<PackState, { status: 'installed' }> {
+export function assertInstalled(
+  state: PackState,
+  modelsDir: string,
+): asserts state is Extract<PackState, { status: 'installed' }> {
   const command = installCommand(state.id, modelsDir);
   if (state.status === 'not_installed') {
     throw Errors.modelNotInstalled(state.id, state.dir, command);
@@ -155,7 +167,11 @@ export function assertInstalled(state: PackState, modelsDir: string): asserts st
 }
 
 /** For the daemon at startup: the verified pack, or an ApiError saying how to fix it. Never downloads. */
-export async function loadInstalledPack(modelsDir: string, packId: string, catalog?: Catalog | string): Promise<InstalledPack> {
+export async function loadInstalledPack(
+  modelsDir: string,
+  packId: string,
+  catalog?: Catalog | string,
+): Promise<InstalledPack> {
   const resolved = await resolveCatalog(catalog);
   const state = await inspectPack(resolved, modelsDir, packId);
   assertInstalled(state, modelsDir);

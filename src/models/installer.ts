@@ -19,7 +19,15 @@ import {
   type LicenseEntry,
   type RecognizerSpec,
 } from './catalog.js';
-import { hashFile, publish, removeQuietly, removeStaleTemps, tempPathFor, writeFileAtomic, type Digest } from './fsutil.js';
+import {
+  hashFile,
+  publish,
+  removeQuietly,
+  removeStaleTemps,
+  tempPathFor,
+  writeFileAtomic,
+  type Digest,
+} from './fsutil.js';
 import type { HttpOptions } from './http.js';
 import { assertInstalled, inspectPack, PACK_JSON, packDir, type PackJson, type PackProblem } from './installed.js';
 import { confirmLicense, type InStream, type OutStream } from './license.js';
@@ -104,7 +112,9 @@ export async function installPack(opts: InstallOptions): Promise<InstallResult> 
     for (const name of packFileNames(pack)) {
       const spec = getFile(catalog, name);
       const origins = originsFor(name, spec, mirror, { progress, http: opts.http, env, containers });
-      files.push(await installFile({ packId: opts.packId, dir, name, spec, origins, force: opts.force === true, stderr }));
+      files.push(
+        await installFile({ packId: opts.packId, dir, name, spec, origins, force: opts.force === true, stderr }),
+      );
     }
   } finally {
     await containers.clear();
@@ -129,7 +139,8 @@ async function installFile(job: FileJob): Promise<FileOutcome> {
   const finalPath = join(job.dir, job.name);
   const existing = await hashFile(finalPath).catch(() => undefined);
   const { sha256, size } = job.spec;
-  if (!job.force && existing && matchesSpec(existing, job.spec)) return { name: job.name, status: 'cached', sha256, size };
+  if (!job.force && existing && matchesSpec(existing, job.spec))
+    return { name: job.name, status: 'cached', sha256, size };
   if (existing && !matchesSpec(existing, job.spec)) {
     job.stderr.write(`${job.name}: installed copy does not verify; fetching a new one\n`);
   }
@@ -140,7 +151,10 @@ async function installFile(job: FileJob): Promise<FileOutcome> {
 /** Tries each origin in order; the first whose bytes verify is published over `finalPath`. */
 export async function fetchVerified(job: FileJob, finalPath: string): Promise<FileOrigin> {
   if (job.origins.length === 0) {
-    throw Errors.modelSourceUnavailable(`the catalog lists no source for ${job.name}; supply a mirror that has it with --from DIR|URL`, { pack: job.packId, file: job.name });
+    throw Errors.modelSourceUnavailable(
+      `the catalog lists no source for ${job.name}; supply a mirror that has it with --from DIR|URL`,
+      { pack: job.packId, file: job.name },
+    );
   }
   const failures: SourceFailure[] = [];
   for (const origin of job.origins) {
@@ -164,14 +178,20 @@ export function matchesSpec(digest: Digest, spec: FileSpec): boolean {
 }
 
 function checkDigest(digest: Digest, spec: FileSpec): void {
-  if (digest.size !== spec.size) throw new SourceError('mismatch', `size is ${digest.size} bytes, expected ${spec.size}`);
-  if (digest.sha256 !== spec.sha256) throw new SourceError('mismatch', `sha256 is ${digest.sha256}, expected ${spec.sha256}`);
+  if (digest.size !== spec.size)
+    throw new SourceError('mismatch', `size is ${digest.size} bytes, expected ${spec.size}`);
+  if (digest.sha256 !== spec.sha256)
+    throw new SourceError('mismatch', `sha256 is ${digest.sha256}, expected ${spec.sha256}`);
 }
 
 function toFailure(origin: FileOrigin, err: unknown): SourceFailure {
   if (err instanceof SourceError) return { source: origin.description, kind: err.kind, error: err.message };
   // Unexpected errors still count against this source only; the message is redacted like the rest.
-  return { source: origin.description, kind: 'unavailable', error: new SourceError('unavailable', String((err as Error)?.message ?? err)).message };
+  return {
+    source: origin.description,
+    kind: 'unavailable',
+    error: new SourceError('unavailable', String((err as Error)?.message ?? err)).message,
+  };
 }
 
 function allSourcesFailed(job: FileJob, failures: SourceFailure[]): ApiError {
@@ -309,7 +329,14 @@ export async function packInfo(opts: InfoOptions): Promise<PackInfo> {
   const files = packFileNames(pack).map((name): PackFileInfo => {
     const spec = getFile(catalog, name);
     const roles = (['detector', 'recognizer'] as const).filter((role) => pack[role].file === name);
-    return { name, roles, sha256: spec.sha256, size: spec.size, license: spec.license, sources: spec.sources.map((s) => describeSource(s, env)) };
+    return {
+      name,
+      roles,
+      sha256: spec.sha256,
+      size: spec.size,
+      license: spec.license,
+      sources: spec.sources.map((s) => describeSource(s, env)),
+    };
   });
   const licenses = packLicenses(catalog, pack);
   const info: PackInfo = {

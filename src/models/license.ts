@@ -43,7 +43,10 @@ export async function confirmLicense(gate: LicenseGate): Promise<void> {
   }
   // Only ask a person; a script without the flag must fail rather than hang or assume consent.
   if (gate.stdin.isTTY && gate.stdout.isTTY && (await askYesNo(gate, 'Accept these licence terms? [y/N] '))) return;
-  throw Errors.licenseNotAccepted(gate.packId, gate.licenses.map((l) => l.id));
+  throw Errors.licenseNotAccepted(
+    gate.packId,
+    gate.licenses.map((l) => l.id),
+  );
 }
 
 async function askYesNo(gate: LicenseGate, prompt: string): Promise<boolean> {

@@ -36,7 +36,9 @@ function ttyTask(stream: ProgressStream, label: string, total: number | undefine
       const ratio = Math.min(1, bytes / total);
       const filled = Math.round(ratio * BAR_WIDTH);
       const bar = '#'.repeat(filled) + '-'.repeat(BAR_WIDTH - filled);
-      stream.write(`\r${label} [${bar}] ${String(Math.floor(ratio * 100)).padStart(3)}% ${formatBytes(bytes)}/${formatBytes(total)}\x1b[K`);
+      stream.write(
+        `\r${label} [${bar}] ${String(Math.floor(ratio * 100)).padStart(3)}% ${formatBytes(bytes)}/${formatBytes(total)}\x1b[K`,
+      );
     } else {
       stream.write(`\r${label} ${formatBytes(bytes)}\x1b[K`);
     }

@@ -42,7 +42,11 @@ export async function resolveMirror(value: string): Promise<Mirror> {
   const dir = value.startsWith('file:') ? fileURLToPath(value) : resolve(value);
   const info = await stat(dir).catch(() => undefined);
   if (!info?.isDirectory()) {
-    throw Errors.modelSourceUnavailable(`mirror ${dir} is not a directory (expected a folder or an http(s) URL)`, { mirror: dir }, 400);
+    throw Errors.modelSourceUnavailable(
+      `mirror ${dir} is not a directory (expected a folder or an http(s) URL)`,
+      { mirror: dir },
+      400,
+    );
   }
   return { type: 'dir', dir };
 }
@@ -50,7 +54,8 @@ export async function resolveMirror(value: string): Promise<Mirror> {
 export function originsFor(name: string, spec: FileSpec, mirror: Mirror | undefined, ctx: OriginContext): FileOrigin[] {
   const origins: FileOrigin[] = [];
   if (mirror?.type === 'dir') origins.push(mirrorDirOrigin(mirror.dir, name, spec));
-  if (mirror?.type === 'url') origins.push(urlOrigin(`${mirror.base}/${encodeURIComponent(name)}`, name, spec, ctx, 'mirror'));
+  if (mirror?.type === 'url')
+    origins.push(urlOrigin(`${mirror.base}/${encodeURIComponent(name)}`, name, spec, ctx, 'mirror'));
   for (const source of spec.sources) origins.push(sourceOrigin(source, name, spec, ctx));
   return origins;
 }
@@ -119,7 +124,14 @@ function urlOrigin(url: string, name: string, spec: FileSpec, ctx: OriginContext
     fetchTo: async (dest) => {
       try {
         // The catalog size is the cap: more bytes than that can only be the wrong file.
-        return await downloadToFile({ url, dest, limit: spec.size, label: name, progress: ctx.progress, http: ctx.http });
+        return await downloadToFile({
+          url,
+          dest,
+          limit: spec.size,
+          label: name,
+          progress: ctx.progress,
+          http: ctx.http,
+        });
       } catch (err) {
         if (err instanceof SourceError && err.kind === 'too_large') {
           throw new SourceError('mismatch', `larger than the catalog size (${spec.size} bytes)`);
@@ -165,7 +177,14 @@ export class ContainerCache {
     const path = tempPathFor(join(this.dir, `download-${urlHash}`), 'download');
     this.paths.push(path);
     const label = basename(new URL(url).pathname) || 'archive';
-    const digest = await downloadToFile({ url, dest: path, limit: MAX_ARCHIVE_BYTES, label, progress: this.progress, http: this.http });
+    const digest = await downloadToFile({
+      url,
+      dest: path,
+      limit: MAX_ARCHIVE_BYTES,
+      label,
+      progress: this.progress,
+      http: this.http,
+    });
     return { path, sha256: digest.sha256 };
   }
 

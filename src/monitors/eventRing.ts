@@ -1,5 +1,8 @@
 /** Where a client is in a monitor's event stream: the session's epoch and the last sequence it saw. */
-export interface EventPosition { epoch: string; sequence: number }
+export interface EventPosition {
+  epoch: string;
+  sequence: number;
+}
 
 export interface EventPage<E> {
   events: E[];
@@ -21,7 +24,10 @@ export class EventRing<E extends { sequence: number }> {
   private items: E[] = [];
   private latest = 0;
 
-  constructor(readonly epoch: string, private capacity: number) {}
+  constructor(
+    readonly epoch: string,
+    private capacity: number,
+  ) {}
 
   /** Appends an event, assigning the next sequence; the oldest falls out when full. */
   push(make: (sequence: number) => E): E {
@@ -51,16 +57,26 @@ export class EventRing<E extends { sequence: number }> {
     const base = { oldest_sequence: oldest, latest_sequence: this.latest };
     if (!after || after.epoch !== this.epoch) {
       const events = this.items.slice(Math.max(0, this.items.length - limit));
-      return { ...base, events, has_more: false, truncated: false, stream_reset: after !== null, next: { epoch: this.epoch, sequence: this.latest } };
+      return {
+        ...base,
+        events,
+        has_more: false,
+        truncated: false,
+        stream_reset: after !== null,
+        next: { epoch: this.epoch, sequence: this.latest },
+      };
     }
     // A cursor ahead of the ring (cannot be issued by us within one epoch) reads as "nothing new".
     const from = Math.min(after.sequence, this.latest);
     const events = this.items.filter((e) => e.sequence > from).slice(0, limit);
     const last = events.length ? events[events.length - 1]!.sequence : from;
     return {
-      ...base, events, has_more: last < this.latest,
+      ...base,
+      events,
+      has_more: last < this.latest,
       truncated: oldest !== null && from < oldest - 1,
-      stream_reset: false, next: { epoch: this.epoch, sequence: last },
+      stream_reset: false,
+      next: { epoch: this.epoch, sequence: last },
     };
   }
 }

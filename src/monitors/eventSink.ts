@@ -1,7 +1,11 @@
 import type { MonitorEventT } from '../contract/monitors.js';
 
 /** The RGB frame an identity event was seen in (the processed frame, as inference received it). */
-export interface EventFrame { data: Uint8Array; width: number; height: number }
+export interface EventFrame {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
 
 /**
  * Where a session's events go besides its RAM ring (the durable history and its outputs). Called

@@ -28,20 +28,36 @@ export interface FrameProcessorDeps {
  * `identifiedAt` (wall clock ms): when this identity was last searched from an embedding; a face whose
  * identity was carried over from its settled track keeps the track's time (see KnownTrack).
  */
-export interface FacePayload { face: FaceObservationT; person: MonitorPersonT | null; similarity: number | null; matched_face_id: string | null; threshold: number; identifiedAt?: number }
+export interface FacePayload {
+  face: FaceObservationT;
+  person: MonitorPersonT | null;
+  similarity: number | null;
+  matched_face_id: string | null;
+  threshold: number;
+  identifiedAt?: number;
+}
 
 /**
  * One processed frame: every face with what it is, ready for the tracker; `embedded` faces were embedded
  * and searched, `reused` ones took the identity of their settled track instead.
  */
-export interface ProcessedFrame { detections: Detection<FacePayload>[]; threshold: number; embedded?: number; reused?: number }
+export interface ProcessedFrame {
+  detections: Detection<FacePayload>[];
+  threshold: number;
+  embedded?: number;
+  reused?: number;
+}
 
 /**
  * A confirmed, recently identified track (MonitorActivity.knownTracks): a face detected in nearly the same
  * box (IoU >= KNOWN_IOU) in the next frame is not embedded again, it keeps this identity. `box` is normalised
  * [left, top, width, height] like Detection's.
  */
-export interface KnownTrack { box: [number, number, number, number]; personId: string; payload: FacePayload }
+export interface KnownTrack {
+  box: [number, number, number, number];
+  personId: string;
+  payload: FacePayload;
+}
 
 /**
  * A face must overlap its settled track's last box by at least this IoU to skip its embedding: a face that
@@ -67,7 +83,12 @@ export class FrameProcessor {
    * then (the newest one), so a frame never ages in the queue for a worker. `frame` in the result is the
    * one processed.
    */
-  async process(frame: Frame | (() => Frame), record: MonitorRecord, signal: AbortSignal, knownTracks: KnownTrack[] = []): Promise<ProcessedFrame & { frame: Frame }> {
+  async process(
+    frame: Frame | (() => Frame),
+    record: MonitorRecord,
+    signal: AbortSignal,
+    knownTracks: KnownTrack[] = [],
+  ): Promise<ProcessedFrame & { frame: Frame }> {
     const { deps } = this;
     // Read per frame: a patch of the collection's threshold or detection profile applies at once.
     const collection = deps.collection(record.collection_id);
@@ -79,12 +100,36 @@ export class FrameProcessor {
     const request = (f: Frame): AnalyzeRequest => ({
       // The frame stays the session's (preview, event snapshots); the engine moves a copy to the worker.
       image: f.copyInto
-        ? { pixels: { byteLength: f.width * f.height * 3, copyInto: (target: Uint8Array) => f.copyInto!(target) }, width: f.width, height: f.height }
+        ? {
+            pixels: { byteLength: f.width * f.height * 3, copyInto: (target: Uint8Array) => f.copyInto!(target) },
+            width: f.width,
+            height: f.height,
+          }
         : { raw: f.data, width: f.width, height: f.height },
       limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
-      profile: detectionProfileOf(collection), maxFaces: deps.maxDetectedFaces, embed: 'all', trimLetterbox: deps.trimLetterbox,
-      ...(deps.liveness ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } } : {}),
-      ...(known.length > 0 ? { known: { boxes: known.map(({ box: [l, t, w, h] }) => [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [number, number, number, number]), minIou: KNOWN_IOU } } : {}),
+      profile: detectionProfileOf(collection),
+      maxFaces: deps.maxDetectedFaces,
+      embed: 'all',
+      trimLetterbox: deps.trimLetterbox,
+      ...(deps.liveness
+        ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } }
+        : {}),
+      ...(known.length > 0
+        ? {
+            known: {
+              boxes: known.map(
+                ({ box: [l, t, w, h] }) =>
+                  [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [
+                    number,
+                    number,
+                    number,
+                    number,
+                  ],
+              ),
+              minIou: KNOWN_IOU,
+            },
+          }
+        : {}),
     });
     let r: AnalyzeResult;
     try {
@@ -99,7 +144,11 @@ export class FrameProcessor {
     if (signal.aborted) return { detections: [], threshold, frame: used };
     // Faces without an embedding (blocked by normal-mode liveness) are never searched.
     const searchable = r.faces.filter((f) => f.embedding);
-    const found = deps.identify(collection, searchable.map((f) => f.embedding!), threshold);
+    const found = deps.identify(
+      collection,
+      searchable.map((f) => f.embedding!),
+      threshold,
+    );
     const matchOf = new Map(searchable.map((f, i) => [f, found[i] ?? null]));
     const identifiedAt = Date.now();
     let reused = 0;
@@ -110,7 +159,14 @@ export class FrameProcessor {
         reused++;
         const obs = faceObservation(face, r.width, r.height);
         return {
-          box: [obs.bbox.normalized.left, obs.bbox.normalized.top, obs.bbox.normalized.width, obs.bbox.normalized.height], kind: 'matched', personId: k.personId,
+          box: [
+            obs.bbox.normalized.left,
+            obs.bbox.normalized.top,
+            obs.bbox.normalized.width,
+            obs.bbox.normalized.height,
+          ],
+          kind: 'matched',
+          personId: k.personId,
           payload: { ...k.payload, face: obs },
         };
       }
@@ -119,9 +175,14 @@ export class FrameProcessor {
       const obs = faceObservation(face, r.width, r.height);
       const m = kind === 'matched' ? match : null;
       return {
-        box: [obs.bbox.normalized.left, obs.bbox.normalized.top, obs.bbox.normalized.width, obs.bbox.normalized.height], kind, personId: m?.person.id ?? null,
+        box: [obs.bbox.normalized.left, obs.bbox.normalized.top, obs.bbox.normalized.width, obs.bbox.normalized.height],
+        kind,
+        personId: m?.person.id ?? null,
         payload: {
-          face: obs, threshold, similarity: m ? m.similarity : null, matched_face_id: m?.matched_face_id ?? null,
+          face: obs,
+          threshold,
+          similarity: m ? m.similarity : null,
+          matched_face_id: m?.matched_face_id ?? null,
           person: m ? { id: m.person.id, name: m.person.name, external_id: m.person.external_id } : null,
           ...(face.embedding ? { identifiedAt } : {}),
         },

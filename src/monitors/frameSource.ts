@@ -50,7 +50,9 @@ export interface FrameSourceHandlers {
 }
 
 // The gstreamer-superficial surface we use (a native addon without type declarations).
-interface GstElement { [property: string]: unknown }
+interface GstElement {
+  [property: string]: unknown;
+}
 /** Our build's addition (vendor/README.md): a pulled sample, its pixels still in GStreamer's buffer. */
 interface GstSample {
   /** Bytes of the buffer; 0 once released. */
@@ -81,7 +83,9 @@ interface GstPipeline {
   dispose(): void;
   findChild(name: string): (GstElement & Partial<GstAppSink>) | undefined;
 }
-interface GstModule { Pipeline: new (launch: string) => GstPipeline }
+interface GstModule {
+  Pipeline: new (launch: string) => GstPipeline;
+}
 
 let gst: GstModule | null = null;
 let livePipelines = 0;
@@ -117,11 +121,16 @@ export class GstFrameSource {
   /** A pull is parked in libuv's pool; the pipeline is disposed only once it has come back. */
   private pulling = false;
 
-  constructor(private readonly url: string, private readonly options: FrameSourceOptions, private readonly handlers: FrameSourceHandlers) {}
+  constructor(
+    private readonly url: string,
+    private readonly options: FrameSourceOptions,
+    private readonly handlers: FrameSourceHandlers,
+  ) {}
 
   /** Throws when the pipeline template cannot be built (a configuration error, not a source error). */
   start(): void {
-    const launch = this.options.pipeline.replaceAll('{latency_ms}', String(this.options.latencyMs))
+    const launch = this.options.pipeline
+      .replaceAll('{latency_ms}', String(this.options.latencyMs))
       .replaceAll('{max_fps}', String(Math.max(1, Math.ceil(this.options.maxFps ?? 30))))
       .replaceAll('{max_side}', String(this.options.maxSide ?? 1280));
     const pipeline = new (gstreamer().Pipeline)(launch);
@@ -141,7 +150,8 @@ export class GstFrameSource {
     }
     src.location = this.url;
     this.pipeline = pipeline;
-    let width = 0, height = 0;
+    let width = 0,
+      height = 0;
     const onSample = (sample: GstSample | null, caps: Record<string, unknown>) => {
       this.pulling = false;
       if (this.stopped) {
@@ -176,10 +186,18 @@ export class GstFrameSource {
         // Measured from one second after the first frame (the jitter buffer releases a burst at the start).
         if (!rateStart) firstAt ??= now;
         if (!rateStart && now - firstAt! >= 1000) rateStart = { at: now, in: decoded };
-        else if (rateStart && now - rateStart.at >= 2000) measuredFps = Math.round(((decoded - rateStart.in) * 1000) / (now - rateStart.at) * 10) / 10;
+        else if (rateStart && now - rateStart.at >= 2000)
+          measuredFps = Math.round((((decoded - rateStart.in) * 1000) / (now - rateStart.at)) * 10) / 10;
       }
       const limited = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
-      if (width > 0 && height > 0 && sample.size >= width * 3 * height) this.handlers.frame(new FramePixels(sample, width, height), width, height, decoded, limited ? measuredFps : capsFps);
+      if (width > 0 && height > 0 && sample.size >= width * 3 * height)
+        this.handlers.frame(
+          new FramePixels(sample, width, height),
+          width,
+          height,
+          decoded,
+          limited ? measuredFps : capsFps,
+        );
       else sample.release();
       if (this.stopped) {
         this.dispose(); // a frame handler stopped the source
@@ -202,13 +220,20 @@ export class GstFrameSource {
   private watch(): void {
     if (this.stopped) return;
     const now = Date.now();
-    const left = this.lastFrameAt === 0 ? this.startedAt + this.options.openTimeoutMs - now : this.lastFrameAt + this.options.readTimeoutMs - now;
+    const left =
+      this.lastFrameAt === 0
+        ? this.startedAt + this.options.openTimeoutMs - now
+        : this.lastFrameAt + this.options.readTimeoutMs - now;
     if (left > 0) {
       this.watchdog = setTimeout(() => this.watch(), left + 1);
       return;
     }
     this.watchdog = null;
-    this.fail(this.lastFrameAt === 0 ? `no frame within ${this.options.openTimeoutMs / 1000} s of connecting` : `no frame for ${this.options.readTimeoutMs / 1000} s`);
+    this.fail(
+      this.lastFrameAt === 0
+        ? `no frame within ${this.options.openTimeoutMs / 1000} s of connecting`
+        : `no frame for ${this.options.readTimeoutMs / 1000} s`,
+    );
   }
 
   /** Idempotent. Stopping the pipeline also releases a pull that is waiting for a frame. */
@@ -253,7 +278,11 @@ export class FramePixels {
   private pinned = false;
   private releaseAsked = false;
 
-  constructor(private sample: GstSample | null, readonly width: number, readonly height: number) {}
+  constructor(
+    private sample: GstSample | null,
+    readonly width: number,
+    readonly height: number,
+  ) {}
 
   /** Throws when the pixels were released unread. */
   read(): Uint8Array {

@@ -2,9 +2,19 @@ import type { EventPolicy } from '../contract/monitors.js';
 
 /** A stored monitor with its plaintext URL (decrypted in memory only). */
 export interface MonitorRecord {
-  id: string; name: string; description: string; enabled: boolean; url: string; collection_id: string;
-  inference_fps: number; match_threshold: number | null; event_buffer_size: number; event_policy: EventPolicy;
-  preview_enabled: boolean; created_at: string; updated_at: string;
+  id: string;
+  name: string;
+  description: string;
+  enabled: boolean;
+  url: string;
+  collection_id: string;
+  inference_fps: number;
+  match_threshold: number | null;
+  event_buffer_size: number;
+  event_policy: EventPolicy;
+  preview_enabled: boolean;
+  created_at: string;
+  updated_at: string;
   /** The box that runs it ([server] box_id of the box it was created on). */
   box_id: string;
 }

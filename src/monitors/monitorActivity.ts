@@ -46,7 +46,11 @@ export class MonitorActivity {
   /** The frame each live track was last seen in, for the snapshot of its exit (the sink's frame). */
   private readonly trackFrames = new Map<string, { frame: EventFrame; at: number }>();
 
-  constructor(private record: MonitorRecord, readonly epoch: string, private readonly sink: MonitorEventSink | null = null) {
+  constructor(
+    private record: MonitorRecord,
+    readonly epoch: string,
+    private readonly sink: MonitorEventSink | null = null,
+  ) {
     this.ring = new EventRing(epoch, record.event_buffer_size);
     this.tracker = new Tracker<FacePayload>(record.event_policy, () => randomUUID());
   }
@@ -57,9 +61,13 @@ export class MonitorActivity {
     this.ring.resize(record.event_buffer_size);
   }
 
-  hasError(source: ErrorSource): boolean { return this.errorSources.has(source); }
+  hasError(source: ErrorSource): boolean {
+    return this.errorSources.has(source);
+  }
   /** The newest frame sequence that inference has taken. */
-  get lastProcessedSequence(): number { return this.lastProcessed; }
+  get lastProcessedSequence(): number {
+    return this.lastProcessed;
+  }
 
   inferenceStarted(at: number): void {
     this.inferenceStarts.push(at);
@@ -67,11 +75,22 @@ export class MonitorActivity {
   }
 
   /** Tracks the frame's faces, emits their enter/exit events and counts the frame. */
-  frameProcessed(sequence: number, result: ProcessedFrame, now: number, processingMs: number, frame: EventFrame | null = null): void {
+  frameProcessed(
+    sequence: number,
+    result: ProcessedFrame,
+    now: number,
+    processingMs: number,
+    frame: EventFrame | null = null,
+  ): void {
     const { detections } = result;
     const { events, trackIds } = this.tracker.update(detections, now);
     this.faces = detections.map((d, i) => ({
-      status: d.kind, face: d.payload.face, person: d.payload.person, similarity: d.payload.similarity, matched_face_id: d.payload.matched_face_id, track_id: trackIds[i]!,
+      status: d.kind,
+      face: d.payload.face,
+      person: d.payload.person,
+      similarity: d.payload.similarity,
+      matched_face_id: d.payload.matched_face_id,
+      track_id: trackIds[i]!,
     }));
     this.emitTrackEvents(events, frame);
     if (this.sink && frame) for (const id of trackIds) this.trackFrames.set(id, { frame, at: now });
@@ -98,9 +117,16 @@ export class MonitorActivity {
    */
   knownTracks(now: number, reidentifyMs: number): KnownTrack[] {
     if (!(reidentifyMs > 0) || this.lastInferenceAt === null) return [];
-    return this.tracker.confirmed()
-      .filter((t) => t.kind === 'matched' && t.personId !== null && t.lastSeen === this.lastInferenceAt
-        && t.payload.identifiedAt !== undefined && now - t.payload.identifiedAt < reidentifyMs)
+    return this.tracker
+      .confirmed()
+      .filter(
+        (t) =>
+          t.kind === 'matched' &&
+          t.personId !== null &&
+          t.lastSeen === this.lastInferenceAt &&
+          t.payload.identifiedAt !== undefined &&
+          now - t.payload.identifiedAt < reidentifyMs,
+      )
       .map((t) => ({ box: t.box, personId: t.personId!, payload: t.payload }));
   }
 
@@ -139,33 +165,58 @@ export class MonitorActivity {
     return this.ring.page(after, limit);
   }
 
-  state(base: { status: string; startedAt: number; threshold: number | null; preview: MonitorStateT['preview'] }, reader: ReaderView): MonitorStateT {
+  state(
+    base: { status: string; startedAt: number; threshold: number | null; preview: MonitorStateT['preview'] },
+    reader: ReaderView,
+  ): MonitorStateT {
     const n = this.inferenceStarts.length;
     const span = n >= 2 ? this.inferenceStarts[n - 1]! - this.inferenceStarts[0]! : 0;
     const fps = this.record.inference_fps;
     const rc = reader.counters;
     return {
-      monitor_id: this.record.id, stream_epoch: this.epoch, status: base.status, connected: reader.connected, source: { ...reader.sourceInfo },
+      monitor_id: this.record.id,
+      stream_epoch: this.epoch,
+      status: base.status,
+      connected: reader.connected,
+      source: { ...reader.sourceInfo },
       inference: {
-        configured_fps: fps, actual_fps: span > 0 ? round3(((n - 1) * 1000) / span) : 0, processing_ms: this.processingMs,
-        last_frame_at: isoOrNull(rc.lastFrameAt), last_inference_at: isoOrNull(this.lastInferenceAt), frame_sequence: rc.frameSequence,
-        decoded_frames: rc.decoded, processed_frames: this.processed,
+        configured_fps: fps,
+        actual_fps: span > 0 ? round3(((n - 1) * 1000) / span) : 0,
+        processing_ms: this.processingMs,
+        last_frame_at: isoOrNull(rc.lastFrameAt),
+        last_inference_at: isoOrNull(this.lastInferenceAt),
+        frame_sequence: rc.frameSequence,
+        decoded_frames: rc.decoded,
+        processed_frames: this.processed,
         // Frames the pipeline dropped before conversion (past the monitor's rate) plus those the loop skipped.
         dropped_frames: this.dropped + Math.max(0, rc.decoded - rc.frameSequence),
         capacity_limited: this.processingMs !== null && this.overInterval(this.processingMs),
-        embedded_faces: this.embeddedFaces, reused_identities: this.reusedIdentities, late_frames: this.lateFrames,
+        embedded_faces: this.embeddedFaces,
+        reused_identities: this.reusedIdentities,
+        late_frames: this.lateFrames,
       },
-      threshold: base.threshold, faces: this.faces,
+      threshold: base.threshold,
+      faces: this.faces,
       matched_faces: this.faces.filter((f) => f.status === 'matched').length,
       unknown_faces: this.faces.filter((f) => f.status === 'unknown').length,
       liveness_blocked_faces: this.faces.filter((f) => f.status === 'liveness_blocked').length,
-      preview: base.preview, reconnects: rc.reconnects, inference_errors: this.inferenceErrors, last_error: this.lastError, started_at: isoOrNull(base.startedAt),
+      preview: base.preview,
+      reconnects: rc.reconnects,
+      inference_errors: this.inferenceErrors,
+      last_error: this.lastError,
+      started_at: isoOrNull(base.startedAt),
     };
   }
 
   private push(type: string, extra: Partial<MonitorEventT>, frame: EventFrame | null = null): void {
     const event = this.ring.push((sequence) => ({
-      id: randomUUID(), sequence, type, monitor_id: this.record.id, stream_epoch: this.epoch, occurred_at: new Date().toISOString(), ...extra,
+      id: randomUUID(),
+      sequence,
+      type,
+      monitor_id: this.record.id,
+      stream_epoch: this.epoch,
+      occurred_at: new Date().toISOString(),
+      ...extra,
     }));
     this.sink?.event(event, { collectionId: this.record.collection_id, frame });
   }
@@ -177,11 +228,26 @@ export class MonitorActivity {
       const exit = e.type.endsWith('_exit');
       const frame = exit ? (this.trackFrames.get(e.trackId)?.frame ?? null) : current;
       if (exit) this.trackFrames.delete(e.trackId);
-      this.push(e.type, { track_id: e.trackId, person: p.person, similarity: p.similarity, threshold: p.threshold, matched_face_id: p.matched_face_id, face: p.face }, frame);
+      this.push(
+        e.type,
+        {
+          track_id: e.trackId,
+          person: p.person,
+          similarity: p.similarity,
+          threshold: p.threshold,
+          matched_face_id: p.matched_face_id,
+          face: p.face,
+        },
+        frame,
+      );
     }
   }
 
-  private raise(source: ErrorSource, { code, message, cause }: { code: string; message: string; cause?: RtspCause }, emit: boolean): void {
+  private raise(
+    source: ErrorSource,
+    { code, message, cause }: { code: string; message: string; cause?: RtspCause },
+    emit: boolean,
+  ): void {
     this.errorSources.add(source);
     this.lastError = { code, message, occurred_at: new Date().toISOString(), ...(cause ? { cause } : {}) };
     if (emit) this.push('monitor_error', { error: { code, message, ...(cause ? { cause } : {}) } });

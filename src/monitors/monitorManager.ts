@@ -6,15 +6,30 @@ import { toPage } from '../store/cursors.js';
 import { formatEventPosition, parseEventPosition, type EventPosition } from './eventRing.js';
 import { directoryEntry, type FleetMonitorDirectory } from './fleetDirectory.js';
 import { isConnectionError } from '../store/postgres.js';
-import type { FleetMonitorT, MonitorCreateT, MonitorEventT, MonitorPatchT, MonitorRuntimeT, MonitorStateT, MonitorT } from '../contract/monitors.js';
+import type {
+  FleetMonitorT,
+  MonitorCreateT,
+  MonitorEventT,
+  MonitorPatchT,
+  MonitorRuntimeT,
+  MonitorStateT,
+  MonitorT,
+} from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
 import { redactRtspUrl } from './rtspUrl.js';
 
 export interface MonitorEventPage {
-  monitor_id: string; stream_epoch: string | null; events: MonitorEventT[]; oldest_sequence: number | null; latest_sequence: number;
-  has_more: boolean; truncated: boolean; stream_reset: boolean; next_cursor: string;
+  monitor_id: string;
+  stream_epoch: string | null;
+  events: MonitorEventT[];
+  oldest_sequence: number | null;
+  latest_sequence: number;
+  has_more: boolean;
+  truncated: boolean;
+  stream_reset: boolean;
+  next_cursor: string;
 }
 
 /** Told of monitor changes (the MQTT publisher keeps Home Assistant's entities in step). */
@@ -49,7 +64,8 @@ export class MonitorManager {
     readonly boxId: string,
   ) {
     const claimed = store.claimUnowned(boxId);
-    if (claimed) log.info({ monitors: claimed, box_id: boxId }, 'monitors from before box identity now belong to this box');
+    if (claimed)
+      log.info({ monitors: claimed, box_id: boxId }, 'monitors from before box identity now belong to this box');
   }
 
   observe(o: MonitorObserver): void {
@@ -67,14 +83,26 @@ export class MonitorManager {
    * Every box's monitors (fleet mode, from the directory), or this box's own file (sqlite mode, or the
    * database unreachable: degraded), optionally one box's.
    */
-  async fleetList(boxId?: string): Promise<{ monitors: FleetMonitorT[]; fleet: { source: 'database' | 'local'; degraded: boolean; reason: string | null } }> {
+  async fleetList(boxId?: string): Promise<{
+    monitors: FleetMonitorT[];
+    fleet: { source: 'database' | 'local'; degraded: boolean; reason: string | null };
+  }> {
     const local = (degraded: boolean, reason: string | null) => {
       const at = new Date().toISOString();
-      return { monitors: this.all().filter((m) => !boxId || m.box_id === boxId).map((m) => directoryEntry(m, at)).sort((a, b) => (a.box_id + '\0' + a.id < b.box_id + '\0' + b.id ? -1 : 1)), fleet: { source: 'local' as const, degraded, reason } };
+      return {
+        monitors: this.all()
+          .filter((m) => !boxId || m.box_id === boxId)
+          .map((m) => directoryEntry(m, at))
+          .sort((a, b) => (a.box_id + '\0' + a.id < b.box_id + '\0' + b.id ? -1 : 1)),
+        fleet: { source: 'local' as const, degraded, reason },
+      };
     };
     if (!this.directory) return local(false, null);
     try {
-      return { monitors: await this.directory.list(boxId), fleet: { source: 'database', degraded: false, reason: null } };
+      return {
+        monitors: await this.directory.list(boxId),
+        fleet: { source: 'database', degraded: false, reason: null },
+      };
     } catch (e) {
       if (!isConnectionError(e)) throw e;
       return local(true, e instanceof Error ? e.message : String(e));
@@ -134,17 +162,44 @@ export class MonitorManager {
     if (s) return s.runtime();
     if (!this.own(record)) {
       const e = Errors.monitorOtherBox(record.id, record.box_id, this.boxId);
-      return { status: 'other_box', connected: false, stream_epoch: null, last_frame_at: null, last_error: { code: e.code, message: e.message, box_id: record.box_id }, preview_active: false, preview_viewers: 0 };
+      return {
+        status: 'other_box',
+        connected: false,
+        stream_epoch: null,
+        last_frame_at: null,
+        last_error: { code: e.code, message: e.message, box_id: record.box_id },
+        preview_active: false,
+        preview_viewers: 0,
+      };
     }
     const err = this.restoreErrors.get(record.id) ?? null;
-    return { status: err ? 'error' : 'stopped', connected: false, stream_epoch: null, last_frame_at: null, last_error: err, preview_active: false, preview_viewers: 0 };
+    return {
+      status: err ? 'error' : 'stopped',
+      connected: false,
+      stream_epoch: null,
+      last_frame_at: null,
+      last_error: err,
+      preview_active: false,
+      preview_viewers: 0,
+    };
   }
 
   toMonitor(r: MonitorRecord): MonitorT {
     return {
-      id: r.id, name: r.name, description: r.description, enabled: r.enabled, source: { type: 'rtsp', url: redactRtspUrl(r.url) },
-      collection_id: r.collection_id, inference_fps: r.inference_fps, match_threshold: r.match_threshold, event_buffer_size: r.event_buffer_size,
-      event_policy: { ...r.event_policy }, preview_enabled: r.preview_enabled, runtime: this.runtime(r), created_at: r.created_at, updated_at: r.updated_at,
+      id: r.id,
+      name: r.name,
+      description: r.description,
+      enabled: r.enabled,
+      source: { type: 'rtsp', url: redactRtspUrl(r.url) },
+      collection_id: r.collection_id,
+      inference_fps: r.inference_fps,
+      match_threshold: r.match_threshold,
+      event_buffer_size: r.event_buffer_size,
+      event_policy: { ...r.event_policy },
+      preview_enabled: r.preview_enabled,
+      runtime: this.runtime(r),
+      created_at: r.created_at,
+      updated_at: r.updated_at,
       box_id: r.box_id,
     };
   }
@@ -165,9 +220,20 @@ export class MonitorManager {
     if (body.enabled) this.claimSlot();
     const at = new Date().toISOString();
     const record: MonitorRecord = {
-      id: body.id, name: body.name, description: body.description, enabled: body.enabled, url: body.source.url, collection_id: body.collection_id,
-      inference_fps: body.inference_fps, match_threshold: body.match_threshold, event_buffer_size: body.event_buffer_size,
-      event_policy: { ...body.event_policy }, preview_enabled: body.preview_enabled, created_at: at, updated_at: at, box_id: this.boxId,
+      id: body.id,
+      name: body.name,
+      description: body.description,
+      enabled: body.enabled,
+      url: body.source.url,
+      collection_id: body.collection_id,
+      inference_fps: body.inference_fps,
+      match_threshold: body.match_threshold,
+      event_buffer_size: body.event_buffer_size,
+      event_policy: { ...body.event_policy },
+      preview_enabled: body.preview_enabled,
+      created_at: at,
+      updated_at: at,
+      box_id: this.boxId,
     };
     if (!this.store.insert(record)) throw Errors.monitorExists(body.id);
     if (record.enabled) {
@@ -181,7 +247,10 @@ export class MonitorManager {
       }
       this.sessions.set(record.id, session);
     }
-    this.log.info({ monitor_id: record.id, enabled: record.enabled, source: redactRtspUrl(record.url) }, 'monitor created');
+    this.log.info(
+      { monitor_id: record.id, enabled: record.enabled, source: redactRtspUrl(record.url) },
+      'monitor created',
+    );
     const created = this.toMonitor(record);
     for (const o of this.observers) o.changed(created);
     return created;
@@ -202,11 +271,16 @@ export class MonitorManager {
       ...(body.match_threshold !== undefined && { match_threshold: body.match_threshold }),
       ...(body.event_buffer_size !== undefined && { event_buffer_size: body.event_buffer_size }),
       ...(body.preview_enabled !== undefined && { preview_enabled: body.preview_enabled }),
-      event_policy: { ...current.event_policy, ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)) },
+      event_policy: {
+        ...current.event_policy,
+        ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)),
+      },
       updated_at: new Date().toISOString(),
     };
     if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
-    const restart = RESTART_FIELDS.some((f) => next[f] !== current[f]) || JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy);
+    const restart =
+      RESTART_FIELDS.some((f) => next[f] !== current[f]) ||
+      JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy);
     const running = this.sessions.get(id);
     if (next.enabled && !running) this.claimSlot();
     let started: MonitorSession | null = null;
@@ -244,13 +318,36 @@ export class MonitorManager {
     if (s) return s.state(this.threshold(r));
     const rt = this.runtime(r);
     return {
-      monitor_id: id, stream_epoch: null, status: rt.status, connected: false, source: { width: null, height: null, source_fps: null },
+      monitor_id: id,
+      stream_epoch: null,
+      status: rt.status,
+      connected: false,
+      source: { width: null, height: null, source_fps: null },
       inference: {
-        configured_fps: r.inference_fps, actual_fps: 0, processing_ms: null, last_frame_at: null, last_inference_at: null,
-        frame_sequence: 0, decoded_frames: 0, processed_frames: 0, dropped_frames: 0, capacity_limited: false, embedded_faces: 0, reused_identities: 0, late_frames: 0,
+        configured_fps: r.inference_fps,
+        actual_fps: 0,
+        processing_ms: null,
+        last_frame_at: null,
+        last_inference_at: null,
+        frame_sequence: 0,
+        decoded_frames: 0,
+        processed_frames: 0,
+        dropped_frames: 0,
+        capacity_limited: false,
+        embedded_faces: 0,
+        reused_identities: 0,
+        late_frames: 0,
       },
-      threshold: this.threshold(r), faces: [], matched_faces: 0, unknown_faces: 0, liveness_blocked_faces: 0,
-      preview: { enabled: r.preview_enabled, active: false, viewers: 0, frames: 0 }, reconnects: 0, inference_errors: 0, last_error: rt.last_error, started_at: null,
+      threshold: this.threshold(r),
+      faces: [],
+      matched_faces: 0,
+      unknown_faces: 0,
+      liveness_blocked_faces: 0,
+      preview: { enabled: r.preview_enabled, active: false, viewers: 0, frames: 0 },
+      reconnects: 0,
+      inference_errors: 0,
+      last_error: rt.last_error,
+      started_at: null,
     };
   }
 
@@ -266,15 +363,31 @@ export class MonitorManager {
     const s = this.sessions.get(id);
     if (!s) {
       return {
-        monitor_id: id, stream_epoch: null, events: [], oldest_sequence: null, latest_sequence: 0, has_more: false, truncated: false,
+        monitor_id: id,
+        stream_epoch: null,
+        events: [],
+        oldest_sequence: null,
+        latest_sequence: 0,
+        has_more: false,
+        truncated: false,
         stream_reset: after !== null && after.epoch !== 'stopped',
-        next_cursor: this.cursors.encode(scope, formatEventPosition({ epoch: 'stopped', sequence: after?.epoch === 'stopped' ? after.sequence : 0 })),
+        next_cursor: this.cursors.encode(
+          scope,
+          formatEventPosition({ epoch: 'stopped', sequence: after?.epoch === 'stopped' ? after.sequence : 0 }),
+        ),
       };
     }
     const p = s.events(after, limit);
     return {
-      monitor_id: id, stream_epoch: s.epoch, events: p.events, oldest_sequence: p.oldest_sequence, latest_sequence: p.latest_sequence,
-      has_more: p.has_more, truncated: p.truncated, stream_reset: p.stream_reset, next_cursor: this.cursors.encode(scope, formatEventPosition(p.next)),
+      monitor_id: id,
+      stream_epoch: s.epoch,
+      events: p.events,
+      oldest_sequence: p.oldest_sequence,
+      latest_sequence: p.latest_sequence,
+      has_more: p.has_more,
+      truncated: p.truncated,
+      stream_reset: p.stream_reset,
+      next_cursor: this.cursors.encode(scope, formatEventPosition(p.next)),
     };
   }
 
@@ -311,7 +424,11 @@ export class MonitorManager {
       }
     }
     if (this.sessions.size) this.log.info({ monitors: [...this.sessions.keys()] }, 'monitors restored');
-    if (foreign.length) this.log.warn({ monitors: foreign, box_id: this.boxId }, 'enabled monitors of another box are not started here (their box_id is not this box\'s)');
+    if (foreign.length)
+      this.log.warn(
+        { monitors: foreign, box_id: this.boxId },
+        "enabled monitors of another box are not started here (their box_id is not this box's)",
+      );
   }
 
   /** Stops every session and waits until none has an inference in flight. */

@@ -54,7 +54,10 @@ export class MonitorSession {
   private interrupt: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
 
-  constructor(record: MonitorRecord, private readonly deps: SessionDeps) {
+  constructor(
+    record: MonitorRecord,
+    private readonly deps: SessionDeps,
+  ) {
     this.record = record;
     this.activity = new MonitorActivity(record, this.epoch, deps.events ?? null);
     this.processor = new FrameProcessor(deps);
@@ -64,11 +67,17 @@ export class MonitorSession {
     // timestamp jitter max-rate=5 on a 25 fps source keeps every 6th frame (4.0 fps measured); at 6 it
     // keeps every 5th and the loop's own pacing holds the configured rate.
     const maxFps = Math.ceil(Math.max(record.inference_fps, record.preview_enabled ? deps.preview.fps : 0)) + 1;
-    this.reader = new StreamReader(record.url, { ...deps.source, maxFps }, {
-      frame: (frame) => this.onFrame(frame),
-      connected: () => this.activity.clearError('source'),
-      failed: (cause, reason, retryMs) => this.activity.sourceFailed(cause, reason, retryMs),
-    }, deps.log, record.id);
+    this.reader = new StreamReader(
+      record.url,
+      { ...deps.source, maxFps },
+      {
+        frame: (frame) => this.onFrame(frame),
+        connected: () => this.activity.clearError('source'),
+        failed: (cause, reason, retryMs) => this.activity.sourceFailed(cause, reason, retryMs),
+      },
+      deps.log,
+      record.id,
+    );
   }
 
   get id(): string {
@@ -120,13 +129,23 @@ export class MonitorSession {
 
   runtime(): MonitorRuntimeT {
     return {
-      status: this.status, connected: this.reader.connected, stream_epoch: this.epoch, last_frame_at: isoOrNull(this.reader.counters.lastFrameAt),
-      last_error: this.activity.lastError, preview_active: this.preview.active, preview_viewers: this.preview.viewerCount,
+      status: this.status,
+      connected: this.reader.connected,
+      stream_epoch: this.epoch,
+      last_frame_at: isoOrNull(this.reader.counters.lastFrameAt),
+      last_error: this.activity.lastError,
+      preview_active: this.preview.active,
+      preview_viewers: this.preview.viewerCount,
     };
   }
 
   state(threshold: number | null): MonitorStateT {
-    const preview = { enabled: this.record.preview_enabled, active: this.preview.active, viewers: this.preview.viewerCount, frames: this.preview.frames };
+    const preview = {
+      enabled: this.record.preview_enabled,
+      active: this.preview.active,
+      viewers: this.preview.viewerCount,
+      frames: this.preview.frames,
+    };
     return this.activity.state({ status: this.status, startedAt: this.startedAt, threshold, preview }, this.reader);
   }
 
@@ -163,9 +182,20 @@ export class MonitorSession {
         // Confirmed tracks identified less than reidentifyMs ago keep their identity when their face is
         // detected in nearly the same box: the worker skips those embeddings.
         const known = this.activity.knownTracks(Date.now(), this.deps.reidentifyMs);
-        const result = await this.processor.process(() => newer(this.reader.newest, frame), this.record, this.abort.signal, known);
+        const result = await this.processor.process(
+          () => newer(this.reader.newest, frame),
+          this.record,
+          this.abort.signal,
+          known,
+        );
         if (this.stopped) break;
-        this.activity.frameProcessed(result.frame.sequence, result, Date.now(), performance.now() - started, result.frame);
+        this.activity.frameProcessed(
+          result.frame.sequence,
+          result,
+          Date.now(),
+          performance.now() - started,
+          result.frame,
+        );
         this.activity.clearError('inference');
       } catch (e) {
         if (this.stopped) break;

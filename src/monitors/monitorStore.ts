@@ -3,31 +3,75 @@ import type { CredentialCipher } from './credentialCipher.js';
 import type { MonitorRecord } from './model.js';
 
 interface MonitorRow {
-  id: string; name: string; description: string; enabled: number; source_url_encrypted: string; collection_id: string;
-  inference_fps: number; match_threshold: number | null; event_buffer_size: number; confirm_frames: number;
-  absence_timeout_seconds: number; cooldown_seconds: number; emit_unknown: number; preview_enabled: number; created_at: string; updated_at: string; box_id: string | null;
+  id: string;
+  name: string;
+  description: string;
+  enabled: number;
+  source_url_encrypted: string;
+  collection_id: string;
+  inference_fps: number;
+  match_threshold: number | null;
+  event_buffer_size: number;
+  confirm_frames: number;
+  absence_timeout_seconds: number;
+  cooldown_seconds: number;
+  emit_unknown: number;
+  preview_enabled: number;
+  created_at: string;
+  updated_at: string;
+  box_id: string | null;
 }
 
 /** SQL for monitors. The URL is encrypted on the way in and decrypted on the way out; nothing else sees the ciphertext. */
 export class MonitorStore {
-  constructor(private readonly db: Db, private readonly cipher: CredentialCipher) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cipher: CredentialCipher,
+  ) {}
 
   private fromRow(r: MonitorRow): MonitorRecord {
     return {
-      id: r.id, name: r.name, description: r.description, enabled: r.enabled === 1, url: this.cipher.decrypt(r.source_url_encrypted, r.id),
-      collection_id: r.collection_id, inference_fps: r.inference_fps, match_threshold: r.match_threshold, event_buffer_size: r.event_buffer_size,
-      event_policy: { confirm_frames: r.confirm_frames, absence_timeout_seconds: r.absence_timeout_seconds, cooldown_seconds: r.cooldown_seconds, emit_unknown: r.emit_unknown === 1 },
-      preview_enabled: r.preview_enabled === 1, created_at: r.created_at, updated_at: r.updated_at, box_id: r.box_id ?? '',
+      id: r.id,
+      name: r.name,
+      description: r.description,
+      enabled: r.enabled === 1,
+      url: this.cipher.decrypt(r.source_url_encrypted, r.id),
+      collection_id: r.collection_id,
+      inference_fps: r.inference_fps,
+      match_threshold: r.match_threshold,
+      event_buffer_size: r.event_buffer_size,
+      event_policy: {
+        confirm_frames: r.confirm_frames,
+        absence_timeout_seconds: r.absence_timeout_seconds,
+        cooldown_seconds: r.cooldown_seconds,
+        emit_unknown: r.emit_unknown === 1,
+      },
+      preview_enabled: r.preview_enabled === 1,
+      created_at: r.created_at,
+      updated_at: r.updated_at,
+      box_id: r.box_id ?? '',
     };
   }
 
   private toRow(m: MonitorRecord): MonitorRow {
     return {
-      id: m.id, name: m.name, description: m.description, enabled: m.enabled ? 1 : 0, source_url_encrypted: this.cipher.encrypt(m.url, m.id),
-      collection_id: m.collection_id, inference_fps: m.inference_fps, match_threshold: m.match_threshold, event_buffer_size: m.event_buffer_size,
-      confirm_frames: m.event_policy.confirm_frames, absence_timeout_seconds: m.event_policy.absence_timeout_seconds,
-      cooldown_seconds: m.event_policy.cooldown_seconds, emit_unknown: m.event_policy.emit_unknown ? 1 : 0,
-      preview_enabled: m.preview_enabled ? 1 : 0, created_at: m.created_at, updated_at: m.updated_at, box_id: m.box_id,
+      id: m.id,
+      name: m.name,
+      description: m.description,
+      enabled: m.enabled ? 1 : 0,
+      source_url_encrypted: this.cipher.encrypt(m.url, m.id),
+      collection_id: m.collection_id,
+      inference_fps: m.inference_fps,
+      match_threshold: m.match_threshold,
+      event_buffer_size: m.event_buffer_size,
+      confirm_frames: m.event_policy.confirm_frames,
+      absence_timeout_seconds: m.event_policy.absence_timeout_seconds,
+      cooldown_seconds: m.event_policy.cooldown_seconds,
+      emit_unknown: m.event_policy.emit_unknown ? 1 : 0,
+      preview_enabled: m.preview_enabled ? 1 : 0,
+      created_at: m.created_at,
+      updated_at: m.updated_at,
+      box_id: m.box_id,
     };
   }
 
@@ -37,12 +81,16 @@ export class MonitorStore {
   }
 
   list(after: string | null, limit: number): MonitorRecord[] {
-    return (this.db.prepare('SELECT * FROM monitors WHERE id > ? ORDER BY id LIMIT ?').all(after ?? '', limit) as MonitorRow[]).map((r) => this.fromRow(r));
+    return (
+      this.db.prepare('SELECT * FROM monitors WHERE id > ? ORDER BY id LIMIT ?').all(after ?? '', limit) as MonitorRow[]
+    ).map((r) => this.fromRow(r));
   }
 
   /** Enabled monitors in id order, each decrypted separately so one bad row cannot hide the others. */
   enabledIds(): string[] {
-    return (this.db.prepare('SELECT id FROM monitors WHERE enabled = 1 ORDER BY id').all() as { id: string }[]).map((r) => r.id);
+    return (this.db.prepare('SELECT id FROM monitors WHERE enabled = 1 ORDER BY id').all() as { id: string }[]).map(
+      (r) => r.id,
+    );
   }
 
   /** Rows from before box identity (box_id NULL) become this box's: a single box keeps running all its monitors. */
@@ -52,19 +100,27 @@ export class MonitorStore {
 
   /** False when the id is taken. */
   insert(m: MonitorRecord): boolean {
-    const r = this.db.prepare(`INSERT INTO monitors (id, name, description, enabled, source_url_encrypted, collection_id, inference_fps,
+    const r = this.db
+      .prepare(
+        `INSERT INTO monitors (id, name, description, enabled, source_url_encrypted, collection_id, inference_fps,
       match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled, created_at, updated_at, box_id)
       VALUES (@id, @name, @description, @enabled, @source_url_encrypted, @collection_id, @inference_fps, @match_threshold, @event_buffer_size,
       @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled, @created_at, @updated_at, @box_id)
-      ON CONFLICT (id) DO NOTHING`).run(this.toRow(m));
+      ON CONFLICT (id) DO NOTHING`,
+      )
+      .run(this.toRow(m));
     return r.changes === 1;
   }
 
   update(m: MonitorRecord): void {
-    this.db.prepare(`UPDATE monitors SET name = @name, description = @description, enabled = @enabled, source_url_encrypted = @source_url_encrypted,
+    this.db
+      .prepare(
+        `UPDATE monitors SET name = @name, description = @description, enabled = @enabled, source_url_encrypted = @source_url_encrypted,
       collection_id = @collection_id, inference_fps = @inference_fps, match_threshold = @match_threshold, event_buffer_size = @event_buffer_size,
       confirm_frames = @confirm_frames, absence_timeout_seconds = @absence_timeout_seconds, cooldown_seconds = @cooldown_seconds,
-      emit_unknown = @emit_unknown, preview_enabled = @preview_enabled, updated_at = @updated_at WHERE id = @id`).run(this.toRow(m));
+      emit_unknown = @emit_unknown, preview_enabled = @preview_enabled, updated_at = @updated_at WHERE id = @id`,
+      )
+      .run(this.toRow(m));
   }
 
   delete(id: string): boolean {

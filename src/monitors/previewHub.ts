@@ -8,7 +8,11 @@ export interface PreviewViewer {
   end(): void;
 }
 
-interface ViewerState { viewer: PreviewViewer; busy: boolean; pending: Buffer | null }
+interface ViewerState {
+  viewer: PreviewViewer;
+  busy: boolean;
+  pending: Buffer | null;
+}
 
 /**
  * The MJPEG preview of one session. JPEGs are encoded only while at least one viewer watches, at most
@@ -24,7 +28,10 @@ export class PreviewHub {
   /** JPEGs encoded since the session started. */
   frames = 0;
 
-  constructor(private readonly fps: number, private readonly quality: number) {}
+  constructor(
+    private readonly fps: number,
+    private readonly quality: number,
+  ) {}
 
   get viewerCount(): number {
     return this.viewers.size;
@@ -63,15 +70,21 @@ export class PreviewHub {
     this.lastEncodeAt = now;
     this.encoding = true;
     const { width, height } = frame;
-    sharp(frame.data, { raw: { width, height, channels: 3 } }).jpeg({ quality: this.quality }).toBuffer().then((jpeg) => {
-      this.encoding = false;
-      if (this.viewers.size === 0) return;
-      this.latest = jpeg;
-      this.frames++;
-      for (const v of this.viewers) this.send(v, jpeg);
-    }, () => {
-      this.encoding = false;
-    });
+    sharp(frame.data, { raw: { width, height, channels: 3 } })
+      .jpeg({ quality: this.quality })
+      .toBuffer()
+      .then(
+        (jpeg) => {
+          this.encoding = false;
+          if (this.viewers.size === 0) return;
+          this.latest = jpeg;
+          this.frames++;
+          for (const v of this.viewers) this.send(v, jpeg);
+        },
+        () => {
+          this.encoding = false;
+        },
+      );
   }
 
   /** Ends every viewer's response (the session stopped). */

@@ -9,8 +9,7 @@ export type { RtspCause };
 
 export type ProbeResult =
   /** The server answered DESCRIBE with a video stream (or with something the pipeline should judge itself). */
-  | { ok: true }
-  | { ok: false; cause: RtspCause; detail: string };
+  { ok: true } | { ok: false; cause: RtspCause; detail: string };
 
 /** Bytes of a DESCRIBE reply read at most (headers and SDP). */
 const MAX_REPLY = 64 * 1024;
@@ -43,10 +42,16 @@ export async function probeRtsp(raw: string, timeoutMs: number): Promise<ProbeRe
   try {
     address = (await withTimeout(lookup(host), timeoutMs)).address;
   } catch (e) {
-    if (e === TIMEOUT) return { ok: false, cause: 'timeout', detail: `the name ${host} did not resolve within ${timeoutMs / 1000} s` };
-    return { ok: false, cause: 'host_not_found', detail: `the host name ${host} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'error'})` };
+    if (e === TIMEOUT)
+      return { ok: false, cause: 'timeout', detail: `the name ${host} did not resolve within ${timeoutMs / 1000} s` };
+    return {
+      ok: false,
+      cause: 'host_not_found',
+      detail: `the host name ${host} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'error'})`,
+    };
   }
-  const user = decodeURIComponent(url.username), pass = decodeURIComponent(url.password);
+  const user = decodeURIComponent(url.username),
+    pass = decodeURIComponent(url.password);
   const target = `${url.protocol}//${url.host.replace(/^.*@/, '')}${url.pathname}${url.search}`;
   const first = await describe({ address, host, port, tls, target, deadline, authorization: null });
   if ('cause' in first) return first;
@@ -60,9 +65,17 @@ export async function probeRtsp(raw: string, timeoutMs: number): Promise<ProbeRe
   }
   if (reply.status === 401 || reply.status === 403) {
     if (tls && (user || pass)) return { ok: true }; // credentials are left to the pipeline over rtsps
-    return { ok: false, cause: 'unauthorized', detail: user || pass ? `the camera refused the credentials (RTSP ${reply.status})` : `the camera asks for credentials (RTSP ${reply.status})` };
+    return {
+      ok: false,
+      cause: 'unauthorized',
+      detail:
+        user || pass
+          ? `the camera refused the credentials (RTSP ${reply.status})`
+          : `the camera asks for credentials (RTSP ${reply.status})`,
+    };
   }
-  if (reply.status === 404) return { ok: false, cause: 'not_found', detail: `the camera has no stream at ${url.pathname || '/'} (RTSP 404)` };
+  if (reply.status === 404)
+    return { ok: false, cause: 'not_found', detail: `the camera has no stream at ${url.pathname || '/'} (RTSP 404)` };
   if (reply.status === 200 && /^v=0/m.test(reply.body) && !/^m=video /m.test(reply.body)) {
     return { ok: false, cause: 'no_video', detail: 'the stream has no video track' };
   }
@@ -73,13 +86,34 @@ const TIMEOUT = Symbol('timeout');
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => reject(TIMEOUT), ms);
-    p.then((v) => { clearTimeout(timer); resolve(v); }, (e: unknown) => { clearTimeout(timer); reject(e); });
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
   });
 }
 
-interface Reply { status: number; headers: Record<string, string>; body: string }
+interface Reply {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
 
-function describe(o: { address: string; host: string; port: number; tls: boolean; target: string; deadline: number; authorization: string | null }): Promise<Reply | { ok: false; cause: RtspCause; detail: string }> {
+function describe(o: {
+  address: string;
+  host: string;
+  port: number;
+  tls: boolean;
+  target: string;
+  deadline: number;
+  authorization: string | null;
+}): Promise<Reply | { ok: false; cause: RtspCause; detail: string }> {
   return new Promise((resolve) => {
     const left = Math.max(1, o.deadline - Date.now());
     let done = false;
@@ -91,36 +125,78 @@ function describe(o: { address: string; host: string; port: number; tls: boolean
       socket.destroy();
       resolve(r);
     };
-    const timer = setTimeout(() => finish(data.length === 0
-      ? { ok: false, cause: 'timeout', detail: `no RTSP answer from ${o.host}:${o.port} within ${Math.round(left) / 1000} s` }
-      : { ok: false, cause: 'not_rtsp', detail: 'the server sent an incomplete reply that is not RTSP' }), left);
+    const timer = setTimeout(
+      () =>
+        finish(
+          data.length === 0
+            ? {
+                ok: false,
+                cause: 'timeout',
+                detail: `no RTSP answer from ${o.host}:${o.port} within ${Math.round(left) / 1000} s`,
+              }
+            : { ok: false, cause: 'not_rtsp', detail: 'the server sent an incomplete reply that is not RTSP' },
+        ),
+      left,
+    );
     const request = [
-      `DESCRIBE ${o.target} RTSP/1.0`, 'CSeq: 1', 'Accept: application/sdp', 'User-Agent: Vigil',
-      ...(o.authorization ? [`Authorization: ${o.authorization}`] : []), '', '',
+      `DESCRIBE ${o.target} RTSP/1.0`,
+      'CSeq: 1',
+      'Accept: application/sdp',
+      'User-Agent: Vigil',
+      ...(o.authorization ? [`Authorization: ${o.authorization}`] : []),
+      '',
+      '',
     ].join('\r\n');
     const socket: Socket = o.tls
-      ? tlsConnect({ host: o.address, port: o.port, servername: /^[\d.:]+$/.test(o.host) ? undefined : o.host, rejectUnauthorized: false }, () => socket.write(request))
+      ? tlsConnect(
+          {
+            host: o.address,
+            port: o.port,
+            servername: /^[\d.:]+$/.test(o.host) ? undefined : o.host,
+            rejectUnauthorized: false,
+          },
+          () => socket.write(request),
+        )
       : netConnect({ host: o.address, port: o.port }, () => socket.write(request));
     socket.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'ECONNREFUSED') finish({ ok: false, cause: 'connection_refused', detail: `nothing accepts connections on ${o.host}:${o.port}` });
-      else if (e.code === 'ETIMEDOUT' || e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH') finish({ ok: false, cause: 'timeout', detail: `${o.host}:${o.port} cannot be reached (${e.code})` });
+      if (e.code === 'ECONNREFUSED')
+        finish({
+          ok: false,
+          cause: 'connection_refused',
+          detail: `nothing accepts connections on ${o.host}:${o.port}`,
+        });
+      else if (e.code === 'ETIMEDOUT' || e.code === 'EHOSTUNREACH' || e.code === 'ENETUNREACH')
+        finish({ ok: false, cause: 'timeout', detail: `${o.host}:${o.port} cannot be reached (${e.code})` });
       // A reset before any byte: a server going down (or a firewall), not one speaking another protocol.
-      else if (data.length === 0 && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) finish({ ok: false, cause: 'connection_refused', detail: `${o.host}:${o.port} reset the connection` });
+      else if (data.length === 0 && (e.code === 'ECONNRESET' || e.code === 'EPIPE'))
+        finish({ ok: false, cause: 'connection_refused', detail: `${o.host}:${o.port} reset the connection` });
       else finish({ ok: false, cause: 'not_rtsp', detail: `the connection failed: ${e.message}` });
     });
     socket.on('data', (chunk: Buffer) => {
       data = Buffer.concat([data, chunk]);
       if (!/^RTSP\/1\.\d /.test(data.subarray(0, 9).toString('latin1')) && data.length >= 9) {
-        finish({ ok: false, cause: 'not_rtsp', detail: `the server does not speak RTSP (it answered "${printable(data.subarray(0, 40))}")` });
+        finish({
+          ok: false,
+          cause: 'not_rtsp',
+          detail: `the server does not speak RTSP (it answered "${printable(data.subarray(0, 40))}")`,
+        });
         return;
       }
       const parsed = parseReply(data);
       if (parsed) finish(parsed);
       else if (data.length > MAX_REPLY) finish({ ok: false, cause: 'not_rtsp', detail: 'the RTSP reply is too long' });
     });
-    socket.on('end', () => finish(data.length === 0
-      ? { ok: false, cause: 'not_rtsp', detail: 'the server closed the connection without an RTSP reply' }
-      : parseReply(data, true) ?? { ok: false, cause: 'not_rtsp', detail: `the server does not speak RTSP (it answered "${printable(data.subarray(0, 40))}")` }));
+    socket.on('end', () =>
+      finish(
+        data.length === 0
+          ? { ok: false, cause: 'not_rtsp', detail: 'the server closed the connection without an RTSP reply' }
+          : (parseReply(data, true) ?? {
+              ok: false,
+              cause: 'not_rtsp',
+              detail: `the server does not speak RTSP (it answered "${printable(data.subarray(0, 40))}")`,
+            }),
+      ),
+    );
   });
 }
 
@@ -152,12 +228,16 @@ export function answerChallenge(challenge: string, user: string, pass: string, u
   if (/^basic\b/i.test(challenge)) return `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
   if (!/^digest\b/i.test(challenge)) return null;
   const params: Record<string, string> = {};
-  for (const m of challenge.slice(6).matchAll(/(\w+)=(?:"([^"]*)"|([^,\s]*))/g)) params[m[1]!.toLowerCase()] = m[2] ?? m[3] ?? '';
+  for (const m of challenge.slice(6).matchAll(/(\w+)=(?:"([^"]*)"|([^,\s]*))/g))
+    params[m[1]!.toLowerCase()] = m[2] ?? m[3] ?? '';
   const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-  const realm = params.realm ?? '', nonce = params.nonce ?? '';
-  const ha1 = md5(`${user}:${realm}:${pass}`), ha2 = md5(`DESCRIBE:${uri}`);
+  const realm = params.realm ?? '',
+    nonce = params.nonce ?? '';
+  const ha1 = md5(`${user}:${realm}:${pass}`),
+    ha2 = md5(`DESCRIBE:${uri}`);
   if (params.qop && /\bauth\b/.test(params.qop)) {
-    const cnonce = randomBytes(8).toString('hex'), nc = '00000001';
+    const cnonce = randomBytes(8).toString('hex'),
+      nc = '00000001';
     const response = md5(`${ha1}:${nonce}:${nc}:${cnonce}:auth:${ha2}`);
     return `Digest username="${user}", realm="${realm}", nonce="${nonce}", uri="${uri}", response="${response}", qop=auth, nc=${nc}, cnonce="${cnonce}"${params.opaque ? `, opaque="${params.opaque}"` : ''}`;
   }

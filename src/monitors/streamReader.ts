@@ -4,7 +4,9 @@ import { probeRtsp, type ProbeResult, type RtspCause } from './rtspProbe.js';
 
 const MAX_BACKOFF_MS = 30_000;
 
-export interface StreamReaderOptions extends FrameSourceOptions { reconnectDelayMs: number }
+export interface StreamReaderOptions extends FrameSourceOptions {
+  reconnectDelayMs: number;
+}
 
 /** What the reader tells its session. */
 export interface StreamReaderEvents {
@@ -53,7 +55,11 @@ export class StreamReader {
   connected = false;
   /** The cause of the current outage (null while connected or before the first failure). */
   cause: RtspCause | null = null;
-  sourceInfo: { width: number | null; height: number | null; source_fps: number | null } = { width: null, height: null, source_fps: null };
+  sourceInfo: { width: number | null; height: number | null; source_fps: number | null } = {
+    width: null,
+    height: null,
+    source_fps: null,
+  };
 
   constructor(
     private readonly url: string,
@@ -72,7 +78,8 @@ export class StreamReader {
     this.startPipeline(attempt, true);
     // Beside the first pipeline: a definite cause stops it before its open timeout.
     void this.probe(this.url, this.options.openTimeoutMs).then((r) => {
-      if (!r.ok && attempt === this.attempt && !this.stopped && !this.connected) this.fail(attempt, r.cause, r.detail, false);
+      if (!r.ok && attempt === this.attempt && !this.stopped && !this.connected)
+        this.fail(attempt, r.cause, r.detail, false);
     });
   }
 
@@ -87,9 +94,16 @@ export class StreamReader {
   }
 
   /** Some connection attempt has failed since start (so a disconnected reader is retrying, not starting). */
-  get hasFailed(): boolean { return this.everFailed; }
+  get hasFailed(): boolean {
+    return this.everFailed;
+  }
   get counters(): { frameSequence: number; decoded: number; reconnects: number; lastFrameAt: number | null } {
-    return { frameSequence: this.frameSequence, decoded: this.decoded, reconnects: this.failures, lastFrameAt: this.lastFrameAt };
+    return {
+      frameSequence: this.frameSequence,
+      decoded: this.decoded,
+      reconnects: this.failures,
+      lastFrameAt: this.lastFrameAt,
+    };
   }
 
   /** A retry: the probe first, and a pipeline only when the source answers. */
@@ -108,7 +122,8 @@ export class StreamReader {
     let connectionDecoded = 0;
     const source = new GstFrameSource(this.url, this.options, {
       caps: (info) => {
-        if (attempt === this.attempt) this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
+        if (attempt === this.attempt)
+          this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
       },
       frame: (pixels, width, height, decoded, sourceFps) => {
         if (attempt !== this.attempt) {
@@ -154,7 +169,17 @@ export class StreamReader {
     const now = Date.now();
     this.frameSequence++;
     // The pixels are copied into JS only when someone reads `data` (inference, preview, snapshots).
-    const frame: Frame = { get data() { return pixels.read(); }, copyInto: (target) => pixels.copyInto(target), settle: (keep) => pixels.settle(keep), width, height, sequence: this.frameSequence, at: now };
+    const frame: Frame = {
+      get data() {
+        return pixels.read();
+      },
+      copyInto: (target) => pixels.copyInto(target),
+      settle: (keep) => pixels.settle(keep),
+      width,
+      height,
+      sequence: this.frameSequence,
+      at: now,
+    };
     const superseded = this.newestPixels;
     this.newestPixels = pixels;
     this.newest = frame;
@@ -183,7 +208,8 @@ export class StreamReader {
     const retryMs = backOff ? this.backoffMs : this.options.reconnectDelayMs;
     if (backOff) this.backoffMs = Math.min(this.backoffMs * 2, MAX_BACKOFF_MS);
     // One warning per outage and per change of cause, not one per retry.
-    if (cause !== this.cause) this.log.warn({ monitor_id: this.monitorId, cause, reason, retry_ms: retryMs }, 'monitor source unavailable');
+    if (cause !== this.cause)
+      this.log.warn({ monitor_id: this.monitorId, cause, reason, retry_ms: retryMs }, 'monitor source unavailable');
     this.cause = cause;
     this.events.failed(cause, reason, retryMs);
     this.reconnectTimer = setTimeout(() => this.retry(), retryMs);

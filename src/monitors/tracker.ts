@@ -4,10 +4,20 @@ import type { EventPolicy } from '../contract/monitors.js';
 export type FaceKind = 'matched' | 'unknown' | 'liveness_blocked';
 
 /** One face of one processed frame. `box` is normalised [left, top, width, height]. */
-export interface Detection<P> { box: [number, number, number, number]; kind: FaceKind; personId: string | null; payload: P }
+export interface Detection<P> {
+  box: [number, number, number, number];
+  kind: FaceKind;
+  personId: string | null;
+  payload: P;
+}
 
 export type TrackEventType = 'person_enter' | 'person_exit' | 'unknown_enter' | 'unknown_exit';
-export interface TrackEvent<P> { type: TrackEventType; trackId: string; personId: string | null; payload: P }
+export interface TrackEvent<P> {
+  type: TrackEventType;
+  trackId: string;
+  personId: string | null;
+  payload: P;
+}
 
 interface Track<P> {
   id: string;
@@ -26,8 +36,10 @@ interface Track<P> {
 export const TRACK_IOU = 0.15;
 
 export function iou(a: readonly number[], b: readonly number[]): number {
-  const x1 = Math.max(a[0]!, b[0]!), y1 = Math.max(a[1]!, b[1]!);
-  const x2 = Math.min(a[0]! + a[2]!, b[0]! + b[2]!), y2 = Math.min(a[1]! + a[3]!, b[1]! + b[3]!);
+  const x1 = Math.max(a[0]!, b[0]!),
+    y1 = Math.max(a[1]!, b[1]!);
+  const x2 = Math.min(a[0]! + a[2]!, b[0]! + b[2]!),
+    y2 = Math.min(a[1]! + a[3]!, b[1]! + b[3]!);
   const inter = Math.max(0, x2 - x1) * Math.max(0, y2 - y1);
   const union = a[2]! * a[3]! + b[2]! * b[3]! - inter;
   return union > 0 ? inter / union : 0;
@@ -45,18 +57,23 @@ export class Tracker<P> {
   private readonly lastEmitted = new Map<string, number>();
   private nextId = 1;
 
-  constructor(private readonly policy: EventPolicy, private readonly newTrackId: (n: number) => string = (n) => `t${n}`) {}
+  constructor(
+    private readonly policy: EventPolicy,
+    private readonly newTrackId: (n: number) => string = (n) => `t${n}`,
+  ) {}
 
   /** Associates one frame's faces (at time `now`, ms) and returns the events, plus each face's track id. */
   update(detections: Detection<P>[], now: number): { events: TrackEvent<P>[]; trackIds: string[] } {
     // Tracks unseen for the absence timeout end first, so a face after a long gap starts a new track.
     const events: TrackEvent<P>[] = this.expire(now);
     const pairs: { d: number; t: number; iou: number }[] = [];
-    detections.forEach((det, d) => this.tracks.forEach((track, t) => {
-      if (det.personId && track.personId && det.personId !== track.personId) return;
-      const v = iou(det.box, track.box);
-      if (v > TRACK_IOU) pairs.push({ d, t, iou: v });
-    }));
+    detections.forEach((det, d) =>
+      this.tracks.forEach((track, t) => {
+        if (det.personId && track.personId && det.personId !== track.personId) return;
+        const v = iou(det.box, track.box);
+        if (v > TRACK_IOU) pairs.push({ d, t, iou: v });
+      }),
+    );
     pairs.sort((a, b) => b.iou - a.iou || a.d - b.d || a.t - b.t);
     const trackOf = new Array<Track<P> | undefined>(detections.length);
     const taken = new Set<number>();
@@ -68,13 +85,29 @@ export class Tracker<P> {
     detections.forEach((det, d) => {
       let track = trackOf[d];
       if (!track) {
-        track = { id: this.newTrackId(this.nextId++), box: det.box, kind: det.kind, personId: det.personId, consecutive: 0, confirmed: false, announced: false, lastSeen: now, payload: det.payload };
+        track = {
+          id: this.newTrackId(this.nextId++),
+          box: det.box,
+          kind: det.kind,
+          personId: det.personId,
+          consecutive: 0,
+          confirmed: false,
+          announced: false,
+          lastSeen: now,
+          payload: det.payload,
+        };
         this.tracks.push(track);
         trackOf[d] = track;
       } else if (track.kind !== det.kind || track.personId !== det.personId) {
         // Identity changed: close what was confirmed, then confirm the new identity from scratch.
         this.close(track, now, events);
-        Object.assign(track, { kind: det.kind, personId: det.personId, consecutive: 0, confirmed: false, announced: false });
+        Object.assign(track, {
+          kind: det.kind,
+          personId: det.personId,
+          consecutive: 0,
+          confirmed: false,
+          announced: false,
+        });
       }
       track.box = det.box;
       track.lastSeen = now;
@@ -106,13 +139,28 @@ export class Tracker<P> {
   }
 
   /** The confirmed tracks as they are now (read only: what the next frame may reuse, see MonitorActivity.knownTracks). */
-  confirmed(): { id: string; box: [number, number, number, number]; kind: FaceKind; personId: string | null; lastSeen: number; payload: P }[] {
-    return this.tracks.filter((t) => t.confirmed).map(({ id, box, kind, personId, lastSeen, payload }) => ({ id, box, kind, personId, lastSeen, payload }));
+  confirmed(): {
+    id: string;
+    box: [number, number, number, number];
+    kind: FaceKind;
+    personId: string | null;
+    lastSeen: number;
+    payload: P;
+  }[] {
+    return this.tracks
+      .filter((t) => t.confirmed)
+      .map(({ id, box, kind, personId, lastSeen, payload }) => ({ id, box, kind, personId, lastSeen, payload }));
   }
 
   /** An announced enter always gets its exit (no cooldown), so clients never see an enter without an exit. */
   private close(t: Track<P>, now: number, events: TrackEvent<P>[]): void {
-    if (t.confirmed && t.announced) events.push({ type: t.kind === 'matched' ? 'person_exit' : 'unknown_exit', trackId: t.id, personId: t.personId, payload: t.payload });
+    if (t.confirmed && t.announced)
+      events.push({
+        type: t.kind === 'matched' ? 'person_exit' : 'unknown_exit',
+        trackId: t.id,
+        personId: t.personId,
+        payload: t.payload,
+      });
   }
 
   /** Applies emit_unknown and the cooldown to an enter; true when it was emitted. */
@@ -124,7 +172,8 @@ export class Tracker<P> {
     this.lastEmitted.set(key, now);
     // The map only needs keys younger than the cooldown; prune so long runs do not grow it.
     if (this.lastEmitted.size > 1024) {
-      for (const [k, at] of this.lastEmitted) if (now - at >= this.policy.cooldown_seconds * 1000) this.lastEmitted.delete(k);
+      for (const [k, at] of this.lastEmitted)
+        if (now - at >= this.policy.cooldown_seconds * 1000) this.lastEmitted.delete(k);
     }
     events.push({ type, trackId: t.id, personId: t.personId, payload: t.payload });
     return true;

@@ -12,7 +12,9 @@ const CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8',
 };
 
-interface ZodNode { _zod: { def: { type: string; shape?: Record<string, ZodNode>; innerType?: ZodNode; options?: ZodNode[] } } }
+interface ZodNode {
+  _zod: { def: { type: string; shape?: Record<string, ZodNode>; innerType?: ZodNode; options?: ZodNode[] } };
+}
 
 /**
  * The CSV columns of an item schema, in schema order: one per scalar field, nested objects flattened
@@ -23,7 +25,9 @@ interface ZodNode { _zod: { def: { type: string; shape?: Record<string, ZodNode>
  */
 export function csvColumns(schema: z.ZodType): string[] {
   const out: string[] = [];
-  const add = (c: string) => { if (!out.includes(c)) out.push(c); };
+  const add = (c: string) => {
+    if (!out.includes(c)) out.push(c);
+  };
   const walk = (node: ZodNode, path: string): void => {
     const def = node._zod.def;
     if (def.type === 'nullable' || def.type === 'optional') return walk(def.innerType!, path);
@@ -65,11 +69,22 @@ export function csvCell(v: unknown): string {
 export const csvRow = (cells: unknown[]): string => `${cells.map(csvCell).join(',')}\r\n`;
 
 /** The chunks of an export, produced batch by batch from SQLite as the consumer reads them. */
-async function* chunks(store: RunRepository, run: RunRow, schema: z.ZodType, format: ExportFormat): AsyncGenerator<string> {
+async function* chunks(
+  store: RunRepository,
+  run: RunRow,
+  schema: z.ZodType,
+  format: ExportFormat,
+): AsyncGenerator<string> {
   if (format === 'csv') {
     const columns = csvColumns(schema);
     yield csvRow(columns);
-    for await (const batch of store.itemJsonBatches(run.id)) yield batch.map((json) => { const item = JSON.parse(json) as unknown; return csvRow(columns.map((c) => valueAt(item, c))); }).join('');
+    for await (const batch of store.itemJsonBatches(run.id))
+      yield batch
+        .map((json) => {
+          const item = JSON.parse(json) as unknown;
+          return csvRow(columns.map((c) => valueAt(item, c)));
+        })
+        .join('');
     return;
   }
   if (format === 'jsonl') {
@@ -90,6 +105,15 @@ async function* chunks(store: RunRepository, run: RunRow, schema: z.ZodType, for
  * the client has taken the previous ones (the stream's back-pressure), so a large run is never held
  * in memory whole.
  */
-export function datasetExport(store: RunRepository, run: RunRow, schema: z.ZodType, format: ExportFormat): { stream: Readable; contentType: string; filename: string } {
-  return { stream: Readable.from(chunks(store, run, schema, format), { objectMode: false }), contentType: CONTENT_TYPES[format], filename: `${run.id}.${format}` };
+export function datasetExport(
+  store: RunRepository,
+  run: RunRow,
+  schema: z.ZodType,
+  format: ExportFormat,
+): { stream: Readable; contentType: string; filename: string } {
+  return {
+    stream: Readable.from(chunks(store, run, schema, format), { objectMode: false }),
+    contentType: CONTENT_TYPES[format],
+    filename: `${run.id}.${format}`,
+  };
 }

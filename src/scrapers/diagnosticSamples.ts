@@ -29,8 +29,10 @@ export class DiagnosticSamples {
   }
 
   private prune(): void {
-    const files = readdirSync(this.dir).filter((f) => f.endsWith('.txt'))
-      .map((f) => ({ f, at: statSync(join(this.dir, f)).mtimeMs })).sort((a, b) => b.at - a.at || b.f.localeCompare(a.f));
+    const files = readdirSync(this.dir)
+      .filter((f) => f.endsWith('.txt'))
+      .map((f) => ({ f, at: statSync(join(this.dir, f)).mtimeMs }))
+      .sort((a, b) => b.at - a.at || b.f.localeCompare(a.f));
     for (const { f } of files.slice(MAX_SAMPLES)) rmSync(join(this.dir, f), { force: true });
   }
 }

@@ -13,7 +13,15 @@ import type { RunFinish, RunRow, StoredItem } from './runStore.js';
 export interface RunRepository {
   readonly meter: UsageReader;
   /** Reserves quota (atomically: concurrent creates, on any box, never overspend) and stores the queued run. */
-  create(input: { workspaceId: string; kind: string; request: unknown; wanted: number; wantedReviews?: number; maxActive: number; now?: Date }): Promise<RunRow>;
+  create(input: {
+    workspaceId: string;
+    kind: string;
+    request: unknown;
+    wanted: number;
+    wantedReviews?: number;
+    maxActive: number;
+    now?: Date;
+  }): Promise<RunRow>;
   markRunning(id: string): Promise<RunRow>;
   setWaiting(id: string, resumeAt: Date | null): Promise<void>;
   requestCancel(id: string): Promise<void>;
@@ -42,6 +50,11 @@ export interface RunRepository {
   /** Ids of this box's active runs with a cancel asked for (possibly on another box). */
   cancelRequested(ids: string[]): Promise<string[]>;
   active(): Promise<RunRow[]>;
-  activeSummary(): Promise<{ queued: number; running: number; waiting_for_rate_limit: number; next_resume_at: string | null }>;
+  activeSummary(): Promise<{
+    queued: number;
+    running: number;
+    waiting_for_rate_limit: number;
+    next_resume_at: string | null;
+  }>;
   purgeResults(before: Date): Promise<number>;
 }

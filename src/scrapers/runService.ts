@@ -22,10 +22,18 @@ export interface RunResult {
 }
 
 /** A run's items page: `next_cursor` is null once the run is final and every item was read. */
-export interface ItemsPage { run_id: string; status: string; items: unknown[]; next_cursor: string | null }
+export interface ItemsPage {
+  run_id: string;
+  status: string;
+  items: unknown[];
+  next_cursor: string | null;
+}
 
 /** A finished run as told to listeners (run webhooks, metrics). */
-export interface FinishedRun { row: RunRow; resource: Record<string, unknown> }
+export interface FinishedRun {
+  row: RunRow;
+  resource: Record<string, unknown>;
+}
 
 /**
  * The scrape queue: accepts runs (quota reserved, row written) for any registered kind, runs them in
@@ -44,7 +52,13 @@ export class ScrapeRunService {
   private cancelTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  constructor(readonly store: RunRepository, readonly worker: ScrapeWorker, private readonly config: VigilConfig, private readonly log: Logger, private readonly cursors: CursorCodec) {}
+  constructor(
+    readonly store: RunRepository,
+    readonly worker: ScrapeWorker,
+    private readonly config: VigilConfig,
+    private readonly log: Logger,
+    private readonly cursors: CursorCodec,
+  ) {}
 
   /**
    * Re-queues what a previous process left unfinished and starts the retention sweep. In fleet mode
@@ -84,12 +98,27 @@ export class ScrapeRunService {
       if (this.queue.includes(run.id) || this.running.has(run.id)) continue;
       // A cancel asked for before the restart is honoured: the run delivered nothing that was kept.
       if (run.cancel_requested_at) {
-        await this.finish(run.id, { status: 'cancelled', items: [], result: { sources: [], warnings: ['The run was cancelled while the service restarted; nothing was delivered.'], truncated_by_max_items: false, truncated_by_quota: false }, error: null });
+        await this.finish(run.id, {
+          status: 'cancelled',
+          items: [],
+          result: {
+            sources: [],
+            warnings: ['The run was cancelled while the service restarted; nothing was delivered.'],
+            truncated_by_max_items: false,
+            truncated_by_quota: false,
+          },
+          error: null,
+        });
         continue;
       }
       if (run.attempts >= MAX_ATTEMPTS) {
         const e = Errors.runInterrupted(run.attempts);
-        await this.finish(run.id, { status: 'failed', items: [], result: null, error: { code: e.code, message: e.message, details: e.details } });
+        await this.finish(run.id, {
+          status: 'failed',
+          items: [],
+          result: null,
+          error: { code: e.code, message: e.message, details: e.details },
+        });
         continue;
       }
       await this.store.requeue(run.id);
@@ -126,7 +155,14 @@ export class ScrapeRunService {
     const k = scraperKind(kind);
     k.checkConfigured(this.config);
     k.preflight(request);
-    const run = await this.store.create({ workspaceId, kind, request, wanted: k.maxItems(request), wantedReviews: k.maxReviews?.(request) ?? 0, maxActive: this.config.scrapers.max_queued_runs });
+    const run = await this.store.create({
+      workspaceId,
+      kind,
+      request,
+      wanted: k.maxItems(request),
+      wantedReviews: k.maxReviews?.(request) ?? 0,
+      maxActive: this.config.scrapers.max_queued_runs,
+    });
     this.queue.push(run.id);
     this.pump();
     return run;
@@ -138,7 +174,12 @@ export class ScrapeRunService {
    * the call. `final` false means the run is still going (REST answers 202, MCP returns its status);
    * the run resource is returned either way.
    */
-  async submitAndWait(workspaceId: string, kind: string, request: unknown, signal?: AbortSignal): Promise<{ run: Record<string, unknown>; final: boolean }> {
+  async submitAndWait(
+    workspaceId: string,
+    kind: string,
+    request: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ run: Record<string, unknown>; final: boolean }> {
     const submitted = await this.submit(workspaceId, kind, request);
     const done = await this.wait(submitted.id, this.syncWaitMs(), signal, { giveUpOnLongWait: true });
     return { run: await this.resource(done ?? (await this.store.byId(submitted.id))!), final: done !== null };
@@ -150,7 +191,11 @@ export class ScrapeRunService {
   }
 
   /** A page of this workspace's runs, newest first, without their items. */
-  async list(workspaceId: string, limit: number, before?: string): Promise<{ runs: Record<string, unknown>[]; next_before: string | null }> {
+  async list(
+    workspaceId: string,
+    limit: number,
+    before?: string,
+  ): Promise<{ runs: Record<string, unknown>[]; next_before: string | null }> {
     const rows = await this.store.list(workspaceId, limit + 1, before);
     const page = rows.slice(0, limit);
     const runs: Record<string, unknown>[] = [];
@@ -172,7 +217,12 @@ export class ScrapeRunService {
     const page = rows.slice(0, limit);
     const more = rows.length > limit || isActive(run.status);
     const last = page.at(-1)?.seq ?? after;
-    return { run_id: run.id, status: run.status, items: page.map((r) => r.item), next_cursor: more ? this.cursors.encode(scope, String(last)) : null };
+    return {
+      run_id: run.id,
+      status: run.status,
+      items: page.map((r) => r.item),
+      next_cursor: more ? this.cursors.encode(scope, String(last)) : null,
+    };
   }
 
   /** A run's items as a streamed JSON array, JSON Lines or CSV document (see datasetExport). */
@@ -195,7 +245,17 @@ export class ScrapeRunService {
     const queued = this.queue.indexOf(run.id);
     if (queued >= 0) {
       this.queue.splice(queued, 1);
-      await this.finish(run.id, { status: 'cancelled', items: [], result: { sources: [], warnings: ['The run was cancelled before it started.'], truncated_by_max_items: false, truncated_by_quota: false }, error: null });
+      await this.finish(run.id, {
+        status: 'cancelled',
+        items: [],
+        result: {
+          sources: [],
+          warnings: ['The run was cancelled before it started.'],
+          truncated_by_max_items: false,
+          truncated_by_quota: false,
+        },
+        error: null,
+      });
       this.wake(run.id);
     } else if (this.running.has(run.id)) {
       this.worker.cancel(run.id);
@@ -206,8 +266,14 @@ export class ScrapeRunService {
   }
 
   /** A workspace's metered usage in a billing period (YYYY-MM), and the size of its only_new seen-set. */
-  async usage(workspaceId: string, period: string): Promise<UsageSnapshot & { seen_items: Awaited<ReturnType<RunRepository['seenCounts']>> }> {
-    return { ...(await this.store.meter.snapshot(workspaceId, period)), seen_items: await this.store.seenCounts(workspaceId) };
+  async usage(
+    workspaceId: string,
+    period: string,
+  ): Promise<UsageSnapshot & { seen_items: Awaited<ReturnType<RunRepository['seenCounts']>> }> {
+    return {
+      ...(await this.store.meter.snapshot(workspaceId, period)),
+      seen_items: await this.store.seenCounts(workspaceId),
+    };
   }
 
   /** The longest a synchronous scrape holds its request: below the request deadline, so it can answer 202 instead. */
@@ -225,9 +291,17 @@ export class ScrapeRunService {
    * `giveUpOnLongWait`, also null as soon as the run waits for an upstream rate limit that ends after
    * the deadline: the caller answers at once with the wait instead of holding the request.
    */
-  async wait(id: string, ms: number, signal?: AbortSignal, o: { giveUpOnLongWait?: boolean } = {}): Promise<RunRow | null> {
+  async wait(
+    id: string,
+    ms: number,
+    signal?: AbortSignal,
+    o: { giveUpOnLongWait?: boolean } = {},
+  ): Promise<RunRow | null> {
     const deadline = Date.now() + ms;
-    const final = async () => { const r = await this.store.byId(id).catch(() => null); return r && !isActive(r.status) ? r : null; };
+    const final = async () => {
+      const r = await this.store.byId(id).catch(() => null);
+      return r && !isActive(r.status) ? r : null;
+    };
     const hopeless = async () => {
       if (!o.giveUpOnLongWait) return false;
       const r = await this.store.byId(id).catch(() => null);
@@ -249,7 +323,9 @@ export class ScrapeRunService {
       };
       const check = () => {
         if (this.closed) return done();
-        void (async () => { if ((await final()) || (await hopeless())) done(); })();
+        void (async () => {
+          if ((await final()) || (await hopeless())) done();
+        })();
       };
       const timer = setTimeout(done, ms);
       signal?.addEventListener('abort', done, { once: true });
@@ -271,7 +347,9 @@ export class ScrapeRunService {
 
   private async purge(): Promise<void> {
     try {
-      const n = await this.store.purgeResults(new Date(Date.now() - this.config.scrapers.result_retention_hours * 3600_000));
+      const n = await this.store.purgeResults(
+        new Date(Date.now() - this.config.scrapers.result_retention_hours * 3600_000),
+      );
       if (n) this.log.info({ runs: n }, 'purged scraped items past retention');
     } catch (e) {
       this.log.warn({ err: e }, 'the retention sweep of scraped items failed; it runs again within the hour');
@@ -312,22 +390,37 @@ export class ScrapeRunService {
       // Fleet mode with the database unreachable: the run stays queued in PostgreSQL and is re-queued
       // by this box's next start (or the retry below).
       this.log.warn({ err: e, run_id: id }, 'a scrape run could not start (store unavailable); retrying in 5 s');
-      if (!this.closed) setTimeout(() => { if (!this.closed) { this.queue.push(id); this.pump(); } }, 5000).unref();
+      if (!this.closed)
+        setTimeout(() => {
+          if (!this.closed) {
+            this.queue.push(id);
+            this.pump();
+          }
+        }, 5000).unref();
       return;
     }
     let finish: RunFinish;
     try {
       const outcome = await this.worker.run({
-        id, kind: run.kind, request, limit: run.reserved_units, reviewLimit: run.reserved_reviews,
+        id,
+        kind: run.kind,
+        request,
+        limit: run.reserved_units,
+        reviewLimit: run.reserved_reviews,
         seen,
         onWait: (resumeAt) => {
-          void this.store.setWaiting(id, resumeAt).catch(() => undefined).then(() => this.wake(id));
+          void this.store
+            .setWaiting(id, resumeAt)
+            .catch(() => undefined)
+            .then(() => this.wake(id));
         },
       });
       finish = this.settle(run, outcome);
     } catch (e) {
       if (this.closed) return; // stays "running": re-queued at the next start
-      const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: Errors.internalError.code, message: 'The run failed unexpectedly.', details: {} };
+      const err = isApiError(e)
+        ? { code: e.code, message: e.message, details: e.details }
+        : { code: Errors.internalError.code, message: 'The run failed unexpectedly.', details: {} };
       if (!isApiError(e)) this.log.error({ err: e, run_id: id }, 'scrape run failed');
       finish = { status: 'failed', items: [], result: null, error: err };
     }
@@ -340,13 +433,26 @@ export class ScrapeRunService {
         // Fleet mode: the database went away as the run ended. Billing must stay exact, so the result is
         // kept in memory and the finish retried until it commits (or the box stops: the run is re-run).
         if (this.closed || attempt >= 60 || !(isApiError(e) && e.code === 'store_unavailable')) {
-          this.log.error({ err: e, run_id: id }, 'a finished scrape run could not be stored; it is re-run at the next start');
+          this.log.error(
+            { err: e, run_id: id },
+            'a finished scrape run could not be stored; it is re-run at the next start',
+          );
           return;
         }
         await new Promise((r) => setTimeout(r, 2000));
       }
     }
-    this.log.info({ run_id: id, workspace_id: done.workspace_id, kind: done.kind, status: done.status, items: done.item_count, billed: done.billed_units }, 'scrape run finished');
+    this.log.info(
+      {
+        run_id: id,
+        workspace_id: done.workspace_id,
+        kind: done.kind,
+        status: done.status,
+        items: done.item_count,
+        billed: done.billed_units,
+      },
+      'scrape run finished',
+    );
   }
 
   private announce(row: RunRow): void {
@@ -365,7 +471,15 @@ export class ScrapeRunService {
       this.announce(row);
       announced = true;
     });
-    if (announced) await this.store.markAnnounced(id).catch((e: unknown) => this.log.warn({ err: e, run_id: id }, 'the run webhook was queued but not marked; it may be sent again at the next start'));
+    if (announced)
+      await this.store
+        .markAnnounced(id)
+        .catch((e: unknown) =>
+          this.log.warn(
+            { err: e, run_id: id },
+            'the run webhook was queued but not marked; it may be sent again at the next start',
+          ),
+        );
     if (!isActive(done.status)) {
       const resource = await this.resource(done, false).catch(() => ({ run_id: done.id }) as Record<string, unknown>);
       for (const l of this.finishedListeners) {
@@ -387,17 +501,30 @@ export class ScrapeRunService {
   private settle(run: RunRow, outcome: ScrapeOutcome): RunFinish {
     const k = scraperKind(run.kind);
     const seen = new Set<string>();
-    const items = outcome.items.flatMap((item) => { const key = k.itemKey(item); if (seen.has(key)) return []; seen.add(key); return [{ key, item }]; }).slice(0, run.reserved_units);
+    const items = outcome.items
+      .flatMap((item) => {
+        const key = k.itemKey(item);
+        if (seen.has(key)) return [];
+        seen.add(key);
+        return [{ key, item }];
+      })
+      .slice(0, run.reserved_units);
     const wanted = k.maxItems(JSON.parse(run.request_json));
     const capped = run.reserved_units < wanted;
     const full = items.length >= run.reserved_units;
     const failed = outcome.sources.filter((s) => s.status === 'failed');
     const problems = outcome.sources.some((s) => (s.problems?.length ?? 0) > 0);
     const result: RunResult = {
-      sources: outcome.sources, warnings: outcome.warnings,
-      truncated_by_max_items: full && !capped && outcome.hitLimit, truncated_by_quota: full && capped && outcome.hitLimit,
+      sources: outcome.sources,
+      warnings: outcome.warnings,
+      truncated_by_max_items: full && !capped && outcome.hitLimit,
+      truncated_by_quota: full && capped && outcome.hitLimit,
     };
-    if (result.truncated_by_quota) result.warnings = [...result.warnings, `The monthly quota allowed ${run.reserved_units} of the ${wanted} requested items; the result was cut there.`];
+    if (result.truncated_by_quota)
+      result.warnings = [
+        ...result.warnings,
+        `The monthly quota allowed ${run.reserved_units} of the ${wanted} requested items; the result was cut there.`,
+      ];
     const anyOk = outcome.sources.some((s) => s.status === 'ok');
     // Only reviews inside returned items were delivered, so only those are billed.
     const reviewCount = k.reviewCount ? items.reduce((s: number, it) => s + k.reviewCount!(it.item), 0) : 0;
@@ -406,6 +533,15 @@ export class ScrapeRunService {
     if (failed.length === 0 && !problems) return { status: 'succeeded', items, reviewCount, result, error: null };
     if (items.length > 0 || anyOk) return { status: 'partial', items, reviewCount, result, error: null };
     const first = failed[0]!.problem!;
-    return { status: 'failed', items: [], result, error: { code: first.code, message: `Every source failed; the first: ${first.message}`, details: { sources: failed.length } } };
+    return {
+      status: 'failed',
+      items: [],
+      result,
+      error: {
+        code: first.code,
+        message: `Every source failed; the first: ${first.message}`,
+        details: { sources: failed.length },
+      },
+    };
   }
 }

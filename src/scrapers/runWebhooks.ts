@@ -12,9 +12,21 @@ export function runWebhookData(row: RunRow): ScrapeRunWebhookDataT {
   const problems = failed + sources.reduce((n, s) => n + (s.problems?.length ?? 0), 0);
   const run = `/workspaces/${row.workspace_id}/runs/${row.id}`;
   return {
-    run_id: row.id, workspace_id: row.workspace_id, kind: row.kind, status: row.status as ScrapeRunWebhookDataT['status'],
-    counts: { items: row.item_count, billed_units: row.billed_units, billed_reviews: row.billed_reviews, problems, sources: sources.length, failed_sources: failed },
-    created_at: row.created_at, started_at: row.started_at, finished_at: row.finished_at,
+    run_id: row.id,
+    workspace_id: row.workspace_id,
+    kind: row.kind,
+    status: row.status as ScrapeRunWebhookDataT['status'],
+    counts: {
+      items: row.item_count,
+      billed_units: row.billed_units,
+      billed_reviews: row.billed_reviews,
+      problems,
+      sources: sources.length,
+      failed_sources: failed,
+    },
+    created_at: row.created_at,
+    started_at: row.started_at,
+    finished_at: row.finished_at,
     error: row.error_json ? (JSON.parse(row.error_json) as ScrapeRunWebhookDataT['error']) : null,
     links: { run, items: `${run}/items`, export: `${run}/export` },
   };
@@ -32,8 +44,12 @@ export class RunWebhooks {
   recorded(row: RunRow): void {
     if (isActive(row.status)) return;
     this.outbox.enqueue({
-      scope: workspaceWebhookScope(row.workspace_id), type: `scrape.run.${row.status}`, tags: { kind: row.kind }, data: runWebhookData(row),
-      messageId: `msg_${row.id}`, ...(row.finished_at ? { occurredAt: row.finished_at } : {}),
+      scope: workspaceWebhookScope(row.workspace_id),
+      type: `scrape.run.${row.status}`,
+      tags: { kind: row.kind },
+      data: runWebhookData(row),
+      messageId: `msg_${row.id}`,
+      ...(row.finished_at ? { occurredAt: row.finished_at } : {}),
     });
   }
 }

@@ -7,7 +7,11 @@ import { ApiError, Errors } from '../contract/errors.js';
 import type { ScrapeOutcome } from './scrapeResult.js';
 import type { WorkerReply, WorkerRequest } from './workerProtocol.js';
 
-interface Pending { resolve(o: ScrapeOutcome): void; reject(e: ApiError): void; onWait(resumeAt: Date | null): void }
+interface Pending {
+  resolve(o: ScrapeOutcome): void;
+  reject(e: ApiError): void;
+  onWait(resumeAt: Date | null): void;
+}
 
 /** One run as the worker gets it. */
 export interface WorkerRun {
@@ -33,7 +37,10 @@ export class ScrapeWorker {
   private readonly pending = new Map<string, Pending>();
   private closed = false;
 
-  constructor(private readonly config: VigilConfig, private readonly log: Logger) {}
+  constructor(
+    private readonly config: VigilConfig,
+    private readonly log: Logger,
+  ) {}
 
   get pid(): number | null {
     return this.child?.pid ?? null;
@@ -44,7 +51,15 @@ export class ScrapeWorker {
     const child = this.ensure();
     return new Promise<ScrapeOutcome>((resolve, reject) => {
       this.pending.set(r.id, { resolve, reject, onWait: r.onWait ?? (() => undefined) });
-      this.post(child, { type: 'run', id: r.id, kind: r.kind, request: r.request, limit: r.limit, reviewLimit: r.reviewLimit, seen: r.seen });
+      this.post(child, {
+        type: 'run',
+        id: r.id,
+        kind: r.kind,
+        request: r.request,
+        limit: r.limit,
+        reviewLimit: r.reviewLimit,
+        seen: r.seen,
+      });
     });
   }
 
@@ -76,8 +91,14 @@ export class ScrapeWorker {
   private ensure(): ChildProcess {
     if (this.child) return this.child;
     // From source (tsx) the worker is worker.ts and inherits the tsx loader flags; built, worker.js.
-    const entry = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url));
-    const child = fork(entry, [], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+    const entry = fileURLToPath(
+      new URL(import.meta.url.endsWith('.ts') ? './worker.ts' : './worker.js', import.meta.url),
+    );
+    const child = fork(entry, [], {
+      execArgv: process.execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced',
+    });
     try {
       setPriority(child.pid!, this.config.scrapers.worker_nice);
     } catch (e) {

@@ -36,8 +36,12 @@ export class ItemSink {
     private readonly seenBefore: ReadonlySet<string> = new Set(),
   ) {}
 
-  get full(): boolean { return this.items.length >= this.limit; }
-  get remaining(): number { return Math.max(0, this.limit - this.items.length); }
+  get full(): boolean {
+    return this.items.length >= this.limit;
+  }
+  get remaining(): number {
+    return Math.max(0, this.limit - this.items.length);
+  }
 
   /** Whether an item with this key would be added now (checked before expensive work such as reviews). */
   wouldAdd(key: string): boolean {
@@ -48,9 +52,15 @@ export class ItemSink {
     const parsed = this.schema.safeParse(candidate);
     if (!parsed.success) {
       addFiltered(report, 'invalid');
-      const id = (candidate as { id?: unknown; fid?: unknown; placeId?: unknown } | null);
+      const id = candidate as { id?: unknown; fid?: unknown; placeId?: unknown } | null;
       const name = [id?.id, id?.fid, id?.placeId].find((v): v is string => typeof v === 'string') ?? null;
-      addProblem(report, Errors.invalidItem(name, parsed.error.issues.map((i) => `${i.path.join('.') || '(item)'}: ${i.message}`)));
+      addProblem(
+        report,
+        Errors.invalidItem(
+          name,
+          parsed.error.issues.map((i) => `${i.path.join('.') || '(item)'}: ${i.message}`),
+        ),
+      );
       return 'invalid';
     }
     const key = this.keyOf(parsed.data);
@@ -69,7 +79,12 @@ export class ItemSink {
   }
 }
 
-interface SourceState<S> { source: S; report: SourceReportT; work: SourceWork | null; pending: Offer | undefined }
+interface SourceState<S> {
+  source: S;
+  report: SourceReportT;
+  work: SourceWork | null;
+  pending: Offer | undefined;
+}
 
 /**
  * Runs the sources of one run with a fair share of the item budget each: in passes, every source still
@@ -82,15 +97,23 @@ interface SourceState<S> { source: S; report: SourceReportT; work: SourceWork | 
  * hammering the upstream. An abort of `signal` (the run was cancelled) stops everything and keeps what
  * was delivered. Anything else (a bug) ends the run.
  */
-export async function runSources<S extends { label: string }>(sources: S[], o: {
-  sink: ItemSink;
-  runWide: ReadonlySet<string>;
-  signal: AbortSignal | undefined;
-  /** What a full sink means for the sources it stopped: the request's max_items, or the quota below it. */
-  limitReason: 'max_items' | 'quota';
-  open: (source: S, report: SourceReportT) => SourceWork;
-}): Promise<{ reports: SourceReportT[]; cancelled: boolean }> {
-  const states: SourceState<S>[] = sources.map((source) => ({ source, report: { source: source.label, status: 'not_started', items: 0, filtered: {}, problems: [] }, work: null, pending: undefined }));
+export async function runSources<S extends { label: string }>(
+  sources: S[],
+  o: {
+    sink: ItemSink;
+    runWide: ReadonlySet<string>;
+    signal: AbortSignal | undefined;
+    /** What a full sink means for the sources it stopped: the request's max_items, or the quota below it. */
+    limitReason: 'max_items' | 'quota';
+    open: (source: S, report: SourceReportT) => SourceWork;
+  },
+): Promise<{ reports: SourceReportT[]; cancelled: boolean }> {
+  const states: SourceState<S>[] = sources.map((source) => ({
+    source,
+    report: { source: source.label, status: 'not_started', items: 0, filtered: {}, problems: [] },
+    work: null,
+    pending: undefined,
+  }));
   let active = [...states];
   let runWide: SourceReportT['problem'] | null = null;
   let cancelled = false;
@@ -130,7 +153,11 @@ export async function runSources<S extends { label: string }>(sources: S[], o: {
         }
         if (!isApiError(e)) throw e;
         st.report.status = 'failed';
-        st.report.problem = { code: e.code, message: e.message, ...(Object.keys(e.details).length ? { details: e.details } : {}) };
+        st.report.problem = {
+          code: e.code,
+          message: e.message,
+          ...(Object.keys(e.details).length ? { details: e.details } : {}),
+        };
         finish(st, 'failed');
         if (o.runWide.has(e.code)) runWide = st.report.problem;
       }

@@ -38,7 +38,11 @@ export class TokenBucket {
   /** Requests admitted one at a time, so waiting callers keep their order. */
   private chain: Promise<void> = Promise.resolve();
 
-  constructor(private readonly perMinute: number, private readonly burst: number, private readonly now: () => number = Date.now) {
+  constructor(
+    private readonly perMinute: number,
+    private readonly burst: number,
+    private readonly now: () => number = Date.now,
+  ) {
     this.tokens = burst;
     this.last = now();
   }

@@ -27,14 +27,21 @@ async function run(m: Extract<WorkerRequest, { type: 'run' }>): Promise<void> {
       runner = kind.createRunner(config!);
       runners.set(m.kind, runner);
     }
-    const outcome = await (await runner).run(m.request, {
-      limit: m.limit, reviewLimit: m.reviewLimit, signal: controller.signal, seen: new Set(m.seen),
+    const outcome = await (
+      await runner
+    ).run(m.request, {
+      limit: m.limit,
+      reviewLimit: m.reviewLimit,
+      signal: controller.signal,
+      seen: new Set(m.seen),
       onWait: (at) => send({ type: 'waiting', id: m.id, resumeAt: at ? at.getTime() : null }),
       saveSample: (what, body) => samples?.save(what, body) ?? null,
     });
     send({ type: 'done', id: m.id, outcome });
   } catch (e) {
-    const err = isApiError(e) ? { code: e.code, message: e.message, details: e.details } : { code: Errors.scrapeFailed.code, message: Errors.scrapeFailed((e as Error).message).message, details: {} };
+    const err = isApiError(e)
+      ? { code: e.code, message: e.message, details: e.details }
+      : { code: Errors.scrapeFailed.code, message: Errors.scrapeFailed((e as Error).message).message, details: {} };
     send({ type: 'error', id: m.id, error: err });
   } finally {
     running.delete(m.id);

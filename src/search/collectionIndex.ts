@@ -1,9 +1,25 @@
 import usearch from './usearchModule.js';
 import { HALF_BF16, HALF_F16, scanHalfTopK } from './halfScan.js';
-import { allocate, decodeHalfVector, encode, encodeInto, score, type ProfileCodec, type StoredVectors } from './profiles.js';
+import {
+  allocate,
+  decodeHalfVector,
+  encode,
+  encodeInto,
+  score,
+  type ProfileCodec,
+  type StoredVectors,
+} from './profiles.js';
 
-export interface IndexRow { faceKey: number; personKey: number; vector: Float32Array }
-export interface RowHit { faceKey: number; personKey: number; score: number }
+export interface IndexRow {
+  faceKey: number;
+  personKey: number;
+  vector: Float32Array;
+}
+export interface RowHit {
+  faceKey: number;
+  personKey: number;
+  score: number;
+}
 
 /**
  * Rows live in blocks of this many rows: growing a large collection allocates one more block instead of
@@ -13,10 +29,15 @@ export interface RowHit { faceKey: number; personKey: number; score: number }
 export const BLOCK_ROWS = 262_144;
 const MIN_GROWTH_ROWS = 256;
 
-export interface PersonSearchOptions { excludePerson?: number; minScore?: number }
+export interface PersonSearchOptions {
+  excludePerson?: number;
+  minScore?: number;
+}
 
 /** An approximate searcher attached to an index (the HNSW graph); null = answer exactly this time. */
-export interface ApproximateSearch { searchPersons(index: CollectionIndex, query: Float32Array, limit: number): RowHit[] | null }
+export interface ApproximateSearch {
+  searchPersons(index: CollectionIndex, query: Float32Array, limit: number): RowHit[] | null;
+}
 
 /**
  * The in-memory search index of one collection: every live face vector, encoded for the collection's
@@ -38,7 +59,13 @@ export class CollectionIndex {
   /** Set by SearchIndexes while a usable HNSW graph serves this collection. */
   approximate: ApproximateSearch | null = null;
 
-  constructor(readonly codec: ProfileCodec, readonly dimension: number, private capacityRows: number, private readonly threads = 0, private readonly blockRows = BLOCK_ROWS) {
+  constructor(
+    readonly codec: ProfileCodec,
+    readonly dimension: number,
+    private capacityRows: number,
+    private readonly threads = 0,
+    private readonly blockRows = BLOCK_ROWS,
+  ) {
     const initial = Math.min(capacityRows, MIN_GROWTH_ROWS, blockRows);
     this.blocks.push(allocate(codec.storage, initial * dimension));
     this.faceKeys = new Float64Array(initial);
@@ -49,13 +76,30 @@ export class CollectionIndex {
    * An index over rows that are already encoded (a snapshot file): `fill` writes block i's encoded rows
    * into the exactly sized block it is given. Keys must be unique.
    */
-  static fromEncoded(codec: ProfileCodec, dimension: number, capacityRows: number, threads: number, faceKeys: Float64Array, personKeys: Float64Array,
-    fill: (block: StoredVectors, firstRow: number, rows: number) => void, blockRows = BLOCK_ROWS): CollectionIndex {
-    return CollectionIndex.fromBlocks(codec, dimension, capacityRows, threads, faceKeys, personKeys, (firstRow, rows) => {
-      const block = allocate(codec.storage, Math.max(rows, 1) * dimension);
-      if (rows > 0) fill(block, firstRow, rows);
-      return block;
-    }, blockRows);
+  static fromEncoded(
+    codec: ProfileCodec,
+    dimension: number,
+    capacityRows: number,
+    threads: number,
+    faceKeys: Float64Array,
+    personKeys: Float64Array,
+    fill: (block: StoredVectors, firstRow: number, rows: number) => void,
+    blockRows = BLOCK_ROWS,
+  ): CollectionIndex {
+    return CollectionIndex.fromBlocks(
+      codec,
+      dimension,
+      capacityRows,
+      threads,
+      faceKeys,
+      personKeys,
+      (firstRow, rows) => {
+        const block = allocate(codec.storage, Math.max(rows, 1) * dimension);
+        if (rows > 0) fill(block, firstRow, rows);
+        return block;
+      },
+      blockRows,
+    );
   }
 
   /**
@@ -63,8 +107,17 @@ export class CollectionIndex {
    * a memory-mapped range of a snapshot file; rows = 0 asks for the empty first block of an empty index).
    * Keys must be unique.
    */
-  static fromBlocks(codec: ProfileCodec, dimension: number, capacityRows: number, threads: number, faceKeys: Float64Array, personKeys: Float64Array,
-    blockFor: (firstRow: number, rows: number) => StoredVectors, blockRows = BLOCK_ROWS, lazyKeys = false): CollectionIndex {
+  static fromBlocks(
+    codec: ProfileCodec,
+    dimension: number,
+    capacityRows: number,
+    threads: number,
+    faceKeys: Float64Array,
+    personKeys: Float64Array,
+    blockFor: (firstRow: number, rows: number) => StoredVectors,
+    blockRows = BLOCK_ROWS,
+    lazyKeys = false,
+  ): CollectionIndex {
     const n = faceKeys.length;
     if (personKeys.length !== n) throw new Error('face and person key counts differ');
     if (n > capacityRows) throw new Error(`index capacity ${capacityRows} exceeded`);
@@ -73,7 +126,8 @@ export class CollectionIndex {
     for (let first = 0; first < n || idx.blocks.length === 0; first += blockRows) {
       const rows = Math.max(0, Math.min(blockRows, n - first));
       const block = rows > 0 ? blockFor(first, rows) : allocate(codec.storage, dimension);
-      if (block.length !== Math.max(rows, 1) * dimension) throw new Error(`block at row ${first} holds ${block.length} values, not ${rows * dimension}`);
+      if (block.length !== Math.max(rows, 1) * dimension)
+        throw new Error(`block at row ${first} holds ${block.length} values, not ${rows * dimension}`);
       idx.blocks.push(block);
     }
     idx.faceKeys = faceKeys;
@@ -123,15 +177,24 @@ export class CollectionIndex {
     const n = Math.min(rows, this.capacityRows);
     if (n <= this.allocatedRows) return;
     this.blocks = [];
-    for (let first = 0; first < n; first += this.blockRows) this.blocks.push(allocate(this.codec.storage, Math.min(this.blockRows, n - first) * this.dimension));
+    for (let first = 0; first < n; first += this.blockRows)
+      this.blocks.push(allocate(this.codec.storage, Math.min(this.blockRows, n - first) * this.dimension));
     this.faceKeys = new Float64Array(n);
     this.personKeys = new Float64Array(n);
   }
 
-  get size(): number { return this.rows; }
-  get capacity(): number { return this.capacityRows; }
-  get allocatedRows(): number { return this.blocks.reduce((s, b) => s + b.length / this.dimension, 0); }
-  get bytes(): number { return this.blocks.reduce((s, b) => s + b.byteLength, 0) + this.faceKeys.byteLength * 2; }
+  get size(): number {
+    return this.rows;
+  }
+  get capacity(): number {
+    return this.capacityRows;
+  }
+  get allocatedRows(): number {
+    return this.blocks.reduce((s, b) => s + b.length / this.dimension, 0);
+  }
+  get bytes(): number {
+    return this.blocks.reduce((s, b) => s + b.byteLength, 0) + this.faceKeys.byteLength * 2;
+  }
 
   setCapacity(rows: number): void {
     if (rows < this.rows) throw new Error(`capacity ${rows} is below the ${this.rows} live rows`);
@@ -151,15 +214,22 @@ export class CollectionIndex {
   /** The live encoded rows in row order, one view per block (the index's own memory, not copies). */
   encodedRowViews(): StoredVectors[] {
     const out: StoredVectors[] = [];
-    for (let b = 0, first = 0; first < this.rows; b++, first += this.blockRows) out.push(this.blocks[b]!.subarray(0, Math.min(this.blockRows, this.rows - first) * this.dimension));
+    for (let b = 0, first = 0; first < this.rows; b++, first += this.blockRows)
+      out.push(this.blocks[b]!.subarray(0, Math.min(this.blockRows, this.rows - first) * this.dimension));
     return out;
   }
 
   /** Every live face key (any order): the delta of an HNSW graph is computed from it. */
-  liveFaceKeys(): Float64Array { return this.faceKeys.subarray(0, this.rows); }
+  liveFaceKeys(): Float64Array {
+    return this.faceKeys.subarray(0, this.rows);
+  }
 
-  private blockOf(row: number): StoredVectors { return this.blocks[Math.floor(row / this.blockRows)]!; }
-  private offsetOf(row: number): number { return (row % this.blockRows) * this.dimension; }
+  private blockOf(row: number): StoredVectors {
+    return this.blocks[Math.floor(row / this.blockRows)]!;
+  }
+  private offsetOf(row: number): number {
+    return (row % this.blockRows) * this.dimension;
+  }
 
   /** Adds rows atomically: capacity and duplicates are checked before anything changes. */
   add(rows: IndexRow[]): void {
@@ -167,7 +237,8 @@ export class CollectionIndex {
     this.keysReady();
     const batch = new Set<number>();
     for (const r of rows) {
-      if (r.vector.length !== this.dimension) throw new Error(`vector has ${r.vector.length} values, the index ${this.dimension}`);
+      if (r.vector.length !== this.dimension)
+        throw new Error(`vector has ${r.vector.length} values, the index ${this.dimension}`);
       if (this.rowOf.has(r.faceKey) || batch.has(r.faceKey)) throw new Error(`face ${r.faceKey} is already indexed`);
       batch.add(r.faceKey);
     }
@@ -192,7 +263,10 @@ export class CollectionIndex {
       const last = this.rows - 1;
       if (row !== last) {
         const from = this.offsetOf(last);
-        (this.blockOf(row) as Float32Array).set(this.blockOf(last).subarray(from, from + d) as Float32Array, this.offsetOf(row));
+        (this.blockOf(row) as Float32Array).set(
+          this.blockOf(last).subarray(from, from + d) as Float32Array,
+          this.offsetOf(row),
+        );
         this.faceKeys[row] = this.faceKeys[last]!;
         this.personKeys[row] = this.personKeys[last]!;
         this.rowOf.set(this.faceKeys[row]!, row);
@@ -212,13 +286,21 @@ export class CollectionIndex {
       const last = this.blocks[this.blocks.length - 1]!;
       const lastRows = last.length / this.dimension;
       if (lastRows < this.blockRows) {
-        const next = Math.min(this.blockRows, this.capacityRows - (allocated - lastRows), Math.max(lastRows * 2, lastRows + rows - allocated, MIN_GROWTH_ROWS));
+        const next = Math.min(
+          this.blockRows,
+          this.capacityRows - (allocated - lastRows),
+          Math.max(lastRows * 2, lastRows + rows - allocated, MIN_GROWTH_ROWS),
+        );
         const grown = allocate(this.codec.storage, next * this.dimension);
         grown.set(last as never);
         this.blocks[this.blocks.length - 1] = grown;
         allocated += next - lastRows;
       } else {
-        const next = Math.min(this.blockRows, this.capacityRows - allocated, Math.max(rows - allocated, MIN_GROWTH_ROWS));
+        const next = Math.min(
+          this.blockRows,
+          this.capacityRows - allocated,
+          Math.max(rows - allocated, MIN_GROWTH_ROWS),
+        );
         this.blocks.push(allocate(this.codec.storage, next * this.dimension));
         allocated += next;
       }
@@ -226,7 +308,8 @@ export class CollectionIndex {
     }
     if (this.faceKeys.length < rows) {
       const next = Math.min(this.capacityRows, Math.max(rows, this.faceKeys.length * 2, MIN_GROWTH_ROWS));
-      const fk = new Float64Array(next), pk = new Float64Array(next);
+      const fk = new Float64Array(next),
+        pk = new Float64Array(next);
       fk.set(this.faceKeys.subarray(0, this.rows));
       pk.set(this.personKeys.subarray(0, this.rows));
       this.faceKeys = fk;
@@ -236,7 +319,8 @@ export class CollectionIndex {
 
   /** Encodes a query for this profile (the query is quantised like the stored rows). */
   encodeQuery(query: Float32Array): StoredVectors {
-    if (query.length !== this.dimension) throw new Error(`query has ${query.length} values, the index ${this.dimension}`);
+    if (query.length !== this.dimension)
+      throw new Error(`query has ${query.length} values, the index ${this.dimension}`);
     return encode(this.codec, query);
   }
 
@@ -256,7 +340,8 @@ export class CollectionIndex {
     if (want === 0) return [];
     const d = this.dimension;
     const storage = this.codec.storage;
-    const halfQuery = storage === 'f16' || storage === 'bf16' ? decodeHalfVector(this.codec, query as Uint16Array) : null;
+    const halfQuery =
+      storage === 'f16' || storage === 'bf16' ? decodeHalfVector(this.codec, query as Uint16Array) : null;
     const hits: RowHit[] = [];
     for (let b = 0, first = 0; first < n; b++, first += this.blockRows) {
       const rows = Math.min(this.blockRows, n - first);
@@ -264,10 +349,25 @@ export class CollectionIndex {
       const k1 = Math.min(want, rows);
       let found: ArrayLike<number>;
       if (halfQuery) {
-        found = scanHalfTopK(block as Uint16Array, rows, d, halfQuery, k1, storage === 'f16' ? HALF_F16 : HALF_BF16, this.threads).rows;
+        found = scanHalfTopK(
+          block as Uint16Array,
+          rows,
+          d,
+          halfQuery,
+          k1,
+          storage === 'f16' ? HALF_F16 : HALF_BF16,
+          this.threads,
+        ).rows;
       } else {
         // usearch reads the matrix from the start of its ArrayBuffer: every block begins at offset 0.
-        const m = usearch.exactSearch(block.subarray(0, rows * d) as Float32Array, query as Float32Array, d, k1, usearch.MetricKind.IP, this.threads) as { keys: BigUint64Array };
+        const m = usearch.exactSearch(
+          block.subarray(0, rows * d) as Float32Array,
+          query as Float32Array,
+          d,
+          k1,
+          usearch.MetricKind.IP,
+          this.threads,
+        ) as { keys: BigUint64Array };
         found = Array.from(m.keys.subarray(0, k1), Number);
       }
       for (let i = 0; i < found.length; i++) if (found[i]! < rows) hits.push(this.hit(first + found[i]!, query));
@@ -286,7 +386,10 @@ export class CollectionIndex {
       out.reserve(out.rows + 1);
       const row = out.rows++;
       const from = this.offsetOf(r);
-      (out.blockOf(row) as Float32Array).set(this.blockOf(r).subarray(from, from + d) as Float32Array, out.offsetOf(row));
+      (out.blockOf(row) as Float32Array).set(
+        this.blockOf(r).subarray(from, from + d) as Float32Array,
+        out.offsetOf(row),
+      );
       out.faceKeys[row] = key;
       out.personKeys[row] = this.personKeys[r]!;
       out.rowOf.set(key, row);
@@ -314,7 +417,8 @@ export class CollectionIndex {
   searchPersons(query: Float32Array, limit: number, opts: PersonSearchOptions = {}): RowHit[] {
     // Registration review (excludePerson) always asks the exact question.
     if (this.approximate && opts.excludePerson === undefined) {
-      if (query.length !== this.dimension) throw new Error(`query has ${query.length} values, the index ${this.dimension}`);
+      if (query.length !== this.dimension)
+        throw new Error(`query has ${query.length} values, the index ${this.dimension}`);
       const hits = this.approximate.searchPersons(this, query, limit);
       if (hits) return hits;
     }
@@ -329,7 +433,10 @@ export class CollectionIndex {
       const rows = this.topRows(q, k);
       const best = bestPerPerson(rows, limit, opts.excludePerson);
       const last = rows[rows.length - 1];
-      const exhausted = k >= this.rows || best.length >= limit || (opts.minScore !== undefined && last !== undefined && last.score < opts.minScore);
+      const exhausted =
+        k >= this.rows ||
+        best.length >= limit ||
+        (opts.minScore !== undefined && last !== undefined && last.score < opts.minScore);
       if (exhausted) return best;
       k = Math.min(this.rows, k * 4);
     }
@@ -349,5 +456,7 @@ export function bestPerPerson(hits: RowHit[], limit: number, excludePerson?: num
     const prev = best.get(h.personKey);
     if (!prev || h.score > prev.score || (h.score === prev.score && h.faceKey < prev.faceKey)) best.set(h.personKey, h);
   }
-  return [...best.values()].sort((a, b) => b.score - a.score || a.personKey - b.personKey || a.faceKey - b.faceKey).slice(0, limit);
+  return [...best.values()]
+    .sort((a, b) => b.score - a.score || a.personKey - b.personKey || a.faceKey - b.faceKey)
+    .slice(0, limit);
 }

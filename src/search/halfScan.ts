@@ -12,7 +12,15 @@ export type { HalfKind };
 export const HALF_F16: HalfKind = 0;
 export const HALF_BF16: HalfKind = 1;
 
-export function scanHalfTopK(data: Uint16Array, rows: number, dim: number, query: Float32Array, k: number, kind: HalfKind, threads: number): ScanResult {
+export function scanHalfTopK(
+  data: Uint16Array,
+  rows: number,
+  dim: number,
+  query: Float32Array,
+  k: number,
+  kind: HalfKind,
+  threads: number,
+): ScanResult {
   return native.scanTopK(data, rows, dim, query, k, kind, threads);
 }
 

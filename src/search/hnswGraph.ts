@@ -1,4 +1,15 @@
-import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, openSync, fsyncSync, closeSync, readdirSync } from 'node:fs';
+import {
+  existsSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  openSync,
+  fsyncSync,
+  closeSync,
+  readdirSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { CollectionIndex, RowHit } from './collectionIndex.js';
@@ -18,7 +29,11 @@ const walker = createRequire(import.meta.url)('vigil-hnsw-walk') as typeof impor
  * and rows added after the graph (face keys above `max_face_key`, since SQLite's AUTOINCREMENT never
  * reuses one) are scanned exactly beside it.
  */
-export interface HnswParams { connectivity: number; expansion_add: number; expansion_search: number }
+export interface HnswParams {
+  connectivity: number;
+  expansion_add: number;
+  expansion_search: number;
+}
 
 export interface HnswMeta {
   format: 1;
@@ -43,12 +58,20 @@ export const HNSW_QUANTIZATION = 'i8' as const;
 /** Cosine on i8: usearch scales unit vectors by 127, and the cosine ignores that scale. */
 const METRIC = usearch.MetricKind.Cos;
 
-export const graphPaths = (dir: string, collectionId: string) => ({ graph: join(dir, `${collectionId}.hnsw`), meta: join(dir, `${collectionId}.hnsw.json`) });
+export const graphPaths = (dir: string, collectionId: string) => ({
+  graph: join(dir, `${collectionId}.hnsw`),
+  meta: join(dir, `${collectionId}.hnsw.json`),
+});
 
 export function newGraph(dimension: number, p: HnswParams): Index {
   return new usearch.Index({
-    dimensions: dimension, metric: METRIC, quantization: usearch.ScalarKind.I8, connectivity: p.connectivity,
-    expansion_add: p.expansion_add, expansion_search: p.expansion_search, multi: false,
+    dimensions: dimension,
+    metric: METRIC,
+    quantization: usearch.ScalarKind.I8,
+    connectivity: p.connectivity,
+    expansion_add: p.expansion_add,
+    expansion_search: p.expansion_search,
+    multi: false,
   });
 }
 
@@ -89,16 +112,26 @@ export function removeStaleTempFiles(dir: string): void {
   for (const f of readdirSync(dir)) if (f.endsWith('.tmp')) rmSync(join(dir, f), { force: true });
 }
 
-export interface GraphExpectation { collectionId: string; epoch: string; dimension: number; params: HnswParams; revision: number }
+export interface GraphExpectation {
+  collectionId: string;
+  epoch: string;
+  dimension: number;
+  params: HnswParams;
+  revision: number;
+}
 
 /** Why a persisted graph cannot serve this collection, or null when it can. */
 export function graphProblem(meta: HnswMeta, want: GraphExpectation): string | null {
   if (meta.format !== 1) return `unknown format ${String(meta.format)}`;
-  if (meta.collection_id !== want.collectionId || meta.index_epoch !== want.epoch) return 'the file belongs to another incarnation of the collection';
-  if (meta.dimension !== want.dimension || meta.quantization !== HNSW_QUANTIZATION) return 'dimension or quantization differs';
-  if (meta.connectivity !== want.params.connectivity || meta.expansion_add !== want.params.expansion_add) return 'graph parameters changed';
+  if (meta.collection_id !== want.collectionId || meta.index_epoch !== want.epoch)
+    return 'the file belongs to another incarnation of the collection';
+  if (meta.dimension !== want.dimension || meta.quantization !== HNSW_QUANTIZATION)
+    return 'dimension or quantization differs';
+  if (meta.connectivity !== want.params.connectivity || meta.expansion_add !== want.params.expansion_add)
+    return 'graph parameters changed';
   // A database restored to an older state: the file describes rows the database never had.
-  if (meta.revision > want.revision) return `the file covers revision ${meta.revision}, the database is at ${want.revision}`;
+  if (meta.revision > want.revision)
+    return `the file covers revision ${meta.revision}, the database is at ${want.revision}`;
   return null;
 }
 
@@ -146,23 +179,41 @@ export function openGraph(path: string, memory: GraphMemory, expansion: number):
   let huge = false;
   let closed = false;
   let loadError: string | null = null;
-  const loaded = memory === 'view' ? Promise.resolve() : walker.copyGraph(current.handle, memory === 'huge_pages').then((copy) => {
-    if (closed) return walker.closeGraph(copy.handle);
-    walker.closeGraph(current.handle);
-    current = copy;
-    held = memory;
-    huge = copy.hugePages;
-  }, (err: unknown) => {
-    loadError = err instanceof Error ? err.message : String(err);
-  });
+  const loaded =
+    memory === 'view'
+      ? Promise.resolve()
+      : walker.copyGraph(current.handle, memory === 'huge_pages').then(
+          (copy) => {
+            if (closed) return walker.closeGraph(copy.handle);
+            walker.closeGraph(current.handle);
+            current = copy;
+            held = memory;
+            huge = copy.hugePages;
+          },
+          (err: unknown) => {
+            loadError = err instanceof Error ? err.message : String(err);
+          },
+        );
   return {
-    size, dimensions: current.dimensions, loaded, expansion, lag: WALK_LAG,
-    get memory() { return held; },
-    get hugePages() { return huge; },
-    get loadError() { return loadError; },
+    size,
+    dimensions: current.dimensions,
+    loaded,
+    expansion,
+    lag: WALK_LAG,
+    get memory() {
+      return held;
+    },
+    get hugePages() {
+      return huge;
+    },
+    get loadError() {
+      return loadError;
+    },
     search(query, k) {
       if (size === 0 || k <= 0) return [];
-      return Array.from(walker.searchGraph(current.handle, query, Math.min(k, size), Math.max(this.expansion, k), this.lag));
+      return Array.from(
+        walker.searchGraph(current.handle, query, Math.min(k, size), Math.max(this.expansion, k), this.lag),
+      );
     },
     close() {
       if (closed) return;
@@ -193,8 +244,12 @@ export function viewGraph(dir: string, want: GraphExpectation, memory: GraphMemo
   } catch (e) {
     return { problem: `the graph file could not be opened: ${(e as Error).message}` };
   }
-  const mismatch = graph.size !== meta.rows ? `the graph holds ${graph.size} rows, its sidecar says ${meta.rows}`
-    : graph.dimensions !== want.dimension ? `the graph's vectors have ${graph.dimensions} dimensions, the collection ${want.dimension}` : null;
+  const mismatch =
+    graph.size !== meta.rows
+      ? `the graph holds ${graph.size} rows, its sidecar says ${meta.rows}`
+      : graph.dimensions !== want.dimension
+        ? `the graph's vectors have ${graph.dimensions} dimensions, the collection ${want.dimension}`
+        : null;
   if (mismatch) {
     graph.close();
     return { problem: mismatch };
@@ -203,7 +258,11 @@ export function viewGraph(dir: string, want: GraphExpectation, memory: GraphMemo
 }
 
 /** What serves beside a graph: the exact delta of later adds and the count of deleted graph rows. */
-export interface GraphView { graph: GraphWalker; delta: CollectionIndex; deleted: number }
+export interface GraphView {
+  graph: GraphWalker;
+  delta: CollectionIndex;
+  deleted: number;
+}
 
 /**
  * The best `want` rows for a query through the graph: graph candidates (over-asked by the deleted

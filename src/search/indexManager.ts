@@ -4,10 +4,26 @@ import type { CollectionT, SearchProfile } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
 import { startModuleWorker } from '../system/workerThread.js';
 import { bestPerPerson, CollectionIndex, type ApproximateSearch, type IndexRow } from './collectionIndex.js';
-import { graphTopRows, removeGraphFiles, removeStaleTempFiles, viewGraph, type GraphMemory, type GraphWalker, type HnswMeta, type HnswParams } from './hnswGraph.js';
+import {
+  graphTopRows,
+  removeGraphFiles,
+  removeStaleTempFiles,
+  viewGraph,
+  type GraphMemory,
+  type GraphWalker,
+  type HnswMeta,
+  type HnswParams,
+} from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
 import { profileCodec, type ProfileCodec } from './profiles.js';
-import { readSnapshot, removeSnapshot, snapshotPath, snapshotRowsRange, writeSnapshot, type SnapshotHeader } from './vectorSnapshot.js';
+import {
+  readSnapshot,
+  removeSnapshot,
+  snapshotPath,
+  snapshotRowsRange,
+  writeSnapshot,
+  type SnapshotHeader,
+} from './vectorSnapshot.js';
 
 export type IndexState = 'unloaded' | 'building' | 'ready' | 'dirty' | 'failed';
 export type GraphState = 'none' | 'building' | 'ready' | 'failed';
@@ -71,7 +87,10 @@ export interface VectorSource {
   indexEpoch(collectionId: string): string | null;
   getCollection(id: string): CollectionT | null;
 }
-export interface IndexChange { add?: IndexRow[]; remove?: number[] }
+export interface IndexChange {
+  add?: IndexRow[];
+  remove?: number[];
+}
 
 export interface SearchIndexOptions {
   /** Threads of one exact search; 0 = every core. */
@@ -97,7 +116,15 @@ const candidatesFor = (limit: number) => Math.max(limit * 8, 64);
 const STALE_RATIO = 0.25;
 const STALE_MIN_ROWS = 256;
 
-const noGraph = (): Graph => ({ state: 'none', graph: null, meta: null, delta: null, deleted: 0, progress: null, rebuilding: false });
+const noGraph = (): Graph => ({
+  state: 'none',
+  graph: null,
+  meta: null,
+  delta: null,
+  deleted: 0,
+  progress: null,
+  rebuilding: false,
+});
 /** A graph given up is closed at once: its memory (hundreds of MiB at 1M) is not left to a garbage collection. */
 const closeGraph = (g: Graph | undefined) => g?.graph?.close();
 const hnswParams = (c: CollectionT): HnswParams => ({ ...c.search_index.hnsw });
@@ -122,7 +149,10 @@ export class SearchIndexes {
   private readonly timer: NodeJS.Timeout;
   private closed = false;
 
-  constructor(private readonly source: VectorSource, private readonly opts: SearchIndexOptions) {
+  constructor(
+    private readonly source: VectorSource,
+    private readonly opts: SearchIndexOptions,
+  ) {
     mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
     removeStaleTempFiles(opts.dir);
     this.timer = setInterval(() => this.periodicCheck(), Math.min(60_000, opts.rebuildIntervalMs)).unref();
@@ -131,7 +161,14 @@ export class SearchIndexes {
   private entry(id: string): Entry {
     let e = this.entries.get(id);
     if (!e) {
-      e = { index: null, snapshot: { revision: null, changes: 0, writing: null, loadedFrom: null, verified: null }, state: 'unloaded', generation: 0, appliedRevision: -1, graph: noGraph() };
+      e = {
+        index: null,
+        snapshot: { revision: null, changes: 0, writing: null, loadedFrom: null, verified: null },
+        state: 'unloaded',
+        generation: 0,
+        appliedRevision: -1,
+        graph: noGraph(),
+      };
       this.entries.set(id, e);
     }
     return e;
@@ -144,7 +181,9 @@ export class SearchIndexes {
     return this.build(c, e);
   }
 
-  private get snapshotAfter(): number { return this.opts.snapshotAfterChanges ?? 10_000; }
+  private get snapshotAfter(): number {
+    return this.opts.snapshotAfterChanges ?? 10_000;
+  }
 
   private build(c: CollectionT, e: Entry): CollectionIndex {
     e.state = e.index ? 'dirty' : 'building';
@@ -152,7 +191,14 @@ export class SearchIndexes {
     try {
       // A snapshot at exactly the committed revision is read straight into the index; else SQLite.
       const fromFile = this.snapshotAfter > 0 ? this.loadSnapshot(c, e) : null;
-      const index = fromFile ?? new CollectionIndex(profileCodec(c.search_profile as SearchProfile), c.embedding_dimension, Math.max(c.capacity_rows, c.face_count), this.opts.threads);
+      const index =
+        fromFile ??
+        new CollectionIndex(
+          profileCodec(c.search_profile as SearchProfile),
+          c.embedding_dimension,
+          Math.max(c.capacity_rows, c.face_count),
+          this.opts.threads,
+        );
       if (!fromFile) {
         index.presize(c.face_count);
         let batch: IndexRow[] = [];
@@ -197,7 +243,8 @@ export class SearchIndexes {
     const e = this.entries.get(after.id);
     if (!e?.index) return;
     try {
-      if (e.state !== 'ready' || e.appliedRevision !== revisionBefore) throw new Error('index behind the committed revision');
+      if (e.state !== 'ready' || e.appliedRevision !== revisionBefore)
+        throw new Error('index behind the committed revision');
       const g = e.graph;
       if (change.remove?.length) {
         if (g.state === 'ready' && g.meta) {
@@ -235,7 +282,8 @@ export class SearchIndexes {
       const m = e.graph.meta;
       const p = c.search_index.hnsw;
       // A graph of other parameters (or an exact collection) is dropped with its files.
-      if (!usesGraph(c) || (m && (m.connectivity !== p.connectivity || m.expansion_add !== p.expansion_add))) this.dropGraph(c.id, e);
+      if (!usesGraph(c) || (m && (m.connectivity !== p.connectivity || m.expansion_add !== p.expansion_add)))
+        this.dropGraph(c.id, e);
     }
     if (c.load_policy === 'lazy') {
       if (e) {
@@ -301,15 +349,32 @@ export class SearchIndexes {
     const epoch = this.source.indexEpoch(c.id);
     if (epoch === null) return null;
     const codec = profileCodec(c.search_profile as SearchProfile);
-    const loaded = readSnapshot(this.opts.dir, {
-      collectionId: c.id, epoch, revision: c.search_revision, profile: c.search_profile, dimension: c.embedding_dimension, rows: c.face_count,
-    }, codec, c.capacity_rows, this.opts.threads);
+    const loaded = readSnapshot(
+      this.opts.dir,
+      {
+        collectionId: c.id,
+        epoch,
+        revision: c.search_revision,
+        profile: c.search_profile,
+        dimension: c.embedding_dimension,
+        rows: c.face_count,
+      },
+      codec,
+      c.capacity_rows,
+      this.opts.threads,
+    );
     if ('problem' in loaded) {
       if (loaded.problem !== 'no snapshot file') e.snapshot.problem = loaded.problem;
       return null;
     }
     const index = loaded.index;
-    e.snapshot = { revision: loaded.header.revision, changes: 0, writing: null, loadedFrom: 'snapshot', verified: null };
+    e.snapshot = {
+      revision: loaded.header.revision,
+      changes: 0,
+      writing: null,
+      loadedFrom: 'snapshot',
+      verified: null,
+    };
     // The rows' checksum is read back from the file by a worker while the index already serves (at start,
     // once the models are loaded: on 2 cores the CRC of 2 GiB took CPU from the model load).
     // The file is held open from now: the check reads the file that was loaded even if a newer snapshot
@@ -317,21 +382,35 @@ export class SearchIndexes {
     let fd: number | undefined;
     try {
       fd = openSync(snapshotPath(this.opts.dir, c.id), 'r');
-    } catch { /* removed meanwhile: checked by path (and found missing) */ }
+    } catch {
+      /* removed meanwhile: checked by path (and found missing) */
+    }
     const verify = () => this.verifySnapshot(c, e, index, loaded.header, codec, fd);
     if (this.opts.verifyAfter) void this.opts.verifyAfter.then(verify, verify);
     else verify();
     return index;
   }
 
-  private verifySnapshot(c: CollectionT, e: Entry, index: CollectionIndex, header: SnapshotHeader, codec: ProfileCodec, fd: number | undefined): void {
+  private verifySnapshot(
+    c: CollectionT,
+    e: Entry,
+    index: CollectionIndex,
+    header: SnapshotHeader,
+    codec: ProfileCodec,
+    fd: number | undefined,
+  ): void {
     let open = fd !== undefined;
     const release = () => {
       if (open) closeSync(fd!);
       open = false;
     };
     if (this.closed || this.entries.get(c.id) !== e || e.index !== index) return release();
-    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', { path: snapshotPath(this.opts.dir, c.id), fd, ...snapshotRowsRange(header, codec), expected: header.rows_crc32 });
+    const worker = startModuleWorker(import.meta.url, 'snapshotVerifyWorker', {
+      path: snapshotPath(this.opts.dir, c.id),
+      fd,
+      ...snapshotRowsRange(header, codec),
+      expected: header.rows_crc32,
+    });
     worker.once('exit', release);
     worker.once('message', (ok: boolean) => {
       void worker.terminate();
@@ -350,7 +429,9 @@ export class SearchIndexes {
       if (fresh && fresh.load_policy === 'eager' && !this.closed) {
         try {
           this.ready(fresh);
-        } catch { /* recorded on the entry */ }
+        } catch {
+          /* recorded on the entry */
+        }
       }
     });
     worker.once('error', () => undefined);
@@ -370,7 +451,9 @@ export class SearchIndexes {
       if (this.closed || this.entries.get(id) !== e || e.snapshot !== snap) return;
       const t = performance.now();
       // A write still running (started before these changes): look again when it is done.
-      const wait = snap.writing ? 500 : Math.min(due.lastChange + SNAPSHOT_QUIET_MS, due.since + SNAPSHOT_MAX_DEFER_MS) - t;
+      const wait = snap.writing
+        ? 500
+        : Math.min(due.lastChange + SNAPSHOT_QUIET_MS, due.since + SNAPSHOT_MAX_DEFER_MS) - t;
       if (wait > 0) {
         setTimeout(tick, wait).unref();
         return;
@@ -386,20 +469,30 @@ export class SearchIndexes {
     if (e.snapshot.writing || !e.index || (this.closed && !closing)) return;
     const epoch = this.source.indexEpoch(id);
     if (epoch === null) return;
-    const index = e.index, revision = e.appliedRevision;
+    const index = e.index,
+      revision = e.appliedRevision;
     const snap = e.snapshot;
     const changesAtStart = snap.changes;
-    snap.writing = writeSnapshot(this.opts.dir, index, { collection_id: id, index_epoch: epoch, revision },
-      () => e.index === index && e.appliedRevision === revision && this.entries.get(id) === e)
-      .then((h) => {
-        if (!h) return;
-        snap.revision = h.revision;
-        snap.changes = Math.max(0, snap.changes - changesAtStart);
-        delete snap.writeError;
-      }, (err: unknown) => {
-        snap.writeError = `writing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
-      })
-      .finally(() => { snap.writing = null; });
+    snap.writing = writeSnapshot(
+      this.opts.dir,
+      index,
+      { collection_id: id, index_epoch: epoch, revision },
+      () => e.index === index && e.appliedRevision === revision && this.entries.get(id) === e,
+    )
+      .then(
+        (h) => {
+          if (!h) return;
+          snap.revision = h.revision;
+          snap.changes = Math.max(0, snap.changes - changesAtStart);
+          delete snap.writeError;
+        },
+        (err: unknown) => {
+          snap.writeError = `writing the snapshot failed: ${err instanceof Error ? err.message : String(err)}`;
+        },
+      )
+      .finally(() => {
+        snap.writing = null;
+      });
   }
 
   // ---- graphs ----
@@ -411,7 +504,10 @@ export class SearchIndexes {
         const g = e.graph;
         if (!this.graphServes(g)) return null;
         // Exact re-rank at the profile's precision from the in-memory rows; deleted faces are not there.
-        return bestPerPerson(graphTopRows(index, { graph: g.graph!, delta: g.delta!, deleted: g.deleted }, query, candidatesFor(limit)), limit);
+        return bestPerPerson(
+          graphTopRows(index, { graph: g.graph!, delta: g.delta!, deleted: g.deleted }, query, candidatesFor(limit)),
+          limit,
+        );
       },
     };
   }
@@ -433,9 +529,20 @@ export class SearchIndexes {
       return;
     }
     const epoch = this.source.indexEpoch(c.id);
-    const loaded = epoch === null ? { problem: 'the collection no longer exists' } : viewGraph(this.opts.dir, {
-      collectionId: c.id, epoch, dimension: c.embedding_dimension, params: hnswParams(c), revision: c.search_revision,
-    }, this.opts.graphMemory);
+    const loaded =
+      epoch === null
+        ? { problem: 'the collection no longer exists' }
+        : viewGraph(
+            this.opts.dir,
+            {
+              collectionId: c.id,
+              epoch,
+              dimension: c.embedding_dimension,
+              params: hnswParams(c),
+              revision: c.search_revision,
+            },
+            this.opts.graphMemory,
+          );
     if ('graph' in loaded) {
       this.adoptGraph(c, e, loaded.graph, loaded.meta);
       this.maybeRebuild(c, e);
@@ -481,7 +588,8 @@ export class SearchIndexes {
       const c = this.source.getCollection(id);
       if (!c || !usesGraph(c) || !e.index) continue;
       const due = g.meta ? now - Date.parse(g.meta.built_at) >= this.opts.rebuildIntervalMs : true;
-      if ((g.state === 'ready' && this.changesSinceBuild(g) > 0 && due) || (g.state === 'failed' && due)) this.schedule(id);
+      if ((g.state === 'ready' && this.changesSinceBuild(g) > 0 && due) || (g.state === 'failed' && due))
+        this.schedule(id);
     }
   }
 
@@ -521,7 +629,14 @@ export class SearchIndexes {
     const c = this.source.getCollection(id);
     const e = this.entries.get(id);
     if (!c || !e || !usesGraph(c)) return this.next();
-    const job: BuildJob = { dbPath: this.opts.dbPath, dir: this.opts.dir, collectionId: id, dimension: c.embedding_dimension, params: hnswParams(c), threads: this.opts.buildThreads };
+    const job: BuildJob = {
+      dbPath: this.opts.dbPath,
+      dir: this.opts.dir,
+      collectionId: id,
+      dimension: c.embedding_dimension,
+      params: hnswParams(c),
+      threads: this.opts.buildThreads,
+    };
     const worker = startModuleWorker(import.meta.url, 'indexBuildWorker', job);
     const run = { collectionId: id, worker };
     this.running = run;
@@ -541,7 +656,17 @@ export class SearchIndexes {
           if (g.state !== 'ready') g.state = 'failed';
         } else if (meta && entry.index) {
           // The new file is mapped when it still fits the collection (its settings may have changed meanwhile).
-          const loaded = viewGraph(this.opts.dir, { collectionId: id, epoch: meta.index_epoch, dimension: now.embedding_dimension, params: hnswParams(now), revision: now.search_revision }, this.opts.graphMemory);
+          const loaded = viewGraph(
+            this.opts.dir,
+            {
+              collectionId: id,
+              epoch: meta.index_epoch,
+              dimension: now.embedding_dimension,
+              params: hnswParams(now),
+              revision: now.search_revision,
+            },
+            this.opts.graphMemory,
+          );
           if ('graph' in loaded) {
             this.adoptGraph(now, entry, loaded.graph, loaded.meta);
             // Rows committed while it was built may already call for the next build.
@@ -577,12 +702,27 @@ export class SearchIndexes {
     return {
       ...base,
       graph: {
-        state: g.state, rebuilding: g.rebuilding,
-        progress: g.progress ? { done_rows: g.progress.done, total_rows: g.progress.total, ratio: g.progress.total ? Math.round((g.progress.done / g.progress.total) * 1000) / 1000 : 0 } : null,
-        revision: g.meta?.revision ?? null, rows: g.meta?.rows ?? null, added_rows_since: g.delta?.size ?? 0, deleted_rows_since: g.deleted,
-        file_bytes: g.meta?.file_bytes ?? null, build_seconds: g.meta?.build_seconds ?? null, built_at: g.meta?.built_at ?? null,
-        memory: g.graph?.memory ?? null, huge_pages: g.graph?.hugePages ?? false, ...(g.graph?.loadError ? { memory_error: g.graph.loadError } : {}),
-        ...(g.lastError ? { last_error: g.lastError } : {}), ...(g.fileProblem ? { file_problem: g.fileProblem } : {}),
+        state: g.state,
+        rebuilding: g.rebuilding,
+        progress: g.progress
+          ? {
+              done_rows: g.progress.done,
+              total_rows: g.progress.total,
+              ratio: g.progress.total ? Math.round((g.progress.done / g.progress.total) * 1000) / 1000 : 0,
+            }
+          : null,
+        revision: g.meta?.revision ?? null,
+        rows: g.meta?.rows ?? null,
+        added_rows_since: g.delta?.size ?? 0,
+        deleted_rows_since: g.deleted,
+        file_bytes: g.meta?.file_bytes ?? null,
+        build_seconds: g.meta?.build_seconds ?? null,
+        built_at: g.meta?.built_at ?? null,
+        memory: g.graph?.memory ?? null,
+        huge_pages: g.graph?.hugePages ?? false,
+        ...(g.graph?.loadError ? { memory_error: g.graph.loadError } : {}),
+        ...(g.lastError ? { last_error: g.lastError } : {}),
+        ...(g.fileProblem ? { file_problem: g.fileProblem } : {}),
       },
     };
   }
@@ -591,15 +731,31 @@ export class SearchIndexes {
     return collections.map((c) => {
       const e = this.entries.get(c.id);
       return {
-        collection_id: c.id, state: e?.state ?? 'unloaded', generation: e?.generation ?? 0, applied_revision: e?.appliedRevision ?? null,
-        ...(e?.lastError ? { last_error: e.lastError } : {}), profile: c.search_profile, live_rows: e?.index?.size ?? c.face_count,
-        physical_rows: e?.index?.allocatedRows ?? 0, capacity_rows: c.capacity_rows, tombstone_rows: 0, reallocations: e?.index?.reallocations ?? 0,
-        memory_bytes: e?.index?.bytes ?? 0, build_ms: e?.buildMs === undefined ? null : Math.round(e.buildMs * 1000) / 1000,
-        snapshot: e ? {
-          loaded_from: e.snapshot.loadedFrom, revision: e.snapshot.revision, changes_since: e.snapshot.changes, verified: e.snapshot.verified,
-          ...(e.snapshot.problem ? { problem: e.snapshot.problem } : {}), ...(e.snapshot.writeError ? { write_error: e.snapshot.writeError } : {}),
-        } : null,
-        index_type: c.search_index.type, index_status: this.status(c),
+        collection_id: c.id,
+        state: e?.state ?? 'unloaded',
+        generation: e?.generation ?? 0,
+        applied_revision: e?.appliedRevision ?? null,
+        ...(e?.lastError ? { last_error: e.lastError } : {}),
+        profile: c.search_profile,
+        live_rows: e?.index?.size ?? c.face_count,
+        physical_rows: e?.index?.allocatedRows ?? 0,
+        capacity_rows: c.capacity_rows,
+        tombstone_rows: 0,
+        reallocations: e?.index?.reallocations ?? 0,
+        memory_bytes: e?.index?.bytes ?? 0,
+        build_ms: e?.buildMs === undefined ? null : Math.round(e.buildMs * 1000) / 1000,
+        snapshot: e
+          ? {
+              loaded_from: e.snapshot.loadedFrom,
+              revision: e.snapshot.revision,
+              changes_since: e.snapshot.changes,
+              verified: e.snapshot.verified,
+              ...(e.snapshot.problem ? { problem: e.snapshot.problem } : {}),
+              ...(e.snapshot.writeError ? { write_error: e.snapshot.writeError } : {}),
+            }
+          : null,
+        index_type: c.search_index.type,
+        index_status: this.status(c),
       };
     });
   }

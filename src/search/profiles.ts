@@ -20,20 +20,28 @@ export interface ProfileCodec {
 
 export function profileCodec(profile: SearchProfile): ProfileCodec {
   switch (profile) {
-    case 'fp32_v1': return { profile, storage: 'f32', scale: 1, bytesPerScalar: 4 };
-    case 'fp16_v1': return { profile, storage: 'f16', scale: 1, bytesPerScalar: 2 };
-    case 'bf16_v1': return { profile, storage: 'bf16', scale: 1, bytesPerScalar: 2 };
-    case 'int8_x736_v1': return { profile, storage: 'i8', scale: 736, bytesPerScalar: 1 };
-    case 'int8_x1000_v1': return { profile, storage: 'i8', scale: 1000, bytesPerScalar: 1 };
+    case 'fp32_v1':
+      return { profile, storage: 'f32', scale: 1, bytesPerScalar: 4 };
+    case 'fp16_v1':
+      return { profile, storage: 'f16', scale: 1, bytesPerScalar: 2 };
+    case 'bf16_v1':
+      return { profile, storage: 'bf16', scale: 1, bytesPerScalar: 2 };
+    case 'int8_x736_v1':
+      return { profile, storage: 'i8', scale: 736, bytesPerScalar: 1 };
+    case 'int8_x1000_v1':
+      return { profile, storage: 'i8', scale: 1000, bytesPerScalar: 1 };
   }
 }
 
 export function allocate(storage: Storage, length: number): StoredVectors {
   switch (storage) {
-    case 'f32': return new Float32Array(length);
+    case 'f32':
+      return new Float32Array(length);
     case 'f16':
-    case 'bf16': return new Uint16Array(length);
-    case 'i8': return new Int8Array(length);
+    case 'bf16':
+      return new Uint16Array(length);
+    case 'i8':
+      return new Int8Array(length);
   }
 }
 
@@ -71,7 +79,14 @@ export function decodeHalfVector(codec: ProfileCodec, data: Uint16Array): Float3
 }
 
 /** The profile score of two encoded vectors (unclipped). */
-export function score(codec: ProfileCodec, a: StoredVectors, aOffset: number, b: StoredVectors, bOffset: number, dim: number): number {
+export function score(
+  codec: ProfileCodec,
+  a: StoredVectors,
+  aOffset: number,
+  b: StoredVectors,
+  bOffset: number,
+  dim: number,
+): number {
   let dot = 0;
   switch (codec.storage) {
     case 'f32':
@@ -113,12 +128,12 @@ export function toHalf(x: number): number {
     const half = 1 << (shift - 1);
     let m = mant >>> shift;
     const rest = mant & ((1 << shift) - 1);
-    if (rest > half || (rest === half && (m & 1))) m++;
+    if (rest > half || (rest === half && m & 1)) m++;
     return sign | m;
   }
   let m = mant >>> 13;
   const rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (m & 1))) {
+  if (rest > 0x1000 || (rest === 0x1000 && m & 1)) {
     m++;
     if (m === 0x400) {
       m = 0;

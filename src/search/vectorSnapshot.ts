@@ -31,7 +31,14 @@ export interface SnapshotHeader {
   written_at: string;
 }
 
-export interface SnapshotExpectation { collectionId: string; epoch: string; revision: number; profile: string; dimension: number; rows: number }
+export interface SnapshotExpectation {
+  collectionId: string;
+  epoch: string;
+  revision: number;
+  profile: string;
+  dimension: number;
+  rows: number;
+}
 
 const MAGIC = 'VIGILVS1';
 const HEADER_BYTES = 4096;
@@ -68,15 +75,26 @@ function parts(index: CollectionIndex): { keys: Uint8Array[]; rows: Uint8Array[]
  * index changed meanwhile (rows were moved in memory under the writer) the temp file is dropped.
  * Resolves with the header written, or null when dropped.
  */
-export async function writeSnapshot(dir: string, index: CollectionIndex, meta: Omit<SnapshotHeader, 'format' | 'rows' | 'keys_crc32' | 'rows_crc32' | 'written_at' | 'profile' | 'dimension'>,
-  stillValid: () => boolean): Promise<SnapshotHeader | null> {
+export async function writeSnapshot(
+  dir: string,
+  index: CollectionIndex,
+  meta: Omit<SnapshotHeader, 'format' | 'rows' | 'keys_crc32' | 'rows_crc32' | 'written_at' | 'profile' | 'dimension'>,
+  stillValid: () => boolean,
+): Promise<SnapshotHeader | null> {
   const path = snapshotPath(dir, meta.collection_id);
   const tmp = `${path}.${process.pid}.tmp`;
   const { keys, rows } = parts(index);
   let keysCrc = 0;
   for (const k of keys) keysCrc = crc32(k, keysCrc);
   const header: SnapshotHeader = {
-    format: 1, ...meta, profile: index.codec.profile, dimension: index.dimension, rows: index.size, keys_crc32: keysCrc, rows_crc32: 0, written_at: new Date().toISOString(),
+    format: 1,
+    ...meta,
+    profile: index.codec.profile,
+    dimension: index.dimension,
+    rows: index.size,
+    keys_crc32: keysCrc,
+    rows_crc32: 0,
+    written_at: new Date().toISOString(),
   };
   const fh = await open(tmp, 'w', 0o600);
   let ok = false;
@@ -134,7 +152,8 @@ function readHeader(fd: number): SnapshotHeader {
 /** Why a snapshot cannot stand for the collection as SQLite has it now, or null. */
 export function snapshotProblem(h: SnapshotHeader, want: SnapshotExpectation): string | null {
   if (h.format !== 1) return `unknown format ${String(h.format)}`;
-  if (h.collection_id !== want.collectionId || h.index_epoch !== want.epoch) return 'the file belongs to another incarnation of the collection';
+  if (h.collection_id !== want.collectionId || h.index_epoch !== want.epoch)
+    return 'the file belongs to another incarnation of the collection';
   if (h.profile !== want.profile || h.dimension !== want.dimension) return 'profile or dimension differs';
   if (h.revision !== want.revision) return `the file is revision ${h.revision}, the database ${want.revision}`;
   if (h.rows !== want.rows) return `the file holds ${h.rows} rows, the database ${want.rows}`;
@@ -150,8 +169,14 @@ export type LoadedSnapshot = { index: CollectionIndex; header: SnapshotHeader } 
  * instead of seconds) or read into fresh blocks (`rows: 'read'`, one read each). Either way the rows'
  * CRC is checked afterwards by snapshotVerifyWorker.ts.
  */
-export function readSnapshot(dir: string, want: SnapshotExpectation, codec: ProfileCodec, capacityRows: number, threads: number,
-  opts: { rows?: 'map' | 'read'; populate?: boolean } = {}): LoadedSnapshot {
+export function readSnapshot(
+  dir: string,
+  want: SnapshotExpectation,
+  codec: ProfileCodec,
+  capacityRows: number,
+  threads: number,
+  opts: { rows?: 'map' | 'read'; populate?: boolean } = {},
+): LoadedSnapshot {
   const path = snapshotPath(dir, want.collectionId);
   if (!existsSync(path)) return { problem: 'no snapshot file' };
   let fd: number;
@@ -167,17 +192,41 @@ export function readSnapshot(dir: string, want: SnapshotExpectation, codec: Prof
     const rowBytes = h.dimension * codec.bytesPerScalar;
     const size = HEADER_BYTES + h.rows * 16 + h.rows * rowBytes;
     if (fstatSync(fd).size !== size) return { problem: 'the snapshot file has the wrong size' };
-    const faceKeys = new Float64Array(h.rows), personKeys = new Float64Array(h.rows);
+    const faceKeys = new Float64Array(h.rows),
+      personKeys = new Float64Array(h.rows);
     readFully(fd, bytesOf(faceKeys), HEADER_BYTES);
     readFully(fd, bytesOf(personKeys), HEADER_BYTES + h.rows * 8);
-    if (crc32(bytesOf(personKeys), crc32(bytesOf(faceKeys))) !== h.keys_crc32) return { problem: 'the snapshot keys fail their checksum' };
+    if (crc32(bytesOf(personKeys), crc32(bytesOf(faceKeys))) !== h.keys_crc32)
+      return { problem: 'the snapshot keys fail their checksum' };
     const rowsAt = HEADER_BYTES + h.rows * 16;
-    const index = (opts.rows ?? 'map') === 'map'
-      ? CollectionIndex.fromBlocks(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys,
-        (firstRow, rows) => typedView(codec, mapFileRange(path, rowsAt + firstRow * rowBytes, rows * rowBytes, opts.populate ?? false)), undefined, true)
-      : CollectionIndex.fromEncoded(codec, h.dimension, Math.max(capacityRows, h.rows), threads, faceKeys, personKeys, (block, firstRow, rows) => {
-        readFully(fd, bytesOf(block).subarray(0, rows * rowBytes), rowsAt + firstRow * rowBytes);
-      });
+    const index =
+      (opts.rows ?? 'map') === 'map'
+        ? CollectionIndex.fromBlocks(
+            codec,
+            h.dimension,
+            Math.max(capacityRows, h.rows),
+            threads,
+            faceKeys,
+            personKeys,
+            (firstRow, rows) =>
+              typedView(
+                codec,
+                mapFileRange(path, rowsAt + firstRow * rowBytes, rows * rowBytes, opts.populate ?? false),
+              ),
+            undefined,
+            true,
+          )
+        : CollectionIndex.fromEncoded(
+            codec,
+            h.dimension,
+            Math.max(capacityRows, h.rows),
+            threads,
+            faceKeys,
+            personKeys,
+            (block, firstRow, rows) => {
+              readFully(fd, bytesOf(block).subarray(0, rows * rowBytes), rowsAt + firstRow * rowBytes);
+            },
+          );
     return { index, header: h };
   } catch (e) {
     return { problem: `unreadable snapshot: ${(e as Error).message}` };
@@ -188,10 +237,13 @@ export function readSnapshot(dir: string, want: SnapshotExpectation, codec: Prof
 
 function typedView(codec: ProfileCodec, ab: ArrayBuffer): StoredVectors {
   switch (codec.storage) {
-    case 'f32': return new Float32Array(ab);
+    case 'f32':
+      return new Float32Array(ab);
     case 'f16':
-    case 'bf16': return new Uint16Array(ab);
-    case 'i8': return new Int8Array(ab);
+    case 'bf16':
+      return new Uint16Array(ab);
+    case 'i8':
+      return new Int8Array(ab);
   }
 }
 

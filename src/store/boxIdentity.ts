@@ -6,9 +6,18 @@ import type { Db } from './database.js';
  * (fleet) mode the hostname now, so a data dir restored onto another host is not taken for the first
  * box. The id in use is recorded either way.
  */
-export function resolveBoxId(db: Db, configured: string | undefined, backend: 'sqlite' | 'postgres', host: string): string {
-  const recorded = (db.prepare('SELECT box_id FROM box_identity WHERE id = 1').get() as { box_id: string } | undefined)?.box_id;
+export function resolveBoxId(
+  db: Db,
+  configured: string | undefined,
+  backend: 'sqlite' | 'postgres',
+  host: string,
+): string {
+  const recorded = (db.prepare('SELECT box_id FROM box_identity WHERE id = 1').get() as { box_id: string } | undefined)
+    ?.box_id;
   const id = configured ?? (backend === 'sqlite' && recorded ? recorded : host);
-  if (id !== recorded) db.prepare('INSERT INTO box_identity (id, box_id) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET box_id = excluded.box_id').run(id);
+  if (id !== recorded)
+    db.prepare(
+      'INSERT INTO box_identity (id, box_id) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET box_id = excluded.box_id',
+    ).run(id);
   return id;
 }

@@ -47,7 +47,8 @@ export class CursorCodec {
     if (token.length > MAX_TOKEN) throw bad('too_long');
     const [p, s, extra] = token.split('.');
     if (p === undefined || s === undefined || extra !== undefined) throw bad('malformed');
-    const payload = strictB64(p), sig = strictB64(s);
+    const payload = strictB64(p),
+      sig = strictB64(s);
     if (!payload || !sig || payload.length === 0) throw bad('malformed');
     const expected = this.sign(payload);
     if (sig.length !== expected.length || !timingSafeEqual(sig, expected)) throw bad('signature');
@@ -65,10 +66,19 @@ export class CursorCodec {
   }
 }
 
-export interface Page<T> { items: T[]; next_cursor: string | null }
+export interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
 
 /** Turns `limit + 1` keyset rows into a page and the cursor for the next one. */
-export function toPage<T>(rows: T[], limit: number, key: (row: T) => string, codec: CursorCodec, scope: string): Page<T> {
+export function toPage<T>(
+  rows: T[],
+  limit: number,
+  key: (row: T) => string,
+  codec: CursorCodec,
+  scope: string,
+): Page<T> {
   if (rows.length <= limit) return { items: rows, next_cursor: null };
   const items = rows.slice(0, limit);
   return { items, next_cursor: codec.encode(scope, key(items[items.length - 1]!)) };

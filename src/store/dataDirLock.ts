@@ -33,7 +33,10 @@ export function acquireDataDirLock(dataDir: string): () => void {
     db.close();
     if ((e as { code?: string }).code === 'SQLITE_BUSY') {
       const pid = readPid(pidFile);
-      const who = pid === process.pid ? 'This process already holds' : `Another Vigil process${pid === null ? '' : ` (pid ${pid})`} is using this data directory:`;
+      const who =
+        pid === process.pid
+          ? 'This process already holds'
+          : `Another Vigil process${pid === null ? '' : ` (pid ${pid})`} is using this data directory:`;
       throw Errors.dataDirLocked(`${who} ${path}.`, pid);
     }
     throw e;
@@ -47,7 +50,9 @@ export function acquireDataDirLock(dataDir: string): () => void {
     held.delete(db);
     try {
       if (readPid(pidFile) === process.pid) rmSync(pidFile, { force: true });
-    } catch { /* informational only */ }
+    } catch {
+      /* informational only */
+    }
     if (db.open) db.close();
   };
 }

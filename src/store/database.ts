@@ -8,8 +8,13 @@ import { StorageGuard } from './storageGuard.js';
 import { startModuleWorker } from '../system/workerThread.js';
 
 const ERRNO_WHY: Record<string, string> = {
-  ENOENT: 'a parent directory does not exist', ENOTDIR: 'a part of the path is not a directory', EACCES: 'permission denied',
-  EPERM: 'operation not permitted', EROFS: 'the file system is read-only', ENOSPC: 'the disk is full', EEXIST: 'it exists and is not a directory',
+  ENOENT: 'a parent directory does not exist',
+  ENOTDIR: 'a part of the path is not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'the file system is read-only',
+  ENOSPC: 'the disk is full',
+  EEXIST: 'it exists and is not a directory',
 };
 
 /** Why a data-dir operation failed, in words (the reason of data_dir_unusable). */
@@ -89,11 +94,18 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
   const opened = db;
   // Only the daemon (the lock holder) keeps the data dir's space reserve; admin commands share its file.
-  const storage = new StorageGuard(dataDir, { reserveBytes: opts.lock === false ? 0 : opts.reserveBytes ?? DEFAULT_RESERVE_BYTES });
+  const storage = new StorageGuard(dataDir, {
+    reserveBytes: opts.lock === false ? 0 : (opts.reserveBytes ?? DEFAULT_RESERVE_BYTES),
+  });
   if (opts.lock !== false) storage.init();
   let stopCheck = () => undefined as unknown;
   const result: OpenedDatabase = {
-    db: opened, path, migrationCount, integrity: INTEGRITY_PENDING, integrityChecked: Promise.resolve(INTEGRITY_PENDING), storage,
+    db: opened,
+    path,
+    migrationCount,
+    integrity: INTEGRITY_PENDING,
+    integrityChecked: Promise.resolve(INTEGRITY_PENDING),
+    storage,
     close() {
       stopCheck();
       if (opened.open) opened.close();
@@ -132,19 +144,30 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
 
 /** The numbered migration files of one engine's folder, in order (shared by the SQLite and PostgreSQL runners). */
 export function migrationFiles(dir: string): { version: number; file: string }[] {
-  return readdirSync(dir).filter((f) => MIGRATION_FILE.test(f)).sort().map((file) => ({ version: Number(MIGRATION_FILE.exec(file)![1]), file }));
+  return readdirSync(dir)
+    .filter((f) => MIGRATION_FILE.test(f))
+    .sort()
+    .map((file) => ({ version: Number(MIGRATION_FILE.exec(file)![1]), file }));
 }
 
 export function migrate(db: Db, dir: string): number {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-  const applied = new Set((db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version));
+  db.exec(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+  );
+  const applied = new Set(
+    (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
+  );
   let count = 0;
   for (const { version, file } of migrationFiles(dir)) {
     if (applied.has(version)) continue;
     const sql = readFileSync(join(dir, file), 'utf8');
     db.transaction(() => {
       db.exec(sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(version, file, new Date().toISOString());
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(
+        version,
+        file,
+        new Date().toISOString(),
+      );
     })();
     count++;
   }
@@ -168,7 +191,8 @@ function assertWritableDataDir(dataDir: string, dbPath: string): void {
     if (existsSync(dbPath)) accessSync(dbPath, constants.R_OK | constants.W_OK);
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
-    if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST'].includes(err.code ?? '')) throw Errors.dataDirUnusable(dataDir, errnoReason(err));
+    if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'EEXIST'].includes(err.code ?? ''))
+      throw Errors.dataDirUnusable(dataDir, errnoReason(err));
     throw e;
   }
 }

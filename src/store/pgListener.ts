@@ -24,7 +24,12 @@ export class PgListener {
   /** Increments on every successful connection: callers compare it to tell one connection from the next. */
   epoch = 0;
 
-  constructor(private readonly options: PgOptions, private readonly channel: string, private readonly hooks: PgListenerHooks, private readonly reconnectMs = 1000) {}
+  constructor(
+    private readonly options: PgOptions,
+    private readonly channel: string,
+    private readonly hooks: PgListenerHooks,
+    private readonly reconnectMs = 1000,
+  ) {}
 
   get listening(): boolean {
     return this.client !== null;
@@ -60,7 +65,9 @@ export class PgListener {
       await client.connect();
       await this.hooks.beforeListen?.();
       await client.query(`LISTEN ${this.channel}`);
-      client.on('notification', (m) => { if (m.payload) this.hooks.onNotification(m.payload); });
+      client.on('notification', (m) => {
+        if (m.payload) this.hooks.onNotification(m.payload);
+      });
       this.client = client;
       this.epoch++;
       await this.hooks.onListening?.();

@@ -16,6 +16,10 @@ export async function storeCall<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 /** One statement on the pool (its own implicit transaction), as a storeCall. */
-export function pgQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(pool: pg.Pool, sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+export function pgQuery<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  pool: pg.Pool,
+  sql: string,
+  params: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
   return storeCall(() => pool.query<R>(sql, params));
 }

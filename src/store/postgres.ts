@@ -9,10 +9,19 @@ export const PG_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/',
 
 /** int8 (sequence numbers, counters, revisions) as JS numbers: every value we store is below 2^53. */
 const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser,
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 20
+      ? (v: string) => Number(v)
+      : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
 
-export interface PgOptions { url: string; password?: string | undefined; passwordFile?: string | undefined; poolSize: number; applicationName?: string }
+export interface PgOptions {
+  url: string;
+  password?: string | undefined;
+  passwordFile?: string | undefined;
+  poolSize: number;
+  applicationName?: string;
+}
 
 /** The password: VIGIL_STORE_PASSWORD, else the password file (trailing newline dropped), else the URL's own. */
 export function storePassword(o: Pick<PgOptions, 'password' | 'passwordFile'>): string | undefined {
@@ -24,8 +33,12 @@ export function storePassword(o: Pick<PgOptions, 'password' | 'passwordFile'>): 
 export function clientConfig(o: PgOptions): pg.ClientConfig {
   const password = storePassword(o);
   return {
-    connectionString: o.url, ...(password !== undefined ? { password } : {}), types, application_name: o.applicationName ?? 'vigil',
-    connectionTimeoutMillis: 5000, keepAlive: true,
+    connectionString: o.url,
+    ...(password !== undefined ? { password } : {}),
+    types,
+    application_name: o.applicationName ?? 'vigil',
+    connectionTimeoutMillis: 5000,
+    keepAlive: true,
   };
 }
 
@@ -41,12 +54,36 @@ export function isConnectionError(e: unknown): boolean {
   const err = e as { code?: string; message?: string } | null;
   if (!err) return false;
   const code = err.code ?? '';
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '08000', '08003', '08006', '08001', '08004'].includes(code)) return true;
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(err.message ?? '');
+  if (
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'EPIPE',
+      'ENOTFOUND',
+      'EHOSTUNREACH',
+      '57P01',
+      '57P02',
+      '57P03',
+      '08000',
+      '08003',
+      '08006',
+      '08001',
+      '08004',
+    ].includes(code)
+  )
+    return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    err.message ?? '',
+  );
 }
 
 /** Runs fn in one transaction on a pooled client; a lost connection is a 503 store_unavailable. */
-export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+export async function withTransaction<T>(
+  pool: pg.Pool,
+  fn: (c: pg.PoolClient) => Promise<T>,
+  begin = 'BEGIN',
+): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -56,7 +93,9 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) =
   let broken = false;
   // A server that goes away between two queries of this transaction emits 'error' on the checked-out
   // client (no query to reject): without a listener that would crash the process. The next query fails.
-  const onError = () => { broken = true; };
+  const onError = () => {
+    broken = true;
+  };
   client.on('error', onError);
   try {
     await client.query(begin);
@@ -65,7 +104,10 @@ export async function withTransaction<T>(pool: pg.Pool, fn: (c: pg.PoolClient) =
     return out;
   } catch (e) {
     broken = isConnectionError(e);
-    if (!broken) await client.query('ROLLBACK').catch(() => { broken = true; });
+    if (!broken)
+      await client.query('ROLLBACK').catch(() => {
+        broken = true;
+      });
     if (broken) throw Errors.storeUnavailable(e instanceof Error ? e.message : String(e));
     throw e;
   } finally {
@@ -85,8 +127,12 @@ export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): P
   client.on('error', onError);
   try {
     await client.query('SELECT pg_advisory_lock(7166001)');
-    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-    const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+    await client.query(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    );
+    const applied = new Set(
+      (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+    );
     let count = 0;
     for (const { version, file } of migrationFiles(dir)) {
       if (applied.has(version)) continue;
@@ -94,7 +140,11 @@ export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): P
       await client.query('BEGIN');
       try {
         await client.query(sql);
-        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [version, file, new Date().toISOString()]);
+        await client.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [
+          version,
+          file,
+          new Date().toISOString(),
+        ]);
         await client.query('COMMIT');
       } catch (e) {
         await client.query('ROLLBACK');

@@ -9,7 +9,12 @@ export function isStorageFull(err: unknown): boolean {
   return typeof code === 'string' && FULL_CODES.has(code);
 }
 
-export interface StorageStatus { writable: boolean; free_bytes: number | null; reserve_bytes: number; reason: string | null }
+export interface StorageStatus {
+  writable: boolean;
+  free_bytes: number | null;
+  reserve_bytes: number;
+  reason: string | null;
+}
 
 /**
  * Keeps the daemon usable on a full disk. A reserve file of `reserveBytes` sits in the data dir; the
@@ -24,7 +29,10 @@ export class StorageGuard {
   private checkedAt = 0;
   private readonly reservePath: string;
 
-  constructor(private readonly dataDir: string, private readonly opts: { reserveBytes: number; minFreeBytes?: number; now?: () => number }) {
+  constructor(
+    private readonly dataDir: string,
+    private readonly opts: { reserveBytes: number; minFreeBytes?: number; now?: () => number },
+  ) {
     this.reservePath = join(dataDir, '.vigil-reserve');
   }
 
@@ -50,7 +58,11 @@ export class StorageGuard {
     if (now - this.checkedAt < 1000) return true;
     this.checkedAt = now;
     const free = this.freeBytes();
-    if (free !== null && free >= this.opts.reserveBytes + (this.opts.minFreeBytes ?? 1024 * 1024) && this.createReserve()) {
+    if (
+      free !== null &&
+      free >= this.opts.reserveBytes + (this.opts.minFreeBytes ?? 1024 * 1024) &&
+      this.createReserve()
+    ) {
       this.full = false;
       this.reason = null;
     }
@@ -59,7 +71,12 @@ export class StorageGuard {
 
   status(): StorageStatus {
     const full = this.isFull();
-    return { writable: !full, free_bytes: this.freeBytes(), reserve_bytes: this.opts.reserveBytes, reason: full ? this.reason : null };
+    return {
+      writable: !full,
+      free_bytes: this.freeBytes(),
+      reserve_bytes: this.opts.reserveBytes,
+      reason: full ? this.reason : null,
+    };
   }
 
   private now(): number {

@@ -41,7 +41,14 @@ export function memoryAllocator(): MemoryAllocator {
   return current;
 }
 
-const LIBRARY_DIRS = ['/usr/lib/x86_64-linux-gnu', '/usr/lib/aarch64-linux-gnu', '/usr/lib64', '/usr/lib', '/lib/x86_64-linux-gnu', '/lib/aarch64-linux-gnu'];
+const LIBRARY_DIRS = [
+  '/usr/lib/x86_64-linux-gnu',
+  '/usr/lib/aarch64-linux-gnu',
+  '/usr/lib64',
+  '/usr/lib',
+  '/lib/x86_64-linux-gnu',
+  '/lib/aarch64-linux-gnu',
+];
 
 /** The installed allocator library's path, or null when libjemalloc2 is not installed. */
 export function daemonAllocatorPath(dirs: readonly string[] = LIBRARY_DIRS): string | null {
@@ -56,7 +63,10 @@ export function daemonAllocatorPath(dirs: readonly string[] = LIBRARY_DIRS): str
  * The environment for a child process started the way the daemon is (the benches): the allocator
  * preloaded ahead of any LD_PRELOAD already set, when it is installed; otherwise the environment unchanged.
  */
-export function withDaemonAllocator(env: NodeJS.ProcessEnv, path: string | null = daemonAllocatorPath()): NodeJS.ProcessEnv {
+export function withDaemonAllocator(
+  env: NodeJS.ProcessEnv,
+  path: string | null = daemonAllocatorPath(),
+): NodeJS.ProcessEnv {
   if (!path || (env.LD_PRELOAD ?? '').split(/[:\s]+/).some((p) => p.endsWith(DAEMON_ALLOCATOR_LIBRARY))) return env;
   return { ...env, LD_PRELOAD: env.LD_PRELOAD ? `${path}:${env.LD_PRELOAD}` : path };
 }

@@ -16,7 +16,9 @@ export function tryLockFile(lockPath: string): { release: () => void } | { heldB
         release: () => {
           try {
             if (readFileSync(lockPath, 'utf8') === String(process.pid)) unlinkSync(lockPath);
-          } catch { /* already gone */ }
+          } catch {
+            /* already gone */
+          }
         },
       };
     } catch (e) {
@@ -25,7 +27,9 @@ export function tryLockFile(lockPath: string): { release: () => void } | { heldB
       if (holder !== null && (holder === process.pid || isProcessAlive(holder))) return { heldBy: holder };
       try {
         unlinkSync(lockPath);
-      } catch { /* someone else took it over first */ }
+      } catch {
+        /* someone else took it over first */
+      }
     }
   }
   return { heldBy: readPid(lockPath) ?? -1 };

@@ -11,11 +11,19 @@ let apiKey: string | null = null;
 let onUnauthorized: (() => void) | null = null;
 
 export const session = {
-  get signedIn(): boolean { return apiKey !== null; },
-  set(key: string | null): void { apiKey = key; },
+  get signedIn(): boolean {
+    return apiKey !== null;
+  },
+  set(key: string | null): void {
+    apiKey = key;
+  },
   /** For handing the key to a kiosk window this tab opened (postMessage, same origin only). */
-  key(): string | null { return apiKey; },
-  onUnauthorized(fn: () => void): void { onUnauthorized = fn; },
+  key(): string | null {
+    return apiKey;
+  },
+  onUnauthorized(fn: () => void): void {
+    onUnauthorized = fn;
+  },
 };
 
 export function authHeaders(): Record<string, string> {
@@ -24,15 +32,31 @@ export function authHeaders(): Record<string, string> {
 
 /** An API error envelope (or a network failure, status 0) as one value the pages can show. */
 export class ApiFailure extends Error {
-  constructor(readonly status: number, readonly code: string, message: string, readonly details: Record<string, unknown> = {}, readonly requestId: string | null = null) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    readonly requestId: string | null = null,
+  ) {
     super(message);
   }
 }
 
 async function failure(res: Response): Promise<ApiFailure> {
   try {
-    const body = (await res.json()) as { error?: { code: string; message: string; details?: Record<string, unknown> }; request_id?: string };
-    if (body.error) return new ApiFailure(res.status, body.error.code, body.error.message, body.error.details ?? {}, body.request_id ?? null);
+    const body = (await res.json()) as {
+      error?: { code: string; message: string; details?: Record<string, unknown> };
+      request_id?: string;
+    };
+    if (body.error)
+      return new ApiFailure(
+        res.status,
+        body.error.code,
+        body.error.message,
+        body.error.details ?? {},
+        body.request_id ?? null,
+      );
   } catch {}
   return new ApiFailure(res.status, 'http_error', `HTTP ${res.status}`);
 }
@@ -41,7 +65,12 @@ async function failure(res: Response): Promise<ApiFailure> {
 export async function send(path: string, init: RequestInit = {}): Promise<Response> {
   let res: Response;
   try {
-    res = await fetch(path, { ...init, headers: { ...authHeaders(), ...(init.headers as Record<string, string> | undefined) }, credentials: 'omit', cache: 'no-store' });
+    res = await fetch(path, {
+      ...init,
+      headers: { ...authHeaders(), ...(init.headers as Record<string, string> | undefined) },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
   } catch (e) {
     if ((e as Error).name === 'AbortError') throw e;
     throw new ApiFailure(0, 'network_error', 'The daemon could not be reached.');
@@ -79,7 +108,11 @@ export async function imageUrl(path: string, signal?: AbortSignal): Promise<stri
 export async function checkKey(key: string): Promise<void> {
   let res: Response;
   try {
-    res = await fetch('/v1/collections?limit=1', { headers: { Authorization: `Bearer ${key}` }, credentials: 'omit', cache: 'no-store' });
+    res = await fetch('/v1/collections?limit=1', {
+      headers: { Authorization: `Bearer ${key}` },
+      credentials: 'omit',
+      cache: 'no-store',
+    });
   } catch {
     throw new ApiFailure(0, 'network_error', 'The daemon could not be reached.');
   }

@@ -28,17 +28,42 @@ export class ImagePicker {
   private items: { file: File; url: string; row: HTMLElement; result: HTMLElement }[] = [];
   private readonly list: HTMLElement;
 
-  constructor(label: string, private readonly multiple = true) {
-    this.input = h('input', { type: 'file', accept: 'image/jpeg,image/png,image/webp,image/bmp', multiple, class: 'file-input' });
+  constructor(
+    label: string,
+    private readonly multiple = true,
+  ) {
+    this.input = h('input', {
+      type: 'file',
+      accept: 'image/jpeg,image/png,image/webp,image/bmp',
+      multiple,
+      class: 'file-input',
+    });
     this.input.addEventListener('change', () => {
       this.add([...(this.input.files ?? [])]);
       this.input.value = '';
     });
     this.list = h('ul', { class: 'thumbs', 'aria-label': 'Selected images' });
-    const zone = h('div', { class: 'dropzone', tabindex: '0', role: 'button', 'aria-label': `${label}: drop images here or press Enter to choose` },
-      h('p', null, multiple ? 'Drop images here, or ' : 'Drop an image here, or '), h('label', { class: 'button-like' }, 'choose…', this.input));
-    zone.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); this.input.click(); } });
-    zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
+    const zone = h(
+      'div',
+      {
+        class: 'dropzone',
+        tabindex: '0',
+        role: 'button',
+        'aria-label': `${label}: drop images here or press Enter to choose`,
+      },
+      h('p', null, multiple ? 'Drop images here, or ' : 'Drop an image here, or '),
+      h('label', { class: 'button-like' }, 'choose…', this.input),
+    );
+    zone.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' || e.key === ' ') {
+        e.preventDefault();
+        this.input.click();
+      }
+    });
+    zone.addEventListener('dragover', (e) => {
+      e.preventDefault();
+      zone.classList.add('over');
+    });
     zone.addEventListener('dragleave', () => zone.classList.remove('over'));
     zone.addEventListener('drop', (e) => {
       e.preventDefault();
@@ -48,7 +73,9 @@ export class ImagePicker {
     this.element = h('div', { class: 'picker' }, h('p', { class: 'picker-label' }, label), zone, this.list);
   }
 
-  get files(): File[] { return this.items.map((i) => i.file); }
+  get files(): File[] {
+    return this.items.map((i) => i.file);
+  }
 
   add(files: File[]): void {
     if (!this.multiple) this.clear();
@@ -56,7 +83,13 @@ export class ImagePicker {
       const url = URL.createObjectURL(file);
       const result = h('div', { class: 'result' });
       const remove = h('button', { type: 'button', class: 'small', 'aria-label': `Remove ${file.name}` }, '×');
-      const row = h('li', { class: 'thumb' }, h('img', { src: url, alt: file.name }), h('div', null, h('span', { class: 'name' }, file.name), result), remove);
+      const row = h(
+        'li',
+        { class: 'thumb' },
+        h('img', { src: url, alt: file.name }),
+        h('div', null, h('span', { class: 'name' }, file.name), result),
+        remove,
+      );
       const item = { file, url, row, result };
       remove.addEventListener('click', () => {
         URL.revokeObjectURL(url);
@@ -84,7 +117,12 @@ export class ImagePicker {
   }
 }
 
-export interface DrawnFace { box: PixelBox; landmarks?: number[][] | null; label?: string; colour?: string }
+export interface DrawnFace {
+  box: PixelBox;
+  landmarks?: number[][] | null;
+  label?: string;
+  colour?: string;
+}
 
 /** The uploaded image on a canvas with its face boxes, landmarks and labels. */
 export async function annotate(file: Blob, faces: DrawnFace[], alt: string): Promise<HTMLElement> {

@@ -28,7 +28,10 @@ export class MultipartParser {
   private readonly nextDelimiter: Uint8Array;
 
   /** `maxPartBytes` bounds the buffer, so a stream that never delimits cannot grow memory without end. */
-  constructor(boundary: string, private readonly maxPartBytes = 16 * 1024 * 1024) {
+  constructor(
+    boundary: string,
+    private readonly maxPartBytes = 16 * 1024 * 1024,
+  ) {
     this.delimiter = new TextEncoder().encode(`--${boundary}`);
     this.nextDelimiter = new TextEncoder().encode(`\r\n--${boundary}`);
   }
@@ -69,7 +72,8 @@ export class MultipartParser {
       pos = bodyEnd;
     }
     // Keep only what is not consumed yet; drop leading junk before any delimiter but a possible partial one.
-    const rest = indexOf(joined, this.delimiter, pos) < 0 ? Math.max(pos, joined.length - this.nextDelimiter.length) : pos;
+    const rest =
+      indexOf(joined, this.delimiter, pos) < 0 ? Math.max(pos, joined.length - this.nextDelimiter.length) : pos;
     this.buf = joined.slice(rest);
     if (this.buf.length > this.maxPartBytes) throw new Error(`an MJPEG part exceeds ${this.maxPartBytes} bytes`);
     return parts;

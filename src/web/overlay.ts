@@ -15,10 +15,16 @@ const COLOURS = { matched: '#3ddc97', unknown: '#ffb347', blocked: '#ff5c7a' };
  * Draws boxes and labels over an image shown with object-fit: contain. The canvas is resized only when
  * its box changes, so a long-running kiosk does not reallocate its backing store every frame.
  */
-export function drawOverlay(canvas: HTMLCanvasElement, img: { naturalWidth: number; naturalHeight: number }, faces: OverlayFace[]): void {
+export function drawOverlay(
+  canvas: HTMLCanvasElement,
+  img: { naturalWidth: number; naturalHeight: number },
+  faces: OverlayFace[],
+): void {
   const ratio = window.devicePixelRatio || 1;
-  const cssW = canvas.clientWidth, cssH = canvas.clientHeight;
-  const w = Math.round(cssW * ratio), h = Math.round(cssH * ratio);
+  const cssW = canvas.clientWidth,
+    cssH = canvas.clientHeight;
+  const w = Math.round(cssW * ratio),
+    h = Math.round(cssH * ratio);
   if (canvas.width !== w || canvas.height !== h) {
     canvas.width = w;
     canvas.height = h;
@@ -33,8 +39,10 @@ export function drawOverlay(canvas: HTMLCanvasElement, img: { naturalWidth: numb
   ctx.font = `600 ${font}px system-ui, sans-serif`;
   ctx.textBaseline = 'bottom';
   for (const f of faces) {
-    const x = r.x + f.box.left * r.width, y = r.y + f.box.top * r.height;
-    const bw = f.box.width * r.width, bh = f.box.height * r.height;
+    const x = r.x + f.box.left * r.width,
+      y = r.y + f.box.top * r.height;
+    const bw = f.box.width * r.width,
+      bh = f.box.height * r.height;
     const colour = COLOURS[f.kind];
     ctx.strokeStyle = colour;
     ctx.lineWidth = Math.max(2, font / 6);
@@ -43,7 +51,13 @@ export function drawOverlay(canvas: HTMLCanvasElement, img: { naturalWidth: numb
       ctx.fillStyle = colour;
       for (const [lx, ly] of f.landmarks) {
         ctx.beginPath();
-        ctx.arc(r.x + (lx! / img.naturalWidth) * r.width, r.y + (ly! / img.naturalHeight) * r.height, Math.max(2, font / 6), 0, Math.PI * 2);
+        ctx.arc(
+          r.x + (lx! / img.naturalWidth) * r.width,
+          r.y + (ly! / img.naturalHeight) * r.height,
+          Math.max(2, font / 6),
+          0,
+          Math.PI * 2,
+        );
         ctx.fill();
       }
     }

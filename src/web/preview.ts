@@ -4,7 +4,11 @@ import { MultipartParser, boundaryOf } from './mjpegParser.js';
 import { drawOverlay, type OverlayFace } from './overlay.js';
 
 /** One recognised face as the page lists it next to (or over) the video. */
-export interface Recognised { name: string; kind: OverlayFace['kind']; similarity: number | null }
+export interface Recognised {
+  name: string;
+  kind: OverlayFace['kind'];
+  similarity: number | null;
+}
 
 interface StateFace {
   status: 'matched' | 'unknown' | 'liveness_blocked';
@@ -55,7 +59,10 @@ export class LivePreview {
   private frames = 0;
   private timers: number[] = [];
 
-  constructor(private readonly monitorId: string, private readonly opts: PreviewOptions = {}) {
+  constructor(
+    private readonly monitorId: string,
+    private readonly opts: PreviewOptions = {},
+  ) {
     this.img = h('img', { alt: `Live preview of monitor ${monitorId}`, class: 'preview-img' });
     this.canvas = h('canvas', { class: 'preview-overlay', 'aria-hidden': 'true' });
     this.element = h('div', { class: 'preview', 'data-frames': '0' }, this.img, this.canvas);
@@ -67,9 +74,11 @@ export class LivePreview {
     void this.streamLoop();
     void this.stateLoop();
     const stallMs = this.opts.stallMs ?? 10_000;
-    this.timers.push(window.setInterval(() => {
-      if (this.stream && this.lastFrameAt && Date.now() - this.lastFrameAt > stallMs) this.stream.abort();
-    }, 1000));
+    this.timers.push(
+      window.setInterval(() => {
+        if (this.stream && this.lastFrameAt && Date.now() - this.lastFrameAt > stallMs) this.stream.abort();
+      }, 1000),
+    );
     return this;
   }
 
@@ -112,7 +121,9 @@ export class LivePreview {
       this.lastFrameAt = Date.now();
       try {
         this.status('Connecting…', 'warn');
-        const res = await ensureOk(await send(`/v1/monitors/${enc(this.monitorId)}/preview.mjpeg`, { signal: controller.signal }));
+        const res = await ensureOk(
+          await send(`/v1/monitors/${enc(this.monitorId)}/preview.mjpeg`, { signal: controller.signal }),
+        );
         const boundary = boundaryOf(res.headers.get('content-type'));
         if (!boundary || !res.body) throw new ApiFailure(502, 'bad_stream', 'The preview is not a multipart stream.');
         const parser = new MultipartParser(boundary);
@@ -135,7 +146,10 @@ export class LivePreview {
       } catch (e) {
         if (this.stopped.signal.aborted) break;
         const f = e instanceof ApiFailure ? e : null;
-        this.status(f ? `${f.message} (${f.code}); retrying…` : 'The stream stalled; reconnecting…', f && f.status !== 0 && f.status < 500 ? 'error' : 'warn');
+        this.status(
+          f ? `${f.message} (${f.code}); retrying…` : 'The stream stalled; reconnecting…',
+          f && f.status !== 0 && f.status < 500 ? 'error' : 'warn',
+        );
       } finally {
         controller.abort();
         this.stream = null;
@@ -176,7 +190,12 @@ export class LivePreview {
     const every = this.opts.statePollMs ?? 500;
     while (!this.stopped.signal.aborted) {
       try {
-        const r = await api<{ state: { faces: StateFace[] } }>('GET', `/v1/monitors/${enc(this.monitorId)}/state`, undefined, this.stopped.signal);
+        const r = await api<{ state: { faces: StateFace[] } }>(
+          'GET',
+          `/v1/monitors/${enc(this.monitorId)}/state`,
+          undefined,
+          this.stopped.signal,
+        );
         const { overlay, recognised } = facesFromState(r.state.faces);
         this.overlay = overlay;
         this.opts.onRecognised?.(recognised);

@@ -7,15 +7,22 @@ export interface PageContext {
   query: URLSearchParams;
 }
 export type Page = (ctx: PageContext) => Child | Promise<Child>;
-export interface Route { pattern: RegExp; keys: string[]; page: Page; title: string }
+export interface Route {
+  pattern: RegExp;
+  keys: string[];
+  page: Page;
+  title: string;
+}
 
 /** '/collections/:id' -> a route; parameters are single path segments. */
 export function route(path: string, title: string, page: Page): Route {
   const keys: string[] = [];
-  const pattern = new RegExp(`^${path.replace(/:([a-z_]+)/g, (_, k: string) => {
-    keys.push(k);
-    return '([^/]+)';
-  })}/?$`);
+  const pattern = new RegExp(
+    `^${path.replace(/:([a-z_]+)/g, (_, k: string) => {
+      keys.push(k);
+      return '([^/]+)';
+    })}/?$`,
+  );
   return { pattern, keys, page, title };
 }
 
@@ -43,7 +50,13 @@ export function listen(render: () => void): void {
     const a = (e.target as Element | null)?.closest?.('a');
     if (!a || e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || a.target) return;
     const url = new URL(a.href, location.href);
-    if (url.origin !== location.origin || url.pathname.startsWith('/v1/') || url.pathname === '/docs' || a.hasAttribute('download')) return;
+    if (
+      url.origin !== location.origin ||
+      url.pathname.startsWith('/v1/') ||
+      url.pathname === '/docs' ||
+      a.hasAttribute('download')
+    )
+      return;
     e.preventDefault();
     navigate(url.pathname + url.search);
   });

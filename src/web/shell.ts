@@ -27,7 +27,14 @@ const routes: Route[] = [
 ];
 
 const NAV: [string, string][] = [
-  ['/', 'Dashboard'], ['/collections', 'Collections'], ['/search', 'Search'], ['/compare', 'Compare'], ['/detect', 'Detect'], ['/monitors', 'Monitors'], ['/events', 'Events'], ['/system', 'System'],
+  ['/', 'Dashboard'],
+  ['/collections', 'Collections'],
+  ['/search', 'Search'],
+  ['/compare', 'Compare'],
+  ['/detect', 'Detect'],
+  ['/monitors', 'Monitors'],
+  ['/events', 'Events'],
+  ['/system', 'System'],
 ];
 
 export function startApp(root: HTMLElement): void {
@@ -35,14 +42,28 @@ export function startApp(root: HTMLElement): void {
   const main = h('main', { id: 'main', tabindex: '-1' });
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' });
   const signOut = h('button', { type: 'button', class: 'small' }, 'Sign out');
-  const layout = h('div', { class: 'layout' },
+  const layout = h(
+    'div',
+    { class: 'layout' },
     h('a', { class: 'skip', href: '#main' }, 'Skip to content'),
-    h('header', { class: 'top' }, h('span', { class: 'brand' }, 'Vigil'), nav, h('a', { href: '/docs', class: 'docs-link', target: '_blank', rel: 'noopener' }, 'API docs'), signOut), main);
+    h(
+      'header',
+      { class: 'top' },
+      h('span', { class: 'brand' }, 'Vigil'),
+      nav,
+      h('a', { href: '/docs', class: 'docs-link', target: '_blank', rel: 'noopener' }, 'API docs'),
+      signOut,
+    ),
+    main,
+  );
 
   const showSignIn = (intro?: string) => {
     page?.abort();
     page = null;
-    replace(root, signInForm(() => render(), intro));
+    replace(
+      root,
+      signInForm(() => render(), intro),
+    );
   };
   signOut.addEventListener('click', () => {
     session.set(null);
@@ -60,19 +81,30 @@ export function startApp(root: HTMLElement): void {
     page = new AbortController();
     const signal = page.signal;
     const found = match(routes, location.pathname);
-    replace(nav, NAV.map(([href, text]) => {
-      const current = href === '/' ? location.pathname === '/' : location.pathname.startsWith(href);
-      return h('a', { href, 'aria-current': current ? 'page' : null }, text);
-    }));
+    replace(
+      nav,
+      NAV.map(([href, text]) => {
+        const current = href === '/' ? location.pathname === '/' : location.pathname.startsWith(href);
+        return h('a', { href, 'aria-current': current ? 'page' : null }, text);
+      }),
+    );
     if (!found) {
-      replace(main, h('h1', null, 'Not found'), h('p', null, 'No page here. ', h('a', { href: '/' }, 'Go to the dashboard.')));
+      replace(
+        main,
+        h('h1', null, 'Not found'),
+        h('p', null, 'No page here. ', h('a', { href: '/' }, 'Go to the dashboard.')),
+      );
       return;
     }
     document.title = `${found.route.title} · Vigil`;
     replace(main, h('p', { class: 'muted' }, 'Loading…'));
     Promise.resolve(found.route.page({ params: found.params, signal, query: new URLSearchParams(location.search) }))
-      .then((content) => { if (!signal.aborted) replace(main, content); })
-      .catch((e: unknown) => { if (!signal.aborted) replace(main, h('h1', null, found.route.title), errorBox(e)); });
+      .then((content) => {
+        if (!signal.aborted) replace(main, content);
+      })
+      .catch((e: unknown) => {
+        if (!signal.aborted) replace(main, h('h1', null, found.route.title), errorBox(e));
+      });
   };
 
   let needKey = true;

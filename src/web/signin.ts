@@ -7,13 +7,30 @@ import { errorBox, messageArea } from './ui.js';
  * cannot end up in a URL; autocomplete is off so the browser does not offer to store it.
  */
 export function signInForm(onDone: () => void, intro?: string): HTMLElement {
-  const input = h('input', { type: 'password', autocomplete: 'off', autocapitalize: 'off', spellcheck: 'false', required: true, minlength: '16', class: 'wide' });
+  const input = h('input', {
+    type: 'password',
+    autocomplete: 'off',
+    autocapitalize: 'off',
+    spellcheck: 'false',
+    required: true,
+    minlength: '16',
+    class: 'wide',
+  });
   const messages = messageArea();
   const button = h('button', { type: 'submit' }, 'Sign in');
-  const form = h('form', { class: 'card signin', autocomplete: 'off', 'aria-labelledby': 'signin-title' },
+  const form = h(
+    'form',
+    { class: 'card signin', autocomplete: 'off', 'aria-labelledby': 'signin-title' },
     h('h1', { id: 'signin-title' }, 'Vigil'),
-    h('p', { class: 'muted' }, intro ?? 'Paste the API key. It is kept in this tab’s memory only: closing or reloading the tab forgets it.'),
-    field('API key', input), button, messages);
+    h(
+      'p',
+      { class: 'muted' },
+      intro ?? 'Paste the API key. It is kept in this tab’s memory only: closing or reloading the tab forgets it.',
+    ),
+    field('API key', input),
+    button,
+    messages,
+  );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const key = input.value.trim();
@@ -25,7 +42,9 @@ export function signInForm(onDone: () => void, intro?: string): HTMLElement {
         onDone();
       })
       .catch((err: unknown) => messages.show(errorBox(err)))
-      .finally(() => { button.disabled = false; });
+      .finally(() => {
+        button.disabled = false;
+      });
   });
   requestAnimationFrame(() => input.focus());
   return form;

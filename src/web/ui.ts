@@ -4,9 +4,14 @@ import { h, type Child } from './dom.js';
 /** An error as people need it: the message, the code (for support), and the request id. */
 export function errorBox(e: unknown): HTMLElement {
   if (e instanceof ApiFailure) {
-    return h('div', { class: 'alert error', role: 'alert' },
-      h('strong', null, e.message), ' ', h('code', { class: 'code' }, e.code),
-      e.requestId ? h('small', { class: 'muted' }, ` request ${e.requestId}`) : null);
+    return h(
+      'div',
+      { class: 'alert error', role: 'alert' },
+      h('strong', null, e.message),
+      ' ',
+      h('code', { class: 'code' }, e.code),
+      e.requestId ? h('small', { class: 'muted' }, ` request ${e.requestId}`) : null,
+    );
   }
   return h('div', { class: 'alert error', role: 'alert' }, String((e as Error)?.message ?? e));
 }
@@ -17,7 +22,10 @@ export function notice(text: Child, level: 'ok' | 'warn' | 'error' = 'ok'): HTML
 
 /** A region whose content is replaced by results and errors of actions. */
 export function messageArea(): HTMLElement & { show(c: Child): void; clear(): void } {
-  const el = Object.assign(h('div', { class: 'messages', 'aria-live': 'polite' }), { show(_c: Child): void {}, clear(): void {} });
+  const el = Object.assign(h('div', { class: 'messages', 'aria-live': 'polite' }), {
+    show(_c: Child): void {},
+    clear(): void {},
+  });
   el.show = (c) => {
     el.replaceChildren();
     if (c instanceof Node) el.append(c);
@@ -28,7 +36,11 @@ export function messageArea(): HTMLElement & { show(c: Child): void; clear(): vo
 }
 
 /** Runs an async action from a button/form, disabling it while it runs and showing failures. */
-export async function busy<T>(button: HTMLButtonElement | null, messages: ReturnType<typeof messageArea>, action: () => Promise<T>): Promise<T | undefined> {
+export async function busy<T>(
+  button: HTMLButtonElement | null,
+  messages: ReturnType<typeof messageArea>,
+  action: () => Promise<T>,
+): Promise<T | undefined> {
   if (button) button.disabled = true;
   try {
     return await action();
@@ -44,16 +56,51 @@ export async function busy<T>(button: HTMLButtonElement | null, messages: Return
 export class Pager {
   private stack: (string | null)[] = [null];
   next: string | null = null;
-  get cursor(): string | null { return this.stack[this.stack.length - 1]!; }
-  get hasPrevious(): boolean { return this.stack.length > 1; }
-  forward(): void { if (this.next) this.stack.push(this.next); }
-  back(): void { if (this.stack.length > 1) this.stack.pop(); }
-  reset(): void { this.stack = [null]; }
+  get cursor(): string | null {
+    return this.stack[this.stack.length - 1]!;
+  }
+  get hasPrevious(): boolean {
+    return this.stack.length > 1;
+  }
+  forward(): void {
+    if (this.next) this.stack.push(this.next);
+  }
+  back(): void {
+    if (this.stack.length > 1) this.stack.pop();
+  }
+  reset(): void {
+    this.stack = [null];
+  }
   controls(reload: () => void): HTMLElement {
-    return h('nav', { class: 'pager', 'aria-label': 'Pages' },
-      h('button', { type: 'button', disabled: !this.hasPrevious, onclick: () => { this.back(); reload(); } }, '← Previous'),
+    return h(
+      'nav',
+      { class: 'pager', 'aria-label': 'Pages' },
+      h(
+        'button',
+        {
+          type: 'button',
+          disabled: !this.hasPrevious,
+          onclick: () => {
+            this.back();
+            reload();
+          },
+        },
+        '← Previous',
+      ),
       h('span', { class: 'muted' }, `Page ${this.stack.length}`),
-      h('button', { type: 'button', disabled: !this.next, onclick: () => { this.forward(); reload(); } }, 'Next →'));
+      h(
+        'button',
+        {
+          type: 'button',
+          disabled: !this.next,
+          onclick: () => {
+            this.forward();
+            reload();
+          },
+        },
+        'Next →',
+      ),
+    );
   }
 }
 

@@ -1,5 +1,9 @@
 /** How retries of one webhook message are spaced ([webhooks] first_retry_seconds, max_retry_delay_seconds, jitter). */
-export interface RetryPolicy { firstRetryMs: number; maxDelayMs: number; jitter: number }
+export interface RetryPolicy {
+  firstRetryMs: number;
+  maxDelayMs: number;
+  jitter: number;
+}
 
 /**
  * The delay before attempt `attempt + 1` after `attempt` failed attempts (1 = the first attempt failed):

@@ -20,12 +20,19 @@ export function secretKey(secret: string): Buffer {
 
 /** `v1,<base64 signature>` of one attempt. */
 export function signWebhook(secret: string, messageId: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', secretKey(secret)).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64');
+  const mac = createHmac('sha256', secretKey(secret))
+    .update(`${messageId}.${timestampSeconds}.${body}`)
+    .digest('base64');
   return `v1,${mac}`;
 }
 
 /** The three headers of one attempt. */
-export function webhookHeaders(secret: string, messageId: string, timestampSeconds: number, body: string): Record<string, string> {
+export function webhookHeaders(
+  secret: string,
+  messageId: string,
+  timestampSeconds: number,
+  body: string,
+): Record<string, string> {
   return {
     'webhook-id': messageId,
     'webhook-timestamp': String(timestampSeconds),

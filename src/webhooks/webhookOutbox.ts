@@ -31,7 +31,10 @@ export interface OutboxMessage {
 }
 
 /** Whether an endpoint wants a message (its scope, types and filters). */
-export function endpointMatches(e: Pick<WebhookEndpoint, 'scope' | 'event_types' | 'filters'>, m: Pick<OutboxMessage, 'scope' | 'type' | 'tags'>): boolean {
+export function endpointMatches(
+  e: Pick<WebhookEndpoint, 'scope' | 'event_types' | 'filters'>,
+  m: Pick<OutboxMessage, 'scope' | 'type' | 'tags'>,
+): boolean {
   if (e.scope !== m.scope) return false;
   if (e.event_types.length > 0 && !e.event_types.includes(m.type)) return false;
   for (const [key, values] of Object.entries(e.filters)) {
@@ -43,7 +46,8 @@ export function endpointMatches(e: Pick<WebhookEndpoint, 'scope' | 'event_types'
 }
 
 /** The body every endpoint receives: Standard Webhooks' {type, timestamp, data}. */
-export const webhookBody = (type: string, timestamp: string, data: unknown): string => JSON.stringify({ type, timestamp, data });
+export const webhookBody = (type: string, timestamp: string, data: unknown): string =>
+  JSON.stringify({ type, timestamp, data });
 
 /**
  * The durable webhook outbox: `enqueue` writes one row per matching endpoint (synchronously, so a
@@ -68,7 +72,12 @@ export class WebhookOutbox {
   /** Observers of finished attempts (the bench measures latency with it). */
   onAttempt: ((row: OutboxRow, result: AttemptResult) => void) | null = null;
 
-  constructor(private readonly store: WebhookStore, private readonly o: OutboxOptions, private readonly log: Logger, private readonly random: () => number = Math.random) {}
+  constructor(
+    private readonly store: WebhookStore,
+    private readonly o: OutboxOptions,
+    private readonly log: Logger,
+    private readonly random: () => number = Math.random,
+  ) {}
 
   /** Endpoints changed (created, patched, deleted): match against the new list. */
   invalidate(): void {
@@ -93,7 +102,10 @@ export class WebhookOutbox {
     for (const e of targets) {
       const pending = this.pendingCounts.get(e.id) ?? this.store.pendingCount(e.id);
       if (pending >= this.o.maxPendingPerEndpoint) {
-        this.disable(e.id, `backlog_full: ${this.o.maxPendingPerEndpoint} messages were waiting (raise [webhooks] max_pending_per_endpoint or fix the receiver, then enable it again)`);
+        this.disable(
+          e.id,
+          `backlog_full: ${this.o.maxPendingPerEndpoint} messages were waiting (raise [webhooks] max_pending_per_endpoint or fix the receiver, then enable it again)`,
+        );
         continue;
       }
       this.store.enqueue(e.id, messageId, m.type, body, now);
@@ -133,20 +145,25 @@ export class WebhookOutbox {
     if (next === Infinity || next >= this.timerAt) return;
     if (this.timer) clearTimeout(this.timer);
     this.timerAt = next;
-    this.timer = setTimeout(() => {
-      this.timer = null;
-      this.timerAt = Infinity;
-      this.schedule();
-    }, Math.max(0, next - Date.now()));
+    this.timer = setTimeout(
+      () => {
+        this.timer = null;
+        this.timerAt = Infinity;
+        this.schedule();
+      },
+      Math.max(0, next - Date.now()),
+    );
   }
 
   private startAttempt(row: OutboxRow): void {
-    const p = this.attempt(row).catch((e: unknown) => {
-      this.log.error({ err: e, endpoint_id: row.endpoint_id }, 'webhook attempt failed unexpectedly');
-    }).finally(() => {
-      this.inFlight.delete(row.endpoint_id);
-      this.poke();
-    });
+    const p = this.attempt(row)
+      .catch((e: unknown) => {
+        this.log.error({ err: e, endpoint_id: row.endpoint_id }, 'webhook attempt failed unexpectedly');
+      })
+      .finally(() => {
+        this.inFlight.delete(row.endpoint_id);
+        this.poke();
+      });
     this.inFlight.set(row.endpoint_id, p);
   }
 
@@ -154,11 +171,24 @@ export class WebhookOutbox {
     const endpoint = this.store.getEndpoint(row.endpoint_id);
     if (!endpoint || !endpoint.enabled) return;
     const ts = Math.floor(Date.now() / 1000);
-    const result = await postWebhook(endpoint.url, webhookHeaders(endpoint.secret, row.message_id, ts, row.body), row.body, { timeoutMs: this.o.timeoutMs, maxRedirects: this.o.maxRedirects });
+    const result = await postWebhook(
+      endpoint.url,
+      webhookHeaders(endpoint.secret, row.message_id, ts, row.body),
+      row.body,
+      { timeoutMs: this.o.timeoutMs, maxRedirects: this.o.maxRedirects },
+    );
     if (this.closed && !this.store.db.open) return;
     const at = new Date().toISOString();
     const attempt = row.attempts + 1;
-    const base = { endpoint_id: row.endpoint_id, message_id: row.message_id, type: row.type, attempt, at, status_code: result.status, latency_ms: result.latencyMs };
+    const base = {
+      endpoint_id: row.endpoint_id,
+      message_id: row.message_id,
+      type: row.type,
+      attempt,
+      at,
+      status_code: result.status,
+      latency_ms: result.latencyMs,
+    };
     if (result.ok) {
       this.counters.delivered++;
       const n = this.pendingCounts.get(row.endpoint_id);
@@ -174,13 +204,28 @@ export class WebhookOutbox {
       this.store.transaction(() => {
         this.store.rescheduleMessage(row.seq, attempt, nextMs);
         const streak = this.store.recordFailure(row.endpoint_id, at);
-        this.store.logAttempt({ ...base, outcome: 'failed', error: result.error, next_attempt_at: new Date(nextMs).toISOString() }, this.o.logSize);
+        this.store.logAttempt(
+          { ...base, outcome: 'failed', error: result.error, next_attempt_at: new Date(nextMs).toISOString() },
+          this.o.logSize,
+        );
         if (result.gone) this.disable(row.endpoint_id, 'gone: the receiver answered 410 Gone');
         else if (this.o.disableAfterFailures > 0 && streak >= this.o.disableAfterFailures) {
-          this.disable(row.endpoint_id, `failure_streak: ${streak} consecutive failed attempts (last: ${result.error}); enable it again to resume`);
+          this.disable(
+            row.endpoint_id,
+            `failure_streak: ${streak} consecutive failed attempts (last: ${result.error}); enable it again to resume`,
+          );
         }
       });
-      this.log.warn({ endpoint_id: row.endpoint_id, message_id: row.message_id, attempt, error: result.error, retry_at: new Date(nextMs).toISOString() }, 'webhook delivery failed');
+      this.log.warn(
+        {
+          endpoint_id: row.endpoint_id,
+          message_id: row.message_id,
+          attempt,
+          error: result.error,
+          retry_at: new Date(nextMs).toISOString(),
+        },
+        'webhook delivery failed',
+      );
     }
     this.onAttempt?.(row, result);
   }

@@ -1,6 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Errors } from '../contract/errors.js';
-import { WEBHOOK_TEST_TYPE, type WebhookAttemptT, type WebhookCreateT, type WebhookPatchT, type WebhookT } from '../contract/webhooks.js';
+import {
+  WEBHOOK_TEST_TYPE,
+  type WebhookAttemptT,
+  type WebhookCreateT,
+  type WebhookPatchT,
+  type WebhookT,
+} from '../contract/webhooks.js';
 import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import { newWebhookSecret } from './signature.js';
 import type { WebhookOutbox } from './webhookOutbox.js';
@@ -33,14 +39,28 @@ export class WebhookService {
   }
 
   private checkUrl(url: string): void {
-    if (!this.o.allowHttp && !url.startsWith('https://')) throw Errors.invalidRequest('url: only https:// receivers are allowed here ([webhooks] allow_http = false)', { field: 'url' });
+    if (!this.o.allowHttp && !url.startsWith('https://'))
+      throw Errors.invalidRequest('url: only https:// receivers are allowed here ([webhooks] allow_http = false)', {
+        field: 'url',
+      });
   }
 
   view(e: WebhookEndpoint): WebhookT {
     return {
-      id: e.id, url: e.url, description: e.description, event_types: e.event_types, monitors: e.filters[MONITOR_TAG] ?? [], enabled: e.enabled,
-      disabled_reason: e.disabled_reason, disabled_at: e.disabled_at, failure_streak: e.failure_streak, pending_messages: this.store.pendingCount(e.id),
-      last_success_at: e.last_success_at, last_failure_at: e.last_failure_at, created_at: e.created_at, updated_at: e.updated_at,
+      id: e.id,
+      url: e.url,
+      description: e.description,
+      event_types: e.event_types,
+      monitors: e.filters[MONITOR_TAG] ?? [],
+      enabled: e.enabled,
+      disabled_reason: e.disabled_reason,
+      disabled_at: e.disabled_at,
+      failure_streak: e.failure_streak,
+      pending_messages: this.store.pendingCount(e.id),
+      last_success_at: e.last_success_at,
+      last_failure_at: e.last_failure_at,
+      created_at: e.created_at,
+      updated_at: e.updated_at,
     };
   }
 
@@ -48,12 +68,25 @@ export class WebhookService {
   create(scope: string, body: CreateBody, maxEndpoints?: number): { webhook: WebhookT; secret: string } {
     this.checkUrl(body.url);
     // Synchronous from the count to the insert: concurrent creates cannot both pass.
-    if (maxEndpoints !== undefined && this.store.summary(scope).endpoints >= maxEndpoints) throw Errors.webhookLimitReached(maxEndpoints);
+    if (maxEndpoints !== undefined && this.store.summary(scope).endpoints >= maxEndpoints)
+      throw Errors.webhookLimitReached(maxEndpoints);
     const now = new Date().toISOString();
     const e: WebhookEndpoint = {
-      id: `wh_${randomBytes(9).toString('base64url')}`, scope, url: body.url, description: body.description, event_types: [...new Set(body.event_types)],
-      filters: body.monitors?.length ? { [MONITOR_TAG]: [...new Set(body.monitors)] } : {}, secret: newWebhookSecret(), enabled: body.enabled,
-      disabled_reason: null, disabled_at: body.enabled ? null : now, failure_streak: 0, last_success_at: null, last_failure_at: null, created_at: now, updated_at: now,
+      id: `wh_${randomBytes(9).toString('base64url')}`,
+      scope,
+      url: body.url,
+      description: body.description,
+      event_types: [...new Set(body.event_types)],
+      filters: body.monitors?.length ? { [MONITOR_TAG]: [...new Set(body.monitors)] } : {},
+      secret: newWebhookSecret(),
+      enabled: body.enabled,
+      disabled_reason: null,
+      disabled_at: body.enabled ? null : now,
+      failure_streak: 0,
+      last_success_at: null,
+      last_failure_at: null,
+      created_at: now,
+      updated_at: now,
     };
     this.store.insertEndpoint(e);
     this.outbox.invalidate();
@@ -78,16 +111,22 @@ export class WebhookService {
       const e = this.endpoint(scope, id);
       const now = new Date().toISOString();
       const next: WebhookEndpoint = {
-        ...e, updated_at: now,
+        ...e,
+        updated_at: now,
         ...(body.url !== undefined && { url: body.url }),
         ...(body.description !== undefined && { description: body.description }),
         ...(body.event_types !== undefined && { event_types: [...new Set(body.event_types)] }),
-        ...(body.monitors !== undefined && { filters: body.monitors.length ? { ...e.filters, [MONITOR_TAG]: [...new Set(body.monitors)] } : Object.fromEntries(Object.entries(e.filters).filter(([k]) => k !== MONITOR_TAG)) }),
+        ...(body.monitors !== undefined && {
+          filters: body.monitors.length
+            ? { ...e.filters, [MONITOR_TAG]: [...new Set(body.monitors)] }
+            : Object.fromEntries(Object.entries(e.filters).filter(([k]) => k !== MONITOR_TAG)),
+        }),
       };
       if (body.enabled === true && !e.enabled) {
         Object.assign(next, { enabled: true, disabled_reason: null, disabled_at: null, failure_streak: 0 });
         this.store.retryNow(id, Date.now());
-      } else if (body.enabled === false && e.enabled) Object.assign(next, { enabled: false, disabled_reason: null, disabled_at: now });
+      } else if (body.enabled === false && e.enabled)
+        Object.assign(next, { enabled: false, disabled_reason: null, disabled_at: now });
       this.store.updateEndpoint(next);
       return next;
     });
@@ -106,7 +145,16 @@ export class WebhookService {
   sendTest(scope: string, id: string): { message_id: string } {
     const e = this.endpoint(scope, id);
     const messageId = `msg_test_${randomBytes(9).toString('base64url')}`;
-    const n = this.outbox.enqueue({ scope, type: WEBHOOK_TEST_TYPE, tags: {}, messageId, data: { webhook_id: id, message: 'This is a test event from Vigil.' } }, e);
+    const n = this.outbox.enqueue(
+      {
+        scope,
+        type: WEBHOOK_TEST_TYPE,
+        tags: {},
+        messageId,
+        data: { webhook_id: id, message: 'This is a test event from Vigil.' },
+      },
+      e,
+    );
     if (n === 0) throw Errors.webhookNotFound(id);
     return { message_id: messageId };
   }
@@ -120,7 +168,15 @@ export class WebhookService {
     const page = toPage(rows, limit, (r) => String(r.seq), this.cursors, key);
     return {
       items: page.items.map((r) => ({
-        message_id: r.message_id, type: r.type, attempt: r.attempt, at: r.at, outcome: r.outcome, status_code: r.status_code, latency_ms: r.latency_ms, error: r.error, next_attempt_at: r.next_attempt_at,
+        message_id: r.message_id,
+        type: r.type,
+        attempt: r.attempt,
+        at: r.at,
+        outcome: r.outcome,
+        status_code: r.status_code,
+        latency_ms: r.latency_ms,
+        error: r.error,
+        next_attempt_at: r.next_attempt_at,
       })),
       next_cursor: page.next_cursor,
     };

@@ -22,21 +22,54 @@ export interface WebhookEndpoint {
 }
 
 /** One queued message for one endpoint. */
-export interface OutboxRow { seq: number; endpoint_id: string; message_id: string; type: string; body: string; created_ms: number; attempts: number; next_attempt_ms: number }
+export interface OutboxRow {
+  seq: number;
+  endpoint_id: string;
+  message_id: string;
+  type: string;
+  body: string;
+  created_ms: number;
+  attempts: number;
+  next_attempt_ms: number;
+}
 
 /** One attempt of the delivery log. */
 export interface AttemptRow {
-  seq: number; endpoint_id: string; message_id: string; type: string; attempt: number; at: string; outcome: 'delivered' | 'failed';
-  status_code: number | null; latency_ms: number; error: string | null; next_attempt_at: string | null;
+  seq: number;
+  endpoint_id: string;
+  message_id: string;
+  type: string;
+  attempt: number;
+  at: string;
+  outcome: 'delivered' | 'failed';
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  next_attempt_at: string | null;
 }
 
-interface EndpointDbRow extends Omit<WebhookEndpoint, 'event_types' | 'filters' | 'enabled'> { event_types_json: string; filters_json: string; enabled: number }
+interface EndpointDbRow extends Omit<WebhookEndpoint, 'event_types' | 'filters' | 'enabled'> {
+  event_types_json: string;
+  filters_json: string;
+  enabled: number;
+}
 
 const toEndpoint = (r: EndpointDbRow): WebhookEndpoint => ({
-  id: r.id, scope: r.scope, url: r.url, description: r.description, event_types: JSON.parse(r.event_types_json) as string[],
-  filters: JSON.parse(r.filters_json) as Record<string, string[]>, secret: r.secret, enabled: r.enabled === 1, disabled_reason: r.disabled_reason,
-  disabled_at: r.disabled_at, failure_streak: r.failure_streak, last_success_at: r.last_success_at, last_failure_at: r.last_failure_at,
-  created_at: r.created_at, updated_at: r.updated_at,
+  id: r.id,
+  scope: r.scope,
+  url: r.url,
+  description: r.description,
+  event_types: JSON.parse(r.event_types_json) as string[],
+  filters: JSON.parse(r.filters_json) as Record<string, string[]>,
+  secret: r.secret,
+  enabled: r.enabled === 1,
+  disabled_reason: r.disabled_reason,
+  disabled_at: r.disabled_at,
+  failure_streak: r.failure_streak,
+  last_success_at: r.last_success_at,
+  last_failure_at: r.last_failure_at,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
 });
 
 /** SQL of webhook endpoints, the outbox and the delivery log (no rules here). */
@@ -48,16 +81,48 @@ export class WebhookStore {
   }
 
   insertEndpoint(e: WebhookEndpoint): void {
-    this.db.prepare(`INSERT INTO webhook_endpoints (id, scope, url, description, event_types_json, filters_json, secret, enabled, disabled_reason, disabled_at,
-      failure_streak, last_success_at, last_failure_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-      e.id, e.scope, e.url, e.description, JSON.stringify(e.event_types), JSON.stringify(e.filters), e.secret, e.enabled ? 1 : 0, e.disabled_reason, e.disabled_at,
-      e.failure_streak, e.last_success_at, e.last_failure_at, e.created_at, e.updated_at);
+    this.db
+      .prepare(
+        `INSERT INTO webhook_endpoints (id, scope, url, description, event_types_json, filters_json, secret, enabled, disabled_reason, disabled_at,
+      failure_streak, last_success_at, last_failure_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        e.id,
+        e.scope,
+        e.url,
+        e.description,
+        JSON.stringify(e.event_types),
+        JSON.stringify(e.filters),
+        e.secret,
+        e.enabled ? 1 : 0,
+        e.disabled_reason,
+        e.disabled_at,
+        e.failure_streak,
+        e.last_success_at,
+        e.last_failure_at,
+        e.created_at,
+        e.updated_at,
+      );
   }
 
   updateEndpoint(e: WebhookEndpoint): void {
-    this.db.prepare(`UPDATE webhook_endpoints SET url = ?, description = ?, event_types_json = ?, filters_json = ?, enabled = ?, disabled_reason = ?, disabled_at = ?,
-      failure_streak = ?, updated_at = ? WHERE id = ?`).run(
-      e.url, e.description, JSON.stringify(e.event_types), JSON.stringify(e.filters), e.enabled ? 1 : 0, e.disabled_reason, e.disabled_at, e.failure_streak, e.updated_at, e.id);
+    this.db
+      .prepare(
+        `UPDATE webhook_endpoints SET url = ?, description = ?, event_types_json = ?, filters_json = ?, enabled = ?, disabled_reason = ?, disabled_at = ?,
+      failure_streak = ?, updated_at = ? WHERE id = ?`,
+      )
+      .run(
+        e.url,
+        e.description,
+        JSON.stringify(e.event_types),
+        JSON.stringify(e.filters),
+        e.enabled ? 1 : 0,
+        e.disabled_reason,
+        e.disabled_at,
+        e.failure_streak,
+        e.updated_at,
+        e.id,
+      );
   }
 
   getEndpoint(id: string): WebhookEndpoint | null {
@@ -66,16 +131,28 @@ export class WebhookStore {
   }
 
   listEndpoints(scope: string, after: string | null, limit: number): WebhookEndpoint[] {
-    return (this.db.prepare('SELECT * FROM webhook_endpoints WHERE scope = ? AND id > ? ORDER BY id LIMIT ?').all(scope, after ?? '', limit) as EndpointDbRow[]).map(toEndpoint);
+    return (
+      this.db
+        .prepare('SELECT * FROM webhook_endpoints WHERE scope = ? AND id > ? ORDER BY id LIMIT ?')
+        .all(scope, after ?? '', limit) as EndpointDbRow[]
+    ).map(toEndpoint);
   }
 
   enabledEndpoints(): WebhookEndpoint[] {
-    return (this.db.prepare('SELECT * FROM webhook_endpoints WHERE enabled = 1 ORDER BY id').all() as EndpointDbRow[]).map(toEndpoint);
+    return (
+      this.db.prepare('SELECT * FROM webhook_endpoints WHERE enabled = 1 ORDER BY id').all() as EndpointDbRow[]
+    ).map(toEndpoint);
   }
 
   summary(scope: string): { endpoints: number; enabled: number; pending_messages: number } {
-    const e = this.db.prepare('SELECT count(*) AS n, coalesce(sum(enabled), 0) AS on_ FROM webhook_endpoints WHERE scope = ?').get(scope) as { n: number; on_: number };
-    const p = this.db.prepare('SELECT count(*) AS n FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id WHERE e.scope = ?').get(scope) as { n: number };
+    const e = this.db
+      .prepare('SELECT count(*) AS n, coalesce(sum(enabled), 0) AS on_ FROM webhook_endpoints WHERE scope = ?')
+      .get(scope) as { n: number; on_: number };
+    const p = this.db
+      .prepare(
+        'SELECT count(*) AS n FROM webhook_outbox o JOIN webhook_endpoints e ON e.id = o.endpoint_id WHERE e.scope = ?',
+      )
+      .get(scope) as { n: number };
     return { endpoints: e.n, enabled: e.on_, pending_messages: p.n };
   }
 
@@ -86,21 +163,34 @@ export class WebhookStore {
   // ---- outbox ----
 
   enqueue(endpointId: string, messageId: string, type: string, body: string, nowMs: number): void {
-    this.db.prepare('INSERT INTO webhook_outbox (endpoint_id, message_id, type, body, created_ms, next_attempt_ms) VALUES (?, ?, ?, ?, ?, ?)').run(endpointId, messageId, type, body, nowMs, nowMs);
+    this.db
+      .prepare(
+        'INSERT INTO webhook_outbox (endpoint_id, message_id, type, body, created_ms, next_attempt_ms) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(endpointId, messageId, type, body, nowMs, nowMs);
   }
 
   pendingCount(endpointId: string): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM webhook_outbox WHERE endpoint_id = ?').get(endpointId) as { n: number }).n;
+    return (
+      this.db.prepare('SELECT count(*) AS n FROM webhook_outbox WHERE endpoint_id = ?').get(endpointId) as { n: number }
+    ).n;
   }
 
   /** The oldest queued message of every enabled endpoint. */
   heads(): OutboxRow[] {
-    return this.db.prepare(`SELECT o.* FROM webhook_endpoints e JOIN webhook_outbox o ON o.seq = (SELECT min(seq) FROM webhook_outbox WHERE endpoint_id = e.id)
-      WHERE e.enabled = 1`).all() as OutboxRow[];
+    return this.db
+      .prepare(
+        `SELECT o.* FROM webhook_endpoints e JOIN webhook_outbox o ON o.seq = (SELECT min(seq) FROM webhook_outbox WHERE endpoint_id = e.id)
+      WHERE e.enabled = 1`,
+      )
+      .all() as OutboxRow[];
   }
 
   oldestPending(endpointId: string): OutboxRow | null {
-    return (this.db.prepare('SELECT * FROM webhook_outbox WHERE endpoint_id = ? ORDER BY seq LIMIT 1').get(endpointId) as OutboxRow | undefined) ?? null;
+    return (
+      (this.db.prepare('SELECT * FROM webhook_outbox WHERE endpoint_id = ? ORDER BY seq LIMIT 1').get(endpointId) as
+        OutboxRow | undefined) ?? null
+    );
   }
 
   removeMessage(seq: number): void {
@@ -108,7 +198,9 @@ export class WebhookStore {
   }
 
   rescheduleMessage(seq: number, attempts: number, nextAttemptMs: number): void {
-    this.db.prepare('UPDATE webhook_outbox SET attempts = ?, next_attempt_ms = ? WHERE seq = ?').run(attempts, nextAttemptMs, seq);
+    this.db
+      .prepare('UPDATE webhook_outbox SET attempts = ?, next_attempt_ms = ? WHERE seq = ?')
+      .run(attempts, nextAttemptMs, seq);
   }
 
   /** After a re-enable: the head is tried at once. */
@@ -117,31 +209,63 @@ export class WebhookStore {
   }
 
   recordSuccess(endpointId: string, at: string): void {
-    this.db.prepare('UPDATE webhook_endpoints SET failure_streak = 0, last_success_at = ? WHERE id = ?').run(at, endpointId);
+    this.db
+      .prepare('UPDATE webhook_endpoints SET failure_streak = 0, last_success_at = ? WHERE id = ?')
+      .run(at, endpointId);
   }
 
   /** The new failure streak. */
   recordFailure(endpointId: string, at: string): number {
-    this.db.prepare('UPDATE webhook_endpoints SET failure_streak = failure_streak + 1, last_failure_at = ? WHERE id = ?').run(at, endpointId);
-    return (this.db.prepare('SELECT failure_streak FROM webhook_endpoints WHERE id = ?').get(endpointId) as { failure_streak: number } | undefined)?.failure_streak ?? 0;
+    this.db
+      .prepare('UPDATE webhook_endpoints SET failure_streak = failure_streak + 1, last_failure_at = ? WHERE id = ?')
+      .run(at, endpointId);
+    return (
+      (
+        this.db.prepare('SELECT failure_streak FROM webhook_endpoints WHERE id = ?').get(endpointId) as
+          { failure_streak: number } | undefined
+      )?.failure_streak ?? 0
+    );
   }
 
   disable(endpointId: string, reason: string, at: string): void {
-    this.db.prepare('UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ?').run(reason, at, at, endpointId);
+    this.db
+      .prepare(
+        'UPDATE webhook_endpoints SET enabled = 0, disabled_reason = ?, disabled_at = ?, updated_at = ? WHERE id = ?',
+      )
+      .run(reason, at, at, endpointId);
   }
 
   // ---- delivery log ----
 
   logAttempt(a: Omit<AttemptRow, 'seq'>, keep: number): void {
-    this.db.prepare(`INSERT INTO webhook_attempts (endpoint_id, message_id, type, attempt, at, outcome, status_code, latency_ms, error, next_attempt_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(a.endpoint_id, a.message_id, a.type, a.attempt, a.at, a.outcome, a.status_code, a.latency_ms, a.error, a.next_attempt_at);
-    this.db.prepare(`DELETE FROM webhook_attempts WHERE endpoint_id = ? AND seq <= (SELECT seq FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`)
+    this.db
+      .prepare(
+        `INSERT INTO webhook_attempts (endpoint_id, message_id, type, attempt, at, outcome, status_code, latency_ms, error, next_attempt_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        a.endpoint_id,
+        a.message_id,
+        a.type,
+        a.attempt,
+        a.at,
+        a.outcome,
+        a.status_code,
+        a.latency_ms,
+        a.error,
+        a.next_attempt_at,
+      );
+    this.db
+      .prepare(
+        `DELETE FROM webhook_attempts WHERE endpoint_id = ? AND seq <= (SELECT seq FROM webhook_attempts WHERE endpoint_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
+      )
       .run(a.endpoint_id, a.endpoint_id, keep);
   }
 
   /** Newest first, keyset by seq. */
   attempts(endpointId: string, beforeSeq: number | null, limit: number): AttemptRow[] {
-    return this.db.prepare('SELECT * FROM webhook_attempts WHERE endpoint_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?')
+    return this.db
+      .prepare('SELECT * FROM webhook_attempts WHERE endpoint_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?')
       .all(endpointId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as AttemptRow[];
   }
 }

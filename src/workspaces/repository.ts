@@ -8,7 +8,12 @@ import type { Workspace, WorkspaceKey } from './workspaceStore.js';
  * acknowledgement); in fleet mode an unreachable database rejects with 503 store_unavailable.
  */
 export interface WorkspaceRepository {
-  create(input: { id?: string; name: string; monthlyItemQuota?: number | null; monthlyReviewQuota?: number | null }): Promise<Workspace>;
+  create(input: {
+    id?: string;
+    name: string;
+    monthlyItemQuota?: number | null;
+    monthlyReviewQuota?: number | null;
+  }): Promise<Workspace>;
   get(id: string): Promise<Workspace | null>;
   require(id: string): Promise<Workspace>;
   list(): Promise<Workspace[]>;

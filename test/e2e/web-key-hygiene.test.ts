@@ -4,7 +4,15 @@ import { face, form } from '../helpers/daemon.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemonProcess.js';
 import { waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
-import { COUNT_OBJECT_URLS, ensureWebUi, framesShown, launchChromium, liveObjectUrls, screenshot, signIn } from '../helpers/browser.js';
+import {
+  COUNT_OBJECT_URLS,
+  ensureWebUi,
+  framesShown,
+  launchChromium,
+  liveObjectUrls,
+  screenshot,
+  signIn,
+} from '../helpers/browser.js';
 
 /**
  * The API key stays in the tab's memory: after every page has been used (and a kiosk window fed the key
@@ -22,19 +30,42 @@ const postBodies: Buffer[] = [];
 const FPS = 10;
 test.before(async () => {
   [frames] = await Promise.all([
-    renderScenario([{ image: face('identities/biden/1.jpg'), seconds: 3 }, { image: null, seconds: 1 }], { width: 640, height: 360, fps: FPS }),
+    renderScenario(
+      [
+        { image: face('identities/biden/1.jpg'), seconds: 3 },
+        { image: null, seconds: 1 },
+      ],
+      { width: 640, height: 360, fps: FPS },
+    ),
     ensureWebUi(),
   ]);
   [d, rtsp, browser] = await Promise.all([
-    startDaemonProcess({ toml: '[monitors]\nopen_timeout_seconds = 3\nread_timeout_seconds = 1.5\nreconnect_delay_seconds = 0.3\nlatency_ms = 0' }),
-    startRtspServer({ frames, fps: FPS }), launchChromium(),
+    startDaemonProcess({
+      toml: '[monitors]\nopen_timeout_seconds = 3\nread_timeout_seconds = 1.5\nreconnect_delay_seconds = 0.3\nlatency_ms = 0',
+    }),
+    startRtspServer({ frames, fps: FPS }),
+    launchChromium(),
   ]);
-  const api = (method: string, path: string, body?: unknown) => fetch(d.url + path, {
-    method, headers: { ...d.auth, ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }) }, body: body instanceof FormData ? body : JSON.stringify(body),
-  });
+  const api = (method: string, path: string, body?: unknown) =>
+    fetch(d.url + path, {
+      method,
+      headers: { ...d.auth, ...(body instanceof FormData ? {} : { 'content-type': 'application/json' }) },
+      body: body instanceof FormData ? body : JSON.stringify(body),
+    });
   await api('POST', '/v1/collections', { id: 'lobby', name: 'Lobby', save_face_crops: true });
-  await api('POST', '/v1/collections/lobby/persons', form({ id: 'biden', name: 'Joe Biden', images: [face('identities/biden/2.jpg')] }));
-  const m = await api('POST', '/v1/monitors', { id: 'hall', name: 'Hall', source: { url: rtsp.url() }, collection_id: 'lobby', inference_fps: 4, preview_enabled: true });
+  await api(
+    'POST',
+    '/v1/collections/lobby/persons',
+    form({ id: 'biden', name: 'Joe Biden', images: [face('identities/biden/2.jpg')] }),
+  );
+  const m = await api('POST', '/v1/monitors', {
+    id: 'hall',
+    name: 'Hall',
+    source: { url: rtsp.url() },
+    collection_id: 'lobby',
+    inference_fps: 4,
+    preview_enabled: true,
+  });
   if (m.status !== 201) throw new Error(await m.text());
 });
 test.after.always(async () => {
@@ -55,7 +86,9 @@ function record(context: BrowserContext): void {
 
 /** In-app navigation (history.pushState, as the UI's own links do): a reload would forget the key. */
 async function go(page: Page, path: string, heading: string): Promise<void> {
-  await page.evaluate(`history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`);
+  await page.evaluate(
+    `history.pushState(null, '', ${JSON.stringify(path)}); dispatchEvent(new PopStateEvent('popstate'))`,
+  );
   await page.getByRole('heading', { name: heading, exact: true }).first().waitFor();
 }
 
@@ -82,10 +115,16 @@ test.serial('every page used, a kiosk opened: the key is nowhere but in memory',
   await go(page, '/collections', 'Collections');
   await go(page, '/collections/lobby', 'Collection Lobby');
   await go(page, '/collections/lobby/persons/biden', 'Joe Biden');
-  await waitFor('crop', async () => ((await page.locator('.facecard img[src^="blob:"]').count()) === 1 ? true : undefined), 10_000);
+  await waitFor(
+    'crop',
+    async () => ((await page.locator('.facecard img[src^="blob:"]').count()) === 1 ? true : undefined),
+    10_000,
+  );
   await go(page, '/search', 'Search');
   await page.getByLabel('Collection').selectOption('lobby');
-  await page.locator('input[type=file]').setInputFiles({ name: 'q.jpg', mimeType: 'image/jpeg', buffer: face('identities/biden/1.jpg') });
+  await page
+    .locator('input[type=file]')
+    .setInputFiles({ name: 'q.jpg', mimeType: 'image/jpeg', buffer: face('identities/biden/1.jpg') });
   await page.getByRole('button', { name: 'Search', exact: true }).click();
   t.is(await page.getByTestId('best-match').textContent(), 'Joe Biden');
   await go(page, '/compare', 'Compare');
@@ -94,7 +133,10 @@ test.serial('every page used, a kiosk opened: the key is nowhere but in memory',
   await go(page, '/monitors', 'Monitors');
   await go(page, '/monitors/hall', 'Hall');
   await waitFor('preview', async () => ((await framesShown(page)) >= 3 ? true : undefined), 30_000);
-  [kiosk] = await Promise.all([page.waitForEvent('popup'), page.getByRole('button', { name: 'Open kiosk view' }).click()]);
+  [kiosk] = await Promise.all([
+    page.waitForEvent('popup'),
+    page.getByRole('button', { name: 'Open kiosk view' }).click(),
+  ]);
   await kiosk.locator('.kiosk-names li.matched', { hasText: 'Joe Biden' }).waitFor({ timeout: 30_000 });
 
   for (const p of [page, kiosk]) {
@@ -102,7 +144,10 @@ test.serial('every page used, a kiosk opened: the key is nowhere but in memory',
     t.false(trace.includes(d.key), trace);
     t.regex(trace, /"local":\[\],"session":\[\],"cookie":"","idb":\[\]/);
   }
-  t.true(seenUrls.some((u) => u.endsWith('/v1/monitors/hall/preview.mjpeg')), 'the requests were recorded');
+  t.true(
+    seenUrls.some((u) => u.endsWith('/v1/monitors/hall/preview.mjpeg')),
+    'the requests were recorded',
+  );
   t.true(seenUrls.some((u) => u.endsWith('/kiosk/hall')));
   for (const u of seenUrls) t.false(u.includes(d.key) || u.includes(encodeURIComponent(d.key)), u);
   for (const b of postBodies) t.false(b.includes(d.key));
@@ -113,24 +158,39 @@ test.serial('every page used, a kiosk opened: the key is nowhere but in memory',
 
 test.serial('the kiosk revokes its object URLs: at most two alive after many frames', async (t) => {
   const start = (await liveObjectUrls(kiosk)).created;
-  await waitFor('40 frames', async () => ((await liveObjectUrls(kiosk)).created >= start + 40 ? true : undefined), 60_000, 500);
+  await waitFor(
+    '40 frames',
+    async () => ((await liveObjectUrls(kiosk)).created >= start + 40 ? true : undefined),
+    60_000,
+    500,
+  );
   const urls = await liveObjectUrls(kiosk);
   t.true(urls.live <= 2, JSON.stringify(urls));
-  t.true(await framesShown(kiosk) >= 40);
+  t.true((await framesShown(kiosk)) >= 40);
 });
 
 test.serial('the kiosk recovers by itself after a daemon restart and a camera restart', async (t) => {
   await page.close();
   const before = await framesShown(kiosk);
   await d.restart();
-  await waitFor('frames after the daemon restart', async () => ((await framesShown(kiosk)) > before + 5 ? true : undefined), 90_000, 500);
+  await waitFor(
+    'frames after the daemon restart',
+    async () => ((await framesShown(kiosk)) > before + 5 ? true : undefined),
+    90_000,
+    500,
+  );
   await kiosk.locator('.kiosk-names li.matched', { hasText: 'Joe Biden' }).waitFor({ timeout: 30_000 });
   const port = rtsp.port;
   await rtsp.stop();
   const stalled = await framesShown(kiosk);
   await kiosk.locator('.kiosk-status.warn').waitFor({ timeout: 30_000 });
   rtsp = await startRtspServer({ frames, fps: FPS, port });
-  await waitFor('frames after the camera restart', async () => ((await framesShown(kiosk)) > stalled + 5 ? true : undefined), 90_000, 500);
+  await waitFor(
+    'frames after the camera restart',
+    async () => ((await framesShown(kiosk)) > stalled + 5 ? true : undefined),
+    90_000,
+    500,
+  );
   t.true((await liveObjectUrls(kiosk)).live <= 2);
   t.false((await storageTrace(kiosk)).includes(d.key));
   await screenshot(kiosk, '12-kiosk-after-restarts');

@@ -6,7 +6,14 @@ import { REPO } from './shared.js';
 
 /** Debian's chromium, headless, with nothing that phones home (no browser download: playwright-core only). */
 export const CHROMIUM = process.env.VIGIL_CHROMIUM ?? '/usr/bin/chromium';
-export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 /** Screenshots of the browser tests (gitignored). */
 export const ARTIFACTS = join(REPO, 'test-artifacts');
 

@@ -18,7 +18,9 @@ export const labels = JSON.parse(readFileSync(join(FACES, 'labels.json'), 'utf8'
 
 /** A pack's measured default match threshold from the bundled manifest (what the daemon falls back to). */
 export function packThreshold(packId: string): number {
-  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'models/manifest.json'), 'utf8')) as { packs: Record<string, { recommended_threshold?: { similarity: number } }> };
+  const manifest = JSON.parse(readFileSync(join(REPO_ROOT, 'models/manifest.json'), 'utf8')) as {
+    packs: Record<string, { recommended_threshold?: { similarity: number } }>;
+  };
   return manifest.packs[packId]?.recommended_threshold?.similarity ?? 0.4;
 }
 /** The default pack's threshold: compare's and new collections' default in a daemon with no default_threshold set. */
@@ -31,7 +33,13 @@ export function modelsDirWith(packId = 'edge_s'): Promise<string> {
   let p = installed.get(packId);
   if (!p) {
     const dir = fileTempDir('vigil-models-');
-    p = installPack({ packId, modelsDir: dir, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: new Sink(), stderr: new Sink() } as never }).then(() => dir);
+    p = installPack({
+      packId,
+      modelsDir: dir,
+      mirror: MODELS_MIRROR,
+      acceptLicense: true,
+      io: { stdout: new Sink(), stderr: new Sink() } as never,
+    }).then(() => dir);
     installed.set(packId, p);
   }
   return p;
@@ -54,26 +62,41 @@ async function storeToml(dir: string): Promise<string> {
   }
   // A daemon restarted on the same data dir finds the same database (as a real box would).
   let url = dbOfDir.get(dir);
-  if (!url) dbOfDir.set(dir, url = (await cluster).createDatabase(`suite_${process.pid}_${++clusterDbs}`));
+  if (!url) dbOfDir.set(dir, (url = (await cluster).createDatabase(`suite_${process.pid}_${++clusterDbs}`)));
   return `\n${pgStoreToml(url)}`;
 }
 
-export interface TestDaemon extends Daemon { key: string; auth: Record<string, string> }
+export interface TestDaemon extends Daemon {
+  key: string;
+  auth: Record<string, string>;
+}
 
 /**
  * A real daemon on 127.0.0.1:<random> with its own data dir; `server` lines go into [server], `toml` is appended.
  * Without `dir` the daemon gets a temp dir that close() removes once the daemon has stopped; a test that
  * reads the dir after close() or starts a daemon on it again passes its own `dir` (tempDir(t, …)).
  */
-export async function startTestDaemon(opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string; dir?: string; server?: string[] } = {}): Promise<TestDaemon> {
+export async function startTestDaemon(
+  opts: { toml?: string; pack?: string; waitReady?: boolean; modelsDir?: string; dir?: string; server?: string[] } = {},
+): Promise<TestDaemon> {
   const owned = opts.dir === undefined;
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'vigil-test-'));
   const modelsDir = opts.modelsDir ?? (await modelsDirWith(opts.pack ?? 'edge_s'));
   const file = join(dir, 'server.toml');
-  writeFileSync(file, [
-    '[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "silent"', ...(opts.server ?? []),
-    opts.toml ?? '', await storeToml(dir),
-  ].join('\n'));
+  writeFileSync(
+    file,
+    [
+      '[server]',
+      'host = "127.0.0.1"',
+      'port = 0',
+      `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+      `models_dir = ${JSON.stringify(modelsDir)}`,
+      'log_level = "silent"',
+      ...(opts.server ?? []),
+      opts.toml ?? '',
+      await storeToml(dir),
+    ].join('\n'),
+  );
   let daemon: Daemon;
   try {
     daemon = await startDaemon(loadConfig(file, { VIGIL_API_KEY: TEST_KEY }));
@@ -85,7 +108,7 @@ export async function startTestDaemon(opts: { toml?: string; pack?: string; wait
     // One close for every caller (a finally and an after hook may both call it): the dir goes once the daemon is down.
     const close = daemon.close;
     let closing: Promise<void> | undefined;
-    daemon.close = () => closing ??= close().finally(() => removeDir(dir));
+    daemon.close = () => (closing ??= close().finally(() => removeDir(dir)));
   }
   if (opts.waitReady !== false) {
     try {
@@ -110,15 +133,28 @@ export function form(parts: Record<string, Buffer | string | (Buffer | string)[]
   return fd;
 }
 
-export async function post(d: TestDaemon, path: string, body: FormData | string, headers: Record<string, string> = d.auth) {
+export async function post(
+  d: TestDaemon,
+  path: string,
+  body: FormData | string,
+  headers: Record<string, string> = d.auth,
+) {
   const res = await fetch(d.url + path, { method: 'POST', body, headers });
   return { res, json: (await res.json()) as Record<string, any> };
 }
 
 /** JSON request with the daemon's auth; returns the status and the parsed body (null for 204). */
-export async function call(d: TestDaemon, method: string, path: string, body?: unknown, headers: Record<string, string> = d.auth) {
+export async function call(
+  d: TestDaemon,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = d.auth,
+) {
   const res = await fetch(d.url + path, {
-    method, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, body: body === undefined ? undefined : JSON.stringify(body),
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
   return { res, status: res.status, json: (text ? JSON.parse(text) : null) as Record<string, any> };

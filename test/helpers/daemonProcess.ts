@@ -32,18 +32,31 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
   let out = '';
   let child: ChildProcess | null = null;
   let port = 0;
-  const write = () => writeFileSync(file, [
-    '[server]', 'host = "127.0.0.1"', `port = ${port}`, `data_dir = ${JSON.stringify(join(dir, 'data'))}`, `models_dir = ${JSON.stringify(modelsDir)}`,
-    `log_level = "${opts.logLevel ?? 'trace'}"`, opts.toml ?? '',
-  ].join('\n'));
+  const write = () =>
+    writeFileSync(
+      file,
+      [
+        '[server]',
+        'host = "127.0.0.1"',
+        `port = ${port}`,
+        `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+        `models_dir = ${JSON.stringify(modelsDir)}`,
+        `log_level = "${opts.logLevel ?? 'trace'}"`,
+        opts.toml ?? '',
+      ].join('\n'),
+    );
 
   const start = async () => {
     write();
     const c = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', file], {
-      cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY, UV_THREADPOOL_SIZE: '16' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: REPO,
+      env: { ...process.env, VIGIL_API_KEY: TEST_KEY, UV_THREADPOOL_SIZE: '16' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = c;
-    c.stderr!.on('data', (b: Buffer) => { out += b.toString(); });
+    c.stderr!.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`daemon did not start:\n${out}`)), 60_000);
       c.stdout!.on('data', (b: Buffer) => {
@@ -54,11 +67,16 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
           resolve(m[1]!);
         }
       });
-      c.once('exit', (code) => { clearTimeout(timer); reject(new Error(`daemon exited with ${code}:\n${out}`)); });
+      c.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`daemon exited with ${code}:\n${out}`));
+      });
     });
     port = Number(new URL(url).port);
     for (let i = 0; i < 600; i++) {
-      const health = await fetch(`${url}/v1/health`).then((r) => r.json() as Promise<{ status: string }>).catch(() => null);
+      const health = await fetch(`${url}/v1/health`)
+        .then((r) => r.json() as Promise<{ status: string }>)
+        .catch(() => null);
       if (health?.status === 'ready') return url;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -75,7 +93,9 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
   };
   const url = await start();
   return {
-    url, key: TEST_KEY, auth: { Authorization: `Bearer ${TEST_KEY}` },
+    url,
+    key: TEST_KEY,
+    auth: { Authorization: `Bearer ${TEST_KEY}` },
     output: () => out,
     stop,
     dataDir: join(dir, 'data'),
@@ -98,9 +118,15 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
 
 /** `vigil serve --config FILE` as a child process (VIGIL_API_KEY = TEST_KEY); `url` resolves when it logs "listening". */
 export function startChild(config: string): { child: ChildProcess; url: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', config], {
-    cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', config],
+    {
+      cwd: REPO,
+      env: { ...process.env, VIGIL_API_KEY: TEST_KEY },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const url = new Promise<string>((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -109,7 +135,9 @@ export function startChild(config: string): { child: ChildProcess; url: Promise<
         try {
           const rec = JSON.parse(line) as { msg?: string; url?: string };
           if (rec.msg === 'listening' && rec.url) resolve(rec.url);
-        } catch { /* partial line */ }
+        } catch {
+          /* partial line */
+        }
       }
     });
     child.once('exit', (code) => reject(new Error(`daemon exited with ${code}`)));

@@ -14,12 +14,21 @@ const clone = <T>(v: T): T => structuredClone(v);
 
 /** The query of the real search payload; it answers with the two real places. */
 export const REAL_QUERY = 'coffee near mission sf';
-export const BLUE_FERN = { fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081', cid: '1885667171979194497', placeId: 'ChIJFAKEplaceId0000000001' };
+export const BLUE_FERN = {
+  fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081',
+  cid: '1885667171979194497',
+  placeId: 'ChIJFAKEplaceId0000000001',
+};
 export const SOURDOUGH = { fid: '0x808f7e3a1b2c3d4e:0x0f1e2d3c4b5a6978', placeId: 'ChIJFAKEplaceId0000000002' };
-export const BLUE_FERN_URL = 'https://www.google.com/maps/place/Blue+Fern+Coffee/@37.7712345,-122.4123456,17z/data=!4m6!3m5!1s0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081!8m2!3d37.7712345!4d-122.4123456!16s%2Fg%2F11fake0001';
+export const BLUE_FERN_URL =
+  'https://www.google.com/maps/place/Blue+Fern+Coffee/@37.7712345,-122.4123456,17z/data=!4m6!3m5!1s0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081!8m2!3d37.7712345!4d-122.4123456!16s%2Fg%2F11fake0001';
 const REVIEW_TOKEN = 'CAESBkVnSUlDZw==';
 
-export interface SeenRequest { path: string; query: URLSearchParams; headers: IncomingMessage['headers'] }
+export interface SeenRequest {
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage['headers'];
+}
 export type Fault = { kind: 'status'; status: number } | { kind: 'consent' } | { kind: 'sorry' } | { kind: 'hang' };
 
 /**
@@ -55,7 +64,12 @@ export class FakeMaps {
   static async start(): Promise<FakeMaps> {
     const f = new FakeMaps();
     for (const row of f.search[0][1].slice(1)) f.remember(row[14]);
-    f.server = createServer((req, res) => { f.handle(req, res).catch((e) => { res.statusCode = 500; res.end(String(e)); }); });
+    f.server = createServer((req, res) => {
+      f.handle(req, res).catch((e) => {
+        res.statusCode = 500;
+        res.end(String(e));
+      });
+    });
     await new Promise<void>((r) => f.server.listen(0, '127.0.0.1', r));
     f.url = `http://127.0.0.1:${(f.server.address() as AddressInfo).port}`;
     return f;
@@ -68,7 +82,16 @@ export class FakeMaps {
 
   /** Config for [scrapers.places] pointing at this server, without politeness pauses. */
   toml(extra = ''): string {
-    return ['[scrapers.places]', `base_url = "${this.url}"`, 'requests_per_minute = 60000', 'burst = 1000', 'jitter_ms = 0', 'retry_backoff_ms = 10', 'blocked_cooldown_seconds = 0', extra].join('\n');
+    return [
+      '[scrapers.places]',
+      `base_url = "${this.url}"`,
+      'requests_per_minute = 60000',
+      'burst = 1000',
+      'jitter_ms = 0',
+      'retry_backoff_ms = 10',
+      'blocked_cooldown_seconds = 0',
+      extra,
+    ].join('\n');
   }
 
   count(path: RegExp): number {
@@ -95,7 +118,9 @@ export class FakeMaps {
     p[11] = `${base[11]} #${idx + 1}`;
     p[18] = String(base[18]).replace(base[11], p[11]);
     p[78] = `ChIJFAKEderived${String(idx).padStart(10, '0')}`;
-    p[27] = String(base[27]).replace(base[10], p[10]).replace(encodeURIComponent(base[11]).replaceAll('%20', '+'), encodeURIComponent(p[11]).replaceAll('%20', '+'));
+    p[27] = String(base[27])
+      .replace(base[10], p[10])
+      .replace(encodeURIComponent(base[11]).replaceAll('%20', '+'), encodeURIComponent(p[11]).replaceAll('%20', '+'));
     this.remember(p);
     return p;
   }
@@ -103,7 +128,12 @@ export class FakeMaps {
   private searchPage(q: string, offset: number, size: number): any {
     const doc = clone(this.search);
     const meta = doc[0][1][0];
-    const rows = (places: any[]) => places.map((p, i) => { const row = clone(this.search[0][1][1 + (i % 2)]); row[14] = p; return row; });
+    const rows = (places: any[]) =>
+      places.map((p, i) => {
+        const row = clone(this.search[0][1][1 + (i % 2)]);
+        row[14] = p;
+        return row;
+      });
     const n = /(\d+) places/.exec(q);
     if (n) {
       const total = Number(n[1]);
@@ -145,10 +175,21 @@ export class FakeMaps {
       if (q.includes('consent')) return this.failWith(res, { kind: 'consent' });
       if (q.includes('sorry')) return this.failWith(res, { kind: 'sorry' });
       // The XHR variant; "xhr trailing": with the closing /*""*/ the browser's XHR answers carry.
-      if (q.includes('xhr') && !/!8i[1-9]/.test(pb)) return this.send(res, 200, 'application/json; charset=UTF-8', gmapsText('search_tbm_map_xhr_variant.txt') + (q.includes('trailing') ? '/*""*/' : ''));
+      if (q.includes('xhr') && !/!8i[1-9]/.test(pb))
+        return this.send(
+          res,
+          200,
+          'application/json; charset=UTF-8',
+          gmapsText('search_tbm_map_xhr_variant.txt') + (q.includes('trailing') ? '/*""*/' : ''),
+        );
       const offset = Number(/!8i(\d+)/.exec(pb)?.[1] ?? 0);
       const size = Number(/!7i(\d+)/.exec(pb)?.[1] ?? 20);
-      return this.send(res, 200, 'application/json; charset=UTF-8', xssi(this.searchTransform(q, this.searchPage(q, offset, size))));
+      return this.send(
+        res,
+        200,
+        'application/json; charset=UTF-8',
+        xssi(this.searchTransform(q, this.searchPage(q, offset, size))),
+      );
     }
     if (u.pathname === '/maps/preview/place') {
       const id = /!1s([^!]+)/.exec(pb)?.[1] ?? '';
@@ -157,7 +198,8 @@ export class FakeMaps {
       return this.send(res, 200, 'application/json; charset=UTF-8', xssi(this.detailDoc(place)));
     }
     if (u.pathname.startsWith('/maps/place/') || (u.pathname === '/maps' && u.searchParams.has('cid'))) {
-      const id = u.searchParams.get('cid') ?? /!1s(0x[0-9a-f]+:0x[0-9a-f]+)/.exec(decodeURIComponent(u.pathname))?.[1] ?? '';
+      const id =
+        u.searchParams.get('cid') ?? /!1s(0x[0-9a-f]+:0x[0-9a-f]+)/.exec(decodeURIComponent(u.pathname))?.[1] ?? '';
       const place = this.places.get(id);
       if (!place) return this.send(res, 404, 'text/html', '<html><body>Not found</body></html>');
       if (place[10] === BLUE_FERN.fid) return this.send(res, 200, 'text/html; charset=UTF-8', this.page);
@@ -169,13 +211,15 @@ export class FakeMaps {
       const place = this.places.get(id);
       if (!place || hl === null) return this.send(res, 400, 'text/html', '<html><body>Bad request</body></html>');
       if (this.limitedView.has(place[10])) {
-        if (this.limitedMode === 'forbidden') return this.send(res, 403, 'text/html', '<html><body>Forbidden</body></html>');
+        if (this.limitedMode === 'forbidden')
+          return this.send(res, 403, 'text/html', '<html><body>Forbidden</body></html>');
         const empty = gmapsJson('reviews_page1.txt');
         empty[1] = null;
         empty[2] = [];
         return this.send(res, 200, 'application/json; charset=UTF-8', xssi(empty));
       }
-      const doc = token === '' ? gmapsJson('reviews_page1.txt') : token === REVIEW_TOKEN ? gmapsJson('reviews_page2.txt') : null;
+      const doc =
+        token === '' ? gmapsJson('reviews_page1.txt') : token === REVIEW_TOKEN ? gmapsJson('reviews_page2.txt') : null;
       if (!doc) return this.send(res, 400, 'text/html', '<html><body>Bad token</body></html>');
       if (place[10] !== BLUE_FERN.fid) {
         // Another place's reviews: the same pages with that place's ids.
@@ -208,7 +252,8 @@ export class FakeMaps {
 
   private failWith(res: ServerResponse, f: Fault): void {
     if (f.kind === 'hang') return;
-    if (f.kind === 'status') return this.send(res, f.status, 'text/html', `<html><body>Error ${f.status}</body></html>`);
+    if (f.kind === 'status')
+      return this.send(res, f.status, 'text/html', `<html><body>Error ${f.status}</body></html>`);
     if (f.kind === 'consent') {
       const [status, location] = gmapsText('consent_redirect.txt').split('\n');
       res.writeHead(Number(status!.split(' ')[1]), { location: location!.replace(/^Location:\s*/, '').trim() });

@@ -8,11 +8,20 @@ import { SHARED } from './shared.js';
 export const REDDIT_FIXTURES = join(SHARED, 'fixtures/scrapers/reddit');
 export const fixture = (name: string): any => JSON.parse(readFileSync(join(REDDIT_FIXTURES, name), 'utf8'));
 const fixtureText = (name: string) => readFileSync(join(REDDIT_FIXTURES, name), 'utf8');
-export const HEADERS = fixture('response_headers.json') as Record<'ok' | 'exhausted_429' | 'blocked_403', Record<string, string>>;
+export const HEADERS = fixture('response_headers.json') as Record<
+  'ok' | 'exhausted_429' | 'blocked_403',
+  Record<string, string>
+>;
 export const CLIENT_ID = 'fake-client-id';
 export const CLIENT_SECRET = 'fake-client-secret';
 
-export interface SeenRequest { method: string; path: string; query: URLSearchParams; headers: IncomingMessage['headers']; body: string }
+export interface SeenRequest {
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
 export type Fault =
   | { kind: 'status'; status: number; body?: unknown; headers?: Record<string, string> }
   | { kind: 'blocked' }
@@ -21,7 +30,12 @@ export type Fault =
 /** Every post that appears in a fixture, for deriving `/comments/<id>` documents of posts without one. */
 function knownPosts(): Map<string, any> {
   const posts = new Map<string, any>();
-  for (const f of ['r_typescript_new_page1.json', 'r_typescript_new_page2.json', 'search_link.json', 'user_ts_dev_42_submitted.json']) {
+  for (const f of [
+    'r_typescript_new_page1.json',
+    'r_typescript_new_page2.json',
+    'search_link.json',
+    'user_ts_dev_42_submitted.json',
+  ]) {
     for (const c of fixture(f).data.children) posts.set(c.data.id, c.data);
   }
   return posts;
@@ -36,15 +50,30 @@ function userCommentsListing(): any {
     for (const c of children) {
       if (c.kind !== 't1') continue;
       const { replies, ...data } = c.data;
-      out.push({ kind: 't1', data: { ...data, replies: '', link_title: post.title, link_permalink: `https://www.reddit.com${post.permalink}`, over_18: post.over_18 } });
+      out.push({
+        kind: 't1',
+        data: {
+          ...data,
+          replies: '',
+          link_title: post.title,
+          link_permalink: `https://www.reddit.com${post.permalink}`,
+          over_18: post.over_18,
+        },
+      });
       if (replies && typeof replies === 'object') walk(replies.data.children);
     }
   };
   walk(thread[1].data.children);
-  return { kind: 'Listing', data: { after: null, dist: out.length, modhash: '', geo_filter: null, children: out, before: null } };
+  return {
+    kind: 'Listing',
+    data: { after: null, dist: out.length, modhash: '', geo_filter: null, children: out, before: null },
+  };
 }
 
-const listing = (children: any[], after: string | null = null) => ({ kind: 'Listing', data: { after, dist: children.length, modhash: '', geo_filter: null, children, before: null } });
+const listing = (children: any[], after: string | null = null) => ({
+  kind: 'Listing',
+  data: { after, dist: children.length, modhash: '', geo_filter: null, children, before: null },
+});
 
 /**
  * A local fake of oauth.reddit.com + the token endpoint, replaying the fixture payloads and recording
@@ -67,7 +96,12 @@ export class FakeReddit {
 
   static async start(): Promise<FakeReddit> {
     const f = new FakeReddit();
-    f.server = createServer((req, res) => { f.handle(req, res).catch((e) => { res.statusCode = 500; res.end(String(e)); }); });
+    f.server = createServer((req, res) => {
+      f.handle(req, res).catch((e) => {
+        res.statusCode = 500;
+        res.end(String(e));
+      });
+    });
     await new Promise<void>((r) => f.server.listen(0, '127.0.0.1', r));
     f.url = `http://127.0.0.1:${(f.server.address() as AddressInfo).port}`;
     return f;
@@ -94,8 +128,17 @@ export class FakeReddit {
 
   /** Config for [scrapers.forum] pointing at this server. */
   toml(extra = ''): string {
-    return ['[scrapers.forum]', `client_id = "${CLIENT_ID}"`, `client_secret = "${CLIENT_SECRET}"`, `api_base_url = "${this.url}"`, `token_url = "${this.url}/api/v1/access_token"`,
-      'requests_per_minute = 60000', 'burst = 1000', 'retry_backoff_ms = 10', extra].join('\n');
+    return [
+      '[scrapers.forum]',
+      `client_id = "${CLIENT_ID}"`,
+      `client_secret = "${CLIENT_SECRET}"`,
+      `api_base_url = "${this.url}"`,
+      `token_url = "${this.url}/api/v1/access_token"`,
+      'requests_per_minute = 60000',
+      'burst = 1000',
+      'retry_backoff_ms = 10',
+      extra,
+    ].join('\n');
   }
 
   close(): Promise<void> {
@@ -107,20 +150,32 @@ export class FakeReddit {
     const u = new URL(req.url!, 'http://x');
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const seen: SeenRequest = { method: req.method!, path: u.pathname, query: u.searchParams, headers: req.headers, body: Buffer.concat(chunks).toString() };
+    const seen: SeenRequest = {
+      method: req.method!,
+      path: u.pathname,
+      query: u.searchParams,
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString(),
+    };
     this.requests.push(seen);
     if (this.latencyMs) await new Promise((r) => setTimeout(r, this.latencyMs));
 
     if (u.pathname === '/api/v1/access_token') {
       this.tokenRequests++;
       const expected = `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}`;
-      if (req.method !== 'POST' || req.headers.authorization !== expected || seen.body !== 'grant_type=client_credentials') {
+      if (
+        req.method !== 'POST' ||
+        req.headers.authorization !== expected ||
+        seen.body !== 'grant_type=client_credentials'
+      ) {
         return this.json(res, 401, { message: 'Unauthorized', error: 401 });
       }
       return this.json(res, 200, { ...fixture('oauth_token.json'), access_token: this.token });
     }
-    if (req.headers.authorization !== `bearer ${this.token}`) return this.json(res, 401, { message: 'Unauthorized', error: 401 });
-    if (u.searchParams.get('raw_json') !== '1') return this.json(res, 400, { message: 'raw_json=1 expected by this fake', error: 400 });
+    if (req.headers.authorization !== `bearer ${this.token}`)
+      return this.json(res, 401, { message: 'Unauthorized', error: 401 });
+    if (u.searchParams.get('raw_json') !== '1')
+      return this.json(res, 400, { message: 'raw_json=1 expected by this fake', error: 400 });
 
     const fault = this.faults.find((f) => f.times > 0 && f.match.test(u.pathname));
     if (fault) {
@@ -157,12 +212,19 @@ export class FakeReddit {
     const q = u.searchParams;
     let m: RegExpExecArray | null;
     if (p === '/r/typescript/about') return fixture('r_typescript_about.json');
-    if (p === '/r/private_sub/about' || p.startsWith('/r/private_sub/')) return { __status: 403, body: fixture('error_private.json') };
-    if (p === '/r/banned_sub/about' || p.startsWith('/r/banned_sub/')) return { __status: 404, body: fixture('error_banned.json') };
+    if (p === '/r/private_sub/about' || p.startsWith('/r/private_sub/'))
+      return { __status: 403, body: fixture('error_private.json') };
+    if (p === '/r/banned_sub/about' || p.startsWith('/r/banned_sub/'))
+      return { __status: 404, body: fixture('error_banned.json') };
     // r/all, r/popular and multi-community listings that include typescript answer with its pages (derived);
     // r/all and r/popular have no about page (404), as on Reddit.
-    if ((m = /^\/r\/([A-Za-z0-9_+]+)\/(new|hot|top|rising|controversial)$/.exec(p)) && ['typescript', 'all', 'popular'].some((n) => m![1]!.split('+').includes(n))) {
-      return q.get('after') === 't3_1q2w3e5' ? fixture('r_typescript_new_page2.json') : fixture('r_typescript_new_page1.json');
+    if (
+      (m = /^\/r\/([A-Za-z0-9_+]+)\/(new|hot|top|rising|controversial)$/.exec(p)) &&
+      ['typescript', 'all', 'popular'].some((n) => m![1]!.split('+').includes(n))
+    ) {
+      return q.get('after') === 't3_1q2w3e5'
+        ? fixture('r_typescript_new_page2.json')
+        : fixture('r_typescript_new_page1.json');
     }
     if (p === '/search' || p === '/r/typescript/search') {
       const type = q.get('type') ?? 'link';

@@ -7,12 +7,20 @@ import type { DaemonProcess } from './daemonProcess.js';
  * inference) while it is SIGKILLed at a random moment; after each restart, every write that was
  * acknowledged (201) must be there.
  */
-export async function killLoop(daemon: DaemonProcess, rounds: number, seed = 5): Promise<{ acknowledged: number; lost: string[]; failedDuringKill: number }> {
+export async function killLoop(
+  daemon: DaemonProcess,
+  rounds: number,
+  seed = 5,
+): Promise<{ acknowledged: number; lost: string[]; failedDuringKill: number }> {
   const rnd = seededRandom(seed);
   const acked: { kind: 'collection' | 'person'; id: string }[] = [];
   let failed = 0;
   const auth = daemon.auth;
-  await fetch(`${daemon.url}/v1/collections`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ id: 'people', name: 'people' }) });
+  await fetch(`${daemon.url}/v1/collections`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ id: 'people', name: 'people' }),
+  });
   const image = face('identities/obama/1.jpg');
   let n = 0;
   for (let round = 0; round < rounds; round++) {
@@ -23,12 +31,20 @@ export async function killLoop(daemon: DaemonProcess, rounds: number, seed = 5):
         try {
           let res: Response;
           if (kind === 'collection') {
-            res = await fetch(`${daemon.url}/v1/collections`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ id, name: id }) });
+            res = await fetch(`${daemon.url}/v1/collections`, {
+              method: 'POST',
+              headers: { ...auth, 'content-type': 'application/json' },
+              body: JSON.stringify({ id, name: id }),
+            });
           } else {
             const fd = new FormData();
             fd.append('id', id);
             fd.append('images', new Blob([image]), 'a.jpg');
-            res = await fetch(`${daemon.url}/v1/collections/people/persons`, { method: 'POST', headers: auth, body: fd });
+            res = await fetch(`${daemon.url}/v1/collections/people/persons`, {
+              method: 'POST',
+              headers: auth,
+              body: fd,
+            });
           }
           await res.text();
           if (res.status === 201) acked.push({ kind, id });

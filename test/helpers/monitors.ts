@@ -2,21 +2,33 @@ import { call, face, form, post, type TestDaemon } from './daemon.js';
 
 /** The [monitors] settings the stream tests use: fast timeouts so reconnects take seconds, not minutes. */
 export const FAST_MONITORS_TOML = [
-  '[monitors]', 'open_timeout_seconds = 3', 'read_timeout_seconds = 1.5', 'reconnect_delay_seconds = 0.3', 'latency_ms = 0',
+  '[monitors]',
+  'open_timeout_seconds = 3',
+  'read_timeout_seconds = 1.5',
+  'reconnect_delay_seconds = 0.3',
+  'latency_ms = 0',
 ].join('\n');
 
 /** A collection with Obama (2 photos) and Biden (1 photo) enrolled; the stream uses their other photos. */
 export async function enrollObamaBiden(d: TestDaemon, id: string): Promise<void> {
   const c = await call(d, 'POST', '/v1/collections', { id, name: id });
   if (c.status !== 201) throw new Error(`collection: ${JSON.stringify(c.json)}`);
-  for (const [pid, files] of [['obama', ['identities/obama/2.jpg', 'identities/obama/3.jpg']], ['biden', ['identities/biden/2.jpg']]] as const) {
+  for (const [pid, files] of [
+    ['obama', ['identities/obama/2.jpg', 'identities/obama/3.jpg']],
+    ['biden', ['identities/biden/2.jpg']],
+  ] as const) {
     const r = await post(d, `/v1/collections/${id}/persons`, form({ id: pid, name: pid, images: files.map(face) }));
     if (r.res.status !== 201) throw new Error(`${pid}: ${JSON.stringify(r.json)}`);
   }
 }
 
 /** Polls until `check` returns a value (not undefined) or the time runs out (then throws with the last seen value). */
-export async function waitFor<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 200): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 30_000,
+  everyMs = 200,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
@@ -26,7 +38,13 @@ export async function waitFor<T>(what: string, check: () => Promise<T | undefine
   }
 }
 
-export type MonitorEvent = { type: string; sequence: number; person?: { id: string } | null; error?: { code: string; cause?: string } | null; [k: string]: unknown };
+export type MonitorEvent = {
+  type: string;
+  sequence: number;
+  person?: { id: string } | null;
+  error?: { code: string; cause?: string } | null;
+  [k: string]: unknown;
+};
 
 /** Reads a monitor's events from the start of the current epoch, following next_cursor. */
 export async function allEvents(d: TestDaemon, id: string): Promise<MonitorEvent[]> {

@@ -8,7 +8,13 @@ import { fileTempDir } from './tempDir.js';
 /** Debian's mosquitto; VIGIL_MOSQUITTO overrides the path. */
 export const MOSQUITTO = process.env.VIGIL_MOSQUITTO ?? '/usr/sbin/mosquitto';
 
-export interface Broker { port: number; url: string; stop(): Promise<void>; start(): Promise<void>; running(): boolean }
+export interface Broker {
+  port: number;
+  url: string;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  running(): boolean;
+}
 
 /**
  * A real Mosquitto broker on a loopback port, started the way users start it (a config file), with
@@ -19,22 +25,38 @@ export async function startMosquitto(): Promise<Broker> {
   const dir = fileTempDir('vigil-mqtt-');
   const port = await freePort();
   const conf = join(dir, 'mosquitto.conf');
-  writeFileSync(conf, [
-    `listener ${port} 127.0.0.1`, 'allow_anonymous true', 'persistence true', `persistence_location ${dir}/`, 'autosave_interval 1',
-    'log_dest stderr', 'log_type error', 'log_type warning', 'max_queued_messages 100000', 'max_inflight_messages 100',
-  ].join('\n'));
+  writeFileSync(
+    conf,
+    [
+      `listener ${port} 127.0.0.1`,
+      'allow_anonymous true',
+      'persistence true',
+      `persistence_location ${dir}/`,
+      'autosave_interval 1',
+      'log_dest stderr',
+      'log_type error',
+      'log_type warning',
+      'max_queued_messages 100000',
+      'max_inflight_messages 100',
+    ].join('\n'),
+  );
   let child: ChildProcess | null = null;
   let out = '';
   const start = async () => {
     const c = spawn(MOSQUITTO, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] });
     child = c;
-    c.stderr!.on('data', (b: Buffer) => { out += b.toString(); });
+    c.stderr!.on('data', (b: Buffer) => {
+      out += b.toString();
+    });
     // Ready when the port accepts connections.
     for (let i = 0; i < 100; i++) {
       if (c.exitCode !== null) throw new Error(`mosquitto exited: ${out}`);
       const ok = await new Promise<boolean>((resolve) => {
         const sock = connect(port, '127.0.0.1');
-        sock.once('connect', () => { sock.destroy(); resolve(true); });
+        sock.once('connect', () => {
+          sock.destroy();
+          resolve(true);
+        });
         sock.once('error', () => resolve(false));
       });
       if (ok) return;
@@ -50,5 +72,11 @@ export async function startMosquitto(): Promise<Broker> {
     await exited;
   };
   await start();
-  return { port, url: `mqtt://127.0.0.1:${port}`, stop, start, running: () => child !== null && child.exitCode === null && child.signalCode === null };
+  return {
+    port,
+    url: `mqtt://127.0.0.1:${port}`,
+    stop,
+    start,
+    running: () => child !== null && child.exitCode === null && child.signalCode === null,
+  };
 }

@@ -31,7 +31,9 @@ function pgBin(): string {
     const d = `/usr/lib/postgresql/${v}/bin`;
     if (existsSync(join(d, 'initdb'))) return d;
   }
-  throw new Error('PostgreSQL server binaries not found: apt-get install postgresql (scripts/install-system-deps.sh with VIGIL_TEST_DEPS=1), or set VIGIL_PG_BIN');
+  throw new Error(
+    'PostgreSQL server binaries not found: apt-get install postgresql (scripts/install-system-deps.sh with VIGIL_TEST_DEPS=1), or set VIGIL_PG_BIN',
+  );
 }
 
 export const pgAvailable = (): boolean => {
@@ -58,18 +60,36 @@ export async function startPostgres(): Promise<PgCluster> {
     chownSync(pwfile, 65534, 65534);
   }
   const run = (cmd: string, args: string[]) => {
-    const argv = root ? ['runuser', ['-u', 'nobody', '--', join(bin, cmd), ...args]] as const : [join(bin, cmd), args] as const;
+    const argv = root
+      ? (['runuser', ['-u', 'nobody', '--', join(bin, cmd), ...args]] as const)
+      : ([join(bin, cmd), args] as const);
     const r = spawnSync(argv[0], [...argv[1]], { encoding: 'utf8', cwd: dir });
     if (r.status !== 0) throw new Error(`${cmd} failed (${r.status}): ${r.stderr}${r.stdout}`);
     return r.stdout;
   };
   let port: number;
-  const opts = () => `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on -c max_connections=200 -c shared_buffers=64MB`;
-  const startServer = () => { run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', opts(), '-w', '-t', '60', 'start']); };
-  const stopServer = () => { run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']); };
+  const opts = () =>
+    `-c listen_addresses=127.0.0.1 -c port=${port} -c unix_socket_directories=${dir} -c fsync=on -c max_connections=200 -c shared_buffers=64MB`;
+  const startServer = () => {
+    run('pg_ctl', ['-D', data, '-l', join(dir, 'log'), '-o', opts(), '-w', '-t', '60', 'start']);
+  };
+  const stopServer = () => {
+    run('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+  };
   // Until the first start succeeded nothing runs on the dir: a failure removes it.
   try {
-    run('initdb', ['-D', data, '-U', 'vigil', '--auth=scram-sha-256', `--pwfile=${pwfile}`, '-E', 'UTF8', '--locale=C.UTF-8', '--no-sync']);
+    run('initdb', [
+      '-D',
+      data,
+      '-U',
+      'vigil',
+      '--auth=scram-sha-256',
+      `--pwfile=${pwfile}`,
+      '-E',
+      'UTF8',
+      '--locale=C.UTF-8',
+      '--no-sync',
+    ]);
     port = await freePort(); // after initdb, which takes seconds: the port is taken right before the start
     startServer();
   } catch (e) {
@@ -77,14 +97,34 @@ export async function startPostgres(): Promise<PgCluster> {
     throw e;
   }
   const psql = (sql: string) => {
-    const r = spawnSync('psql', ['-X', '-q', '-v', 'ON_ERROR_STOP=1', '-h', '127.0.0.1', '-p', String(port), '-U', 'vigil', '-d', 'postgres', '-c', sql],
-      { encoding: 'utf8', env: { ...process.env, PGPASSWORD: password } });
+    const r = spawnSync(
+      'psql',
+      [
+        '-X',
+        '-q',
+        '-v',
+        'ON_ERROR_STOP=1',
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-U',
+        'vigil',
+        '-d',
+        'postgres',
+        '-c',
+        sql,
+      ],
+      { encoding: 'utf8', env: { ...process.env, PGPASSWORD: password } },
+    );
     if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
   };
   const url = (db: string) => `postgres://vigil:${password}@127.0.0.1:${port}/${db}`;
   let stopped = false;
   return {
-    port, password, url: url('postgres'),
+    port,
+    password,
+    url: url('postgres'),
     createDatabase(name) {
       psql(`CREATE DATABASE "${name}"`);
       return url(name);
@@ -93,7 +133,8 @@ export async function startPostgres(): Promise<PgCluster> {
       stopServer();
       startServer();
     },
-    stopServer, startServer,
+    stopServer,
+    startServer,
     stop() {
       if (stopped) return;
       stopped = true;
@@ -113,4 +154,5 @@ export function pgStoreToml(url: string, extra = ''): string {
 }
 
 /** The fleet tests' store section: a follower pass every 0.5 s so propagation is quick to observe. */
-export const fleetStoreToml = (url: string, extra = ''): string => pgStoreToml(url, `follow_interval_seconds = 0.5\n${extra}`);
+export const fleetStoreToml = (url: string, extra = ''): string =>
+  pgStoreToml(url, `follow_interval_seconds = 0.5\n${extra}`);

@@ -12,17 +12,26 @@ export interface ScraperDaemon {
 }
 
 /** `scrapers` is the body of the `[scrapers]` section; `toml` adds further sections. */
-export async function startScraperDaemon(o: { workspaces: string[]; scrapers: string; toml?: string }): Promise<ScraperDaemon> {
+export async function startScraperDaemon(o: {
+  workspaces: string[];
+  scrapers: string;
+  toml?: string;
+}): Promise<ScraperDaemon> {
   const reddit = await FakeReddit.start();
   const maps = await FakeMaps.start();
-  const d = await startTestDaemon({ toml: `[scrapers]\n${o.scrapers}\n${reddit.toml()}\n${maps.toml()}${o.toml ? `\n${o.toml}` : ''}` });
+  const d = await startTestDaemon({
+    toml: `[scrapers]\n${o.scrapers}\n${reddit.toml()}\n${maps.toml()}${o.toml ? `\n${o.toml}` : ''}`,
+  });
   const keys: Record<string, string> = {};
   for (const id of o.workspaces) {
     await d.runtime.workspaces.create({ id, name: id });
     keys[id] = (await d.runtime.workspaces.createKey(id)).token;
   }
   return {
-    d, reddit, maps, keys,
+    d,
+    reddit,
+    maps,
+    keys,
     close: async () => {
       await d.close();
       await reddit.close();

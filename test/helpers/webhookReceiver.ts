@@ -1,15 +1,31 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 
-export interface Received { id: string; timestamp: number; signature: string; body: string; json: { type: string; timestamp: string; data: Record<string, any> }; path: string; at: number }
+export interface Received {
+  id: string;
+  timestamp: number;
+  signature: string;
+  body: string;
+  json: { type: string; timestamp: string; data: Record<string, any> };
+  path: string;
+  at: number;
+}
 
 /**
  * Standard Webhooks verification written from the specification, independently of src/webhooks: the
  * key is the base64 part of `whsec_…`, the signed content `${id}.${timestamp}.${body}`, the header a
  * space-separated list of `v1,<base64>`; the timestamp must be within `toleranceSeconds` of now.
  */
-export function verifyStandardWebhook(secret: string, headers: Record<string, string | undefined>, body: string, toleranceSeconds = 300, nowSeconds = Date.now() / 1000): boolean {
-  const id = headers['webhook-id'], ts = headers['webhook-timestamp'], sig = headers['webhook-signature'];
+export function verifyStandardWebhook(
+  secret: string,
+  headers: Record<string, string | undefined>,
+  body: string,
+  toleranceSeconds = 300,
+  nowSeconds = Date.now() / 1000,
+): boolean {
+  const id = headers['webhook-id'],
+    ts = headers['webhook-timestamp'],
+    sig = headers['webhook-signature'];
   if (!id || !ts || !sig || !/^\d+$/.test(ts)) return false;
   if (Math.abs(nowSeconds - Number(ts)) > toleranceSeconds) return false;
   const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
@@ -40,7 +56,12 @@ export interface Receiver {
 export async function startReceiver(port = 0): Promise<Receiver> {
   let server: Server | null = null;
   const r: Receiver = {
-    url: '', port, received: [], rejected: 0, secret: null, respond: () => 204,
+    url: '',
+    port,
+    received: [],
+    rejected: 0,
+    secret: null,
+    respond: () => 204,
     async down() {
       const s = server;
       server = null;
@@ -51,12 +72,17 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     async up() {
       const s = createServer((req, res) => void handle(req, res));
       s.keepAliveTimeout = 1000;
-      await new Promise<void>((res, rej) => { s.once('error', rej); s.listen(r.port, '127.0.0.1', () => res()); });
+      await new Promise<void>((res, rej) => {
+        s.once('error', rej);
+        s.listen(r.port, '127.0.0.1', () => res());
+      });
       r.port = (s.address() as { port: number }).port;
       r.url = `http://127.0.0.1:${r.port}`;
       server = s;
     },
-    close() { return r.down(); },
+    close() {
+      return r.down();
+    },
   };
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const chunks: Buffer[] = [];
@@ -69,7 +95,15 @@ export async function startReceiver(port = 0): Promise<Receiver> {
       res.end();
       return;
     }
-    const rec: Received = { id: h['webhook-id']!, timestamp: Number(h['webhook-timestamp']), signature: h['webhook-signature']!, body, json: JSON.parse(body), path: req.url ?? '/', at: Date.now() };
+    const rec: Received = {
+      id: h['webhook-id']!,
+      timestamp: Number(h['webhook-timestamp']),
+      signature: h['webhook-signature']!,
+      body,
+      json: JSON.parse(body),
+      path: req.url ?? '/',
+      at: Date.now(),
+    };
     const answer = r.respond(rec);
     const a = typeof answer === 'number' ? { status: answer } : answer;
     if (a.delayMs) await new Promise((x) => setTimeout(x, a.delayMs));

@@ -40,7 +40,11 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
     t.true(before[0].length >= 1, JSON.stringify(before[0]));
     t.is((await call(a, 'POST', '/v1/collections', { id: 'load', name: 'load' })).status, 201);
     // Load: registrations committing while the backup runs.
-    const load = Promise.all(LOAD.map((p) => post(a, '/v1/collections/load/persons', form({ id: p, name: p, images: [face(`identities/${p}/1.jpg`)] }))));
+    const load = Promise.all(
+      LOAD.map((p) =>
+        post(a, '/v1/collections/load/persons', form({ id: p, name: p, images: [face(`identities/${p}/1.jpg`)] })),
+      ),
+    );
     manifest = await createBackup(aDir, archive);
     await load;
     // A running daemon is never restored over.
@@ -75,8 +79,13 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
     // The same matches (persons and matched faces); similarities agree to 1e-5 (the query is embedded anew by
     // another process, whose float sums may differ in the last bits; the stored embeddings are compared exactly below).
     const after = await searches(b);
-    t.deepEqual(after.map((ms: any[]) => ms.map((m) => [m.person.id, m.matched_face_id])), before.map((ms: any[]) => ms.map((m) => [m.person.id, m.matched_face_id])));
-    after.forEach((ms: any[], i: number) => ms.forEach((m, j) => t.true(Math.abs(m.similarity - before[i][j].similarity) < 1e-5)));
+    t.deepEqual(
+      after.map((ms: any[]) => ms.map((m) => [m.person.id, m.matched_face_id])),
+      before.map((ms: any[]) => ms.map((m) => [m.person.id, m.matched_face_id])),
+    );
+    after.forEach((ms: any[], i: number) =>
+      ms.forEach((m, j) => t.true(Math.abs(m.similarity - before[i][j].similarity) < 1e-5)),
+    );
     const gallery = (await call(b, 'GET', '/v1/collections/gallery/persons')).json.persons.map((p: any) => p.id).sort();
     t.deepEqual(gallery, ['biden', 'obama']);
     // Cursor signing and kiosk tokens came along (the key files and the tables).
@@ -90,7 +99,9 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
   const rows = (path: string) => {
     const conn = new Database(path, { readonly: true });
     try {
-      return (conn.prepare('SELECT * FROM face_samples ORDER BY id').all() as Record<string, unknown>[]).map((r) => JSON.stringify(r));
+      return (conn.prepare('SELECT * FROM face_samples ORDER BY id').all() as Record<string, unknown>[]).map((r) =>
+        JSON.stringify(r),
+      );
     } finally {
       conn.close();
     }
@@ -112,5 +123,8 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
   const err = await t.throwsAsync(restoreBackup(empty, bad));
   t.is((err as any).code, 'backup_invalid');
   t.regex(err!.message, /vigil\.db fails its SHA-256 checksum/);
-  t.deepEqual((await import('node:fs')).readdirSync(empty).filter((n) => n !== 'vigil.db.lock'), []);
+  t.deepEqual(
+    (await import('node:fs')).readdirSync(empty).filter((n) => n !== 'vigil.db.lock'),
+    [],
+  );
 });

@@ -15,7 +15,10 @@ const MAIN = join(REPO, 'src/cli/main.ts');
 
 function vigil(args: string[], env: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args], {
-    cwd: REPO, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH, HOME: process.env.HOME, VIGIL_API_KEY: TEST_KEY, ...env },
+    cwd: REPO,
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, VIGIL_API_KEY: TEST_KEY, ...env },
   });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
@@ -24,8 +27,11 @@ function config(lines: string[]): string {
   const dir = fileTempDir('vigil-cli-');
   const file = join(dir, 'server.toml');
   // Defaults for [server] keys the case does not set itself (TOML refuses a key twice).
-  const defaults = ['host = "127.0.0.1"', 'log_level = "info"', `data_dir = ${JSON.stringify(join(dir, 'data'))}`]
-    .filter((d) => !lines.some((l) => l.startsWith(d.split(' ')[0]! + ' ')));
+  const defaults = [
+    'host = "127.0.0.1"',
+    'log_level = "info"',
+    `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+  ].filter((d) => !lines.some((l) => l.startsWith(d.split(' ')[0]! + ' ')));
   writeFileSync(file, ['[server]', ...defaults, ...lines].join('\n'));
   return file;
 }
@@ -34,9 +40,25 @@ const NO_STACK = /^\s+at /m;
 
 test('--help on every command and subcommand: usage on stdout, exit 0, no TypeError', (t) => {
   for (const args of [
-    ['--help'], ['serve', '--help'], ['serve', '-h'], ['models', '--help'], ['models', 'list', '--help'], ['models', 'install', '--help'],
-    ['addons', '--help'], ['addons', 'install', '--help'], ['workspaces', '--help'], ['workspaces', 'create', '--help'], ['keys', '--help'],
-    ['keys', 'create', '--help'], ['kiosk', '--help'], ['kiosk', 'create', '--help'], ['backup', '--help'], ['restore', '--help'], ['gallery', '--help'], ['gallery', 'import', '--help'], ['mcp', '--help'],
+    ['--help'],
+    ['serve', '--help'],
+    ['serve', '-h'],
+    ['models', '--help'],
+    ['models', 'list', '--help'],
+    ['models', 'install', '--help'],
+    ['addons', '--help'],
+    ['addons', 'install', '--help'],
+    ['workspaces', '--help'],
+    ['workspaces', 'create', '--help'],
+    ['keys', '--help'],
+    ['keys', 'create', '--help'],
+    ['kiosk', '--help'],
+    ['kiosk', 'create', '--help'],
+    ['backup', '--help'],
+    ['restore', '--help'],
+    ['gallery', '--help'],
+    ['gallery', 'import', '--help'],
+    ['mcp', '--help'],
   ]) {
     const r = vigil(args);
     t.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
@@ -46,7 +68,12 @@ test('--help on every command and subcommand: usage on stdout, exit 0, no TypeEr
 });
 
 test('a wrong option is one usage line with exit 2', (t) => {
-  for (const args of [['serve', '--bogus'], ['gallery', 'import', 'c', 'f', '--nope'], ['mcp', '--frob'], ['models', 'list', '--bogus']]) {
+  for (const args of [
+    ['serve', '--bogus'],
+    ['gallery', 'import', 'c', 'f', '--nope'],
+    ['mcp', '--frob'],
+    ['models', 'list', '--bogus'],
+  ]) {
     const r = vigil(args);
     t.is(r.code, EXIT.usage, args.join(' '));
     t.is(r.stderr.trim().split('\n').length, 1, r.stderr);
@@ -58,11 +85,31 @@ test('a wrong option is one usage line with exit 2', (t) => {
 test('serve: config errors, unknown model_pack, missing models and an unusable data dir are one line and distinct exit codes, before listening', async (t) => {
   const models = await modelsDirWith('edge_s');
   const cases: [string, string[], number, RegExp][] = [
-    ['unknown key', ['port = 0', '[inference]', 'model_pakc = "edge_s"'], EXIT.config, /config_invalid: .*unknown key "inference.model_pakc"/],
+    [
+      'unknown key',
+      ['port = 0', '[inference]', 'model_pakc = "edge_s"'],
+      EXIT.config,
+      /config_invalid: .*unknown key "inference.model_pakc"/,
+    ],
     ['bad TOML', ['port = = 1'], EXIT.config, /config_invalid: .*not valid TOML/],
-    ['unknown pack', ['port = 0', `models_dir = ${JSON.stringify(models)}`, '[inference]', 'model_pack = "edge_xl"'], EXIT.unknownPack, /model_pack_unknown: unknown model pack "edge_xl" \(known packs: .*edge_s/],
-    ['missing models', ['port = 0', `models_dir = ${JSON.stringify(tempDir(t, 'vigil-empty-models-'))}`], EXIT.modelsMissing, /model_not_installed: .*vigil models install edge_s/],
-    ['data dir under a file', ['port = 0', 'data_dir = "/dev/null/vigil"', `models_dir = ${JSON.stringify(models)}`], EXIT.dataDir, /data_dir_unusable: The data directory \/dev\/null\/vigil is not usable: a part of the path is not a directory/],
+    [
+      'unknown pack',
+      ['port = 0', `models_dir = ${JSON.stringify(models)}`, '[inference]', 'model_pack = "edge_xl"'],
+      EXIT.unknownPack,
+      /model_pack_unknown: unknown model pack "edge_xl" \(known packs: .*edge_s/,
+    ],
+    [
+      'missing models',
+      ['port = 0', `models_dir = ${JSON.stringify(tempDir(t, 'vigil-empty-models-'))}`],
+      EXIT.modelsMissing,
+      /model_not_installed: .*vigil models install edge_s/,
+    ],
+    [
+      'data dir under a file',
+      ['port = 0', 'data_dir = "/dev/null/vigil"', `models_dir = ${JSON.stringify(models)}`],
+      EXIT.dataDir,
+      /data_dir_unusable: The data directory \/dev\/null\/vigil is not usable: a part of the path is not a directory/,
+    ],
   ];
   for (const [what, lines, code, re] of cases) {
     const r = vigil(['serve', '--config', config(lines)]);
@@ -74,21 +121,32 @@ test('serve: config errors, unknown model_pack, missing models and an unusable d
   }
   const missingConfig = vigil(['serve', '--config', '/nonexistent/server.toml']);
   t.is(missingConfig.code, EXIT.config);
-  t.regex(missingConfig.stderr, /^vigil: config_unreadable: Cannot read config file \/nonexistent\/server.toml: ENOENT\n$/);
+  t.regex(
+    missingConfig.stderr,
+    /^vigil: config_unreadable: Cannot read config file \/nonexistent\/server.toml: ENOENT\n$/,
+  );
 });
 
 test('serve: a data dir this user cannot write is exit 13', (t) => {
-  if (process.getuid?.() !== 0 || spawnSync('runuser', ['--help']).status !== 0) return t.pass('needs root and runuser');
+  if (process.getuid?.() !== 0 || spawnSync('runuser', ['--help']).status !== 0)
+    return t.pass('needs root and runuser');
   const dir = tempDir(t, 'vigil-ro-');
   const file = join(dir, 'server.toml');
   writeFileSync(file, ['[server]', 'port = 0', `data_dir = ${JSON.stringify(join(dir, 'data'))}`].join('\n'));
   // nobody may read the config but not create the data dir in root's 0755 directory.
   chmodSync(dir, 0o755);
   chmodSync(file, 0o644);
-  const r = spawnSync('runuser', ['-u', 'nobody', '--', process.execPath, '--import', 'tsx', MAIN, 'serve', '--config', file], {
-    cwd: REPO, encoding: 'utf8', env: { PATH: process.env.PATH, VIGIL_API_KEY: TEST_KEY, HOME: '/tmp' },
-  });
-  if (/Cannot find|ERR_MODULE_NOT_FOUND|EACCES.*node_modules/.test(r.stderr)) return t.pass('nobody cannot read the checkout');
+  const r = spawnSync(
+    'runuser',
+    ['-u', 'nobody', '--', process.execPath, '--import', 'tsx', MAIN, 'serve', '--config', file],
+    {
+      cwd: REPO,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, VIGIL_API_KEY: TEST_KEY, HOME: '/tmp' },
+    },
+  );
+  if (/Cannot find|ERR_MODULE_NOT_FOUND|EACCES.*node_modules/.test(r.stderr))
+    return t.pass('nobody cannot read the checkout');
   t.is(r.status, EXIT.dataDir, r.stderr);
   t.regex(r.stderr, /data_dir_unusable: .*permission denied/);
 });
@@ -99,9 +157,16 @@ test('serve: the port in use is one line and exit 14', async (t) => {
   await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
   const port = (blocker.address() as { port: number }).port;
   try {
-    const r = vigil(['serve', '--config', config([`port = ${port}`, `models_dir = ${JSON.stringify(models)}`, 'log_level = "silent"'])]);
+    const r = vigil([
+      'serve',
+      '--config',
+      config([`port = ${port}`, `models_dir = ${JSON.stringify(models)}`, 'log_level = "silent"']),
+    ]);
     t.is(r.code, EXIT.portInUse, r.stderr);
-    t.regex(r.stderr, new RegExp(`^vigil: port_in_use: Cannot listen on 127.0.0.1:${port}: the address is already in use\\. .*\\n$`));
+    t.regex(
+      r.stderr,
+      new RegExp(`^vigil: port_in_use: Cannot listen on 127.0.0.1:${port}: the address is already in use\\. .*\\n$`),
+    );
   } finally {
     blocker.close();
   }
@@ -113,7 +178,11 @@ test('serve under systemd: READY=1 reaches NOTIFY_SOCKET once the models are loa
   const socket = join(dir, 'notify.sock');
   const received = join(dir, 'received.txt');
   // A unix datagram receiver standing in for systemd (Node cannot bind one).
-  const receiver = spawn('python3', ['-c', `
+  const receiver = spawn(
+    'python3',
+    [
+      '-c',
+      `
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
@@ -123,11 +192,29 @@ with open(sys.argv[2], "w") as f:
         data = s.recv(4096).decode()
         f.write(data + "\\n---\\n"); f.flush()
         if "READY=1" in data: break
-`, socket, received], { stdio: ['ignore', 'pipe', 'inherit'] });
+`,
+      socket,
+      received,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   await new Promise<void>((r) => receiver.stdout!.once('data', () => r()));
-  const daemon = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve', '--config', config(['port = 0', `models_dir = ${JSON.stringify(models)}`, 'log_level = "silent"'])], {
-    cwd: REPO, env: { PATH: process.env.PATH, VIGIL_API_KEY: TEST_KEY, NOTIFY_SOCKET: socket }, stdio: 'ignore',
-  });
+  const daemon = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      MAIN,
+      'serve',
+      '--config',
+      config(['port = 0', `models_dir = ${JSON.stringify(models)}`, 'log_level = "silent"']),
+    ],
+    {
+      cwd: REPO,
+      env: { PATH: process.env.PATH, VIGIL_API_KEY: TEST_KEY, NOTIFY_SOCKET: socket },
+      stdio: 'ignore',
+    },
+  );
   try {
     const exit = await new Promise<number | null>((resolve) => receiver.once('exit', resolve));
     t.is(exit, 0);

@@ -11,20 +11,49 @@ test.after.always(async () => {
 });
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const OBAMA = ['identities/obama/1.jpg', 'identities/obama/2.jpg', 'identities/obama/3.jpg', 'identities/obama/4.jpg', 'identities/obama/5.jpg'];
+const OBAMA = [
+  'identities/obama/1.jpg',
+  'identities/obama/2.jpg',
+  'identities/obama/3.jpg',
+  'identities/obama/4.jpg',
+  'identities/obama/5.jpg',
+];
 const BIDEN = ['identities/biden/1.jpg', 'identities/biden/2.jpg'];
 const create = (body: Record<string, unknown>) => call(d, 'POST', '/v1/collections', body);
-const register = (cid: string, parts: Record<string, Buffer | string | (Buffer | string)[]>) => post(d, `/v1/collections/${cid}/persons`, form(parts));
+const register = (cid: string, parts: Record<string, Buffer | string | (Buffer | string)[]>) =>
+  post(d, `/v1/collections/${cid}/persons`, form(parts));
 
 test('create: defaults, model binding, timestamps; duplicate, bad id, unknown field, capacity and profile rules', async (t) => {
   const r = await create({ id: 'defaults', name: 'Defaults' });
   t.is(r.status, 201);
   const c = r.json.collection;
   t.like(c, {
-    id: 'defaults', name: 'Defaults', description: '', default_threshold: DEFAULT_THRESHOLD, search_profile: 'fp32_v1', capacity_rows: 100000, max_faces_per_person: 20,
-    load_policy: 'lazy', search_revision: 0, detection_revision: 1, save_face_crops: false, metadata: {}, person_count: 0, face_count: 0, model_id: 'edge_s', embedding_dimension: 512,
+    id: 'defaults',
+    name: 'Defaults',
+    description: '',
+    default_threshold: DEFAULT_THRESHOLD,
+    search_profile: 'fp32_v1',
+    capacity_rows: 100000,
+    max_faces_per_person: 20,
+    load_policy: 'lazy',
+    search_revision: 0,
+    detection_revision: 1,
+    save_face_crops: false,
+    metadata: {},
+    person_count: 0,
+    face_count: 0,
+    model_id: 'edge_s',
+    embedding_dimension: 512,
   });
-  t.deepEqual(c.detection, { input_sizes: [[96, 96], [512, 512]], threshold: 0.5, nms_threshold: 0.4, single_face_selection: 'largest' });
+  t.deepEqual(c.detection, {
+    input_sizes: [
+      [96, 96],
+      [512, 512],
+    ],
+    threshold: 0.5,
+    nms_threshold: 0.4,
+    single_face_selection: 'largest',
+  });
   t.regex(c.created_at, ISO_MS);
   t.regex(c.embedding_contract_id, /^ifsemb-v2-sha256:[0-9a-f]{64}$/);
   const models = await call(d, 'GET', '/v1/models');
@@ -32,7 +61,14 @@ test('create: defaults, model binding, timestamps; duplicate, bad id, unknown fi
 
   t.is((await create({ id: '_default', name: 'Default' })).json.collection.load_policy, 'eager');
   t.is((await create({ id: 'defaults', name: 'again' })).json.error.code, 'collection_exists');
-  for (const bad of [{ id: '-x', name: 'n' }, { id: 'a'.repeat(65), name: 'n' }, { id: '_other', name: 'n' }, { id: 'ok1', name: '' }, { id: 'ok2', name: 'n', colour: 'red' }, { id: 'ok3', name: 'n', search: { profile: 'fp64_v9' } }]) {
+  for (const bad of [
+    { id: '-x', name: 'n' },
+    { id: 'a'.repeat(65), name: 'n' },
+    { id: '_other', name: 'n' },
+    { id: 'ok1', name: '' },
+    { id: 'ok2', name: 'n', colour: 'red' },
+    { id: 'ok3', name: 'n', search: { profile: 'fp64_v9' } },
+  ]) {
     const e = await create(bad);
     t.is(e.status, 400, JSON.stringify(bad));
     t.is(e.json.error.code, 'invalid_request');
@@ -44,7 +80,11 @@ test('create: defaults, model binding, timestamps; duplicate, bad id, unknown fi
   const det = await create({ id: 'baddet', name: 'n', detection: { input_sizes: [[100, 100]] } });
   t.is(det.status, 400);
   t.is(det.json.error.code, 'invalid_detection_profile');
-  const notJson = await fetch(`${d.url}/v1/collections`, { method: 'POST', headers: { ...d.auth, 'content-type': 'application/json' }, body: '{"id":' });
+  const notJson = await fetch(`${d.url}/v1/collections`, {
+    method: 'POST',
+    headers: { ...d.auth, 'content-type': 'application/json' },
+    body: '{"id":',
+  });
   t.is(notJson.status, 400);
   t.is((await call(d, 'GET', '/v1/collections/missing')).json.error.code, 'collection_not_found');
 });
@@ -66,8 +106,15 @@ test('list: keyset pages with signed cursors; tampered or cross-scope cursors ar
   const first = await call(d, 'GET', '/v1/collections?limit=1');
   const token: string = first.json.next_cursor;
   const [payload, sig] = token.split('.');
-  const forged = Buffer.from(payload!, 'base64url').toString().replace(/"after":"[^"]*"/, '"after":"zzz"');
-  for (const bad of [`${Buffer.from(forged).toString('base64url')}.${sig}`, `${payload}.${sig!.slice(0, -2)}AA`, 'x'.repeat(2049), 'not-a-cursor']) {
+  const forged = Buffer.from(payload!, 'base64url')
+    .toString()
+    .replace(/"after":"[^"]*"/, '"after":"zzz"');
+  for (const bad of [
+    `${Buffer.from(forged).toString('base64url')}.${sig}`,
+    `${payload}.${sig!.slice(0, -2)}AA`,
+    'x'.repeat(2049),
+    'not-a-cursor',
+  ]) {
     const r = await call(d, 'GET', `/v1/collections?cursor=${encodeURIComponent(bad)}`);
     t.is(r.status, 400);
     t.is(r.json.error.code, 'invalid_cursor');
@@ -81,7 +128,14 @@ test('list: keyset pages with signed cursors; tampered or cross-scope cursors ar
 
 test('patch: nulls and unknown fields rejected, profile immutable, no-op bumps nothing, detection change bumps detection_revision', async (t) => {
   const c = (await create({ id: 'patchy', name: 'P' })).json.collection;
-  for (const body of [{ name: null }, { threshold: null }, { colour: 'red' }, { search: { profile: 'int8_x736_v1' } }, { detection: { threshold: null } }, { metadata: null }]) {
+  for (const body of [
+    { name: null },
+    { threshold: null },
+    { colour: 'red' },
+    { search: { profile: 'int8_x736_v1' } },
+    { detection: { threshold: null } },
+    { metadata: null },
+  ]) {
     const r = await call(d, 'PATCH', '/v1/collections/patchy', body);
     t.is(r.status, 400, JSON.stringify(body));
     t.is(r.json.error.code, 'invalid_request');
@@ -90,37 +144,75 @@ test('patch: nulls and unknown fields rejected, profile immutable, no-op bumps n
   t.is(same.status, 200);
   t.is(same.json.collection.updated_at, c.updated_at);
   t.is(same.json.collection.detection_revision, 1);
-  const changed = await call(d, 'PATCH', '/v1/collections/patchy', { threshold: 0.55, detection: { threshold: 0.6, single_face_selection: 'center_largest' }, search: { max_faces_per_person: 3, load_policy: 'eager' } });
+  const changed = await call(d, 'PATCH', '/v1/collections/patchy', {
+    threshold: 0.55,
+    detection: { threshold: 0.6, single_face_selection: 'center_largest' },
+    search: { max_faces_per_person: 3, load_policy: 'eager' },
+  });
   t.is(changed.status, 200);
-  t.like(changed.json.collection, { default_threshold: 0.55, detection_revision: 2, max_faces_per_person: 3, load_policy: 'eager', search_profile: 'fp32_v1' });
+  t.like(changed.json.collection, {
+    default_threshold: 0.55,
+    detection_revision: 2,
+    max_faces_per_person: 3,
+    load_policy: 'eager',
+    search_profile: 'fp32_v1',
+  });
   t.like(changed.json.collection.detection, { threshold: 0.6, single_face_selection: 'center_largest' });
-  t.is((await call(d, 'PATCH', '/v1/collections/patchy', { detection: { input_sizes: [[64, 48]] } })).json.error.code, 'invalid_detection_profile');
+  t.is(
+    (await call(d, 'PATCH', '/v1/collections/patchy', { detection: { input_sizes: [[64, 48]] } })).json.error.code,
+    'invalid_detection_profile',
+  );
   t.is((await call(d, 'PATCH', '/v1/collections/nope', { name: 'x' })).json.error.code, 'collection_not_found');
 });
 
 test('registration: partial success (unloadable images first, then the rest, as upstream), all-fail 422, id/metadata/count errors, duplicates', async (t) => {
   t.is((await create({ id: 'reg', name: 'Reg' })).status, 201);
-  const r = await register('reg', { id: 'obama', name: 'Barack', images: [face('noface/landscape.jpg'), face(OBAMA[0]!), Buffer.from('not an image'), face(OBAMA[1]!)] });
+  const r = await register('reg', {
+    id: 'obama',
+    name: 'Barack',
+    images: [face('noface/landscape.jpg'), face(OBAMA[0]!), Buffer.from('not an image'), face(OBAMA[1]!)],
+  });
   t.is(r.res.status, 201);
   t.is(r.json.faces.length, 2);
-  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[2, 'invalid_image'], [0, 'face_not_found']]);
+  t.deepEqual(
+    r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]),
+    [
+      [2, 'invalid_image'],
+      [0, 'face_not_found'],
+    ],
+  );
   t.like(r.json.person, { id: 'obama', name: 'Barack', external_id: null, face_count: 2 });
   const f = r.json.faces[0];
-  t.like(f, { person_id: 'obama', embedding_source: 'server', embedding_contract_id: null, has_crop: false, model_id: 'edge_s' });
+  t.like(f, {
+    person_id: 'obama',
+    embedding_source: 'server',
+    embedding_contract_id: null,
+    has_crop: false,
+    model_id: 'edge_s',
+  });
   t.is(f.landmarks.length, 5);
   t.regex(f.created_at, ISO_MS);
 
   const fail = await register('reg', { id: 'ghost', images: [face('noface/landscape.jpg'), Buffer.from('')] });
   t.is(fail.res.status, 422);
   t.is(fail.json.error.code, 'registration_failed');
-  t.deepEqual(fail.json.error.details.rejected_images.map((x: { reason: string }) => x.reason), ['invalid_image', 'face_not_found']);
+  t.deepEqual(
+    fail.json.error.details.rejected_images.map((x: { reason: string }) => x.reason),
+    ['invalid_image', 'face_not_found'],
+  );
   t.is(fail.json.error.message, 'None of the uploaded images contained one registrable face.');
   t.is((await call(d, 'GET', '/v1/collections/reg/persons/ghost')).json.error.code, 'person_not_found');
 
   t.is((await register('reg', { id: 'obama', images: [face(OBAMA[2]!)] })).json.error.code, 'person_exists');
   t.is((await register('reg', { id: 'bad id!', images: [face(OBAMA[2]!)] })).json.error.code, 'invalid_person_id');
-  t.is((await register('reg', { id: 'm1', metadata: '[1,2]', images: [face(OBAMA[2]!)] })).json.error.code, 'invalid_metadata');
-  t.is((await register('reg', { id: 'm2', metadata: '{oops', images: [face(OBAMA[2]!)] })).json.error.code, 'invalid_metadata');
+  t.is(
+    (await register('reg', { id: 'm1', metadata: '[1,2]', images: [face(OBAMA[2]!)] })).json.error.code,
+    'invalid_metadata',
+  );
+  t.is(
+    (await register('reg', { id: 'm2', metadata: '{oops', images: [face(OBAMA[2]!)] })).json.error.code,
+    'invalid_metadata',
+  );
   const none = await register('reg', { id: 'm3', name: 'x' });
   t.is(none.res.status, 400);
   t.is(none.json.error.code, 'invalid_request');
@@ -129,7 +221,11 @@ test('registration: partial success (unloadable images first, then the rest, as 
   t.is(many.json.error.code, 'too_many_images');
   const badMode = await register('reg', { id: 'm5', review_mode: 'lenient', images: [face(OBAMA[2]!)] });
   t.is(badMode.json.error.code, 'invalid_request');
-  const generated = await register('reg', { images: [face(BIDEN[0]!)], external_id: 'ext-1', metadata: '{"team":"blue"}' });
+  const generated = await register('reg', {
+    images: [face(BIDEN[0]!)],
+    external_id: 'ext-1',
+    metadata: '{"team":"blue"}',
+  });
   t.is(generated.res.status, 201);
   t.regex(generated.json.person.id, /^[0-9a-f-]{36}$/);
   t.deepEqual(generated.json.person.metadata, { team: 'blue' });
@@ -141,27 +237,42 @@ test('review modes: standard rejects a group photo (multiple_faces), off registe
   const group = face('groups/obama_biden_office.jpg');
   const std = await register('modes', { id: 'p1', review_mode: 'standard', images: [group, face(OBAMA[0]!)] });
   t.is(std.res.status, 201);
-  t.deepEqual(std.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[0, 'multiple_faces']]);
+  t.deepEqual(
+    std.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]),
+    [[0, 'multiple_faces']],
+  );
   const off = await register('modes', { id: 'p2', images: [group] });
   t.is(off.res.status, 201);
   t.is(off.json.faces.length, 1);
 });
 
-test('strict review: bootstrap, then another person\'s face is an identity_similarity_conflict', async (t) => {
+test("strict review: bootstrap, then another person's face is an identity_similarity_conflict", async (t) => {
   t.is((await create({ id: 'strict', name: 'Strict' })).status, 201);
   const first = await register('strict', { id: 'obama', review_mode: 'strict', images: [face(OBAMA[0]!)] });
   t.is(first.res.status, 201);
-  const impostor = await register('strict', { id: 'not-obama', review_mode: 'strict', images: [face(BIDEN[0]!), face(OBAMA[1]!)] });
+  const impostor = await register('strict', {
+    id: 'not-obama',
+    review_mode: 'strict',
+    images: [face(BIDEN[0]!), face(OBAMA[1]!)],
+  });
   t.is(impostor.res.status, 201, JSON.stringify(impostor.json));
   t.is(impostor.json.faces.length, 1);
   const conflict = impostor.json.rejected_images[0];
   t.like(conflict, { index: 1, reason: 'identity_similarity_conflict', other_person_id: 'obama' });
   t.true(conflict.other_person_similarity >= conflict.same_person_similarity);
   t.is(conflict.matched_face_id, first.json.faces[0].id);
-  const more = await post(d, '/v1/collections/strict/persons/obama/faces', form({ review_mode: 'strict', images: [face(OBAMA[2]!), face(BIDEN[1]!)] }));
+  const more = await post(
+    d,
+    '/v1/collections/strict/persons/obama/faces',
+    form({ review_mode: 'strict', images: [face(OBAMA[2]!), face(BIDEN[1]!)] }),
+  );
   t.is(more.res.status, 201);
   t.is(more.json.faces.length, 1);
-  t.like(more.json.rejected_images[0], { index: 1, reason: 'identity_similarity_conflict', other_person_id: 'not-obama' });
+  t.like(more.json.rejected_images[0], {
+    index: 1,
+    reason: 'identity_similarity_conflict',
+    other_person_id: 'not-obama',
+  });
 });
 
 test('limits: max_faces_per_person and capacity_rows are hard 409s with nothing committed', async (t) => {
@@ -192,7 +303,11 @@ test('concurrent registrations racing the capacity limit never exceed it', async
   const results = await Promise.all(files.map((f, i) => register('race', { id: `p${i}`, images: [face(f)] })));
   const codes = results.map((r) => r.res.status);
   t.is(codes.filter((s) => s === 201).length, 3, JSON.stringify(codes));
-  t.true(results.filter((r) => r.res.status !== 201).every((r) => r.res.status === 409 && r.json.error.code === 'collection_capacity_exceeded'));
+  t.true(
+    results
+      .filter((r) => r.res.status !== 201)
+      .every((r) => r.res.status === 409 && r.json.error.code === 'collection_capacity_exceeded'),
+  );
   const c = (await call(d, 'GET', '/v1/collections/race')).json.collection;
   t.like(c, { face_count: 3, person_count: 3, search_revision: 3 });
 });
@@ -206,12 +321,17 @@ test('delete: collection_not_empty without force; a force delete racing searches
   // The refused delete left search working.
   const ok = await post(d, '/v1/collections/doomed/search', form({ image: face(OBAMA[1]!) }));
   t.is(ok.res.status, 200);
-  const searches = Array.from({ length: 4 }, () => post(d, '/v1/collections/doomed/search', form({ image: face(OBAMA[2]!) })));
+  const searches = Array.from({ length: 4 }, () =>
+    post(d, '/v1/collections/doomed/search', form({ image: face(OBAMA[2]!) })),
+  );
   const del = await call(d, 'DELETE', '/v1/collections/doomed?force=true');
   t.is(del.status, 204);
   t.is(await del.res.text(), '');
   for (const s of await Promise.all(searches)) {
-    t.true(s.res.status === 200 || (s.res.status === 404 && s.json.error.code === 'collection_not_found'), `${s.res.status} ${JSON.stringify(s.json)}`);
+    t.true(
+      s.res.status === 200 || (s.res.status === 404 && s.json.error.code === 'collection_not_found'),
+      `${s.res.status} ${JSON.stringify(s.json)}`,
+    );
   }
   t.is((await call(d, 'GET', '/v1/collections/doomed')).status, 404);
   t.is((await call(d, 'DELETE', '/v1/collections/doomed')).json.error.code, 'collection_not_found');
@@ -219,24 +339,60 @@ test('delete: collection_not_empty without force; a force delete racing searches
 
 test('persons: patch rules, substring search with cursors bound to the filter, faces list, deletes are immediate in search', async (t) => {
   t.is((await create({ id: 'people', name: 'People' })).status, 201);
-  t.is((await register('people', { id: 'obama', name: 'Barack Obama', external_id: 'POTUS-44', images: OBAMA.slice(0, 3).map(face) })).res.status, 201);
-  t.is((await register('people', { id: 'biden', name: 'Joe Biden', external_id: 'potus_46', images: [face(BIDEN[0]!)] })).res.status, 201);
-  t.is((await register('people', { id: 'lowe', name: '100% Rob', images: [face('identities/rob_lowe/1.jpg')] })).res.status, 201);
+  t.is(
+    (
+      await register('people', {
+        id: 'obama',
+        name: 'Barack Obama',
+        external_id: 'POTUS-44',
+        images: OBAMA.slice(0, 3).map(face),
+      })
+    ).res.status,
+    201,
+  );
+  t.is(
+    (await register('people', { id: 'biden', name: 'Joe Biden', external_id: 'potus_46', images: [face(BIDEN[0]!)] }))
+      .res.status,
+    201,
+  );
+  t.is(
+    (await register('people', { id: 'lowe', name: '100% Rob', images: [face('identities/rob_lowe/1.jpg')] })).res
+      .status,
+    201,
+  );
 
-  const names = async (q: string) => (await call(d, 'GET', `/v1/collections/people/persons?search=${encodeURIComponent(q)}`)).json.persons.map((p: { id: string }) => p.id);
+  const names = async (q: string) =>
+    (await call(d, 'GET', `/v1/collections/people/persons?search=${encodeURIComponent(q)}`)).json.persons.map(
+      (p: { id: string }) => p.id,
+    );
   t.deepEqual(await names('POTUS'), ['biden', 'obama']);
   t.deepEqual(await names('joe'), ['biden']);
   t.deepEqual(await names('%'), ['lowe']);
   t.deepEqual(await names('_'), ['biden']);
   const page = await call(d, 'GET', '/v1/collections/people/persons?search=potus&limit=1');
   t.is(page.json.persons.length, 1);
-  const other = await call(d, 'GET', `/v1/collections/people/persons?search=joe&cursor=${encodeURIComponent(page.json.next_cursor)}`);
+  const other = await call(
+    d,
+    'GET',
+    `/v1/collections/people/persons?search=joe&cursor=${encodeURIComponent(page.json.next_cursor)}`,
+  );
   t.is(other.json.error.code, 'invalid_cursor');
-  const next = await call(d, 'GET', `/v1/collections/people/persons?search=potus&limit=1&cursor=${encodeURIComponent(page.json.next_cursor)}`);
-  t.deepEqual(next.json.persons.map((p: { id: string }) => p.id), ['obama']);
+  const next = await call(
+    d,
+    'GET',
+    `/v1/collections/people/persons?search=potus&limit=1&cursor=${encodeURIComponent(page.json.next_cursor)}`,
+  );
+  t.deepEqual(
+    next.json.persons.map((p: { id: string }) => p.id),
+    ['obama'],
+  );
 
-  for (const body of [{ metadata: null }, { nickname: 'x' }]) t.is((await call(d, 'PATCH', '/v1/collections/people/persons/obama', body)).json.error.code, 'invalid_request');
-  t.is((await call(d, 'PATCH', '/v1/collections/people/persons/obama', { external_id: 'potus_46' })).json.error.code, 'external_id_exists');
+  for (const body of [{ metadata: null }, { nickname: 'x' }])
+    t.is((await call(d, 'PATCH', '/v1/collections/people/persons/obama', body)).json.error.code, 'invalid_request');
+  t.is(
+    (await call(d, 'PATCH', '/v1/collections/people/persons/obama', { external_id: 'potus_46' })).json.error.code,
+    'external_id_exists',
+  );
   const patched = await call(d, 'PATCH', '/v1/collections/people/persons/obama', { name: null, metadata: { term: 2 } });
   t.like(patched.json.person, { name: null, external_id: 'POTUS-44', metadata: { term: 2 }, face_count: 3 });
 
@@ -244,10 +400,18 @@ test('persons: patch rules, substring search with cursors bound to the filter, f
   t.is(faces.json.faces.length, 2);
   t.truthy(faces.json.next_cursor);
   t.false('embedding' in faces.json.faces[0]);
-  const rest = await call(d, 'GET', `/v1/collections/people/persons/obama/faces?cursor=${encodeURIComponent(faces.json.next_cursor)}`);
+  const rest = await call(
+    d,
+    'GET',
+    `/v1/collections/people/persons/obama/faces?cursor=${encodeURIComponent(faces.json.next_cursor)}`,
+  );
   t.is(rest.json.faces.length, 1);
   t.is(rest.json.next_cursor, null);
-  const crossScope = await call(d, 'GET', `/v1/collections/people/persons/biden/faces?cursor=${encodeURIComponent(faces.json.next_cursor)}`);
+  const crossScope = await call(
+    d,
+    'GET',
+    `/v1/collections/people/persons/biden/faces?cursor=${encodeURIComponent(faces.json.next_cursor)}`,
+  );
   t.is(crossScope.json.error.code, 'invalid_cursor');
 
   const before = (await call(d, 'GET', '/v1/collections/people')).json.collection.search_revision;
@@ -258,12 +422,19 @@ test('persons: patch rules, substring search with cursors bound to the filter, f
   const after = await post(d, '/v1/collections/people/search', form({ image: face(OBAMA[3]!) }));
   t.not(after.json.matches[0]?.matched_face_id, matchedFace);
   t.is((await call(d, 'GET', '/v1/collections/people')).json.collection.search_revision, before + 1);
-  t.is((await call(d, 'DELETE', `/v1/collections/people/persons/obama/faces/${matchedFace}`)).json.error.code, 'face_not_found');
+  t.is(
+    (await call(d, 'DELETE', `/v1/collections/people/persons/obama/faces/${matchedFace}`)).json.error.code,
+    'face_not_found',
+  );
 
   t.is((await call(d, 'DELETE', '/v1/collections/people/persons/obama')).status, 204);
   const gone = await post(d, '/v1/collections/people/search', form({ image: face(OBAMA[3]!) }));
   t.false(gone.json.matches.some((m: { person: { id: string } }) => m.person.id === 'obama'));
-  t.like((await call(d, 'GET', '/v1/collections/people')).json.collection, { person_count: 2, face_count: 2, search_revision: before + 2 });
+  t.like((await call(d, 'GET', '/v1/collections/people')).json.collection, {
+    person_count: 2,
+    face_count: 2,
+    search_revision: before + 2,
+  });
   t.is((await call(d, 'GET', '/v1/collections/people/persons/obama/faces')).json.error.code, 'person_not_found');
 });
 
@@ -283,18 +454,46 @@ test('search: inclusive threshold on the raw score, limit, face_not_found, depre
   t.is(def.json.threshold, 0.3);
   const top = r.json.matches[0].similarity as number;
   // A threshold equal to the score still matches (>=); one just above it does not.
-  const exact = await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), threshold: String(top) }));
+  const exact = await post(
+    d,
+    '/v1/collections/finder/search',
+    form({ image: face(OBAMA[4]!), threshold: String(top) }),
+  );
   t.is(exact.json.matches[0]?.person.id, 'obama');
-  const above = await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), threshold: String(Math.min(1, top + 1e-6)) }));
+  const above = await post(
+    d,
+    '/v1/collections/finder/search',
+    form({ image: face(OBAMA[4]!), threshold: String(Math.min(1, top + 1e-6)) }),
+  );
   t.deepEqual(above.json.matches, []);
-  t.is((await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), threshold: '0', limit: '1' }))).json.matches.length, 1);
-  t.is((await post(d, '/v1/collections/finder/search', form({ image: face('noface/landscape.jpg') }))).json.error.code, 'face_not_found');
-  t.is((await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), face_selection: 'largest' }))).json.error.code, 'request_detection_override_not_supported');
-  t.is((await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), limit: '0' }))).json.error.code, 'invalid_request');
-  t.is((await post(d, '/v1/collections/nowhere/search', form({ image: face(OBAMA[4]!) }))).json.error.code, 'collection_not_found');
+  t.is(
+    (await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), threshold: '0', limit: '1' }))).json
+      .matches.length,
+    1,
+  );
+  t.is(
+    (await post(d, '/v1/collections/finder/search', form({ image: face('noface/landscape.jpg') }))).json.error.code,
+    'face_not_found',
+  );
+  t.is(
+    (await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), face_selection: 'largest' }))).json
+      .error.code,
+    'request_detection_override_not_supported',
+  );
+  t.is(
+    (await post(d, '/v1/collections/finder/search', form({ image: face(OBAMA[4]!), limit: '0' }))).json.error.code,
+    'invalid_request',
+  );
+  t.is(
+    (await post(d, '/v1/collections/nowhere/search', form({ image: face(OBAMA[4]!) }))).json.error.code,
+    'collection_not_found',
+  );
   // detect/compare/embeddings use the collection's profile; an unknown one is 404.
   t.is((await post(d, '/v1/detect', form({ image: face(OBAMA[4]!), collection_id: 'finder' }))).res.status, 200);
-  t.is((await post(d, '/v1/detect', form({ image: face(OBAMA[4]!), collection_id: 'nowhere' }))).json.error.code, 'collection_not_found');
+  t.is(
+    (await post(d, '/v1/detect', form({ image: face(OBAMA[4]!), collection_id: 'nowhere' }))).json.error.code,
+    'collection_not_found',
+  );
 });
 
 test('crops: stored 112x112 JPEG behind auth, face_image_not_found without one', async (t) => {
@@ -309,7 +508,11 @@ test('crops: stored 112x112 JPEG behind auth, face_image_not_found without one',
   const meta = await sharp(Buffer.from(await img.arrayBuffer())).metadata();
   t.like(meta, { format: 'jpeg', width: 112, height: 112 });
   t.is((await fetch(`${d.url}/v1/collections/crops/persons/obama/faces/${f.id}/image`)).status, 401);
-  t.is((await call(d, 'GET', `/v1/collections/crops/persons/obama/faces/00000000-0000-4000-8000-000000000000/image`)).json.error.code, 'face_not_found');
+  t.is(
+    (await call(d, 'GET', `/v1/collections/crops/persons/obama/faces/00000000-0000-4000-8000-000000000000/image`)).json
+      .error.code,
+    'face_not_found',
+  );
 
   t.is((await call(d, 'PATCH', '/v1/collections/crops', { save_face_crops: false })).status, 200);
   const later = await post(d, '/v1/collections/crops/persons/obama/faces', form({ images: [face(OBAMA[1]!)] }));
@@ -318,7 +521,10 @@ test('crops: stored 112x112 JPEG behind auth, face_image_not_found without one',
   t.is(none.status, 404);
   t.is(none.json.error.code, 'face_image_not_found');
   // The earlier crop is kept: nothing is deleted or backfilled by the patch.
-  t.is((await fetch(`${d.url}/v1/collections/crops/persons/obama/faces/${f.id}/image`, { headers: d.auth })).status, 200);
+  t.is(
+    (await fetch(`${d.url}/v1/collections/crops/persons/obama/faces/${f.id}/image`, { headers: d.auth })).status,
+    200,
+  );
 });
 
 test('external_trusted: the supplied vector is stored and searchable; contract and shape errors', async (t) => {
@@ -327,20 +533,40 @@ test('external_trusted: the supplied vector is stored and searchable; contract a
   const vector: number[] = emb.json.faces[0].embedding;
   const base = { embedding_mode: 'external_trusted', embedding_contract_id: c.embedding_contract_id };
   const doubled = vector.map((v) => v * 2);
-  const r = await register('trusted', { id: 'obama', ...base, external_embeddings: JSON.stringify([vector, doubled]), images: [face(OBAMA[0]!), face(OBAMA[1]!)] });
+  const r = await register('trusted', {
+    id: 'obama',
+    ...base,
+    external_embeddings: JSON.stringify([vector, doubled]),
+    images: [face(OBAMA[0]!), face(OBAMA[1]!)],
+  });
   t.is(r.res.status, 201, JSON.stringify(r.json));
   t.like(r.json.faces[0], { embedding_source: 'external_trusted', embedding_contract_id: c.embedding_contract_id });
-  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[1, 'invalid_external_embedding']]);
+  t.deepEqual(
+    r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]),
+    [[1, 'invalid_external_embedding']],
+  );
   const s = await post(d, '/v1/collections/trusted/search', form({ image: face(OBAMA[0]!) }));
   t.is(s.json.matches[0].person.id, 'obama');
   t.true(s.json.matches[0].similarity > 0.999);
 
   const errs: [Record<string, string>, number, string][] = [
-    [{ embedding_mode: 'external_trusted', embedding_contract_id: c.embedding_contract_id }, 400, 'missing_external_embeddings'],
-    [{ embedding_mode: 'external_trusted', external_embeddings: JSON.stringify([vector]) }, 400, 'missing_embedding_contract_id'],
+    [
+      { embedding_mode: 'external_trusted', embedding_contract_id: c.embedding_contract_id },
+      400,
+      'missing_external_embeddings',
+    ],
+    [
+      { embedding_mode: 'external_trusted', external_embeddings: JSON.stringify([vector]) },
+      400,
+      'missing_embedding_contract_id',
+    ],
     [{ ...base, external_embeddings: '{"a":1}' }, 400, 'invalid_external_embeddings'],
     [{ ...base, external_embeddings: JSON.stringify([vector, vector]) }, 400, 'external_embedding_count_mismatch'],
-    [{ ...base, embedding_contract_id: 'ifsemb-v2-sha256:00', external_embeddings: JSON.stringify([vector]) }, 409, 'embedding_contract_mismatch'],
+    [
+      { ...base, embedding_contract_id: 'ifsemb-v2-sha256:00', external_embeddings: JSON.stringify([vector]) },
+      409,
+      'embedding_contract_mismatch',
+    ],
     [{ external_embeddings: JSON.stringify([vector]) }, 400, 'unexpected_external_embedding'],
   ];
   for (const [fields, status, code] of errs) {

@@ -18,11 +18,29 @@ const canMount = (() => {
 function configFile(dataDir: string, modelsDir: string): string {
   const dir = fileTempDir('vigil-crash-');
   const file = join(dir, 'server.toml');
-  writeFileSync(file, ['[server]', 'host = "127.0.0.1"', 'port = 0', `data_dir = ${JSON.stringify(dataDir)}`, `models_dir = ${JSON.stringify(modelsDir)}`, 'log_level = "info"'].join('\n'));
+  writeFileSync(
+    file,
+    [
+      '[server]',
+      'host = "127.0.0.1"',
+      'port = 0',
+      `data_dir = ${JSON.stringify(dataDir)}`,
+      `models_dir = ${JSON.stringify(modelsDir)}`,
+      'log_level = "info"',
+    ].join('\n'),
+  );
   return file;
 }
 
-const serveArgs = (file: string) => [process.execPath, '--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', file];
+const serveArgs = (file: string) => [
+  process.execPath,
+  '--import',
+  'tsx',
+  join(REPO, 'src/cli/main.ts'),
+  'serve',
+  '--config',
+  file,
+];
 
 /** Resolves with the output once the daemon logs "listening"; rejects with it if the process exits first. */
 function listening(child: ChildProcess): Promise<string> {
@@ -38,14 +56,21 @@ function listening(child: ChildProcess): Promise<string> {
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
-    child.once('exit', (code, signal) => { clearTimeout(timer); reject(new Error(`exited ${code ?? signal}:\n${out}`)); });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`exited ${code ?? signal}:\n${out}`));
+    });
   });
 }
 
 /** The pid (in our namespace) of the process `unshare --fork` started as PID 1 of its new namespace. */
 function namespaceInit(unsharePid: number): number {
   for (let i = 0; i < 100; i++) {
-    const kids = readFileSync(`/proc/${unsharePid}/task/${unsharePid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    const kids = readFileSync(`/proc/${unsharePid}/task/${unsharePid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
     if (kids.length) return kids[0]!;
   }
   throw new Error('unshare has no child');
@@ -60,7 +85,11 @@ test('a daemon SIGKILLed as PID 1 of a PID namespace starts again as PID 1 (the 
   const dataDir = join(tempDir(t, 'vigil-crash-data-'), 'data');
   const file = configFile(dataDir, await modelsDirWith('edge_s'));
   for (let round = 0; round < 3; round++) {
-    const child = spawn('unshare', ['--pid', '--fork', '--kill-child', ...serveArgs(file)], { cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('unshare', ['--pid', '--fork', '--kill-child', ...serveArgs(file)], {
+      cwd: REPO,
+      env: { ...process.env, VIGIL_API_KEY: TEST_KEY },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const out = await listening(child);
       t.notRegex(out, /data_dir_locked/, `round ${round}`);
@@ -86,11 +115,19 @@ test('a read-only data dir at start is one line on stderr, exit code 13 (a data-
     mkdirSync(join(mnt, 'data'));
     t.is(spawnSync('mount', ['-o', 'remount,ro', mnt]).status, 0);
     const file = configFile(join(mnt, 'data'), await modelsDirWith('edge_s'));
-    const r = spawnSync(serveArgs(file)[0]!, serveArgs(file).slice(1), { cwd: REPO, env: { ...process.env, VIGIL_API_KEY: TEST_KEY }, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(serveArgs(file)[0]!, serveArgs(file).slice(1), {
+      cwd: REPO,
+      env: { ...process.env, VIGIL_API_KEY: TEST_KEY },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     t.is(r.status, EXIT.dataDir, r.stderr);
     const lines = r.stderr.trim().split('\n');
     t.is(lines.length, 1, r.stderr);
-    t.regex(lines[0]!, /^vigil: (error: )?data_dir_unusable: The data directory .* is not usable: the file system is read-only/);
+    t.regex(
+      lines[0]!,
+      /^vigil: (error: )?data_dir_unusable: The data directory .* is not usable: the file system is read-only/,
+    );
     t.notRegex(r.stderr, /\n\s+at /);
   } finally {
     spawnSync('umount', [mnt]);

@@ -18,7 +18,9 @@ test('a database that fails the background quick_check never serves: health not_
   const raw = new Database(path);
   raw.exec('CREATE TABLE filler (id INTEGER PRIMARY KEY, v BLOB)');
   const insert = raw.prepare('INSERT INTO filler (v) VALUES (randomblob(300))');
-  raw.transaction(() => { for (let i = 0; i < 3000; i++) insert.run(); })();
+  raw.transaction(() => {
+    for (let i = 0; i < 3000; i++) insert.run();
+  })();
   raw.pragma('wal_checkpoint(TRUNCATE)');
   const pageSize = raw.pragma('page_size', { simple: true }) as number;
   raw.close();
@@ -37,7 +39,11 @@ test('a database that fails the background quick_check never serves: health not_
     const sys = await call(d, 'GET', '/v1/system');
     t.is(sys.status, 200);
     t.is(sys.json.database.quick_check, result);
-    for (const r of [await call(d, 'GET', '/v1/collections'), await call(d, 'POST', '/v1/collections', { id: 'c2', name: 'c2' }), await call(d, 'DELETE', '/v1/collections/c1?force=true')]) {
+    for (const r of [
+      await call(d, 'GET', '/v1/collections'),
+      await call(d, 'POST', '/v1/collections', { id: 'c2', name: 'c2' }),
+      await call(d, 'DELETE', '/v1/collections/c1?force=true'),
+    ]) {
       t.is(r.status, 503);
       t.is(r.json.error.code, 'database_not_verified');
       t.is(r.json.error.details.quick_check, result);

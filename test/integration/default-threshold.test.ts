@@ -1,7 +1,17 @@
 import test from 'ava';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { call, face, form, modelsDirWith, packThreshold, post, REPO, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import {
+  call,
+  face,
+  form,
+  modelsDirWith,
+  packThreshold,
+  post,
+  REPO,
+  startTestDaemon,
+  type TestDaemon,
+} from '../helpers/daemon.js';
 import { tempDir } from '../helpers/tempDir.js';
 
 /**
@@ -15,7 +25,13 @@ async function defaults(d: TestDaemon) {
   const system = await call(d, 'GET', '/v1/system');
   const created = await call(d, 'POST', '/v1/collections', { id: 'c', name: 'C' });
   const compare = await post(d, '/v1/compare', form({ source: face(OBAMA[0]), target: face(OBAMA[1]) }));
-  return { models: models.json, safe: system.json.safe_config, systemModel: system.json.model, collection: created.json.collection, compare: compare.json };
+  return {
+    models: models.json,
+    safe: system.json.safe_config,
+    systemModel: system.json.model,
+    collection: created.json.collection,
+    compare: compare.json,
+  };
 }
 
 test('edge_s with no default_threshold configured: /v1/models reports the pack value and compare and collections use it', async (t) => {
@@ -36,9 +52,17 @@ test('edge_s with no default_threshold configured: /v1/models reports the pack v
     t.is(r.compare.matched, r.compare.similarity >= expected);
 
     // An explicit client threshold is honoured exactly, including the upstream 0.4, inclusively.
-    const explicit = await post(d, '/v1/compare', form({ source: face(OBAMA[0]), target: face(OBAMA[1]), threshold: '0.4' }));
+    const explicit = await post(
+      d,
+      '/v1/compare',
+      form({ source: face(OBAMA[0]), target: face(OBAMA[1]), threshold: '0.4' }),
+    );
     t.is(explicit.json.threshold, 0.4);
-    const atSimilarity = await post(d, '/v1/compare', form({ source: face(OBAMA[0]), target: face(OBAMA[1]), threshold: String(r.compare.similarity) }));
+    const atSimilarity = await post(
+      d,
+      '/v1/compare',
+      form({ source: face(OBAMA[0]), target: face(OBAMA[1]), threshold: String(r.compare.similarity) }),
+    );
     t.true(atSimilarity.json.matched);
     const pinned = await call(d, 'POST', '/v1/collections', { id: 'pinned', name: 'Pinned', threshold: 0.4 });
     t.is(pinned.json.collection.default_threshold, 0.4);
@@ -89,7 +113,11 @@ test('a pack without a measured threshold (as buffalo_* here) keeps the upstream
   const catalog = JSON.parse(readFileSync(join(REPO, 'models/manifest.json'), 'utf8'));
   delete catalog.packs.edge_s.recommended_threshold;
   writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));
-  const d = await startTestDaemon({ dir, modelsDir: await modelsDirWith('edge_s'), server: [`model_catalog = ${JSON.stringify(join(dir, 'catalog.json'))}`] });
+  const d = await startTestDaemon({
+    dir,
+    modelsDir: await modelsDirWith('edge_s'),
+    server: [`model_catalog = ${JSON.stringify(join(dir, 'catalog.json'))}`],
+  });
   try {
     const r = await defaults(d);
     t.is(r.models.recommended_threshold, null);

@@ -29,7 +29,9 @@ function fill(dir: string): string {
   const fd2 = openSync(path, 'a');
   try {
     for (;;) writeSync(fd2, Buffer.alloc(512, 1));
-  } catch { /* full */ } finally {
+  } catch {
+    /* full */
+  } finally {
     closeSync(fd2);
   }
   return path;
@@ -43,14 +45,22 @@ test('full disk: 507 insufficient_storage (not 500), deletes still work, health 
     t.pass();
     return;
   }
-  d = await startTestDaemon({ dir: mnt, server: [`storage_reserve_bytes = ${4 * 1024 * 1024}`, `max_request_bytes = ${1024 * 1024}`] });
-  for (let i = 0; i < 3; i++) t.is((await call(d, 'POST', '/v1/collections', { id: `keep${i}`, name: 'keep', metadata: bigMetadata })).status, 201);
+  d = await startTestDaemon({
+    dir: mnt,
+    server: [`storage_reserve_bytes = ${4 * 1024 * 1024}`, `max_request_bytes = ${1024 * 1024}`],
+  });
+  for (let i = 0; i < 3; i++)
+    t.is(
+      (await call(d, 'POST', '/v1/collections', { id: `keep${i}`, name: 'keep', metadata: bigMetadata })).status,
+      201,
+    );
   t.is((await call(d, 'GET', '/v1/health')).json.status, 'ready');
   const filler = fill(mnt);
 
   // Writes now run out of space (SQLite's WAL has to grow sooner or later).
   let r = await call(d, 'POST', '/v1/collections', { id: 'grow0', name: 'grow', metadata: bigMetadata });
-  for (let i = 1; i < 200 && r.status === 201; i++) r = await call(d, 'POST', '/v1/collections', { id: `grow${i}`, name: 'grow', metadata: bigMetadata });
+  for (let i = 1; i < 200 && r.status === 201; i++)
+    r = await call(d, 'POST', '/v1/collections', { id: `grow${i}`, name: 'grow', metadata: bigMetadata });
   t.is(r.status, 507, JSON.stringify(r.json));
   t.is(r.json.error.code, 'insufficient_storage');
   t.regex(r.json.error.details.reason, /SQLITE_FULL|ENOSPC/);

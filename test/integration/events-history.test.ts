@@ -39,11 +39,20 @@ first_retry_seconds = 0.2
 max_retry_delay_seconds = 1`;
 
 test.before(async () => {
-  const frames = await renderScenario([
-    { image: face('identities/obama/1.jpg'), seconds: 4 }, { image: null, seconds: 2.5 },
-    { image: face('identities/rose_leslie/1.jpg'), seconds: 4 }, { image: null, seconds: 2.5 },
-  ], { width: 960, height: 540, fps: FPS });
-  [rtsp, broker, receiver] = await Promise.all([startRtspServer({ frames, fps: FPS }), startMosquitto(), startReceiver()]);
+  const frames = await renderScenario(
+    [
+      { image: face('identities/obama/1.jpg'), seconds: 4 },
+      { image: null, seconds: 2.5 },
+      { image: face('identities/rose_leslie/1.jpg'), seconds: 4 },
+      { image: null, seconds: 2.5 },
+    ],
+    { width: 960, height: 540, fps: FPS },
+  );
+  [rtsp, broker, receiver] = await Promise.all([
+    startRtspServer({ frames, fps: FPS }),
+    startMosquitto(),
+    startReceiver(),
+  ]);
   // The file's own dir: a later test restarts the daemon on it.
   const root = fileTempDir('vigil-events-');
   d = await startTestDaemon({ toml: toml(broker.url), dir: root });
@@ -61,114 +70,191 @@ test.after.always(async () => {
 
 const history = async (q = '') => (await call(d, 'GET', `/v1/events?limit=500${q}`)).json;
 
-test.serial('every ring event is in the history, in order, with snapshots; the same events reach MQTT and a signed webhook', async (t) => {
-  const hook = await call(d, 'POST', '/v1/webhooks', { url: `${receiver.url}/hook`, description: 'test receiver' });
-  t.is(hook.status, 201, JSON.stringify(hook.json));
-  t.regex(hook.json.secret, /^whsec_[A-Za-z0-9+/]+=*$/);
-  receiver.secret = hook.json.secret;
-  t.is((await call(d, 'GET', `/v1/webhooks/${hook.json.webhook.id}`)).json.secret, undefined, 'the secret is shown once');
+test.serial(
+  'every ring event is in the history, in order, with snapshots; the same events reach MQTT and a signed webhook',
+  async (t) => {
+    const hook = await call(d, 'POST', '/v1/webhooks', { url: `${receiver.url}/hook`, description: 'test receiver' });
+    t.is(hook.status, 201, JSON.stringify(hook.json));
+    t.regex(hook.json.secret, /^whsec_[A-Za-z0-9+/]+=*$/);
+    receiver.secret = hook.json.secret;
+    t.is(
+      (await call(d, 'GET', `/v1/webhooks/${hook.json.webhook.id}`)).json.secret,
+      undefined,
+      'the secret is shown once',
+    );
 
-  const create = await call(d, 'POST', '/v1/monitors', {
-    id: 'door', name: 'Front door', source: { url: rtsp.url() }, collection_id: 'gallery', inference_fps: 4,
-    event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 60 },
-  });
-  t.is(create.status, 201);
-  const ring = await waitFor('unknown_exit', async () => {
-    const ev = await allEvents(d, 'door');
-    return ev.some((e) => e.type === 'unknown_exit') ? ev : undefined;
-  }, 60_000, 500);
-  const h = await waitFor('history caught up', async () => {
-    const list = (await history()).events as Record<string, any>[];
-    return list.length >= ring.length && list.every((e) => e.snapshot.status !== 'pending') ? list : undefined;
-  });
-  const ordered = [...h].reverse();
-  t.deepEqual(ordered.slice(0, ring.length).map((e) => e.id), ring.map((e) => e.id), 'same events, same order');
-  t.deepEqual(ordered.slice(0, 4).map((e) => `${e.type}:${e.person?.id ?? '-'}`), ['person_enter:obama', 'person_exit:obama', 'unknown_enter:-', 'unknown_exit:-']);
-  const enter = ordered[0]!;
-  t.is(enter.monitor_id, 'door');
-  t.is(enter.collection_id, 'gallery');
-  t.is(enter.stream_epoch, ring[0]!.stream_epoch);
-  t.true(enter.similarity >= 0.4);
-  t.truthy(enter.face.bbox.pixels);
-  t.is(enter.snapshot.status, 'ready');
-  t.true(enter.snapshot.width <= 640 && enter.snapshot.width > 0, JSON.stringify(enter.snapshot));
+    const create = await call(d, 'POST', '/v1/monitors', {
+      id: 'door',
+      name: 'Front door',
+      source: { url: rtsp.url() },
+      collection_id: 'gallery',
+      inference_fps: 4,
+      event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 60 },
+    });
+    t.is(create.status, 201);
+    const ring = await waitFor(
+      'unknown_exit',
+      async () => {
+        const ev = await allEvents(d, 'door');
+        return ev.some((e) => e.type === 'unknown_exit') ? ev : undefined;
+      },
+      60_000,
+      500,
+    );
+    const h = await waitFor('history caught up', async () => {
+      const list = (await history()).events as Record<string, any>[];
+      return list.length >= ring.length && list.every((e) => e.snapshot.status !== 'pending') ? list : undefined;
+    });
+    const ordered = [...h].reverse();
+    t.deepEqual(
+      ordered.slice(0, ring.length).map((e) => e.id),
+      ring.map((e) => e.id),
+      'same events, same order',
+    );
+    t.deepEqual(
+      ordered.slice(0, 4).map((e) => `${e.type}:${e.person?.id ?? '-'}`),
+      ['person_enter:obama', 'person_exit:obama', 'unknown_enter:-', 'unknown_exit:-'],
+    );
+    const enter = ordered[0]!;
+    t.is(enter.monitor_id, 'door');
+    t.is(enter.collection_id, 'gallery');
+    t.is(enter.stream_epoch, ring[0]!.stream_epoch);
+    t.true(enter.similarity >= 0.4);
+    t.truthy(enter.face.bbox.pixels);
+    t.is(enter.snapshot.status, 'ready');
+    t.true(enter.snapshot.width <= 640 && enter.snapshot.width > 0, JSON.stringify(enter.snapshot));
 
-  // Pictures: a downscaled frame and a crop with margin that the detector finds a face in.
-  const frame = await fetch(`${d.url}${enter.snapshot.frame_url}`, { headers: d.auth });
-  t.is(frame.headers.get('content-type'), 'image/jpeg');
-  const frameMeta = await sharp(Buffer.from(await frame.arrayBuffer())).metadata();
-  t.is(frameMeta.width, 640);
-  t.is(frameMeta.height, 360);
-  const crop = Buffer.from(await (await fetch(`${d.url}${enter.snapshot.crop_url}`, { headers: d.auth })).arrayBuffer());
-  const cropMeta = await sharp(crop).metadata();
-  t.true(cropMeta.width! > enter.face.bbox.pixels.width, 'the crop is wider than the face box (margin)');
-  const detect = await post(d, '/v1/detect', form({ image: crop }));
-  t.is(detect.json.faces.length, 1, 'the crop is good enough for the detector');
-  const unauth = await fetch(`${d.url}${enter.snapshot.crop_url}`);
-  t.is(unauth.status, 401);
-  const files = readdirSync(join(dir, 'events', 'snapshots'));
-  t.true(files.length >= 1);
+    // Pictures: a downscaled frame and a crop with margin that the detector finds a face in.
+    const frame = await fetch(`${d.url}${enter.snapshot.frame_url}`, { headers: d.auth });
+    t.is(frame.headers.get('content-type'), 'image/jpeg');
+    const frameMeta = await sharp(Buffer.from(await frame.arrayBuffer())).metadata();
+    t.is(frameMeta.width, 640);
+    t.is(frameMeta.height, 360);
+    const crop = Buffer.from(
+      await (await fetch(`${d.url}${enter.snapshot.crop_url}`, { headers: d.auth })).arrayBuffer(),
+    );
+    const cropMeta = await sharp(crop).metadata();
+    t.true(cropMeta.width! > enter.face.bbox.pixels.width, 'the crop is wider than the face box (margin)');
+    const detect = await post(d, '/v1/detect', form({ image: crop }));
+    t.is(detect.json.faces.length, 1, 'the crop is good enough for the detector');
+    const unauth = await fetch(`${d.url}${enter.snapshot.crop_url}`);
+    t.is(unauth.status, 401);
+    const files = readdirSync(join(dir, 'events', 'snapshots'));
+    t.true(files.length >= 1);
 
-  // MQTT: the events topic carries the same events in the same order; presence and state are retained.
-  const mqttEvents = await waitFor('mqtt events', async () => {
-    const ev = messages.filter((m) => m.topic === 'vigil/door/events').map((m) => JSON.parse(m.payload.toString()) as { id: string });
-    return ev.length >= ring.length ? ev : undefined;
-  });
-  t.deepEqual(mqttEvents.slice(0, ring.length).map((e) => e.id), ring.map((e) => e.id));
-  const presence = messages.filter((m) => m.topic === 'vigil/door/person/obama').map((m) => m.payload.toString());
-  t.deepEqual(presence.slice(0, 2), ['ON', 'OFF']);
-  const states = messages.filter((m) => m.topic === 'vigil/door/state').map((m) => JSON.parse(m.payload.toString()));
-  t.true(states.some((s) => s.occupied && s.persons[0]?.id === 'obama'));
-  t.is(states.at(-1).last_person.id, 'obama');
-  const snap = messages.filter((m) => m.topic === 'vigil/door/snapshot').at(-1)!;
-  t.is((await sharp(snap.payload).metadata()).format, 'jpeg');
-  const availability = messages.filter((m) => m.topic === 'vigil/available').map((m) => m.payload.toString());
-  t.is(availability.at(-1), 'online');
+    // MQTT: the events topic carries the same events in the same order; presence and state are retained.
+    const mqttEvents = await waitFor('mqtt events', async () => {
+      const ev = messages
+        .filter((m) => m.topic === 'vigil/door/events')
+        .map((m) => JSON.parse(m.payload.toString()) as { id: string });
+      return ev.length >= ring.length ? ev : undefined;
+    });
+    t.deepEqual(
+      mqttEvents.slice(0, ring.length).map((e) => e.id),
+      ring.map((e) => e.id),
+    );
+    const presence = messages.filter((m) => m.topic === 'vigil/door/person/obama').map((m) => m.payload.toString());
+    t.deepEqual(presence.slice(0, 2), ['ON', 'OFF']);
+    const states = messages.filter((m) => m.topic === 'vigil/door/state').map((m) => JSON.parse(m.payload.toString()));
+    t.true(states.some((s) => s.occupied && s.persons[0]?.id === 'obama'));
+    t.is(states.at(-1).last_person.id, 'obama');
+    const snap = messages.filter((m) => m.topic === 'vigil/door/snapshot').at(-1)!;
+    t.is((await sharp(snap.payload).metadata()).format, 'jpeg');
+    const availability = messages.filter((m) => m.topic === 'vigil/available').map((m) => m.payload.toString());
+    t.is(availability.at(-1), 'online');
 
-  // Home Assistant discovery: box + occupancy, last person, camera, each valid for HA's schema.
-  const discovery = messages.filter((m) => m.topic.startsWith('homeassistant/') && m.payload.length);
-  const topics = discovery.map((m) => m.topic);
-  for (const tp of ['homeassistant/binary_sensor/vigil-test/status/config', 'homeassistant/binary_sensor/vigil-test/door_occupancy/config',
-    'homeassistant/sensor/vigil-test/door_last_person/config', 'homeassistant/camera/vigil-test/door_snapshot/config']) t.true(topics.includes(tp), tp);
-  for (const m of discovery) t.deepEqual(validateDiscovery(m.topic, JSON.parse(m.payload.toString())), [], m.topic);
-  // Retained: a client subscribing now gets every config (and the state) at once.
-  const late = await mqtt.connectAsync(broker.url, { clientId: 'test-late', clean: true });
-  const retained: { topic: string; retain: boolean }[] = [];
-  late.on('message', (topic, _p, packet) => retained.push({ topic, retain: packet.retain }));
-  await late.subscribeAsync(['homeassistant/#', 'vigil/door/state', 'vigil/door/snapshot', 'vigil/available'], { qos: 1 });
-  await waitFor('retained', async () => (retained.length >= 7 ? true : undefined), 5000, 100);
-  await late.endAsync();
-  for (const tp of [...new Set(topics)]) t.true(retained.some((r) => r.topic === tp && r.retain), `${tp} retained`);
-  for (const tp of ['vigil/door/state', 'vigil/door/snapshot', 'vigil/available']) t.true(retained.some((r) => r.topic === tp && r.retain), `${tp} retained`);
-  const occ = JSON.parse(discovery.find((m) => m.topic.endsWith('door_occupancy/config'))!.payload.toString());
-  t.is(occ.device.via_device, 'vigil-test');
-  t.is(occ.state_topic, 'vigil/door/state');
-  // The validator is not a rubber stamp.
-  t.true(validateDiscovery('homeassistant/camera/x/y/config', { name: 'n' }).length > 0);
-  t.true(validateDiscovery('homeassistant/binary_sensor/x/y/config', { state_topic: 's', device_class: 'face', unique_id: 'u', device: { name: 'no ids' } }).length >= 2);
+    // Home Assistant discovery: box + occupancy, last person, camera, each valid for HA's schema.
+    const discovery = messages.filter((m) => m.topic.startsWith('homeassistant/') && m.payload.length);
+    const topics = discovery.map((m) => m.topic);
+    for (const tp of [
+      'homeassistant/binary_sensor/vigil-test/status/config',
+      'homeassistant/binary_sensor/vigil-test/door_occupancy/config',
+      'homeassistant/sensor/vigil-test/door_last_person/config',
+      'homeassistant/camera/vigil-test/door_snapshot/config',
+    ])
+      t.true(topics.includes(tp), tp);
+    for (const m of discovery) t.deepEqual(validateDiscovery(m.topic, JSON.parse(m.payload.toString())), [], m.topic);
+    // Retained: a client subscribing now gets every config (and the state) at once.
+    const late = await mqtt.connectAsync(broker.url, { clientId: 'test-late', clean: true });
+    const retained: { topic: string; retain: boolean }[] = [];
+    late.on('message', (topic, _p, packet) => retained.push({ topic, retain: packet.retain }));
+    await late.subscribeAsync(['homeassistant/#', 'vigil/door/state', 'vigil/door/snapshot', 'vigil/available'], {
+      qos: 1,
+    });
+    await waitFor('retained', async () => (retained.length >= 7 ? true : undefined), 5000, 100);
+    await late.endAsync();
+    for (const tp of [...new Set(topics)])
+      t.true(
+        retained.some((r) => r.topic === tp && r.retain),
+        `${tp} retained`,
+      );
+    for (const tp of ['vigil/door/state', 'vigil/door/snapshot', 'vigil/available'])
+      t.true(
+        retained.some((r) => r.topic === tp && r.retain),
+        `${tp} retained`,
+      );
+    const occ = JSON.parse(discovery.find((m) => m.topic.endsWith('door_occupancy/config'))!.payload.toString());
+    t.is(occ.device.via_device, 'vigil-test');
+    t.is(occ.state_topic, 'vigil/door/state');
+    // The validator is not a rubber stamp.
+    t.true(validateDiscovery('homeassistant/camera/x/y/config', { name: 'n' }).length > 0);
+    t.true(
+      validateDiscovery('homeassistant/binary_sensor/x/y/config', {
+        state_topic: 's',
+        device_class: 'face',
+        unique_id: 'u',
+        device: { name: 'no ids' },
+      }).length >= 2,
+    );
 
-  // Webhooks: every event, in order, signed (verified independently), webhook-id = msg_<event id>.
-  const got = await waitFor('webhooks', async () => (receiver.received.length >= ring.length ? receiver.received : undefined));
-  t.is(receiver.rejected, 0);
-  t.deepEqual(got.slice(0, ring.length).map((r) => r.id), ring.map((e) => `msg_${e.id}`));
-  t.is(got[0]!.json.type, 'monitor.person_enter');
-  t.is(got[0]!.json.data.person.id, 'obama');
-  t.is(got[0]!.path, '/hook');
-  t.true(verifyStandardWebhook(hook.json.secret, { 'webhook-id': got[0]!.id, 'webhook-timestamp': String(got[0]!.timestamp), 'webhook-signature': got[0]!.signature }, got[0]!.body));
-  t.false(verifyStandardWebhook(hook.json.secret, { 'webhook-id': got[0]!.id, 'webhook-timestamp': String(got[0]!.timestamp), 'webhook-signature': got[0]!.signature }, `${got[0]!.body} `));
-  const log = (await call(d, 'GET', `/v1/webhooks/${hook.json.webhook.id}/deliveries?limit=5`)).json;
-  t.is(log.deliveries[0].outcome, 'delivered');
-  t.is(log.deliveries[0].status_code, 204);
-  t.is(typeof log.deliveries[0].latency_ms, 'number');
+    // Webhooks: every event, in order, signed (verified independently), webhook-id = msg_<event id>.
+    const got = await waitFor('webhooks', async () =>
+      receiver.received.length >= ring.length ? receiver.received : undefined,
+    );
+    t.is(receiver.rejected, 0);
+    t.deepEqual(
+      got.slice(0, ring.length).map((r) => r.id),
+      ring.map((e) => `msg_${e.id}`),
+    );
+    t.is(got[0]!.json.type, 'monitor.person_enter');
+    t.is(got[0]!.json.data.person.id, 'obama');
+    t.is(got[0]!.path, '/hook');
+    t.true(
+      verifyStandardWebhook(
+        hook.json.secret,
+        {
+          'webhook-id': got[0]!.id,
+          'webhook-timestamp': String(got[0]!.timestamp),
+          'webhook-signature': got[0]!.signature,
+        },
+        got[0]!.body,
+      ),
+    );
+    t.false(
+      verifyStandardWebhook(
+        hook.json.secret,
+        {
+          'webhook-id': got[0]!.id,
+          'webhook-timestamp': String(got[0]!.timestamp),
+          'webhook-signature': got[0]!.signature,
+        },
+        `${got[0]!.body} `,
+      ),
+    );
+    const log = (await call(d, 'GET', `/v1/webhooks/${hook.json.webhook.id}/deliveries?limit=5`)).json;
+    t.is(log.deliveries[0].outcome, 'delivered');
+    t.is(log.deliveries[0].status_code, 204);
+    t.is(typeof log.deliveries[0].latency_ms, 'number');
 
-  const status = (await call(d, 'GET', '/v1/events/status')).json;
-  t.true(status.mqtt.connected);
-  t.is(status.mqtt.dropped, 0);
-  t.true(status.history.events >= ring.length);
-  t.true(status.history.snapshot_bytes > 0);
-  t.is(status.webhooks.endpoints, 1);
-  await call(d, 'PATCH', '/v1/monitors/door', { enabled: false });
-});
+    const status = (await call(d, 'GET', '/v1/events/status')).json;
+    t.true(status.mqtt.connected);
+    t.is(status.mqtt.dropped, 0);
+    t.true(status.history.events >= ring.length);
+    t.true(status.history.snapshot_bytes > 0);
+    t.is(status.webhooks.endpoints, 1);
+    await call(d, 'PATCH', '/v1/monitors/door', { enabled: false });
+  },
+);
 
 test.serial('the history and its pictures survive a restart', async (t) => {
   const before = (await history()).events as Record<string, any>[];
@@ -176,7 +262,10 @@ test.serial('the history and its pictures survive a restart', async (t) => {
   await d.close();
   d = await startTestDaemon({ toml: toml(broker.url), dir: join(dir, '..') });
   const after = (await history()).events as Record<string, any>[];
-  t.deepEqual(after.map((e) => e.id), before.map((e) => e.id));
+  t.deepEqual(
+    after.map((e) => e.id),
+    before.map((e) => e.id),
+  );
   if (withPicture) t.is((await fetch(`${d.url}${withPicture.snapshot.crop_url}`, { headers: d.auth })).status, 200);
   else t.fail('expected an event with a picture');
 });
@@ -187,7 +276,10 @@ test.serial('filters, cursors, enrol from an unknown event, deletes and the pers
   t.true(unknown.length >= 2 && unknown.every((e) => e.type.startsWith('unknown_')));
   const obama = (await history('&collection_id=gallery&person_id=obama')).events as Record<string, any>[];
   t.true(obama.length >= 2 && obama.every((e) => e.person.id === 'obama'));
-  t.is((await history('&type=person_enter,person_exit')).events.length, all.filter((e) => e.type.startsWith('person_')).length);
+  t.is(
+    (await history('&type=person_enter,person_exit')).events.length,
+    all.filter((e) => e.type.startsWith('person_')).length,
+  );
   t.is((await history('&monitor_id=nope')).events.length, 0);
   const cut = all[Math.floor(all.length / 2)]!.occurred_at;
   const older = (await history(`&until=${encodeURIComponent(cut)}`)).events as Record<string, any>[];
@@ -196,11 +288,16 @@ test.serial('filters, cursors, enrol from an unknown event, deletes and the pers
   const seen: string[] = [];
   let cursor: string | null = null;
   do {
-    const r: Record<string, any> = (await call(d, 'GET', `/v1/events?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).json;
+    const r: Record<string, any> = (
+      await call(d, 'GET', `/v1/events?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+    ).json;
     seen.push(...r.events.map((e: { id: string }) => e.id));
     cursor = r.next_cursor;
   } while (cursor);
-  t.deepEqual(seen, all.map((e) => e.id));
+  t.deepEqual(
+    seen,
+    all.map((e) => e.id),
+  );
   const page1 = (await call(d, 'GET', '/v1/events?limit=1&monitor_id=door')).json;
   const wrong = await call(d, 'GET', `/v1/events?limit=1&cursor=${encodeURIComponent(page1.next_cursor)}`);
   t.is(wrong.json.error.code, 'invalid_cursor');
@@ -219,9 +316,16 @@ test.serial('filters, cursors, enrol from an unknown event, deletes and the pers
   const added = await call(d, 'POST', `/v1/events/${obamaEnter.id}/enrol`, { person_id: 'obama' });
   t.is(added.status, 201);
   t.is(added.json.person.face_count, 3);
-  t.is((await call(d, 'POST', `/v1/events/${obamaEnter.id}/enrol`, { person_id: 'ghost' })).json.error.code, 'person_not_found');
+  t.is(
+    (await call(d, 'POST', `/v1/events/${obamaEnter.id}/enrol`, { person_id: 'ghost' })).json.error.code,
+    'person_not_found',
+  );
   const err = all.find((e) => !e.face);
-  if (err) t.is((await call(d, 'POST', `/v1/events/${err.id}/enrol`, { person_id: 'obama' })).json.error.code, 'event_not_enrollable');
+  if (err)
+    t.is(
+      (await call(d, 'POST', `/v1/events/${err.id}/enrol`, { person_id: 'obama' })).json.error.code,
+      'event_not_enrollable',
+    );
 
   // Delete one, then a range; then deleting a person deletes its events and their files.
   const victim = unknown[0]!;

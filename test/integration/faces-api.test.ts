@@ -1,6 +1,15 @@
 import test from 'ava';
 import sharp from 'sharp';
-import { DEFAULT_THRESHOLD, encodeBmp24, face, form, labels, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import {
+  DEFAULT_THRESHOLD,
+  encodeBmp24,
+  face,
+  form,
+  labels,
+  post,
+  startTestDaemon,
+  type TestDaemon,
+} from '../helpers/daemon.js';
 
 let d: TestDaemon;
 test.before(async () => {
@@ -18,7 +27,11 @@ test('group photos give the face counts in labels.json, sorted by descending are
     t.is(res.status, 200, file);
     t.is(json.faces.length, faces, file);
     const areas = json.faces.map((f: any) => f.bbox.pixels.width * f.bbox.pixels.height);
-    t.deepEqual(areas, [...areas].sort((a: number, b: number) => b - a), `${file} sorted by area`);
+    t.deepEqual(
+      areas,
+      [...areas].sort((a: number, b: number) => b - a),
+      `${file} sorted by area`,
+    );
     for (const f of json.faces) {
       t.is(f.landmarks.length, 5);
       t.true(f.detection_score >= 0.5 && f.detection_score <= 1);
@@ -35,7 +48,11 @@ test('the landscape has no face: detect 200 with faces [], embeddings and compar
   const emb = await post(d, '/v1/embeddings', form({ image: face('noface/landscape.jpg') }));
   t.is(emb.res.status, 422);
   t.is(emb.json.error.code, 'face_not_found');
-  const cmp = await post(d, '/v1/compare', form({ source: face('identities/obama/1.jpg'), target: face('noface/landscape.jpg') }));
+  const cmp = await post(
+    d,
+    '/v1/compare',
+    form({ source: face('identities/obama/1.jpg'), target: face('noface/landscape.jpg') }),
+  );
   t.is(cmp.res.status, 422);
   t.is(cmp.json.error.code, 'face_not_found');
   t.is(cmp.json.error.details.side, 'target');
@@ -88,7 +105,10 @@ test("every same-person pair matches at the pack's default threshold and no diff
         const { json } = await post(d, '/v1/compare', form({ source: face(files[i]!), target: face(files[j]!) }));
         t.true(json.matched, `${files[i]} vs ${files[j]}: ${json.similarity}`);
         t.is(json.threshold, DEFAULT_THRESHOLD);
-        t.true(Math.abs(json.similarity - cosine(emb.get(files[i]!)!, emb.get(files[j]!)!)) < 1e-5, 'compare agrees with embeddings');
+        t.true(
+          Math.abs(json.similarity - cosine(emb.get(files[i]!)!, emb.get(files[j]!)!)) < 1e-5,
+          'compare agrees with embeddings',
+        );
         lowestSame = Math.min(lowestSame, json.similarity);
       }
     }
@@ -104,13 +124,20 @@ test("every same-person pair matches at the pack's default threshold and no diff
     }
   }
   // A real compare call for a different-person pair, through the endpoint itself.
-  const diff = await post(d, '/v1/compare', form({ source: face('identities/obama/1.jpg'), target: face('identities/biden/1.jpg') }));
+  const diff = await post(
+    d,
+    '/v1/compare',
+    form({ source: face('identities/obama/1.jpg'), target: face('identities/biden/1.jpg') }),
+  );
   t.false(diff.json.matched);
-  t.log(`lowest same-person similarity ${lowestSame.toFixed(4)}, highest different-person ${highestDifferent.toFixed(4)}`);
+  t.log(
+    `lowest same-person similarity ${lowestSame.toFixed(4)}, highest different-person ${highestDifferent.toFixed(4)}`,
+  );
 });
 
 test('compare honours an explicit threshold inclusively and validates it', async (t) => {
-  const a = face('identities/obama/1.jpg'), b = face('identities/obama/2.jpg');
+  const a = face('identities/obama/1.jpg'),
+    b = face('identities/obama/2.jpg');
   const base = await post(d, '/v1/compare', form({ source: a, target: b }));
   const high = await post(d, '/v1/compare', form({ source: a, target: b, threshold: '0.99' }));
   t.false(high.json.matched);
@@ -128,12 +155,19 @@ test('embeddings returns one face and the model summary', async (t) => {
   t.is(json.model.embedding_dimension, 512);
   t.regex(json.model.model_digest, /^[0-9a-f]{64}$/);
   t.is(json.model.provider, 'cpu');
-  t.deepEqual(json.model.models.map((m: any) => m.task), ['face_detection', 'face_recognition']);
+  t.deepEqual(
+    json.model.models.map((m: any) => m.task),
+    ['face_detection', 'face_recognition'],
+  );
   t.is(typeof json.processing_ms, 'number');
 });
 
 test('PNG (grayscale and RGBA), WebP and BMP are accepted; BMP gives the same faces as its source', async (t) => {
-  for (const file of ['identities/alex_lacamoire/3.png', 'identities/cai_xukun/1.png', 'identities/robert_downey_jr/1.webp']) {
+  for (const file of [
+    'identities/alex_lacamoire/3.png',
+    'identities/cai_xukun/1.png',
+    'identities/robert_downey_jr/1.webp',
+  ]) {
     const { res, json } = await post(d, '/v1/detect', form({ image: face(file) }));
     t.is(res.status, 200, file);
     t.true(json.faces.length >= 1, file);
@@ -144,14 +178,21 @@ test('PNG (grayscale and RGBA), WebP and BMP are accepted; BMP gives the same fa
   const fromBmp = await post(d, '/v1/detect', form({ image: bmp }));
   const fromJpeg = await post(d, '/v1/detect', form({ image: src }));
   t.is(fromBmp.res.status, 200);
-  t.deepEqual(fromBmp.json.faces.map((f: any) => f.bbox.pixels), fromJpeg.json.faces.map((f: any) => f.bbox.pixels));
+  t.deepEqual(
+    fromBmp.json.faces.map((f: any) => f.bbox.pixels),
+    fromJpeg.json.faces.map((f: any) => f.bbox.pixels),
+  );
 });
 
 test('deprecated overrides are refused: min_score on detect, face_selection on embeddings', async (t) => {
   const det = await post(d, '/v1/detect', form({ image: face('identities/obama/1.jpg'), min_score: '0.3' }));
   t.is(det.res.status, 400);
   t.is(det.json.error.code, 'request_detection_override_not_supported');
-  const emb = await post(d, '/v1/embeddings', form({ image: face('identities/obama/1.jpg'), face_selection: 'largest' }));
+  const emb = await post(
+    d,
+    '/v1/embeddings',
+    form({ image: face('identities/obama/1.jpg'), face_selection: 'largest' }),
+  );
   t.is(emb.res.status, 400);
   t.is(emb.json.error.code, 'request_detection_override_not_supported');
 });
@@ -171,7 +212,12 @@ test('a collection_id that does not exist is 404 collection_not_found', async (t
 test('images that are not JPEG/PNG/WebP/BMP, empty or corrupt are 422 invalid_image', async (t) => {
   const gif = Buffer.from('R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==', 'base64');
   const truncated = face('identities/obama/1.jpg').subarray(0, 2000);
-  for (const [name, bytes] of [['gif', gif], ['text', Buffer.from('hello')], ['empty', Buffer.alloc(0)], ['truncated jpeg', truncated]] as const) {
+  for (const [name, bytes] of [
+    ['gif', gif],
+    ['text', Buffer.from('hello')],
+    ['empty', Buffer.alloc(0)],
+    ['truncated jpeg', truncated],
+  ] as const) {
     const { res, json } = await post(d, '/v1/detect', form({ image: bytes }));
     t.is(res.status, 422, name);
     t.is(json.error.code, 'invalid_image', name);
@@ -185,7 +231,11 @@ test('validation errors are 400 invalid_request in the envelope', async (t) => {
     ['max_faces not a number', form({ image: face('identities/obama/1.jpg'), max_faces: 'many' }), {}],
     ['two images', form({ image: [face('identities/obama/1.jpg'), face('identities/obama/2.jpg')] }), {}],
     ['json body', JSON.stringify({ image: 'x' }), { 'Content-Type': 'application/json' }],
-    ['broken multipart', '--x\r\nContent-Disposition: form-data; name="image"; filename="a"\r\n\r\nabc', { 'Content-Type': 'multipart/form-data; boundary=x' }],
+    [
+      'broken multipart',
+      '--x\r\nContent-Disposition: form-data; name="image"; filename="a"\r\n\r\nabc',
+      { 'Content-Type': 'multipart/form-data; boundary=x' },
+    ],
   ];
   for (const [name, body, headers] of cases) {
     const { res, json } = await post(d, '/v1/detect', body, { ...d.auth, ...headers });

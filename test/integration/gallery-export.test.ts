@@ -13,18 +13,36 @@ import { fileTempDir } from '../helpers/tempDir.js';
 let a: TestDaemon;
 let b: TestDaemon;
 const dir = fileTempDir('vigil-gallery-export-');
-const PEOPLE: [string, string[]][] = [['obama', ['identities/obama/2.jpg', 'identities/obama/3.jpg']], ['biden', ['identities/biden/2.jpg']], ['rob_lowe', ['identities/rob_lowe/1.jpg']]];
+const PEOPLE: [string, string[]][] = [
+  ['obama', ['identities/obama/2.jpg', 'identities/obama/3.jpg']],
+  ['biden', ['identities/biden/2.jpg']],
+  ['rob_lowe', ['identities/rob_lowe/1.jpg']],
+];
 const QUERIES = ['identities/obama/1.jpg', 'identities/biden/1.jpg', 'identities/rob_lowe/2.jpg'];
 
 test.before(async () => {
   [a, b] = await Promise.all([startTestDaemon(), startTestDaemon()]);
   {
-    const c = await call(a, 'POST', '/v1/collections', { id: 'staff', name: 'Staff', save_face_crops: true, metadata: { site: 'hq' } });
+    const c = await call(a, 'POST', '/v1/collections', {
+      id: 'staff',
+      name: 'Staff',
+      save_face_crops: true,
+      metadata: { site: 'hq' },
+    });
     if (c.status !== 201) throw new Error(JSON.stringify(c.json));
-
   }
   for (const [id, files] of PEOPLE) {
-    const r = await post(a, '/v1/collections/staff/persons', form({ id, name: id.toUpperCase(), external_id: `ext-${id}`, metadata: JSON.stringify({ team: 'x' }), images: files.map(face) }));
+    const r = await post(
+      a,
+      '/v1/collections/staff/persons',
+      form({
+        id,
+        name: id.toUpperCase(),
+        external_id: `ext-${id}`,
+        metadata: JSON.stringify({ team: 'x' }),
+        images: files.map(face),
+      }),
+    );
     if (r.res.status !== 201) throw new Error(JSON.stringify(r.json));
   }
 });
@@ -35,60 +53,114 @@ test.after.always(async () => {
 const top = async (d: TestDaemon, collection: string, threshold?: string) => {
   const out = [];
   for (const q of QUERIES) {
-    const r = await post(d, `/v1/collections/${collection}/search`, form({ image: face(q), limit: '1', ...(threshold ? { threshold } : {}) }));
-    out.push(r.json.matches?.[0] ? { id: r.json.matches[0].person.id, similarity: r.json.matches[0].similarity } : null);
+    const r = await post(
+      d,
+      `/v1/collections/${collection}/search`,
+      form({ image: face(q), limit: '1', ...(threshold ? { threshold } : {}) }),
+    );
+    out.push(
+      r.json.matches?.[0] ? { id: r.json.matches[0].person.id, similarity: r.json.matches[0].similarity } : null,
+    );
   }
   return out;
 };
 
-test.serial('export streams a header and every person with embeddings and crops; the same contract imports the embeddings as they are', async (t) => {
-  const file = join(dir, 'staff.ndjson');
-  const io = new Sink();
-  t.is(await runGalleryExport({ url: a.url, key: a.key, collection: 'staff', file }, io as never), 0);
-  t.regex(io.text, /exported 3 persons of staff/);
-  const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  const source = (await call(a, 'GET', '/v1/collections/staff')).json.collection;
-  t.like(lines[0], { type: 'vigil_gallery_export', format: 1, collection_id: 'staff', embedding_contract_id: source.embedding_contract_id, persons: 3, faces: 4 });
-  t.deepEqual(lines.slice(1).map((p: any) => [p.id, p.name, p.external_id, p.metadata, p.embeddings.length, p.crops.length]).sort(),
-    [['biden', 'BIDEN', 'ext-biden', { team: 'x' }, 1, 1], ['obama', 'OBAMA', 'ext-obama', { team: 'x' }, 2, 2], ['rob_lowe', 'ROB_LOWE', 'ext-rob_lowe', { team: 'x' }, 1, 1]]);
-  t.is((await fetch(`${a.url}/v1/collections/staff/export`)).status, 401);
-  t.is((await call(a, 'GET', '/v1/collections/nope/export')).status, 404);
+test.serial(
+  'export streams a header and every person with embeddings and crops; the same contract imports the embeddings as they are',
+  async (t) => {
+    const file = join(dir, 'staff.ndjson');
+    const io = new Sink();
+    t.is(await runGalleryExport({ url: a.url, key: a.key, collection: 'staff', file }, io as never), 0);
+    t.regex(io.text, /exported 3 persons of staff/);
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    const source = (await call(a, 'GET', '/v1/collections/staff')).json.collection;
+    t.like(lines[0], {
+      type: 'vigil_gallery_export',
+      format: 1,
+      collection_id: 'staff',
+      embedding_contract_id: source.embedding_contract_id,
+      persons: 3,
+      faces: 4,
+    });
+    t.deepEqual(
+      lines
+        .slice(1)
+        .map((p: any) => [p.id, p.name, p.external_id, p.metadata, p.embeddings.length, p.crops.length])
+        .sort(),
+      [
+        ['biden', 'BIDEN', 'ext-biden', { team: 'x' }, 1, 1],
+        ['obama', 'OBAMA', 'ext-obama', { team: 'x' }, 2, 2],
+        ['rob_lowe', 'ROB_LOWE', 'ext-rob_lowe', { team: 'x' }, 1, 1],
+      ],
+    );
+    t.is((await fetch(`${a.url}/v1/collections/staff/export`)).status, 401);
+    t.is((await call(a, 'GET', '/v1/collections/nope/export')).status, 404);
 
-  t.is((await call(b, 'POST', '/v1/collections', { id: 'copy', name: 'Copy' })).status, 201);
-  const progress = new Sink();
-  t.is(await runGalleryImport({ url: b.url, key: b.key, collection: 'copy', file, contractId: null, batchSize: 2 }, progress as never), 0, progress.text);
-  t.regex(progress.text, /"type":"done"/);
-  const copy = (await call(b, 'GET', '/v1/collections/copy')).json.collection;
-  t.is(copy.person_count, 3);
-  t.is(copy.face_count, 4);
-  const person = (await call(b, 'GET', '/v1/collections/copy/persons/obama')).json.person;
-  t.like(person, { name: 'OBAMA', external_id: 'ext-obama', metadata: { team: 'x' } });
-  const [here, there] = [await top(a, 'staff'), await top(b, 'copy')];
-  t.deepEqual(there.map((m) => m?.id), ['obama', 'biden', 'rob_lowe']);
-  there.forEach((m, i) => t.true(Math.abs(m!.similarity - here[i]!.similarity) < 1e-5));
-});
+    t.is((await call(b, 'POST', '/v1/collections', { id: 'copy', name: 'Copy' })).status, 201);
+    const progress = new Sink();
+    t.is(
+      await runGalleryImport(
+        { url: b.url, key: b.key, collection: 'copy', file, contractId: null, batchSize: 2 },
+        progress as never,
+      ),
+      0,
+      progress.text,
+    );
+    t.regex(progress.text, /"type":"done"/);
+    const copy = (await call(b, 'GET', '/v1/collections/copy')).json.collection;
+    t.is(copy.person_count, 3);
+    t.is(copy.face_count, 4);
+    const person = (await call(b, 'GET', '/v1/collections/copy/persons/obama')).json.person;
+    t.like(person, { name: 'OBAMA', external_id: 'ext-obama', metadata: { team: 'x' } });
+    const [here, there] = [await top(a, 'staff'), await top(b, 'copy')];
+    t.deepEqual(
+      there.map((m) => m?.id),
+      ['obama', 'biden', 'rob_lowe'],
+    );
+    there.forEach((m, i) => t.true(Math.abs(m!.similarity - here[i]!.similarity) < 1e-5));
+  },
+);
 
 test.serial('an export from another model (contract differs) is re-embedded from its crops', async (t) => {
   const file = join(dir, 'staff.ndjson');
   // As if exported on a box with another recognizer: its contract and embeddings mean nothing here.
-  const lines = readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const lines = readFileSync(file, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   lines[0].embedding_contract_id = 'other-model:512:v9';
   for (const p of lines.slice(1)) p.embeddings = p.embeddings.map(() => Buffer.alloc(512 * 4, 7).toString('base64'));
   const foreign = join(dir, 'foreign.ndjson');
   writeFileSync(foreign, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
   t.is((await call(b, 'POST', '/v1/collections', { id: 'moved', name: 'Moved' })).status, 201);
   const progress = new Sink();
-  const code = await runGalleryImport({ url: b.url, key: b.key, collection: 'moved', file: foreign, contractId: null, batchSize: 100 }, progress as never);
+  const code = await runGalleryImport(
+    { url: b.url, key: b.key, collection: 'moved', file: foreign, contractId: null, batchSize: 100 },
+    progress as never,
+  );
   t.is(code, 0, progress.text);
   t.regex(progress.text, /re-embedding from face crops/);
   t.regex(progress.text, /"type":"done","mode":"reembedded","persons":3,"failed":0,"skipped":0/);
   const moved = (await call(b, 'GET', '/v1/collections/moved')).json.collection;
   t.is(moved.person_count, 3);
-  t.like((await call(b, 'GET', '/v1/collections/moved/persons/biden')).json.person, { name: 'BIDEN', external_id: 'ext-biden', metadata: { team: 'x' } });
+  t.like((await call(b, 'GET', '/v1/collections/moved/persons/biden')).json.person, {
+    name: 'BIDEN',
+    external_id: 'ext-biden',
+    metadata: { team: 'x' },
+  });
   // Re-embedded from 112 px box crops (what upstream-style save_face_crops keeps), similarities are lower than
   // from the original photos, so the rank is what is asserted: each query's best match is the right person.
   const ranked = await top(b, 'moved', '0');
-  t.deepEqual(ranked.map((m) => m?.id), ['obama', 'biden', 'rob_lowe'], 'the re-embedded gallery ranks the same people first');
+  t.deepEqual(
+    ranked.map((m) => m?.id),
+    ['obama', 'biden', 'rob_lowe'],
+    'the re-embedded gallery ranks the same people first',
+  );
   const original = await top(b, 'copy', '0');
-  t.log(`similarity, original embeddings vs re-embedded from crops: ${ranked.map((m, i) => `${QUERIES[i]}: ${original[i]!.similarity.toFixed(3)} vs ${m!.similarity.toFixed(3)}`).join('; ')}`);
+  t.log(
+    `similarity, original embeddings vs re-embedded from crops: ${ranked.map((m, i) => `${QUERIES[i]}: ${original[i]!.similarity.toFixed(3)} vs ${m!.similarity.toFixed(3)}`).join('; ')}`,
+  );
 });

@@ -12,7 +12,11 @@ test.after.always(async () => {
   await d?.close();
 });
 
-interface Reply { status: number; headers: IncomingMessage['headers']; body: any }
+interface Reply {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: any;
+}
 
 /**
  * Sends a chunked body (no Content-Length) of `chunks` pieces and returns the reply. Writes after the
@@ -22,25 +26,40 @@ function chunked(path: string, contentType: string, chunks: Buffer[], agent?: Ag
   return new Promise((resolve, reject) => {
     const u = new URL(d.url + path);
     let answered = false;
-    const req = request({ host: u.hostname, port: u.port, path, method: 'POST', agent, headers: { ...d.auth, 'content-type': contentType, 'transfer-encoding': 'chunked' } }, (res) => {
-      answered = true;
-      const parts: Buffer[] = [];
-      res.on('data', (b: Buffer) => parts.push(b));
-      res.on('end', () => {
-        const text = Buffer.concat(parts).toString();
-        try {
-          resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) });
-        } catch {
-          reject(new Error(`not JSON: ${res.statusCode} ${text}`));
-        }
-      });
-      res.on('error', reject);
+    const req = request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { ...d.auth, 'content-type': contentType, 'transfer-encoding': 'chunked' },
+      },
+      (res) => {
+        answered = true;
+        const parts: Buffer[] = [];
+        res.on('data', (b: Buffer) => parts.push(b));
+        res.on('end', () => {
+          const text = Buffer.concat(parts).toString();
+          try {
+            resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(text) });
+          } catch {
+            reject(new Error(`not JSON: ${res.statusCode} ${text}`));
+          }
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', (e) => {
+      if (!answered) reject(e);
     });
-    req.on('error', (e) => { if (!answered) reject(e); });
     let i = 0;
     const writeNext = () => {
       if (answered || req.destroyed) return;
-      if (i === chunks.length) { req.end(); return; }
+      if (i === chunks.length) {
+        req.end();
+        return;
+      }
       const ok = req.write(chunks[i++]);
       if (ok) setImmediate(writeNext);
       else req.once('drain', writeNext);
@@ -55,8 +74,12 @@ function get(path: string, agent: Agent): Promise<Reply> {
     request({ host: u.hostname, port: u.port, path, agent, headers: d.auth }, (res) => {
       const parts: Buffer[] = [];
       res.on('data', (b: Buffer) => parts.push(b));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(parts).toString()) }));
-    }).on('error', reject).end();
+      res.on('end', () =>
+        resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(parts).toString()) }),
+      );
+    })
+      .on('error', reject)
+      .end();
   });
 }
 
@@ -64,7 +87,11 @@ function multipartFiles(n: number, fileBytes: number): { type: string; chunks: B
   const boundary = 'vigilboundary7MA4YWxkTrZu0gW';
   const chunks: Buffer[] = [];
   for (let i = 0; i < n; i++) {
-    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="${i}.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`));
+    chunks.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="images"; filename="${i}.jpg"\r\nContent-Type: image/jpeg\r\n\r\n`,
+      ),
+    );
     for (let left = fileBytes; left > 0; left -= 8192) chunks.push(Buffer.alloc(Math.min(8192, left), 0x41));
     chunks.push(Buffer.from('\r\n'));
   }
@@ -88,7 +115,12 @@ test('a chunked body far over the limit is answered 413 long before the client f
   const { type } = multipartFiles(1, 0);
   let sent = 0;
   const many = Array.from({ length: 1024 }, () => Buffer.alloc(64 * 1024, 0x42));
-  const counted = new Proxy(many, { get: (arr, k) => { if (typeof k === 'string' && /^\d+$/.test(k)) sent++; return Reflect.get(arr, k); } });
+  const counted = new Proxy(many, {
+    get: (arr, k) => {
+      if (typeof k === 'string' && /^\d+$/.test(k)) sent++;
+      return Reflect.get(arr, k);
+    },
+  });
   const r = await chunked('/v1/detect', type, counted);
   t.is(r.status, 413);
   t.is(r.body.error.code, 'request_too_large');
@@ -133,14 +165,32 @@ test('a chunked body under the limit is read whole (the counter does not cut leg
 
 test('wrong keys: the upstream 401 message, then 429 too_many_auth_failures with Retry-After past [auth] max_failures; the right key still works', async (t) => {
   const agent = new Agent({ keepAlive: false });
-  const wrong = (): Promise<Reply> => new Promise((resolve, reject) => {
-    const u = new URL(`${d.url}/v1/collections`);
-    request({ host: u.hostname, port: u.port, path: u.pathname, agent, headers: { Authorization: 'Bearer wrong-key-0123456789abcdef' } }, (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (b: Buffer) => parts.push(b));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: JSON.parse(Buffer.concat(parts).toString()) }));
-    }).on('error', reject).end();
-  });
+  const wrong = (): Promise<Reply> =>
+    new Promise((resolve, reject) => {
+      const u = new URL(`${d.url}/v1/collections`);
+      request(
+        {
+          host: u.hostname,
+          port: u.port,
+          path: u.pathname,
+          agent,
+          headers: { Authorization: 'Bearer wrong-key-0123456789abcdef' },
+        },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (b: Buffer) => parts.push(b));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode!,
+              headers: res.headers,
+              body: JSON.parse(Buffer.concat(parts).toString()),
+            }),
+          );
+        },
+      )
+        .on('error', reject)
+        .end();
+    });
   const first = await wrong();
   t.is(first.status, 401);
   t.is(first.body.error.message, 'A valid Bearer API key is required.');
@@ -172,16 +222,33 @@ function raw(bytes: Buffer | string): Promise<string> {
 function parseRaw(text: string): { status: number; headers: Record<string, string>; body: any } {
   const [head, body = ''] = text.split('\r\n\r\n');
   const lines = head!.split('\r\n');
-  const headers = Object.fromEntries(lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   return { status: Number(lines[0]!.split(' ')[1]), headers, body: JSON.parse(body) };
 }
 
 for (const [name, bytes, status, code] of [
   ['an unknown method', 'FROB /v1/health HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_http_request'],
   ['raw bytes in the path', 'GET /v1/\x01\x7f health HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_http_request'],
-  ['a header without a colon', 'GET /v1/health HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n', 400, 'malformed_http_request'],
-  ['a broken chunked encoding', 'POST /v1/collections HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n', 400, 'malformed_http_request'],
-  ['huge headers', `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Bomb: ${'a'.repeat(40_000)}\r\n\r\n`, 431, 'headers_too_large'],
+  [
+    'a header without a colon',
+    'GET /v1/health HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n',
+    400,
+    'malformed_http_request',
+  ],
+  [
+    'a broken chunked encoding',
+    'POST /v1/collections HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+    400,
+    'malformed_http_request',
+  ],
+  [
+    'huge headers',
+    `GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Bomb: ${'a'.repeat(40_000)}\r\n\r\n`,
+    431,
+    'headers_too_large',
+  ],
   ['not HTTP at all', '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 TLS hello\r\n\r\n', 400, 'malformed_http_request'],
 ] as const) {
   test(`parser-level refusal in the envelope: ${name} -> ${status} ${code}`, async (t) => {

@@ -17,7 +17,7 @@ test.after.always(async () => {
 
 let xKey: string | null = null;
 async function workspaceKey(): Promise<string> {
-  if (!await d.runtime.workspaces.get('x')) await d.runtime.workspaces.create({ id: 'x', name: 'x' });
+  if (!(await d.runtime.workspaces.get('x'))) await d.runtime.workspaces.create({ id: 'x', name: 'x' });
   xKey ??= (await d.runtime.workspaces.createKey('x')).token;
   return xKey;
 }
@@ -25,7 +25,14 @@ async function workspaceKey(): Promise<string> {
 /** A request that would pass validation for each route, so a 401 can only come from the auth guard. */
 function sampleRequest(method: string): RequestInit {
   if (method === 'get' || method === 'delete') return { method: method.toUpperCase() };
-  return { method: method.toUpperCase(), body: form({ image: face('identities/obama/1.jpg'), source: face('identities/obama/1.jpg'), target: face('identities/obama/2.jpg') }) };
+  return {
+    method: method.toUpperCase(),
+    body: form({
+      image: face('identities/obama/1.jpg'),
+      source: face('identities/obama/1.jpg'),
+      target: face('identities/obama/2.jpg'),
+    }),
+  };
 }
 
 test('every non-public route requires the Bearer key (enumerated from the router), with WWW-Authenticate', async (t) => {
@@ -33,7 +40,12 @@ test('every non-public route requires the Bearer key (enumerated from the router
   t.true(routes.length >= 6);
   for (const r of routes) {
     const url = d.url + koaPath(r.path).replace(/:([a-z_]+)/g, 'x');
-    for (const headers of [{} as Record<string, string>, { Authorization: 'Bearer wrong-key-wrong-key' }, { Authorization: `Basic ${d.key}` }, { Authorization: `Bearer  ${d.key}` }]) {
+    for (const headers of [
+      {} as Record<string, string>,
+      { Authorization: 'Bearer wrong-key-wrong-key' },
+      { Authorization: `Basic ${d.key}` },
+      { Authorization: `Bearer  ${d.key}` },
+    ]) {
       const res = await fetch(url, { ...sampleRequest(r.method), headers });
       const body = (await res.json()) as any;
       if (r.public) {
@@ -51,7 +63,10 @@ test('every non-public route requires the Bearer key (enumerated from the router
       t.not(ok.status, 401, `${r.method} ${r.path} accepts the key (scheme is case-insensitive)`);
     }
   }
-  t.deepEqual(routes.filter((r) => r.public).map((r) => `${r.method} ${r.path}`), ['get /v1/health']);
+  t.deepEqual(
+    routes.filter((r) => r.public).map((r) => `${r.method} ${r.path}`),
+    ['get /v1/health'],
+  );
 });
 
 test('health: ready body, request id header equals body, security headers on every response', async (t) => {
@@ -88,7 +103,24 @@ test('unknown routes are 404 route_not_found and wrong methods 405 method_not_al
 
 test('system and models describe the running engine', async (t) => {
   const sys = (await (await fetch(`${d.url}/v1/system`, { headers: d.auth })).json()) as any;
-  for (const k of ['server_version', 'os', 'architecture', 'cpu', 'runtime', 'execution_provider', 'model', 'database', 'data', 'models', 'stats', 'search', 'api_key', 'safe_config', 'recent_errors']) t.true(k in sys, k);
+  for (const k of [
+    'server_version',
+    'os',
+    'architecture',
+    'cpu',
+    'runtime',
+    'execution_provider',
+    'model',
+    'database',
+    'data',
+    'models',
+    'stats',
+    'search',
+    'api_key',
+    'safe_config',
+    'recent_errors',
+  ])
+    t.true(k in sys, k);
   t.is(sys.execution_provider, 'cpu');
   t.is(sys.database.quick_check, 'ok');
   t.is(sys.database.wal, true);
@@ -113,13 +145,18 @@ test('CORS only for configured origins', async (t) => {
   t.is(allowed.headers.get('access-control-allow-origin'), 'http://kiosk.local:8080');
   const other = await fetch(`${d.url}/v1/health`, { headers: { Origin: 'http://evil.example' } });
   t.is(other.headers.get('access-control-allow-origin'), null);
-  const pre = await fetch(`${d.url}/v1/detect`, { method: 'OPTIONS', headers: { Origin: 'http://kiosk.local:8080', 'Access-Control-Request-Method': 'POST' } });
+  const pre = await fetch(`${d.url}/v1/detect`, {
+    method: 'OPTIONS',
+    headers: { Origin: 'http://kiosk.local:8080', 'Access-Control-Request-Method': 'POST' },
+  });
   t.is(pre.status, 204);
   t.regex(pre.headers.get('access-control-allow-headers') ?? '', /Authorization/);
 });
 
 test('limits: request_too_large, image_too_large by bytes and by pixels (before decoding)', async (t) => {
-  const small = await startTestDaemon({ toml: 'max_request_bytes = 300000\nmax_image_bytes = 200000\nmax_image_pixels = 1000000' });
+  const small = await startTestDaemon({
+    toml: 'max_request_bytes = 300000\nmax_image_bytes = 200000\nmax_image_pixels = 1000000',
+  });
   try {
     const big = face('groups/obama_biden_stage.jpg'); // 559 KB
     const r1 = await post(small, '/v1/detect', form({ image: big }));
@@ -130,7 +167,9 @@ test('limits: request_too_large, image_too_large by bytes and by pixels (before 
     t.is(r2.res.status, 413);
     t.is(r2.json.error.code, 'image_too_large');
     // 2000x1000 = 2 MP of flat colour: a tiny PNG whose pixels exceed the limit.
-    const bomb = await sharp({ create: { width: 2000, height: 1000, channels: 3, background: '#808080' } }).png().toBuffer();
+    const bomb = await sharp({ create: { width: 2000, height: 1000, channels: 3, background: '#808080' } })
+      .png()
+      .toBuffer();
     t.true(bomb.length < 200000);
     const r3 = await post(small, '/v1/detect', form({ image: bomb }));
     t.is(r3.res.status, 413);
@@ -145,10 +184,13 @@ test('a request past the deadline is 503 request_timeout', async (t) => {
   const slow = await startTestDaemon({ toml: 'request_timeout_seconds = 0.05' });
   try {
     // 24 MP of smooth gradient: a small file that takes far longer than 50 ms to decode on any CPU.
-    const width = 6000, height = 4000;
+    const width = 6000,
+      height = 4000;
     const gradient = Buffer.alloc(width * height * 3);
     for (let i = 0; i < gradient.length; i++) gradient[i] = (i / 3) % 251;
-    const large = await sharp(gradient, { raw: { width, height, channels: 3 } }).jpeg({ quality: 80 }).toBuffer();
+    const large = await sharp(gradient, { raw: { width, height, channels: 3 } })
+      .jpeg({ quality: 80 })
+      .toBuffer();
     t.true(large.length < 10 * 1024 * 1024);
     const { res, json } = await post(slow, '/v1/detect', form({ image: large }));
     t.is(res.status, 503);
@@ -184,7 +226,8 @@ test('before the models are ready health is 503 not_ready and model routes 503 s
 
 type Json = Record<string, any>;
 const snapshot = JSON.parse(readFileSync(join(SHARED, 'reference/openapi.snapshot.json'), 'utf8')) as Json;
-const deref = (doc: Json, s: Json | undefined): Json | undefined => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s);
+const deref = (doc: Json, s: Json | undefined): Json | undefined =>
+  s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s;
 
 /** Request fields Vigil adds to upstream bodies: optional, defaulting to the upstream behaviour. */
 const BODY_EXTENSIONS: Record<string, string[]> = { '/v1/collections/{collection_id}/search': ['faces'] };
@@ -196,12 +239,24 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
   // The upstream contract covers /v1; the scraper routes (/workspaces/…) are ours and only need to be documented.
   // Vigil extensions under /v1 (additive; upstream clients never call them) are documented, not compared.
   // Whole route families that upstream has no path under (event history, webhooks) count as extensions too.
-  const extensions = new Set(['post /v1/collections/{collection_id}/import', 'get /v1/collections/{collection_id}/export']);
+  const extensions = new Set([
+    'post /v1/collections/{collection_id}/import',
+    'get /v1/collections/{collection_id}/export',
+  ]);
   const extensionFamilies = ['/v1/events', '/v1/webhooks', '/v1/kiosk-tokens', '/v1/fleet'];
-  for (const family of extensionFamilies) t.false(Object.keys(snapshot.paths).some((p) => p === family || p.startsWith(`${family}/`)), `${family} is not an upstream path`);
+  for (const family of extensionFamilies)
+    t.false(
+      Object.keys(snapshot.paths).some((p) => p === family || p.startsWith(`${family}/`)),
+      `${family} is not an upstream path`,
+    );
   const isExtension = (x: { method: string; path: string }) =>
-    extensions.has(`${x.method} ${x.path}`) || extensionFamilies.some((f) => x.path === f || x.path.startsWith(`${f}/`));
-  for (const r of apiRoutes(d.runtime).filter((x) => !x.path.startsWith('/v1/') || isExtension(x))) t.truthy(ours.paths[r.path]?.[r.method]?.requestBody ?? ours.paths[r.path]?.[r.method], `${r.method} ${r.path} documented`);
+    extensions.has(`${x.method} ${x.path}`) ||
+    extensionFamilies.some((f) => x.path === f || x.path.startsWith(`${f}/`));
+  for (const r of apiRoutes(d.runtime).filter((x) => !x.path.startsWith('/v1/') || isExtension(x)))
+    t.truthy(
+      ours.paths[r.path]?.[r.method]?.requestBody ?? ours.paths[r.path]?.[r.method],
+      `${r.method} ${r.path} documented`,
+    );
   for (const r of apiRoutes(d.runtime).filter((x) => x.path.startsWith('/v1/') && !isExtension(x))) {
     const theirs = snapshot.paths[r.path]?.[r.method];
     t.truthy(theirs, `${r.method} ${r.path} exists upstream`);
@@ -209,14 +264,20 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
     t.is(mine.operationId, theirs.operationId);
     t.deepEqual(mine.tags, theirs.tags);
     t.is(Boolean(mine.security), Boolean(theirs.security), `${r.path} security`);
-    t.deepEqual(Object.keys(mine.responses).sort(), Object.keys(theirs.responses).sort(), `${r.path} response statuses`);
+    t.deepEqual(
+      Object.keys(mine.responses).sort(),
+      Object.keys(theirs.responses).sort(),
+      `${r.path} response statuses`,
+    );
     for (const [status, resp] of Object.entries(theirs.responses) as [string, Json][]) {
       const theirSchema = deref(snapshot, resp.content?.['application/json']?.schema);
       const mySchema = deref(ours, mine.responses[status].content?.['application/json']?.schema);
       if (!theirSchema) continue;
       t.truthy(mySchema, `${r.path} ${status} has a schema`);
-      for (const req of theirSchema.required ?? []) t.true((mySchema!.required ?? []).includes(req), `${r.path} ${status} requires ${req}`);
-      for (const prop of Object.keys(theirSchema.properties ?? {})) t.true(prop in (mySchema!.properties ?? {}), `${r.path} ${status} has ${prop}`);
+      for (const req of theirSchema.required ?? [])
+        t.true((mySchema!.required ?? []).includes(req), `${r.path} ${status} requires ${req}`);
+      for (const prop of Object.keys(theirSchema.properties ?? {}))
+        t.true(prop in (mySchema!.properties ?? {}), `${r.path} ${status} has ${prop}`);
     }
     if (theirs.requestBody) {
       const [ct, media] = Object.entries(theirs.requestBody.content)[0] as [string, Json];
@@ -224,14 +285,26 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
       const theirBody = deref(snapshot, media.schema)!;
       const myBody = deref(ours, mine.requestBody.content[ct].schema)!;
       t.is(media.schema.$ref, mine.requestBody.content[ct].schema.$ref, `${r.path} body component name`);
-      t.deepEqual([...(myBody.required ?? [])].sort(), [...(theirBody.required ?? [])].sort(), `${r.path} required fields`);
+      t.deepEqual(
+        [...(myBody.required ?? [])].sort(),
+        [...(theirBody.required ?? [])].sort(),
+        `${r.path} required fields`,
+      );
       // Upstream's fields exactly, plus only the documented, optional Vigil extensions listed here.
       const extensions = BODY_EXTENSIONS[r.path] ?? [];
-      for (const name of extensions) t.false((myBody.required ?? []).includes(name), `${r.path} extension ${name} is optional`);
-      t.deepEqual(Object.keys(myBody.properties ?? {}).filter((k) => !extensions.includes(k)).sort(), Object.keys(theirBody.properties ?? {}).sort(), `${r.path} body fields`);
+      for (const name of extensions)
+        t.false((myBody.required ?? []).includes(name), `${r.path} extension ${name} is optional`);
+      t.deepEqual(
+        Object.keys(myBody.properties ?? {})
+          .filter((k) => !extensions.includes(k))
+          .sort(),
+        Object.keys(theirBody.properties ?? {}).sort(),
+        `${r.path} body fields`,
+      );
       for (const [name, p] of Object.entries(theirBody.properties ?? {}) as [string, Json][]) {
         if (p.deprecated) t.true(myBody.properties[name].deprecated, `${r.path} ${name} deprecated`);
-        if (p.contentMediaType) t.is(myBody.properties[name].contentMediaType, p.contentMediaType, `${r.path} ${name} is a file`);
+        if (p.contentMediaType)
+          t.is(myBody.properties[name].contentMediaType, p.contentMediaType, `${r.path} ${name} is a file`);
       }
     }
   }

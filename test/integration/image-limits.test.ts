@@ -6,47 +6,69 @@ import { call, face, form, post, startTestDaemon } from '../helpers/daemon.js';
 // the only inference slot. It is refused from its header now, and a slow image (shape limits lifted
 // here on purpose) is decoded outside the inference limiter and abandoned when its client goes away.
 
+test.serial(
+  'default limits: the 1 x 39,000,000 PNG is 413 image_too_large (max_image_side) on every image route',
+  async (t) => {
+    const d = await startTestDaemon();
+    t.teardown(() => d.close());
+    const png = oneBitPng(1, 39_000_000);
+    for (const path of ['/v1/detect', '/v1/embeddings']) {
+      const { res, json } = await post(d, path, form({ image: png }));
+      t.is(res.status, 413, path);
+      t.is(json.error.code, 'image_too_large');
+      t.deepEqual(json.error.details, { max_image_side: 16384, width: 1, height: 39_000_000 });
+    }
+  },
+);
 
-test.serial('default limits: the 1 x 39,000,000 PNG is 413 image_too_large (max_image_side) on every image route', async (t) => {
-  const d = await startTestDaemon();
-  t.teardown(() => d.close());
-  const png = oneBitPng(1, 39_000_000);
-  for (const path of ['/v1/detect', '/v1/embeddings']) {
-    const { res, json } = await post(d, path, form({ image: png }));
-    t.is(res.status, 413, path);
-    t.is(json.error.code, 'image_too_large');
-    t.deepEqual(json.error.details, { max_image_side: 16384, width: 1, height: 39_000_000 });
-  }
-});
-
-test.serial('a slow decode runs outside the only inference slot and is abandoned when its client goes away', async (t) => {
-  const d = await startTestDaemon({
-    server: ['max_image_side = 100000000', 'max_image_aspect_ratio = 100000000', 'image_decode_timeout_seconds = 120'],
-    toml: '[inference]\nmax_concurrency = 1',
-  });
-  t.teardown(() => d.close());
-  const stats = async (): Promise<Record<string, number>> => {
-    const found = JSON.stringify((await call(d, 'GET', '/v1/system')).json).match(/"inference_concurrency":(\{[^}]*\})/);
-    return JSON.parse(found![1]!) as Record<string, number>;
-  };
-  const slowClient = new AbortController();
-  let slowSettled = false;
-  const slow = fetch(d.url + '/v1/detect', { method: 'POST', body: form({ image: oneBitPng(1, 39_000_000) }), headers: d.auth, signal: slowClient.signal })
-    .then(() => undefined, () => undefined).finally(() => { slowSettled = true; });
-  // Wait until the slow image is being decoded, then ask for a normal detection on the same single slot.
-  for (let i = 0; i < 200 && (await stats()).decoding === 0; i++) await new Promise((r) => setTimeout(r, 50));
-  t.is((await stats()).decoding, 1);
-  const normal = await post(d, '/v1/detect', form({ image: face('identities/obama/1.jpg') }));
-  t.is(normal.res.status, 200);
-  t.is(normal.json.faces.length, 1);
-  t.false(slowSettled, 'the normal request finished while the slow image was still decoding');
-  slowClient.abort();
-  await slow;
-  let s = await stats();
-  for (let i = 0; i < 200 && s.decodes_abandoned === 0; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    s = await stats();
-  }
-  t.is(s.decodes_abandoned, 1);
-  t.is(s.active, 0, 'the inference slot was never taken by the abandoned image');
-});
+test.serial(
+  'a slow decode runs outside the only inference slot and is abandoned when its client goes away',
+  async (t) => {
+    const d = await startTestDaemon({
+      server: [
+        'max_image_side = 100000000',
+        'max_image_aspect_ratio = 100000000',
+        'image_decode_timeout_seconds = 120',
+      ],
+      toml: '[inference]\nmax_concurrency = 1',
+    });
+    t.teardown(() => d.close());
+    const stats = async (): Promise<Record<string, number>> => {
+      const found = JSON.stringify((await call(d, 'GET', '/v1/system')).json).match(
+        /"inference_concurrency":(\{[^}]*\})/,
+      );
+      return JSON.parse(found![1]!) as Record<string, number>;
+    };
+    const slowClient = new AbortController();
+    let slowSettled = false;
+    const slow = fetch(d.url + '/v1/detect', {
+      method: 'POST',
+      body: form({ image: oneBitPng(1, 39_000_000) }),
+      headers: d.auth,
+      signal: slowClient.signal,
+    })
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        slowSettled = true;
+      });
+    // Wait until the slow image is being decoded, then ask for a normal detection on the same single slot.
+    for (let i = 0; i < 200 && (await stats()).decoding === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    t.is((await stats()).decoding, 1);
+    const normal = await post(d, '/v1/detect', form({ image: face('identities/obama/1.jpg') }));
+    t.is(normal.res.status, 200);
+    t.is(normal.json.faces.length, 1);
+    t.false(slowSettled, 'the normal request finished while the slow image was still decoding');
+    slowClient.abort();
+    await slow;
+    let s = await stats();
+    for (let i = 0; i < 200 && s.decodes_abandoned === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      s = await stats();
+    }
+    t.is(s.decodes_abandoned, 1);
+    t.is(s.active, 0, 'the inference slot was never taken by the abandoned image');
+  },
+);

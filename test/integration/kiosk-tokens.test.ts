@@ -19,7 +19,10 @@ let d: TestDaemon;
 let rtsp: RtspServer;
 const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 
-async function firstJpeg(url: string, headers: Record<string, string>): Promise<{ status: number; jpeg: Buffer | null }> {
+async function firstJpeg(
+  url: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; jpeg: Buffer | null }> {
   const controller = new AbortController();
   const res = await fetch(url, { headers, signal: controller.signal });
   if (res.status !== 200) return { status: res.status, jpeg: null };
@@ -30,8 +33,11 @@ async function firstJpeg(url: string, headers: Record<string, string>): Promise<
       const { value, done } = await reader.read();
       if (done) return { status: 200, jpeg: null };
       buf = Buffer.concat([buf, Buffer.from(value)]);
-      const m = /^--frame\r\nContent-Type: image\/jpeg\r\nContent-Length: (\d+)\r\n\r\n/.exec(buf.toString('latin1', 0, Math.min(buf.length, 200)));
-      if (m && buf.length >= m[0].length + Number(m[1])) return { status: 200, jpeg: buf.subarray(m[0].length, m[0].length + Number(m[1])) };
+      const m = /^--frame\r\nContent-Type: image\/jpeg\r\nContent-Length: (\d+)\r\n\r\n/.exec(
+        buf.toString('latin1', 0, Math.min(buf.length, 200)),
+      );
+      if (m && buf.length >= m[0].length + Number(m[1]))
+        return { status: 200, jpeg: buf.subarray(m[0].length, m[0].length + Number(m[1])) };
     }
   } finally {
     controller.abort();
@@ -41,11 +47,22 @@ async function firstJpeg(url: string, headers: Record<string, string>): Promise<
 const start = () => startTestDaemon({ dir, toml: FAST_MONITORS_TOML });
 
 test.before(async () => {
-  const frames = await renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 2 }], { width: 320, height: 240, fps: 10 });
+  const frames = await renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 2 }], {
+    width: 320,
+    height: 240,
+    fps: 10,
+  });
   [rtsp, d] = await Promise.all([startRtspServer({ frames, fps: 10 }), start()]);
   await enrollObamaBiden(d, 'gallery');
   for (const id of ['door', 'back']) {
-    const r = await call(d, 'POST', '/v1/monitors', { id, name: id, source: { url: rtsp.url() }, collection_id: 'gallery', inference_fps: 1, preview_enabled: true });
+    const r = await call(d, 'POST', '/v1/monitors', {
+      id,
+      name: id,
+      source: { url: rtsp.url() },
+      collection_id: 'gallery',
+      inference_fps: 1,
+      preview_enabled: true,
+    });
     if (r.status !== 201) throw new Error(JSON.stringify(r.json));
   }
 });
@@ -54,66 +71,108 @@ test.after.always(async () => {
   await rtsp?.stop();
 });
 
-test.serial('a kiosk token opens its monitor\'s preview and state, nothing else; it is stored hashed; it works after a restart; revoke stops it', async (t) => {
-  const created = await call(d, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'], label: 'hall' });
-  t.is(created.status, 201, JSON.stringify(created.json));
-  const token: string = created.json.token;
-  t.regex(token, /^vk_[A-Za-z0-9_-]{43}$/);
-  t.is(created.json.kiosk_paths.door, `/kiosk/door#token=${token}`);
-  t.deepEqual(created.json.kiosk_token.monitor_ids, ['door']);
-  t.false(JSON.stringify((await call(d, 'GET', '/v1/kiosk-tokens')).json).includes(token), 'lists never show the token');
+test.serial(
+  "a kiosk token opens its monitor's preview and state, nothing else; it is stored hashed; it works after a restart; revoke stops it",
+  async (t) => {
+    const created = await call(d, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'], label: 'hall' });
+    t.is(created.status, 201, JSON.stringify(created.json));
+    const token: string = created.json.token;
+    t.regex(token, /^vk_[A-Za-z0-9_-]{43}$/);
+    t.is(created.json.kiosk_paths.door, `/kiosk/door#token=${token}`);
+    t.deepEqual(created.json.kiosk_token.monitor_ids, ['door']);
+    t.false(
+      JSON.stringify((await call(d, 'GET', '/v1/kiosk-tokens')).json).includes(token),
+      'lists never show the token',
+    );
 
-  await waitFor('door connected', async () => ((await call(d, 'GET', '/v1/monitors/door')).json.monitor.runtime.connected ? true : undefined));
-  const state = await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(token));
-  t.is(state.status, 200);
-  t.is(state.json.state.monitor_id, 'door');
-  const preview = await firstJpeg(`${d.url}/v1/monitors/door/preview.mjpeg`, bearer(token));
-  t.is(preview.status, 200);
-  t.truthy(preview.jpeg && preview.jpeg[0] === 0xff && preview.jpeg[1] === 0xd8);
+    await waitFor('door connected', async () =>
+      (await call(d, 'GET', '/v1/monitors/door')).json.monitor.runtime.connected ? true : undefined,
+    );
+    const state = await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(token));
+    t.is(state.status, 200);
+    t.is(state.json.state.monitor_id, 'door');
+    const preview = await firstJpeg(`${d.url}/v1/monitors/door/preview.mjpeg`, bearer(token));
+    t.is(preview.status, 200);
+    t.truthy(preview.jpeg && preview.jpeg[0] === 0xff && preview.jpeg[1] === 0xd8);
 
-  // The scope: another monitor, the monitor resource itself, its events, changes, every other API.
-  for (const [method, path, body] of [
-    ['GET', '/v1/monitors/back/state'], ['GET', '/v1/monitors/back/preview.mjpeg'], ['GET', '/v1/monitors/door'], ['GET', '/v1/monitors/door/events'],
-    ['PATCH', '/v1/monitors/door', { name: 'x' }], ['DELETE', '/v1/monitors/door'], ['GET', '/v1/monitors'], ['GET', '/v1/collections'],
-    ['GET', '/v1/system'], ['GET', '/v1/events'], ['GET', '/v1/kiosk-tokens'], ['POST', '/v1/kiosk-tokens', { monitor_ids: ['back'] }],
-    ['GET', '/v1/webhooks'], ['GET', '/metrics'], ['GET', '/workspaces/acme/usage'],
-  ] as [string, string, unknown?][]) {
-    const r = await fetch(d.url + path, { method, headers: { ...bearer(token), 'content-type': 'application/json' }, body: body ? JSON.stringify(body) : undefined });
-    t.is(r.status, 401, `${method} ${path}`);
-  }
-  t.is((await call(d, 'GET', '/v1/monitors/door')).json.monitor.name, 'door', 'nothing changed');
+    // The scope: another monitor, the monitor resource itself, its events, changes, every other API.
+    for (const [method, path, body] of [
+      ['GET', '/v1/monitors/back/state'],
+      ['GET', '/v1/monitors/back/preview.mjpeg'],
+      ['GET', '/v1/monitors/door'],
+      ['GET', '/v1/monitors/door/events'],
+      ['PATCH', '/v1/monitors/door', { name: 'x' }],
+      ['DELETE', '/v1/monitors/door'],
+      ['GET', '/v1/monitors'],
+      ['GET', '/v1/collections'],
+      ['GET', '/v1/system'],
+      ['GET', '/v1/events'],
+      ['GET', '/v1/kiosk-tokens'],
+      ['POST', '/v1/kiosk-tokens', { monitor_ids: ['back'] }],
+      ['GET', '/v1/webhooks'],
+      ['GET', '/metrics'],
+      ['GET', '/workspaces/acme/usage'],
+    ] as [string, string, unknown?][]) {
+      const r = await fetch(d.url + path, {
+        method,
+        headers: { ...bearer(token), 'content-type': 'application/json' },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      t.is(r.status, 401, `${method} ${path}`);
+    }
+    t.is((await call(d, 'GET', '/v1/monitors/door')).json.monitor.name, 'door', 'nothing changed');
 
-  // Stored hashed: the database holds sha256(token), never the token.
-  const db = new Database(join(dir, 'data', 'vigil.db'), { readonly: true });
-  const row = db.prepare('SELECT * FROM kiosk_tokens WHERE id = ?').get(created.json.kiosk_token.id) as Record<string, unknown>;
-  db.close();
-  t.deepEqual(row.digest, createHash('sha256').update(token).digest());
-  t.false(JSON.stringify(row).includes(token.slice(3)));
+    // Stored hashed: the database holds sha256(token), never the token.
+    const db = new Database(join(dir, 'data', 'vigil.db'), { readonly: true });
+    const row = db.prepare('SELECT * FROM kiosk_tokens WHERE id = ?').get(created.json.kiosk_token.id) as Record<
+      string,
+      unknown
+    >;
+    db.close();
+    t.deepEqual(row.digest, createHash('sha256').update(token).digest());
+    t.false(JSON.stringify(row).includes(token.slice(3)));
 
-  // A restart (same data dir): the kiosk URL still shows the stream.
-  await d.close();
-  d = await start();
-  await waitFor('door connected after restart', async () => ((await call(d, 'GET', '/v1/monitors/door')).json.monitor.runtime.connected ? true : undefined));
-  t.is((await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(token))).status, 200);
-  const after = await firstJpeg(`${d.url}/v1/monitors/door/preview.mjpeg`, bearer(token));
-  t.is(after.status, 200);
-  t.truthy(after.jpeg);
-  t.truthy((await call(d, 'GET', '/v1/kiosk-tokens')).json.kiosk_tokens[0].last_used_at);
+    // A restart (same data dir): the kiosk URL still shows the stream.
+    await d.close();
+    d = await start();
+    await waitFor('door connected after restart', async () =>
+      (await call(d, 'GET', '/v1/monitors/door')).json.monitor.runtime.connected ? true : undefined,
+    );
+    t.is((await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(token))).status, 200);
+    const after = await firstJpeg(`${d.url}/v1/monitors/door/preview.mjpeg`, bearer(token));
+    t.is(after.status, 200);
+    t.truthy(after.jpeg);
+    t.truthy((await call(d, 'GET', '/v1/kiosk-tokens')).json.kiosk_tokens[0].last_used_at);
 
-  const revoked = await call(d, 'DELETE', `/v1/kiosk-tokens/${created.json.kiosk_token.id}`);
-  t.is(revoked.status, 200);
-  t.truthy(revoked.json.kiosk_token.revoked_at);
-  t.is((await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(token))).status, 401);
-  t.is((await call(d, 'DELETE', `/v1/kiosk-tokens/${created.json.kiosk_token.id}`)).json.error.code, 'kiosk_token_revoked');
-  t.is((await call(d, 'DELETE', '/v1/kiosk-tokens/kiosk_nope')).status, 404);
-});
+    const revoked = await call(d, 'DELETE', `/v1/kiosk-tokens/${created.json.kiosk_token.id}`);
+    t.is(revoked.status, 200);
+    t.truthy(revoked.json.kiosk_token.revoked_at);
+    t.is((await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(token))).status, 401);
+    t.is(
+      (await call(d, 'DELETE', `/v1/kiosk-tokens/${created.json.kiosk_token.id}`)).json.error.code,
+      'kiosk_token_revoked',
+    );
+    t.is((await call(d, 'DELETE', '/v1/kiosk-tokens/kiosk_nope')).status, 404);
+  },
+);
 
-test.serial('vigil kiosk create/list/revoke work on the running daemon\'s data dir', async (t) => {
+test.serial("vigil kiosk create/list/revoke work on the running daemon's data dir", async (t) => {
   const config = join(dir, 'cli.toml');
   writeFileSync(config, `[server]\nhost = "0.0.0.0"\nport = 8080\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n`);
   const io = { stdout: new Sink(), stderr: new Sink() };
-  t.is(await runKioskCommand(['create', '--monitor', 'back', '--monitor', 'door', '--label', 'lobby', '--json'], config, io), 0);
-  const out = JSON.parse(io.stdout.text) as { token: string; kiosk_token: { id: string }; kiosk_urls: Record<string, string> };
+  t.is(
+    await runKioskCommand(
+      ['create', '--monitor', 'back', '--monitor', 'door', '--label', 'lobby', '--json'],
+      config,
+      io,
+    ),
+    0,
+  );
+  const out = JSON.parse(io.stdout.text) as {
+    token: string;
+    kiosk_token: { id: string };
+    kiosk_urls: Record<string, string>;
+  };
   t.is(out.kiosk_urls.back, `http://<this-box>:8080/kiosk/back#token=${out.token}`);
   t.is((await call(d, 'GET', '/v1/monitors/back/state', undefined, bearer(out.token))).status, 200);
   t.is((await call(d, 'GET', '/v1/monitors/door/state', undefined, bearer(out.token))).status, 200);

@@ -29,7 +29,11 @@ mirror = ${JSON.stringify(mirror)}
 `;
 
 async function enable(d: TestDaemon, headers: Record<string, string> = {}) {
-  return fetch(`${d.url}/v1/addons/liveness/enable`, { method: 'POST', headers: { ...d.auth, 'content-type': 'application/json', ...headers }, body: '{}' });
+  return fetch(`${d.url}/v1/addons/liveness/enable`, {
+    method: 'POST',
+    headers: { ...d.auth, 'content-type': 'application/json', ...headers },
+    body: '{}',
+  });
 }
 
 const status = async (d: TestDaemon) => (await call(d, 'GET', '/v1/addons/liveness')).json;
@@ -41,22 +45,44 @@ test('status, the enable job shared by duplicate POSTs, comments kept, and liven
   const configFile = join(dir, 'server.toml');
   try {
     t.like(await status(d), {
-      enabled: false, installed: false, configured_enabled: false, restart_required: false, can_enable: true,
-      unavailable_code: null, unavailable_reason: null, state: 'idle', error: null, model_path: join(models, 'addons/liveness'), config_file: configFile,
+      enabled: false,
+      installed: false,
+      configured_enabled: false,
+      restart_required: false,
+      can_enable: true,
+      unavailable_code: null,
+      unavailable_reason: null,
+      state: 'idle',
+      error: null,
+      model_path: join(models, 'addons/liveness'),
+      config_file: configFile,
     });
     const before = readFileSync(configFile, 'utf8');
     const [a, b] = await Promise.all([enable(d, { Origin: d.url }), enable(d)]);
     t.is(a.status, 202);
     t.is(b.status, 202);
-    const [ja, jb] = [await a.json() as any, await b.json() as any];
+    const [ja, jb] = [(await a.json()) as any, (await b.json()) as any];
     t.is(ja.state, 'downloading');
     t.is(jb.state, 'downloading');
     t.is(ja.enabled, false);
     await d.runtime.liveness.settled();
-    t.like(await status(d), { enabled: false, installed: true, configured_enabled: true, restart_required: true, state: 'ready', error: null });
+    t.like(await status(d), {
+      enabled: false,
+      installed: true,
+      configured_enabled: true,
+      restart_required: true,
+      state: 'ready',
+      error: null,
+    });
     const after = readFileSync(configFile, 'utf8');
     t.not(after, before);
-    for (const kept of ['# Site config: keep this comment', 'liveness_mode = "observe" # tuned for the lobby', 'default_threshold = 0.45', `mirror = ${JSON.stringify(MODELS_MIRROR)}`]) t.true(after.includes(kept), kept);
+    for (const kept of [
+      '# Site config: keep this comment',
+      'liveness_mode = "observe" # tuned for the lobby',
+      'default_threshold = 0.45',
+      `mirror = ${JSON.stringify(MODELS_MIRROR)}`,
+    ])
+      t.true(after.includes(kept), kept);
     t.regex(after, /addons = \[ ?"liveness" ?\]/);
     t.regex(after, /auto_download = \[ ?"liveness" ?\]/);
     // The running service is unchanged until it restarts.
@@ -84,9 +110,14 @@ test('status, the enable job shared by duplicate POSTs, comments kept, and liven
 });
 
 test('the enable request: 415 without JSON, 400 unless the body is exactly {}, 403 for foreign or null Origins, 401 without a key', async (t) => {
-  const d = await startTestDaemon({ modelsDir: await packOnly(), toml: SITE(MODELS_MIRROR), server: ['cors_origins = ["http://kiosk.lan:8080"]'] });
+  const d = await startTestDaemon({
+    modelsDir: await packOnly(),
+    toml: SITE(MODELS_MIRROR),
+    server: ['cors_origins = ["http://kiosk.lan:8080"]'],
+  });
   try {
-    const send = (body: string, headers: Record<string, string>) => fetch(`${d.url}/v1/addons/liveness/enable`, { method: 'POST', headers: { ...d.auth, ...headers }, body });
+    const send = (body: string, headers: Record<string, string>) =>
+      fetch(`${d.url}/v1/addons/liveness/enable`, { method: 'POST', headers: { ...d.auth, ...headers }, body });
     const text = await send('{}', { 'content-type': 'text/plain' });
     t.is(text.status, 415);
     t.is(((await text.json()) as any).error.code, 'json_required');
@@ -100,7 +131,11 @@ test('the enable request: 415 without JSON, 400 unless the body is exactly {}, 4
       t.is(r.status, 403, origin);
       t.is(((await r.json()) as any).error.code, 'origin_not_allowed');
     }
-    const anon = await fetch(`${d.url}/v1/addons/liveness/enable`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const anon = await fetch(`${d.url}/v1/addons/liveness/enable`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     t.is(anon.status, 401);
     t.is((await call(d, 'GET', '/v1/addons/liveness', undefined, {})).status, 401);
     t.is((await send('{}', { 'content-type': 'application/json', Origin: 'http://kiosk.lan:8080' })).status, 202);
@@ -111,15 +146,24 @@ test('the enable request: 415 without JSON, 400 unless the body is exactly {}, 4
 });
 
 test('a failed download leaves the config unchanged and never shows the source URL or its credentials', async (t) => {
-  const upstream: Server = createServer((_req, res) => { res.statusCode = 404; res.end('nope'); });
+  const upstream: Server = createServer((_req, res) => {
+    res.statusCode = 404;
+    res.end('nope');
+  });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
   const port = (upstream.address() as { port: number }).port;
   const catalog = await loadCatalog();
-  for (const m of catalog.addons.liveness!.models) catalog.files[m.file]!.sources = [{ type: 'url', url: `http://user:secret@127.0.0.1:${port}/${m.file}` }];
+  for (const m of catalog.addons.liveness!.models)
+    catalog.files[m.file]!.sources = [{ type: 'url', url: `http://user:secret@127.0.0.1:${port}/${m.file}` }];
   const dir = tempDir(t, 'vigil-mgmt-');
   writeFileSync(join(dir, 'catalog.json'), JSON.stringify(catalog));
   const emptyMirror = tempDir(t, 'vigil-empty-mirror-');
-  const d = await startTestDaemon({ modelsDir: await packOnly(), dir, toml: SITE(emptyMirror), server: [`model_catalog = ${JSON.stringify(join(dir, 'catalog.json'))}`] });
+  const d = await startTestDaemon({
+    modelsDir: await packOnly(),
+    dir,
+    toml: SITE(emptyMirror),
+    server: [`model_catalog = ${JSON.stringify(join(dir, 'catalog.json'))}`],
+  });
   try {
     const before = readFileSync(join(dir, 'server.toml'), 'utf8');
     t.is((await enable(d)).status, 202);
@@ -136,7 +180,7 @@ test('a failed download leaves the config unchanged and never shows the source U
   }
 });
 
-test('can_enable=false with the reason for a symlinked, read-only, single-file-mounted or invalid config, a corrupt model, and another process\'s job', async (t) => {
+test("can_enable=false with the reason for a symlinked, read-only, single-file-mounted or invalid config, a corrupt model, and another process's job", async (t) => {
   const models = await packOnly();
   const dir = tempDir(t, 'vigil-mgmt-');
   const d = await startTestDaemon({ modelsDir: models, dir, toml: SITE(MODELS_MIRROR) });
@@ -146,7 +190,11 @@ test('can_enable=false with the reason for a symlinked, read-only, single-file-m
     t.like(await status(d), { can_enable: false, unavailable_code: code }, code);
     const r = await enable(d);
     t.is(r.status, 409, code);
-    t.like(await r.json(), { error: { code: 'addon_management_unavailable', details: { unavailable_code: code } } }, code);
+    t.like(
+      await r.json(),
+      { error: { code: 'addon_management_unavailable', details: { unavailable_code: code } } },
+      code,
+    );
   };
   try {
     // A symlink: the service would replace the link, not the file it points to.
@@ -206,7 +254,11 @@ test('vigil models install --enable-liveness and [addons].auto_download; vigil a
   writeFileSync(config, '# mine\n[inference]\nliveness_threshold = 0.7 # lenient\n');
   const models = join(dir, 'models');
   const io = quiet() as any;
-  const code = await runModelsCommand(['install', 'edge_s', '--accept-license', '--enable-liveness', '--from', MODELS_MIRROR, '--models-dir', models], io, { configFile: config });
+  const code = await runModelsCommand(
+    ['install', 'edge_s', '--accept-license', '--enable-liveness', '--from', MODELS_MIRROR, '--models-dir', models],
+    io,
+    { configFile: config },
+  );
   t.is(code, 0, io.stderr.text);
   t.regex(io.stdout.text, /liveness addon verified/);
   t.regex(io.stdout.text, /restart/);
@@ -223,7 +275,15 @@ test('vigil models install --enable-liveness and [addons].auto_download; vigil a
   const models2 = join(dir, 'models2');
   await installPack({ packId: 'edge_s', modelsDir: models2, mirror: MODELS_MIRROR, acceptLicense: true, io: quiet() });
   const auto = quiet() as any;
-  t.is(await runModelsCommand(['install', 'edge_s', '--accept-license', '--from', MODELS_MIRROR, '--models-dir', models2], auto, { autoDownload: ['liveness'] }), 0, auto.stderr.text);
+  t.is(
+    await runModelsCommand(
+      ['install', 'edge_s', '--accept-license', '--from', MODELS_MIRROR, '--models-dir', models2],
+      auto,
+      { autoDownload: ['liveness'] },
+    ),
+    0,
+    auto.stderr.text,
+  );
   t.regex(auto.stdout.text, /2\.7_80x80_MiniFASNetV2\.onnx: downloaded/);
 
   // verify never downloads; install refuses to overwrite a file that does not verify.
@@ -240,7 +300,23 @@ test('vigil models install --enable-liveness and [addons].auto_download; vigil a
 
   // --enable-liveness checks the config before downloading anything.
   const noConfig = quiet() as any;
-  t.is(await runModelsCommand(['install', 'edge_s', '--accept-license', '--enable-liveness', '--from', MODELS_MIRROR, '--models-dir', join(dir, 'models4')], noConfig, { configFile: null }), 2);
+  t.is(
+    await runModelsCommand(
+      [
+        'install',
+        'edge_s',
+        '--accept-license',
+        '--enable-liveness',
+        '--from',
+        MODELS_MIRROR,
+        '--models-dir',
+        join(dir, 'models4'),
+      ],
+      noConfig,
+      { configFile: null },
+    ),
+    2,
+  );
   t.regex(noConfig.stderr.text, /config_file_missing/);
   t.false(existsSync(join(dir, 'models4')));
 });

@@ -44,7 +44,10 @@ test.before(async () => {
   const img = sharp(LIVE).rotate();
   const meta = await sharp(await img.clone().toBuffer()).metadata();
   const left = Math.round(box.x + box.width * 0.35);
-  edge = await img.extract({ left, top: 0, width: meta.width! - left, height: meta.height! }).jpeg().toBuffer();
+  edge = await img
+    .extract({ left, top: 0, width: meta.width! - left, height: meta.height! })
+    .jpeg()
+    .toBuffer();
 });
 test.after.always(async () => {
   await Promise.all([normal, observe, targetOnly].map((d) => d?.close()));
@@ -71,8 +74,11 @@ test('detect evaluates every face, and a face at the image edge is input_rejecte
   const r = await post(normal, '/v1/detect', form({ image: edge }));
   t.is(r.res.status, 200);
   t.deepEqual(r.json.faces[0].liveness, {
-    status: 'input_rejected', is_live: null, live_score: null,
-    reason: 'Insufficient image area around the face for liveness detection. Move the face toward the center, step back from the camera, or use a less tightly cropped image.',
+    status: 'input_rejected',
+    is_live: null,
+    live_score: null,
+    reason:
+      'Insufficient image area around the face for liveness detection. Move the face toward the center, step back from the camera, or use a less tightly cropped image.',
   });
 });
 
@@ -145,7 +151,11 @@ test('registration in normal mode: per-image liveness reasons with the result; o
   t.like(r.json.faces[0].liveness, { status: 'ok', is_live: true });
   t.is(r.json.rejected_images.length, 2);
   t.like(r.json.rejected_images[0], { index: 1, reason: 'liveness_fake', liveness: { is_live: false } });
-  t.like(r.json.rejected_images[1], { index: 2, reason: 'liveness_input_rejected', liveness: { status: 'input_rejected' } });
+  t.like(r.json.rejected_images[1], {
+    index: 2,
+    reason: 'liveness_input_rejected',
+    liveness: { status: 'input_rejected' },
+  });
   // The stored sample keeps its snapshot.
   const faces = await call(normal, 'GET', '/v1/collections/reg/persons/tee/faces');
   t.like(faces.json.faces[0].liveness, { is_live: true });
@@ -157,9 +167,17 @@ test('registration in normal mode: per-image liveness reasons with the result; o
 
   const contract = (await call(normal, 'GET', '/v1/collections/reg')).json.collection.embedding_contract_id;
   const vector = (await post(normal, '/v1/embeddings', form({ image: LIVE }))).json.faces[0].embedding;
-  const trusted = await post(normal, '/v1/collections/reg/persons', form({
-    id: 'y', images: [PRINT], embedding_mode: 'external_trusted', embedding_contract_id: contract, external_embeddings: JSON.stringify([vector]),
-  }));
+  const trusted = await post(
+    normal,
+    '/v1/collections/reg/persons',
+    form({
+      id: 'y',
+      images: [PRINT],
+      embedding_mode: 'external_trusted',
+      embedding_contract_id: contract,
+      external_embeddings: JSON.stringify([vector]),
+    }),
+  );
   t.is(trusted.res.status, 422);
   t.is(trusted.json.error.details.rejected_images[0].reason, 'liveness_fake');
 });
@@ -179,7 +197,13 @@ test('registration in observe mode stores the result on accepted samples; with l
 
 test('models and system list the active addon apart from the base files; the model digest does not change', async (t) => {
   const m = await call(normal, 'GET', '/v1/models');
-  t.deepEqual(m.json.addons.map((a: any) => [a.model_id, a.task]), [['liveness', 'liveness'], ['liveness', 'liveness']]);
+  t.deepEqual(
+    m.json.addons.map((a: any) => [a.model_id, a.task]),
+    [
+      ['liveness', 'liveness'],
+      ['liveness', 'liveness'],
+    ],
+  );
   t.true(m.json.models.every((c: any) => c.task !== 'liveness'));
   const plain = await startTestDaemon({ modelsDir: await shared });
   try {
@@ -192,7 +216,13 @@ test('models and system list the active addon apart from the base files; the mod
     await plain.close();
   }
   const s = await call(normal, 'GET', '/v1/system');
-  t.like(s.json.safe_config, { addons: ['liveness'], liveness_mode: 'normal', liveness_threshold: 0.8, liveness_compare_scope: 'both', liveness_on_registration: true });
+  t.like(s.json.safe_config, {
+    addons: ['liveness'],
+    liveness_mode: 'normal',
+    liveness_threshold: 0.8,
+    liveness_compare_scope: 'both',
+    liveness_on_registration: true,
+  });
   t.is(s.json.model.addons.length, 2);
 });
 
@@ -216,23 +246,40 @@ test('a liveness model that breaks at run time gives 503 liveness_unavailable in
   // A real export with a block of weights overwritten by NaN: it loads and runs, and every output is NaN.
   // Normal mode breaks the first model (run inline by the inference worker), observe mode the second
   // (run in its peer thread on a 2+ core machine), so both paths are covered.
-  const V2 = '2.7_80x80_MiniFASNetV2.onnx', V1SE = '4_0_0_80x80_MiniFASNetV1SE.onnx';
-  for (const [mode, name] of [['normal', V2], ['observe', V1SE]] as const) {
+  const V2 = '2.7_80x80_MiniFASNetV2.onnx',
+    V1SE = '4_0_0_80x80_MiniFASNetV1SE.onnx';
+  for (const [mode, name] of [
+    ['normal', V2],
+    ['observe', V1SE],
+  ] as const) {
     const dir = tempDir(t, 'vigil-broken-');
     const models = await modelsDir(false);
     const broken = Buffer.from(readFileSync(join(MODELS_MIRROR, name)));
     broken.fill(0xff, Math.floor(broken.length * 0.7), Math.floor(broken.length * 0.7) + 4096);
     const catalog = await loadCatalog();
-    catalog.files[name] = { ...catalog.files[name]!, sha256: createHash('sha256').update(broken).digest('hex'), size: broken.length, sources: [] };
+    catalog.files[name] = {
+      ...catalog.files[name]!,
+      sha256: createHash('sha256').update(broken).digest('hex'),
+      size: broken.length,
+      sources: [],
+    };
     mkdirSync(join(models, 'addons/liveness'), { recursive: true });
     writeFileSync(join(models, 'addons/liveness', name), broken);
     const other = name === V2 ? V1SE : V2;
     copyFileSync(join(MODELS_MIRROR, other), join(models, 'addons/liveness', other));
     const catalogFile = join(dir, 'catalog.json');
     writeFileSync(catalogFile, JSON.stringify(catalog));
-    const d = await startTestDaemon({ modelsDir: models, server: [`model_catalog = ${JSON.stringify(catalogFile)}`], toml: livenessToml(mode, 'both', true) });
+    const d = await startTestDaemon({
+      modelsDir: models,
+      server: [`model_catalog = ${JSON.stringify(catalogFile)}`],
+      toml: livenessToml(mode, 'both', true),
+    });
     try {
-      for (const [path, body] of [['/v1/detect', form({ image: LIVE })], ['/v1/embeddings', form({ image: LIVE })], ['/v1/compare', form({ source: LIVE, target: LIVE })]] as const) {
+      for (const [path, body] of [
+        ['/v1/detect', form({ image: LIVE })],
+        ['/v1/embeddings', form({ image: LIVE })],
+        ['/v1/compare', form({ source: LIVE, target: LIVE })],
+      ] as const) {
         const r = await post(d, path, body);
         t.is(r.res.status, 503, `${mode} ${path}`);
         t.is(r.json.error.code, 'liveness_unavailable');

@@ -16,7 +16,13 @@ let fake: FakeReddit;
 let rtsp: RtspServer;
 
 test.before(async () => {
-  const frames = await renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 3 }, { image: null, seconds: 1 }], { width: 320, height: 240, fps: 10 });
+  const frames = await renderScenario(
+    [
+      { image: face('identities/obama/1.jpg'), seconds: 3 },
+      { image: null, seconds: 1 },
+    ],
+    { width: 320, height: 240, fps: 10 },
+  );
   [fake, rtsp] = await Promise.all([FakeReddit.start(), startRtspServer({ frames, fps: 10 })]);
   d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\n[scrapers]\nfree_items_per_month = 500\n${fake.toml()}` });
   await enrollObamaBiden(d, 'gallery');
@@ -47,56 +53,95 @@ function promtool(text: string): { status: number | null; out: string } {
   return { status: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
-test.serial('promtool accepts /metrics on a live daemon with a monitor and a scrape running, and the values move', async (t) => {
-  const before = await scrapeMetrics();
-  t.is(promtool(before).status, 0, promtool(before).out);
-  t.is(value(before, 'vigil_ready'), 1);
-  t.regex(before, /^vigil_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
-  t.true((value(before, 'process_resident_memory_bytes') ?? 0) > 0);
-  t.not(value(before, 'nodejs_eventloop_lag_seconds'), undefined);
-  t.is(value(before, 'vigil_search_rows{collection="gallery"}'), 3);
+test.serial(
+  'promtool accepts /metrics on a live daemon with a monitor and a scrape running, and the values move',
+  async (t) => {
+    const before = await scrapeMetrics();
+    t.is(promtool(before).status, 0, promtool(before).out);
+    t.is(value(before, 'vigil_ready'), 1);
+    t.regex(before, /^vigil_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
+    t.true((value(before, 'process_resident_memory_bytes') ?? 0) > 0);
+    t.not(value(before, 'nodejs_eventloop_lag_seconds'), undefined);
+    t.is(value(before, 'vigil_search_rows{collection="gallery"}'), 3);
 
-  // Face API work: a search moves the HTTP, inference and search series.
-  const searchesBefore = value(before, 'vigil_search_duration_seconds_count{op="search"}') ?? 0;
-  const s = await post(d, '/v1/collections/gallery/search', form({ image: face('identities/obama/1.jpg') }));
-  t.is(s.res.status, 200, JSON.stringify(s.json));
+    // Face API work: a search moves the HTTP, inference and search series.
+    const searchesBefore = value(before, 'vigil_search_duration_seconds_count{op="search"}') ?? 0;
+    const s = await post(d, '/v1/collections/gallery/search', form({ image: face('identities/obama/1.jpg') }));
+    t.is(s.res.status, 200, JSON.stringify(s.json));
 
-  // A monitor and a scrape.
-  const m = await call(d, 'POST', '/v1/monitors', { id: 'door', name: 'Door', source: { url: rtsp.url() }, collection_id: 'gallery', inference_fps: 5, event_policy: { confirm_frames: 1 } });
-  t.is(m.status, 201, JSON.stringify(m.json));
-  await d.runtime.workspaces.create({ id: 'acme', name: 'acme', monthlyItemQuota: null });
-  const token = (await d.runtime.workspaces.createKey('acme')).token;
-  const run = await call(d, 'POST', '/workspaces/acme/scrapers/forum/scrape', { urls: ['https://www.reddit.com/r/typescript/new', 'https://www.reddit.com/r/private_sub'], max_items: 5 }, { Authorization: `Bearer ${token}` });
-  t.is(run.status, 200, JSON.stringify(run.json));
+    // A monitor and a scrape.
+    const m = await call(d, 'POST', '/v1/monitors', {
+      id: 'door',
+      name: 'Door',
+      source: { url: rtsp.url() },
+      collection_id: 'gallery',
+      inference_fps: 5,
+      event_policy: { confirm_frames: 1 },
+    });
+    t.is(m.status, 201, JSON.stringify(m.json));
+    await d.runtime.workspaces.create({ id: 'acme', name: 'acme', monthlyItemQuota: null });
+    const token = (await d.runtime.workspaces.createKey('acme')).token;
+    const run = await call(
+      d,
+      'POST',
+      '/workspaces/acme/scrapers/forum/scrape',
+      { urls: ['https://www.reddit.com/r/typescript/new', 'https://www.reddit.com/r/private_sub'], max_items: 5 },
+      { Authorization: `Bearer ${token}` },
+    );
+    t.is(run.status, 200, JSON.stringify(run.json));
 
-  const after = await waitFor('monitor metrics', async () => {
-    const text = await scrapeMetrics();
-    return (value(text, 'vigil_monitor_frames_inferred_total{monitor="door"}') ?? 0) > 0
-      && (value(text, 'vigil_monitor_events_total{monitor="door",type="person_enter"}') ?? 0) > 0 ? text : undefined;
-  }, 45_000, 500);
-  const check = promtool(after);
-  t.is(check.status, 0, check.out);
+    const after = await waitFor(
+      'monitor metrics',
+      async () => {
+        const text = await scrapeMetrics();
+        return (value(text, 'vigil_monitor_frames_inferred_total{monitor="door"}') ?? 0) > 0 &&
+          (value(text, 'vigil_monitor_events_total{monitor="door",type="person_enter"}') ?? 0) > 0
+          ? text
+          : undefined;
+      },
+      45_000,
+      500,
+    );
+    const check = promtool(after);
+    t.is(check.status, 0, check.out);
 
-  t.is(value(after, 'vigil_monitor_connected{monitor="door"}'), 1);
-  t.is(value(after, 'vigil_monitor_enabled{monitor="door"}'), 1);
-  t.true((value(after, 'vigil_monitor_frames_decoded_total{monitor="door"}') ?? 0) > 0);
-  t.not(value(after, 'vigil_monitor_preview_viewers{monitor="door"}'), undefined);
-  t.is(value(after, 'vigil_search_duration_seconds_count{op="search"}'), searchesBefore + 1);
-  t.true((value(after, 'vigil_search_duration_seconds_count{op="identify"}') ?? 0) > 0, 'the monitor identifies faces');
-  t.true((value(after, 'vigil_http_requests_total{route="/v1/collections/:collection_id/search",method="POST",status="200"}') ?? 0) >= 1);
-  t.true((value(after, 'vigil_http_request_duration_seconds_count{route="/v1/collections/:collection_id/search",method="POST"}') ?? 0) >= 1);
-  t.true((value(after, 'vigil_inference_jobs_total{outcome="ok"}') ?? 0) > (value(before, 'vigil_inference_jobs_total{outcome="ok"}') ?? 0));
-  t.true((value(after, 'vigil_inference_stage_duration_seconds_count{stage="detect"}') ?? 0) > 0);
-  t.true((value(after, 'vigil_inference_queue_wait_seconds_count') ?? 0) > 0);
-  t.is(value(after, 'vigil_scrape_runs_total{kind="forum",outcome="partial"}'), 1);
-  t.is(value(after, 'vigil_scrape_items_billed_total{kind="forum"}'), run.json.billing.billed_units);
-  t.is(value(after, 'vigil_scrape_upstream_errors_total{kind="forum",code="community_private"}'), 1);
-  t.is(value(after, 'vigil_scrape_queue_depth{state="queued"}'), 0);
-  // Bounded labels: no raw paths, no person ids.
-  t.notRegex(after, /obama|biden/);
-  t.notRegex(after, /route="\/v1\/collections\/gallery/);
-  await call(d, 'DELETE', '/v1/monitors/door');
-});
+    t.is(value(after, 'vigil_monitor_connected{monitor="door"}'), 1);
+    t.is(value(after, 'vigil_monitor_enabled{monitor="door"}'), 1);
+    t.true((value(after, 'vigil_monitor_frames_decoded_total{monitor="door"}') ?? 0) > 0);
+    t.not(value(after, 'vigil_monitor_preview_viewers{monitor="door"}'), undefined);
+    t.is(value(after, 'vigil_search_duration_seconds_count{op="search"}'), searchesBefore + 1);
+    t.true(
+      (value(after, 'vigil_search_duration_seconds_count{op="identify"}') ?? 0) > 0,
+      'the monitor identifies faces',
+    );
+    t.true(
+      (value(
+        after,
+        'vigil_http_requests_total{route="/v1/collections/:collection_id/search",method="POST",status="200"}',
+      ) ?? 0) >= 1,
+    );
+    t.true(
+      (value(
+        after,
+        'vigil_http_request_duration_seconds_count{route="/v1/collections/:collection_id/search",method="POST"}',
+      ) ?? 0) >= 1,
+    );
+    t.true(
+      (value(after, 'vigil_inference_jobs_total{outcome="ok"}') ?? 0) >
+        (value(before, 'vigil_inference_jobs_total{outcome="ok"}') ?? 0),
+    );
+    t.true((value(after, 'vigil_inference_stage_duration_seconds_count{stage="detect"}') ?? 0) > 0);
+    t.true((value(after, 'vigil_inference_queue_wait_seconds_count') ?? 0) > 0);
+    t.is(value(after, 'vigil_scrape_runs_total{kind="forum",outcome="partial"}'), 1);
+    t.is(value(after, 'vigil_scrape_items_billed_total{kind="forum"}'), run.json.billing.billed_units);
+    t.is(value(after, 'vigil_scrape_upstream_errors_total{kind="forum",code="community_private"}'), 1);
+    t.is(value(after, 'vigil_scrape_queue_depth{state="queued"}'), 0);
+    // Bounded labels: no raw paths, no person ids.
+    t.notRegex(after, /obama|biden/);
+    t.notRegex(after, /route="\/v1\/collections\/gallery/);
+    await call(d, 'DELETE', '/v1/monitors/door');
+  },
+);
 
 test.serial('auth: the admin key by default; no key is 401', async (t) => {
   const res = await fetch(`${d.url}/metrics`);
@@ -107,13 +152,24 @@ test.serial('auth: the admin key by default; no key is 401', async (t) => {
 });
 
 test('auth = "token": a separate metrics token opens /metrics and nothing else; "loopback" needs no credential from this host', async (t) => {
-  const tokenBox = await startTestDaemon({ toml: `[metrics]\nauth = "token"\ntoken = "${METRICS_TOKEN}"` , waitReady: false });
+  const tokenBox = await startTestDaemon({
+    toml: `[metrics]\nauth = "token"\ntoken = "${METRICS_TOKEN}"`,
+    waitReady: false,
+  });
   try {
     const ok = await fetch(`${tokenBox.url}/metrics`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } });
     t.is(ok.status, 200);
     t.regex(await ok.text(), /vigil_build_info/);
-    t.is((await fetch(`${tokenBox.url}/metrics`, { headers: tokenBox.auth })).status, 401, 'the admin key is not the metrics token');
-    t.is((await fetch(`${tokenBox.url}/v1/collections`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } })).status, 401, 'the metrics token opens nothing else');
+    t.is(
+      (await fetch(`${tokenBox.url}/metrics`, { headers: tokenBox.auth })).status,
+      401,
+      'the admin key is not the metrics token',
+    );
+    t.is(
+      (await fetch(`${tokenBox.url}/v1/collections`, { headers: { Authorization: `Bearer ${METRICS_TOKEN}` } })).status,
+      401,
+      'the metrics token opens nothing else',
+    );
   } finally {
     await tokenBox.close();
   }
@@ -127,11 +183,17 @@ test('auth = "token": a separate metrics token opens /metrics and nothing else; 
   }
 });
 
-test.serial('/v1/system lists as available only the providers that can run here, with the reason for each other', async (t) => {
-  const s = await call(d, 'GET', '/v1/system');
-  t.is(s.status, 200);
-  const report = s.json.runtime.execution_provider_report as { name: string; available: boolean; reason: string }[];
-  t.deepEqual(s.json.runtime.available_execution_providers, report.filter((p) => p.available).map((p) => p.name));
-  t.true(report.some((p) => p.name === 'cpu' && p.available));
-  for (const p of report.filter((x) => !x.available)) t.regex(p.reason, /^(missing|Vigil does not use)/, p.name);
-});
+test.serial(
+  '/v1/system lists as available only the providers that can run here, with the reason for each other',
+  async (t) => {
+    const s = await call(d, 'GET', '/v1/system');
+    t.is(s.status, 200);
+    const report = s.json.runtime.execution_provider_report as { name: string; available: boolean; reason: string }[];
+    t.deepEqual(
+      s.json.runtime.available_execution_providers,
+      report.filter((p) => p.available).map((p) => p.name),
+    );
+    t.true(report.some((p) => p.name === 'cpu' && p.available));
+    for (const p of report.filter((x) => !x.available)) t.regex(p.reason, /^(missing|Vigil does not use)/, p.name);
+  },
+);

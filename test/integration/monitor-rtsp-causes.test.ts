@@ -48,13 +48,29 @@ const OPEN_TIMEOUT_MS = 20_000;
  * A reader on `url` with an open timeout far longer than the test (only the probe can name a cause),
  * unless `openTimeoutMs` says otherwise.
  */
-function reader(url: string, onFailed: (cause: RtspCause, reason: string) => void = () => {}, openTimeoutMs = OPEN_TIMEOUT_MS) {
+function reader(
+  url: string,
+  onFailed: (cause: RtspCause, reason: string) => void = () => {},
+  openTimeoutMs = OPEN_TIMEOUT_MS,
+) {
   const failures: { cause: RtspCause; reason: string }[] = [];
   let connected = 0;
-  const r = new StreamReader(url, { pipeline: DEFAULT_MONITOR_PIPELINE, latencyMs: 0, openTimeoutMs, readTimeoutMs: 1500, reconnectDelayMs: 200 }, {
-    frame: () => {}, connected: () => { connected++; },
-    failed: (cause, reason) => { failures.push({ cause, reason }); onFailed(cause, reason); },
-  }, createLogger('silent'), 'test');
+  const r = new StreamReader(
+    url,
+    { pipeline: DEFAULT_MONITOR_PIPELINE, latencyMs: 0, openTimeoutMs, readTimeoutMs: 1500, reconnectDelayMs: 200 },
+    {
+      frame: () => {},
+      connected: () => {
+        connected++;
+      },
+      failed: (cause, reason) => {
+        failures.push({ cause, reason });
+        onFailed(cause, reason);
+      },
+    },
+    createLogger('silent'),
+    'test',
+  );
   closers.push(() => r.stop());
   return { r, failures, connected: () => connected };
 }
@@ -84,14 +100,23 @@ test('a mount the server does not have is not_found', async (t) => {
 
 test.serial('a server sending garbage bytes is not_rtsp, and its pipeline is freed', async (t) => {
   const sockets = new Set<import('node:net').Socket>();
-  const port = await listen(createServer((s) => {
-    sockets.add(s);
-    s.on('error', () => {});
-    s.end(Buffer.from('\x00\x17garbage\xff\xfe not a protocol at all\r\n\r\n', 'latin1'));
-  }));
-  closers.push(() => { for (const s of sockets) s.destroy(); }); // runs before the server's close (reverse order)
+  const port = await listen(
+    createServer((s) => {
+      sockets.add(s);
+      s.on('error', () => {});
+      s.end(Buffer.from('\x00\x17garbage\xff\xfe not a protocol at all\r\n\r\n', 'latin1'));
+    }),
+  );
+  closers.push(() => {
+    for (const s of sockets) s.destroy();
+  }); // runs before the server's close (reverse order)
   t.is((await firstCause(`rtsp://127.0.0.1:${port}/stream`)).cause, 'not_rtsp');
-  await waitFor('the pipeline disposed', async () => (liveNativePipelines() === 0 ? true : undefined), 10_000, 20).catch(() => undefined);
+  await waitFor(
+    'the pipeline disposed',
+    async () => (liveNativePipelines() === 0 ? true : undefined),
+    10_000,
+    20,
+  ).catch(() => undefined);
   t.is(liveNativePipelines(), 0);
 });
 
@@ -127,7 +152,10 @@ test.serial('the server goes away and comes back: connection_refused while down,
   await flaky.stop();
   // Several retries while it is down (every 200 ms), each a cheap probe.
   await waitFor('retries', async () => (failures.length >= 3 ? true : undefined), 15_000, 20);
-  t.true(failures.slice(1).every((f) => f.cause === 'connection_refused'), JSON.stringify(failures));
+  t.true(
+    failures.slice(1).every((f) => f.cause === 'connection_refused'),
+    JSON.stringify(failures),
+  );
   t.is(r.cause, 'connection_refused');
   flaky = await startRtspServer({ frames, fps: 10, port });
   await waitFor('reconnected', async () => (connected() === 2 ? true : undefined), 15_000, 20);

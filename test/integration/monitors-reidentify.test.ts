@@ -11,7 +11,9 @@ import { iou } from '../../src/inference/geometry.js';
  * Obama for Biden with Biden's face placed on Obama's face box, with no gap: only the periodic search can
  * tell the swap (the box stays where the settled track is).
  */
-const W = 640, H = 360, FPS = 10;
+const W = 640,
+  H = 360,
+  FPS = 10;
 let d: TestDaemon;
 let server: RtspServer | undefined;
 
@@ -29,12 +31,22 @@ async function placeFaceOn(photo: Buffer, target: Px): Promise<Buffer> {
   const src = await faceBox(upright);
   const meta = await sharp(upright).metadata();
   const s = target.width / src.width;
-  const rw = Math.round(meta.width! * s), rh = Math.round(meta.height! * s);
-  const left = Math.round(target.x - src.x * s), top = Math.round(target.y - src.y * s);
-  const x0 = Math.max(0, -left), y0 = Math.max(0, -top), x1 = Math.min(rw, W - left), y1 = Math.min(rh, H - top);
-  const part = await sharp(upright).resize(rw, rh, { fit: 'fill' }).extract({ left: x0, top: y0, width: x1 - x0, height: y1 - y0 }).toBuffer();
+  const rw = Math.round(meta.width! * s),
+    rh = Math.round(meta.height! * s);
+  const left = Math.round(target.x - src.x * s),
+    top = Math.round(target.y - src.y * s);
+  const x0 = Math.max(0, -left),
+    y0 = Math.max(0, -top),
+    x1 = Math.min(rw, W - left),
+    y1 = Math.min(rh, H - top);
+  const part = await sharp(upright)
+    .resize(rw, rh, { fit: 'fill' })
+    .extract({ left: x0, top: y0, width: x1 - x0, height: y1 - y0 })
+    .toBuffer();
   return sharp({ create: { width: W, height: H, channels: 3, background: { r: 96, g: 96, b: 96 } } })
-    .composite([{ input: part, left: left + x0, top: top + y0 }]).jpeg({ quality: 90 }).toBuffer();
+    .composite([{ input: part, left: left + x0, top: top + y0 }])
+    .jpeg({ quality: 90 })
+    .toBuffer();
 }
 
 test.before(async () => {
@@ -47,29 +59,52 @@ test.after.always(async () => {
 });
 
 test('a settled person is not embedded every frame, and a face swapped into the same box is still identified', async (t) => {
-  const obama = await sharp(face('identities/obama/1.jpg')).rotate()
-    .resize(W, H, { fit: 'contain', background: { r: 96, g: 96, b: 96 } }).jpeg({ quality: 90 }).toBuffer();
+  const obama = await sharp(face('identities/obama/1.jpg'))
+    .rotate()
+    .resize(W, H, { fit: 'contain', background: { r: 96, g: 96, b: 96 } })
+    .jpeg({ quality: 90 })
+    .toBuffer();
   const obamaBox = await faceBox(obama);
   const biden = await placeFaceOn(face('identities/biden/1.jpg'), obamaBox);
   // The premise: Biden's face sits where Obama's was (well above the reuse IoU of 0.5).
   const overlap = iou(corners(obamaBox), corners(await faceBox(biden)));
   t.true(overlap >= 0.7, `face boxes overlap by IoU ${overlap}`);
 
-  const frames = await renderScenario([{ image: obama, seconds: 4 }, { image: biden, seconds: 4 }], { width: W, height: H, fps: FPS });
+  const frames = await renderScenario(
+    [
+      { image: obama, seconds: 4 },
+      { image: biden, seconds: 4 },
+    ],
+    { width: W, height: H, fps: FPS },
+  );
   server = await startRtspServer({ frames, fps: FPS });
   const create = await call(d, 'POST', '/v1/monitors', {
-    id: 'swap', name: 'Swap', source: { url: server.url() }, collection_id: 'gallery', inference_fps: 5,
+    id: 'swap',
+    name: 'Swap',
+    source: { url: server.url() },
+    collection_id: 'gallery',
+    inference_fps: 5,
     event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
   });
   t.is(create.status, 201, JSON.stringify(create.json));
   // Both identities enter (in either order: the loop may start in either half), each after the other.
-  const events = await waitFor('person_enter of both, twice', async () => {
-    const enters = (await allEvents(d, 'swap')).filter((e) => e.type === 'person_enter').map((e) => e.person?.id);
-    return enters.filter((p) => p === 'obama').length >= 2 && enters.filter((p) => p === 'biden').length >= 2 ? enters : undefined;
-  }, 60_000, 500);
+  const events = await waitFor(
+    'person_enter of both, twice',
+    async () => {
+      const enters = (await allEvents(d, 'swap')).filter((e) => e.type === 'person_enter').map((e) => e.person?.id);
+      return enters.filter((p) => p === 'obama').length >= 2 && enters.filter((p) => p === 'biden').length >= 2
+        ? enters
+        : undefined;
+    },
+    60_000,
+    500,
+  );
   for (let i = 1; i < events.length; i++) t.not(events[i], events[i - 1], `enters alternate: ${events.join(',')}`);
   const all = await allEvents(d, 'swap');
-  t.false(all.some((e) => e.type === 'monitor_error'), JSON.stringify(all.filter((e) => e.type.startsWith('monitor_'))));
+  t.false(
+    all.some((e) => e.type === 'monitor_error'),
+    JSON.stringify(all.filter((e) => e.type.startsWith('monitor_'))),
+  );
 
   const s = (await call(d, 'GET', '/v1/monitors/swap/state')).json.state;
   t.true(s.inference.reused_identities > 0, JSON.stringify(s.inference));

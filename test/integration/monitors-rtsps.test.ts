@@ -21,10 +21,36 @@ let d: TestDaemon | undefined;
 
 test.before(async () => {
   dir = fileTempDir('vigil-rtsps-');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
-    '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  writeFileSync(join(dir, 'server.pem'), readFileSync(join(dir, 'cert.pem'), 'utf8') + readFileSync(join(dir, 'key.pem'), 'utf8'));
-  const frames = await renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 2 }], { width: 640, height: 360, fps: 10 });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+      '-days',
+      '2',
+      '-subj',
+      '/CN=127.0.0.1',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
+  writeFileSync(
+    join(dir, 'server.pem'),
+    readFileSync(join(dir, 'cert.pem'), 'utf8') + readFileSync(join(dir, 'key.pem'), 'utf8'),
+  );
+  const frames = await renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 2 }], {
+    width: 640,
+    height: 360,
+    fps: 10,
+  });
   server = await startRtspServer({ frames, fps: 10, tlsPem: join(dir, 'server.pem') });
 });
 test.after.always(async () => {
@@ -34,10 +60,21 @@ test.after.always(async () => {
 
 /** Frames a frame source gets from the TLS server within a few seconds, or why it gave up. */
 async function tryFrames(pipeline: string): Promise<{ frames: number; failed: string | null }> {
-  let frames = 0, failed: string | null = null;
-  const source = new GstFrameSource(server.url(), { pipeline, latencyMs: 0, openTimeoutMs: 4000, readTimeoutMs: 1500 }, {
-    caps: () => {}, frame: () => { frames++; }, failed: (r) => { failed = r; },
-  });
+  let frames = 0,
+    failed: string | null = null;
+  const source = new GstFrameSource(
+    server.url(),
+    { pipeline, latencyMs: 0, openTimeoutMs: 4000, readTimeoutMs: 1500 },
+    {
+      caps: () => {},
+      frame: () => {
+        frames++;
+      },
+      failed: (r) => {
+        failed = r;
+      },
+    },
+  );
   source.start();
   await waitFor('frames or a failure', async () => (frames >= 3 || failed ? true : undefined), 15_000, 20);
   source.stop();
@@ -51,19 +88,33 @@ test.serial('the default pipeline validates the camera certificate: a self-signe
   t.regex(r.failed ?? '', /no frame within/);
 });
 
-test.serial('with tls-validation-flags=0 in [monitors].pipeline, an rtsps:// monitor streams and recognises', async (t) => {
-  t.true((await tryFrames(NO_VALIDATION)).frames >= 3);
-  d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\npipeline = "${NO_VALIDATION}"` });
-  await enrollObamaBiden(d, 'gallery');
-  const m = await call(d, 'POST', '/v1/monitors', { id: 'tls', name: 'TLS camera', source: { url: server.url() }, collection_id: 'gallery', inference_fps: 4 });
-  t.is(m.status, 201, JSON.stringify(m.json));
-  t.is(m.json.monitor.source.url, server.url());
-  const events = await waitFor('person_enter', async () => {
-    const ev = await allEvents(d!, 'tls');
-    return ev.some((e) => e.type === 'person_enter') ? ev : undefined;
-  }, 60_000, 300);
-  t.is(events.find((e) => e.type === 'person_enter')!.person?.id, 'obama');
-  const s = (await call(d, 'GET', '/v1/monitors/tls/state')).json.state;
-  t.is(s.status, 'running');
-  t.true(s.connected);
-});
+test.serial(
+  'with tls-validation-flags=0 in [monitors].pipeline, an rtsps:// monitor streams and recognises',
+  async (t) => {
+    t.true((await tryFrames(NO_VALIDATION)).frames >= 3);
+    d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\npipeline = "${NO_VALIDATION}"` });
+    await enrollObamaBiden(d, 'gallery');
+    const m = await call(d, 'POST', '/v1/monitors', {
+      id: 'tls',
+      name: 'TLS camera',
+      source: { url: server.url() },
+      collection_id: 'gallery',
+      inference_fps: 4,
+    });
+    t.is(m.status, 201, JSON.stringify(m.json));
+    t.is(m.json.monitor.source.url, server.url());
+    const events = await waitFor(
+      'person_enter',
+      async () => {
+        const ev = await allEvents(d!, 'tls');
+        return ev.some((e) => e.type === 'person_enter') ? ev : undefined;
+      },
+      60_000,
+      300,
+    );
+    t.is(events.find((e) => e.type === 'person_enter')!.person?.id, 'obama');
+    const s = (await call(d, 'GET', '/v1/monitors/tls/state')).json.state;
+    t.is(s.status, 'running');
+    t.true(s.connected);
+  },
+);

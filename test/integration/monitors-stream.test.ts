@@ -16,11 +16,17 @@ const servers: RtspServer[] = [];
 
 test.before(async () => {
   const [frames, obamaOnly] = await Promise.all([
-    renderScenario([
-      { image: face('identities/obama/1.jpg'), seconds: 4 }, { image: null, seconds: 2.5 },
-      { image: face('identities/biden/1.jpg'), seconds: 4 }, { image: null, seconds: 2.5 },
-      { image: face('identities/nathalie_baye/1.jpg'), seconds: 4 }, { image: null, seconds: 2.5 },
-    ], { width: 640, height: 360, fps: FPS }),
+    renderScenario(
+      [
+        { image: face('identities/obama/1.jpg'), seconds: 4 },
+        { image: null, seconds: 2.5 },
+        { image: face('identities/biden/1.jpg'), seconds: 4 },
+        { image: null, seconds: 2.5 },
+        { image: face('identities/nathalie_baye/1.jpg'), seconds: 4 },
+        { image: null, seconds: 2.5 },
+      ],
+      { width: 640, height: 360, fps: FPS },
+    ),
     renderScenario([{ image: face('identities/obama/1.jpg'), seconds: 2 }], { width: 640, height: 360, fps: FPS }),
   ]);
   [d, scenario, still] = await Promise.all([
@@ -36,29 +42,53 @@ test.after.always(async () => {
   await Promise.all(servers.map((s) => s.stop()));
 });
 
-const personEvents = (events: MonitorEvent[]) => events.filter((e) => e.type.startsWith('person_') || e.type.startsWith('unknown_')).map((e) => `${e.type}:${e.person?.id ?? '-'}`);
+const personEvents = (events: MonitorEvent[]) =>
+  events
+    .filter((e) => e.type.startsWith('person_') || e.type.startsWith('unknown_'))
+    .map((e) => `${e.type}:${e.person?.id ?? '-'}`);
 
 test.serial('person and unknown enter/exit events, state and counters from a real H.264 stream', async (t) => {
   const create = await call(d, 'POST', '/v1/monitors', {
-    id: 'door', name: 'Front door', source: { url: scenario.url() }, collection_id: 'gallery', inference_fps: 4,
+    id: 'door',
+    name: 'Front door',
+    source: { url: scenario.url() },
+    collection_id: 'gallery',
+    inference_fps: 4,
     event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 60 },
   });
   t.is(create.status, 201, JSON.stringify(create.json));
   t.is(create.json.monitor.source.url, scenario.url());
   const running = await waitFor('running', async () => {
     const s = await call(d, 'GET', '/v1/monitors/door/state');
-    return s.json.state.status === 'running' && s.json.state.inference.processed_frames > 0 && s.json.state.source.source_fps !== null ? s.json.state : undefined;
+    return s.json.state.status === 'running' &&
+      s.json.state.inference.processed_frames > 0 &&
+      s.json.state.source.source_fps !== null
+      ? s.json.state
+      : undefined;
   });
   t.like(running.source, { width: 640, height: 360 });
   // Frames past the monitor's rate are dropped before conversion; the source rate is measured from the decoder's count.
   t.true(Math.abs(running.source.source_fps - FPS) <= 1, String(running.source.source_fps));
-  t.true(running.inference.decoded_frames > running.inference.frame_sequence, 'more frames decoded than delivered to inference');
-  const events = await waitFor('unknown_exit', async () => {
-    const ev = await allEvents(d, 'door');
-    return ev.some((e) => e.type === 'unknown_exit') ? ev : undefined;
-  }, 45_000, 500);
+  t.true(
+    running.inference.decoded_frames > running.inference.frame_sequence,
+    'more frames decoded than delivered to inference',
+  );
+  const events = await waitFor(
+    'unknown_exit',
+    async () => {
+      const ev = await allEvents(d, 'door');
+      return ev.some((e) => e.type === 'unknown_exit') ? ev : undefined;
+    },
+    45_000,
+    500,
+  );
   t.deepEqual(personEvents(events).slice(0, 6), [
-    'person_enter:obama', 'person_exit:obama', 'person_enter:biden', 'person_exit:biden', 'unknown_enter:-', 'unknown_exit:-',
+    'person_enter:obama',
+    'person_exit:obama',
+    'person_enter:biden',
+    'person_exit:biden',
+    'unknown_enter:-',
+    'unknown_exit:-',
   ]);
   const enter = events.find((e) => e.type === 'person_enter')!;
   t.is(enter.monitor_id, 'door');
@@ -68,7 +98,10 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
   t.is(enter.threshold, DEFAULT_THRESHOLD);
   t.is(typeof enter.matched_face_id, 'string');
   t.truthy((enter.face as { bbox: unknown }).bbox);
-  t.deepEqual(events.map((e) => e.sequence), events.map((_, i) => i + 1));
+  t.deepEqual(
+    events.map((e) => e.sequence),
+    events.map((_, i) => i + 1),
+  );
   const exit = events.find((e) => e.type === 'person_exit')!;
   t.is(exit.track_id, enter.track_id);
 
@@ -77,7 +110,10 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
   t.true(s.connected);
   t.true(s.inference.decoded_frames > s.inference.processed_frames, JSON.stringify(s.inference));
   t.true(s.inference.processed_frames > 10);
-  t.true(s.inference.decoded_frames > s.inference.frame_sequence, 'the pipeline drops frames past the monitor rate before conversion');
+  t.true(
+    s.inference.decoded_frames > s.inference.frame_sequence,
+    'the pipeline drops frames past the monitor rate before conversion',
+  );
   t.true(s.inference.dropped_frames > 0, 'inference at 4 fps on a 10 fps stream skips frames');
   t.true(s.inference.actual_fps > 0 && s.inference.actual_fps <= 4.5, String(s.inference.actual_fps));
   t.is(s.inference.configured_fps, 4);
@@ -91,9 +127,17 @@ test.serial('person and unknown enter/exit events, state and counters from a rea
 });
 
 test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, then monitor_recovered', async (t) => {
-  const m = await call(d, 'POST', '/v1/monitors', { id: 'flaky', name: 'Flaky', source: { url: still.url() }, collection_id: 'gallery', inference_fps: 2 });
+  const m = await call(d, 'POST', '/v1/monitors', {
+    id: 'flaky',
+    name: 'Flaky',
+    source: { url: still.url() },
+    collection_id: 'gallery',
+    inference_fps: 2,
+  });
   t.is(m.status, 201);
-  await waitFor('running', async () => ((await call(d, 'GET', '/v1/monitors/flaky')).json.monitor.runtime.status === 'running' ? true : undefined));
+  await waitFor('running', async () =>
+    (await call(d, 'GET', '/v1/monitors/flaky')).json.monitor.runtime.status === 'running' ? true : undefined,
+  );
   const port = still.port;
   await still.stop();
   const down = await waitFor('reconnecting', async () => {
@@ -102,13 +146,22 @@ test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, t
   });
   t.false(down.connected);
   t.is(down.last_error.code, 'rtsp_source_unavailable');
-  await waitFor('the cause', async () => ((await call(d, 'GET', '/v1/monitors/flaky')).json.monitor.runtime.last_error?.cause === 'connection_refused' ? true : undefined));
+  await waitFor('the cause', async () =>
+    (await call(d, 'GET', '/v1/monitors/flaky')).json.monitor.runtime.last_error?.cause === 'connection_refused'
+      ? true
+      : undefined,
+  );
   const restarted = await startRtspServer({ frames: still.frames, fps: FPS, port });
   servers.push(restarted);
-  const events = await waitFor('monitor_recovered', async () => {
-    const ev = await allEvents(d, 'flaky');
-    return ev.some((e) => e.type === 'monitor_recovered') ? ev : undefined;
-  }, 60_000, 500);
+  const events = await waitFor(
+    'monitor_recovered',
+    async () => {
+      const ev = await allEvents(d, 'flaky');
+      return ev.some((e) => e.type === 'monitor_recovered') ? ev : undefined;
+    },
+    60_000,
+    500,
+  );
   const types = events.map((e) => e.type);
   const error = events.find((e) => e.type === 'monitor_error')!;
   t.is(error.error?.code, 'rtsp_source_unavailable');
@@ -123,8 +176,22 @@ test.serial('the RTSP server dies and comes back: reconnecting, monitor_error, t
 });
 
 test.serial('MJPEG preview: several JPEG parts, viewer count, Bearer required, 409 and 503', async (t) => {
-  t.is((await call(d, 'POST', '/v1/monitors', { id: 'cam', name: 'Cam', source: { url: scenario.url('/stream') }, collection_id: 'gallery', inference_fps: 1, preview_enabled: true })).status, 201);
-  await waitFor('connected', async () => ((await call(d, 'GET', '/v1/monitors/cam')).json.monitor.runtime.connected ? true : undefined));
+  t.is(
+    (
+      await call(d, 'POST', '/v1/monitors', {
+        id: 'cam',
+        name: 'Cam',
+        source: { url: scenario.url('/stream') },
+        collection_id: 'gallery',
+        inference_fps: 1,
+        preview_enabled: true,
+      })
+    ).status,
+    201,
+  );
+  await waitFor('connected', async () =>
+    (await call(d, 'GET', '/v1/monitors/cam')).json.monitor.runtime.connected ? true : undefined,
+  );
   t.is((await fetch(`${d.url}/v1/monitors/cam/preview.mjpeg`)).status, 401);
   const controller = new AbortController();
   const res = await fetch(`${d.url}/v1/monitors/cam/preview.mjpeg`, { headers: d.auth, signal: controller.signal });
@@ -139,9 +206,12 @@ test.serial('MJPEG preview: several JPEG parts, viewer count, Bearer required, 4
     if (done) break;
     buf = Buffer.concat([buf, Buffer.from(value)]);
     for (;;) {
-      const m = /^--frame\r\nContent-Type: image\/jpeg\r\nContent-Length: (\d+)\r\n\r\n/.exec(buf.toString('latin1', 0, Math.min(buf.length, 200)));
+      const m = /^--frame\r\nContent-Type: image\/jpeg\r\nContent-Length: (\d+)\r\n\r\n/.exec(
+        buf.toString('latin1', 0, Math.min(buf.length, 200)),
+      );
       if (!m) break;
-      const start = m[0].length, len = Number(m[1]);
+      const start = m[0].length,
+        len = Number(m[1]);
       if (buf.length < start + len + 2) break;
       parts.push(buf.subarray(start, start + len));
       t.is(buf.toString('latin1', start + len, start + len + 2), '\r\n');
@@ -159,7 +229,9 @@ test.serial('MJPEG preview: several JPEG parts, viewer count, Bearer required, 4
   t.like(watching, { enabled: true, active: true, viewers: 1 });
   t.true(watching.frames >= 3);
   controller.abort();
-  await waitFor('viewer gone', async () => ((await call(d, 'GET', '/v1/monitors/cam')).json.monitor.runtime.preview_viewers === 0 ? true : undefined));
+  await waitFor('viewer gone', async () =>
+    (await call(d, 'GET', '/v1/monitors/cam')).json.monitor.runtime.preview_viewers === 0 ? true : undefined,
+  );
 
   t.is((await call(d, 'PATCH', '/v1/monitors/cam', { preview_enabled: false })).status, 200);
   const disabled = await call(d, 'GET', '/v1/monitors/cam/preview.mjpeg');

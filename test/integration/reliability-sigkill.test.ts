@@ -13,7 +13,14 @@ test.after.always(async () => {
 test(`SIGKILL during writes, ${ROUNDS} rounds: no acknowledged write is lost and the daemon restarts every time`, async (t) => {
   d = await startDaemonProcess({ logLevel: 'info' });
   const r = await killLoop(d, ROUNDS);
-  t.log(JSON.stringify({ rounds: ROUNDS, acknowledged: r.acknowledged, lost: r.lost.length, failed_during_kill: r.failedDuringKill }));
+  t.log(
+    JSON.stringify({
+      rounds: ROUNDS,
+      acknowledged: r.acknowledged,
+      lost: r.lost.length,
+      failed_during_kill: r.failedDuringKill,
+    }),
+  );
   t.true(r.acknowledged > ROUNDS);
   t.deepEqual(r.lost, []);
 });

@@ -12,7 +12,9 @@ const WORKSPACES = ['val', 'paging', 'real', 'details', 'rev', 'lim', 'blocks', 
 
 test.before(async () => {
   fake = await FakeMaps.start();
-  d = await startTestDaemon({ toml: `[scrapers]\nfree_items_per_month = 500\nfree_reviews_per_month = 4\n${fake.toml()}` });
+  d = await startTestDaemon({
+    toml: `[scrapers]\nfree_items_per_month = 500\nfree_reviews_per_month = 4\n${fake.toml()}`,
+  });
   for (const id of WORKSPACES) {
     await d.runtime.workspaces.create({ id, name: id, monthlyItemQuota: id === 'quota' ? 3 : null });
     keys[id] = (await d.runtime.workspaces.createKey(id)).token;
@@ -23,8 +25,10 @@ test.after.always(async () => {
   await fake?.close();
 });
 
-const scrape = (ws: string, body: unknown) => call(d, 'POST', `/workspaces/${ws}/scrapers/places/scrape`, body, bearer(keys[ws]!));
-const usage = async (ws: string) => (await call(d, 'GET', `/workspaces/${ws}/usage`, undefined, bearer(keys[ws]!))).json;
+const scrape = (ws: string, body: unknown) =>
+  call(d, 'POST', `/workspaces/${ws}/scrapers/places/scrape`, body, bearer(keys[ws]!));
+const usage = async (ws: string) =>
+  (await call(d, 'GET', `/workspaces/${ws}/usage`, undefined, bearer(keys[ws]!))).json;
 const searches = (q: string) => fake.requests.filter((r) => r.path === '/search' && r.query.get('q') === q);
 
 test('strict validation in the envelope: sources, bounds, place ids, URL kinds', async (t) => {
@@ -35,7 +39,11 @@ test('strict validation in the envelope: sources, bounds, place ids, URL kinds',
     [{ place_ids: ['abc'] }, 'invalid_request', /place id/],
     [{ search_queries: ['x'], language: 'English' }, 'invalid_request', /language/],
     [{ search_queries: ['x'], maxPlaces: 3 }, 'invalid_request', /unknown field/],
-    [{ urls: Array.from({ length: 21 }, (_, i) => `https://www.google.com/maps/search/q${i}`) }, 'invalid_request', /urls/],
+    [
+      { urls: Array.from({ length: 21 }, (_, i) => `https://www.google.com/maps/search/q${i}`) },
+      'invalid_request',
+      /urls/,
+    ],
     [{ urls: ['https://example.com/maps/place/x'] }, 'unsupported_url', /not a Google Maps URL/],
     [{ urls: ['https://maps.app.goo.gl/x1'] }, 'unsupported_url', /short links/],
   ] as const) {
@@ -54,12 +62,22 @@ test('search paging: !8i offsets until max_places, ranks across pages, one unit 
   t.is(r.status, 200);
   t.is(r.json.status, 'succeeded');
   t.is(r.json.items.length, 45);
-  t.deepEqual(r.json.items.map((i: any) => i.rank), Array.from({ length: 45 }, (_, i) => i + 1));
-  t.true(r.json.items.every((i: any) => i.searchString === q && i.language === 'en' && typeof i.scrapedAt === 'string'));
+  t.deepEqual(
+    r.json.items.map((i: any) => i.rank),
+    Array.from({ length: 45 }, (_, i) => i + 1),
+  );
+  t.true(
+    r.json.items.every((i: any) => i.searchString === q && i.language === 'en' && typeof i.scrapedAt === 'string'),
+  );
   t.is(new Set(r.json.items.map((i: any) => i.fid)).size, 45);
-  t.deepEqual(searches(q).map((s) => /!8i(\d+)/.exec(s.query.get('pb')!)![1]), ['0', '20', '40']);
+  t.deepEqual(
+    searches(q).map((s) => /!8i(\d+)/.exec(s.query.get('pb')!)![1]),
+    ['0', '20', '40'],
+  );
   t.like(r.json.billing, { billed_units: 45, billed_reviews: 0 });
-  t.deepEqual(r.json.sources, [{ source: `search:${q}`, status: 'ok', items: 45, filtered: {}, problems: [], stop_reason: 'max_items' }]);
+  t.deepEqual(r.json.sources, [
+    { source: `search:${q}`, status: 'ok', items: 45, filtered: {}, problems: [], stop_reason: 'max_items' },
+  ]);
   // max_places stops paging early; the upstream's end (a short page) stops it too.
   const q2 = 'bakery 60 places';
   const cut = await scrape('paging', { search_queries: [q2], max_places: 25 });
@@ -77,36 +95,90 @@ test('search paging: !8i offsets until max_places, ranks across pages, one unit 
 });
 
 test('the real payload: nulls where the upstream has nothing, closed places, dedupe across queries, URLs and place ids', async (t) => {
-  const r = await scrape('real', { search_queries: [REAL_QUERY, `${REAL_QUERY} again`], urls: [BLUE_FERN_URL], place_ids: [SOURDOUGH.placeId], max_places: 50, language: 'de' });
+  const r = await scrape('real', {
+    search_queries: [REAL_QUERY, `${REAL_QUERY} again`],
+    urls: [BLUE_FERN_URL],
+    place_ids: [SOURDOUGH.placeId],
+    max_places: 50,
+    language: 'de',
+  });
   t.is(r.json.status, 'succeeded');
   t.is(r.json.items.length, 2);
   const [fern, lab] = r.json.items;
-  t.like(fern, { title: 'Blue Fern Coffee', website: 'https://bluefern.example/', permanentlyClosed: false, cid: BLUE_FERN.cid, placeId: BLUE_FERN.placeId, rank: 1, searchString: REAL_QUERY, language: 'de' });
+  t.like(fern, {
+    title: 'Blue Fern Coffee',
+    website: 'https://bluefern.example/',
+    permanentlyClosed: false,
+    cid: BLUE_FERN.cid,
+    placeId: BLUE_FERN.placeId,
+    rank: 1,
+    searchString: REAL_QUERY,
+    language: 'de',
+  });
   t.like(lab, { title: 'Sourdough Lab', permanentlyClosed: true, rank: 2 });
   t.true('website' in lab);
   t.is(lab.website, null, 'no website is exactly null (a lead signal)');
   t.is(fern.openingHours, null, 'details only when asked for');
-  t.deepEqual(r.json.sources.map((s: any) => [s.status, s.items, s.filtered]), [['ok', 2, {}], ['ok', 0, { duplicate: 2 }], ['ok', 0, { duplicate: 1 }], ['ok', 0, { duplicate: 1 }]]);
+  t.deepEqual(
+    r.json.sources.map((s: any) => [s.status, s.items, s.filtered]),
+    [
+      ['ok', 2, {}],
+      ['ok', 0, { duplicate: 2 }],
+      ['ok', 0, { duplicate: 1 }],
+      ['ok', 0, { duplicate: 1 }],
+    ],
+  );
   t.is(r.json.billing.billed_units, 2, 'duplicates are billed once');
-  t.true(searches(REAL_QUERY).some((x) => x.query.get('hl') === 'de'), 'language goes out as hl=');
+  t.true(
+    searches(REAL_QUERY).some((x) => x.query.get('hl') === 'de'),
+    'language goes out as hl=',
+  );
   // The XHR-wrapped variant of the same payload gives the same places.
   const xhr = await scrape('real', { search_queries: ['xhr coffee'] });
-  t.deepEqual(xhr.json.items.map((i: any) => i.title), ['Blue Fern Coffee', 'Sourdough Lab']);
+  t.deepEqual(
+    xhr.json.items.map((i: any) => i.title),
+    ['Blue Fern Coffee', 'Sourdough Lab'],
+  );
 });
 
 test('details: include_details re-reads each result; place pages, cid URLs and place ids parse APP_INITIALIZATION_STATE / preview JSON', async (t) => {
   const r = await scrape('details', { search_queries: [REAL_QUERY], include_details: true, language: 'fr' });
-  t.is(fake.requests.filter((x) => x.path === '/maps/preview/place' && x.query.get('hl') === 'fr').length, 2, 'one preview per result');
+  t.is(
+    fake.requests.filter((x) => x.path === '/maps/preview/place' && x.query.get('hl') === 'fr').length,
+    2,
+    'one preview per result',
+  );
   const [fern] = r.json.items;
   t.deepEqual(fern.openingHours[0], { day: 'Monday', hours: '7 am–6 pm' });
   t.is(fern.popularTimes.length, 2);
-  t.like(fern, { phoneInternational: '+1 415-555-0100', ownerName: 'Blue Fern Coffee (Owner)', rank: 1, searchString: REAL_QUERY });
-  const page = await scrape('details', { urls: [BLUE_FERN_URL, 'https://www.google.com/maps?cid=1885667171979194497', `https://www.google.com/maps/place/Sourdough+Lab/data=!4m2!3m1!1s${SOURDOUGH.fid}`], include_details: true });
+  t.like(fern, {
+    phoneInternational: '+1 415-555-0100',
+    ownerName: 'Blue Fern Coffee (Owner)',
+    rank: 1,
+    searchString: REAL_QUERY,
+  });
+  const page = await scrape('details', {
+    urls: [
+      BLUE_FERN_URL,
+      'https://www.google.com/maps?cid=1885667171979194497',
+      `https://www.google.com/maps/place/Sourdough+Lab/data=!4m2!3m1!1s${SOURDOUGH.fid}`,
+    ],
+    include_details: true,
+  });
   t.is(page.json.items.length, 2, 'the cid URL is the same place as the place URL');
-  t.like(page.json.items[0], { title: 'Blue Fern Coffee', cid: BLUE_FERN.cid, kgmid: '/g/11fake0001', rank: null, searchString: null });
+  t.like(page.json.items[0], {
+    title: 'Blue Fern Coffee',
+    cid: BLUE_FERN.cid,
+    kgmid: '/g/11fake0001',
+    rank: null,
+    searchString: null,
+  });
   t.is(page.json.items[0].openingHours.length, 3);
   t.like(page.json.items[1], { title: 'Sourdough Lab', permanentlyClosed: true, website: null });
-  t.deepEqual(page.json.sources.map((s: any) => s.filtered), [{}, { duplicate: 1 }, {}]);
+  t.deepEqual(
+    page.json.sources.map((s: any) => s.filtered),
+    [{}, { duplicate: 1 }, {}],
+  );
   const missing = await scrape('details', { place_ids: ['ChIJdoesNotExist00000000000'] });
   t.is(missing.json.status, 'failed');
   t.is(missing.json.error.code, 'not_found');
@@ -117,7 +189,17 @@ test('missing indexes: a shortened and a hollowed-out place array still map, wit
   const r = await scrape('details', { search_queries: [`${REAL_QUERY} missing`] });
   t.is(r.json.status, 'succeeded');
   const [a, b] = r.json.items;
-  t.like(a, { title: 'Blue Fern Coffee', fid: BLUE_FERN.fid, cid: BLUE_FERN.cid, placeId: null, totalScore: null, reviewsCount: null, phone: null, street: null, reviewsDistribution: null });
+  t.like(a, {
+    title: 'Blue Fern Coffee',
+    fid: BLUE_FERN.fid,
+    cid: BLUE_FERN.cid,
+    placeId: null,
+    totalScore: null,
+    reviewsCount: null,
+    phone: null,
+    street: null,
+    reviewsDistribution: null,
+  });
   t.like(b, { title: null, website: null, placeId: SOURDOUGH.placeId, totalScore: 4.3, reviewsDistribution: null });
 });
 
@@ -126,13 +208,25 @@ test.serial('reviews: token pagination, max_reviews, images; delivered reviews b
   const r = await scrape('rev', { place_ids: [BLUE_FERN.placeId], max_reviews: 10, max_images: 1 });
   t.is(r.json.status, 'succeeded');
   const [fern] = r.json.items;
-  t.deepEqual(fern.reviews.map((x: any) => [x.reviewer.name, x.stars]), [['Ana P.', 5], ['Marco R.', 3], ['Li W.', 4]]);
+  t.deepEqual(
+    fern.reviews.map((x: any) => [x.reviewer.name, x.stars]),
+    [
+      ['Ana P.', 5],
+      ['Marco R.', 3],
+      ['Li W.', 4],
+    ],
+  );
   t.is(fern.reviews[0].ownerResponse.text, 'Thanks Ana, see you soon!');
   t.is(fern.reviewsStatus, 'ended_early', '3 of 214: Google stopped paging');
   t.is(fake.count(/listugcposts/) - before, 2);
-  const tokens = fake.requests.filter((x) => x.path === '/maps/rpc/listugcposts').slice(-2).map((x) => /!2s([^!]*)/.exec(x.query.get('pb')!.split('!2m2')[1]!)![1]);
+  const tokens = fake.requests
+    .filter((x) => x.path === '/maps/rpc/listugcposts')
+    .slice(-2)
+    .map((x) => /!2s([^!]*)/.exec(x.query.get('pb')!.split('!2m2')[1]!)![1]);
   t.deepEqual(tokens, ['', 'CAESBkVnSUlDZw==']);
-  t.deepEqual(fern.images, [{ title: 'All', url: 'https://lh5.googleusercontent.com/p/AF1QipFAKE0001=w298-h298-k-no' }]);
+  t.deepEqual(fern.images, [
+    { title: 'All', url: 'https://lh5.googleusercontent.com/p/AF1QipFAKE0001=w298-h298-k-no' },
+  ]);
   t.is(fern.imagesStatus, 'limited_by_max_images');
   t.like(r.json.billing, { billed_units: 1, billed_reviews: 3 });
   const one = await scrape('rev', { place_ids: [BLUE_FERN.placeId], max_reviews: 1 });
@@ -145,51 +239,70 @@ test.serial('reviews: token pagination, max_reviews, images; delivered reviews b
   t.like(u.by_kind.places, { units: 2, reviews: 4 });
 });
 
-test.serial('limited view: withheld reviews are an explicit per-place status, not an empty success, and bill nothing', async (t) => {
-  fake.limitedView.add(SOURDOUGH.fid);
-  try {
-    fake.limitedMode = 'empty';
-    const r = await scrape('lim', { search_queries: [REAL_QUERY], max_reviews: 1 });
-    t.is(r.json.status, 'succeeded');
-    const [fern, lab] = r.json.items;
-    t.is(fern.reviewsStatus, 'limited_by_max_reviews');
-    t.deepEqual(lab.reviews, []);
-    t.is(lab.reviewsStatus, 'unavailable_signed_out');
-    t.true(r.json.warnings.some((w: string) => /signed-out/.test(w)));
-    t.is(r.json.billing.billed_reviews, 1);
-    fake.limitedMode = 'forbidden';
-    const f = await scrape('lim', { place_ids: [SOURDOUGH.placeId], max_reviews: 5 });
-    t.is(f.json.items[0].reviewsStatus, 'unavailable_signed_out');
-    t.is(f.json.billing.billed_reviews, 0);
-  } finally {
-    fake.limitedView.clear();
-  }
-});
+test.serial(
+  'limited view: withheld reviews are an explicit per-place status, not an empty success, and bill nothing',
+  async (t) => {
+    fake.limitedView.add(SOURDOUGH.fid);
+    try {
+      fake.limitedMode = 'empty';
+      const r = await scrape('lim', { search_queries: [REAL_QUERY], max_reviews: 1 });
+      t.is(r.json.status, 'succeeded');
+      const [fern, lab] = r.json.items;
+      t.is(fern.reviewsStatus, 'limited_by_max_reviews');
+      t.deepEqual(lab.reviews, []);
+      t.is(lab.reviewsStatus, 'unavailable_signed_out');
+      t.true(r.json.warnings.some((w: string) => /signed-out/.test(w)));
+      t.is(r.json.billing.billed_reviews, 1);
+      fake.limitedMode = 'forbidden';
+      const f = await scrape('lim', { place_ids: [SOURDOUGH.placeId], max_reviews: 5 });
+      t.is(f.json.items[0].reviewsStatus, 'unavailable_signed_out');
+      t.is(f.json.billing.billed_reviews, 0);
+    } finally {
+      fake.limitedView.clear();
+    }
+  },
+);
 
-test.serial('review quota: reviews are capped at what is left, places still come back, and the status says so', async (t) => {
-  // "rev" used its 4 reviews above; a new run still gets its places.
-  const r = await scrape('rev', { search_queries: [REAL_QUERY], max_reviews: 5 });
-  t.is(r.status, 200);
-  t.is(r.json.items.length, 2);
-  t.true(r.json.items.every((i: any) => i.reviewsStatus === 'limited_by_quota' && i.reviews.length === 0));
-  t.true(r.json.warnings.some((w: string) => /review quota/.test(w)));
-  t.is(r.json.billing.billed_reviews, 0);
-});
+test.serial(
+  'review quota: reviews are capped at what is left, places still come back, and the status says so',
+  async (t) => {
+    // "rev" used its 4 reviews above; a new run still gets its places.
+    const r = await scrape('rev', { search_queries: [REAL_QUERY], max_reviews: 5 });
+    t.is(r.status, 200);
+    t.is(r.json.items.length, 2);
+    t.true(r.json.items.every((i: any) => i.reviewsStatus === 'limited_by_quota' && i.reviews.length === 0));
+    t.true(r.json.warnings.some((w: string) => /review quota/.test(w)));
+    t.is(r.json.billing.billed_reviews, 0);
+  },
+);
 
 test('consent wall and sorry page are typed problems per source; the run fails and bills nothing', async (t) => {
   const c = await scrape('blocks', { search_queries: ['consent please', REAL_QUERY] });
   t.is(c.json.status, 'failed');
   t.is(c.json.error.code, 'consent_wall');
-  t.deepEqual(c.json.sources.map((s: any) => [s.status, s.problem?.code]), [['failed', 'consent_wall'], ['failed', 'consent_wall']], 'the egress problem fails the later sources too');
+  t.deepEqual(
+    c.json.sources.map((s: any) => [s.status, s.problem?.code]),
+    [
+      ['failed', 'consent_wall'],
+      ['failed', 'consent_wall'],
+    ],
+    'the egress problem fails the later sources too',
+  );
   t.regex(c.json.sources[0].problem.message, /consent/);
   t.is(c.json.billing.billed_units, 0);
   const s = await scrape('blocks', { search_queries: ['sorry'] });
   t.is(s.json.error.code, 'unusual_traffic');
   t.is(s.json.sources[0].problem.details.status, 429);
-  const partial = await scrape('blocks', { search_queries: ['bakery 2 places', 'sorry again'], place_ids: [BLUE_FERN.placeId] });
+  const partial = await scrape('blocks', {
+    search_queries: ['bakery 2 places', 'sorry again'],
+    place_ids: [BLUE_FERN.placeId],
+  });
   t.is(partial.json.status, 'partial', 'what came before the block is kept');
   t.is(partial.json.items.length, 2);
-  t.deepEqual(partial.json.sources.map((x: any) => x.status), ['ok', 'failed', 'failed']);
+  t.deepEqual(
+    partial.json.sources.map((x: any) => x.status),
+    ['ok', 'failed', 'failed'],
+  );
   t.is((await usage('blocks')).used, 2);
 });
 
@@ -201,7 +314,7 @@ test('silent truncation: a page repeating the previous one ends the search with 
   t.is(r.json.billing.billed_units, 20);
 });
 
-test('a search that ends past 100 places warns about Google\'s per-search cap', async (t) => {
+test("a search that ends past 100 places warns about Google's per-search cap", async (t) => {
   const r = await scrape('trunc', { search_queries: ['museum 130 places'], max_places: 200 });
   t.is(r.json.status, 'succeeded');
   t.is(r.json.items.length, 130);
@@ -225,7 +338,10 @@ test('retries: a 503 is retried; the item quota cuts a run and then refuses the 
 
 test('proxy: with proxy_url every request tunnels through the configured proxy', async (t) => {
   const tunnels: string[] = [];
-  const proxy: Server = createServer((_req, res) => { res.statusCode = 405; res.end(); });
+  const proxy: Server = createServer((_req, res) => {
+    res.statusCode = 405;
+    res.end();
+  });
   proxy.on('connect', (req, socket, head) => {
     tunnels.push(req.url!);
     const [host, port] = req.url!.split(':');
@@ -244,7 +360,13 @@ test('proxy: with proxy_url every request tunnels through the configured proxy',
   try {
     await pd.runtime.workspaces.create({ id: 'px', name: 'px' });
     const token = (await pd.runtime.workspaces.createKey('px')).token;
-    const r = await call(pd, 'POST', '/workspaces/px/scrapers/places/scrape', { search_queries: ['proxied 2 places'] }, bearer(token));
+    const r = await call(
+      pd,
+      'POST',
+      '/workspaces/px/scrapers/places/scrape',
+      { search_queries: ['proxied 2 places'] },
+      bearer(token),
+    );
     t.is(r.json.status, 'succeeded');
     t.is(r.json.items.length, 2);
     t.true(tunnels.length >= 1);

@@ -19,7 +19,13 @@ test.serial('an acknowledged async run survives a daemon restart: re-queued, fin
     await d.runtime.workspaces.create({ id: 'acme', name: 'Acme' });
     const token = (await d.runtime.workspaces.createKey('acme')).token;
     fake.latencyMs = 400;
-    const r = await call(d, 'POST', '/workspaces/acme/scrapers/forum/runs', { community: 'typescript', max_items: 10 }, { Authorization: `Bearer ${token}` });
+    const r = await call(
+      d,
+      'POST',
+      '/workspaces/acme/scrapers/forum/runs',
+      { community: 'typescript', max_items: 10 },
+      { Authorization: `Bearer ${token}` },
+    );
     t.is(r.status, 202);
     const runId = r.json.run_id as string;
     const first = d;
@@ -51,7 +57,11 @@ test.serial('a worker that dies mid-run fails that run without billing; the next
     const auth = { Authorization: `Bearer ${(await d.runtime.workspaces.createKey('acme')).token}` };
     fake.latencyMs = 1000;
     const r = await call(d, 'POST', '/workspaces/acme/scrapers/forum/runs', { community: 'typescript' }, auth);
-    await until(async () => d.runtime.scrapes.worker.pid !== null && (await d.runtime.scrapes.store.byId(r.json.run_id))!.status === 'running');
+    await until(
+      async () =>
+        d.runtime.scrapes.worker.pid !== null &&
+        (await d.runtime.scrapes.store.byId(r.json.run_id))!.status === 'running',
+    );
     const pid = d.runtime.scrapes.worker.pid!;
     process.kill(pid, 'SIGKILL');
     const failed = await d.runtime.scrapes.wait(r.json.run_id, 10_000);
@@ -59,7 +69,13 @@ test.serial('a worker that dies mid-run fails that run without billing; the next
     t.is(JSON.parse(failed!.error_json!).code, 'worker_crashed');
     t.is(failed!.billed_units, 0);
     fake.latencyMs = 0;
-    const again = await call(d, 'POST', '/workspaces/acme/scrapers/forum/scrape', { urls: ['https://redd.it/1q2w3e5'] }, auth);
+    const again = await call(
+      d,
+      'POST',
+      '/workspaces/acme/scrapers/forum/scrape',
+      { urls: ['https://redd.it/1q2w3e5'] },
+      auth,
+    );
     t.is(again.json.status, 'succeeded');
     t.not(d.runtime.scrapes.worker.pid, pid);
     t.is((await call(d, 'GET', '/workspaces/acme/usage', undefined, auth)).json.used, 1);

@@ -11,7 +11,11 @@ import { tempDir } from '../helpers/tempDir.js';
  * The default (and faces=selected) must stay the upstream single-face response exactly.
  */
 let d: TestDaemon;
-const GALLERY = { obama: ['identities/obama/1.jpg', 'identities/obama/2.jpg'], biden: ['identities/biden/1.jpg', 'identities/biden/2.jpg'], kit_harington: ['identities/kit_harington/1.jpg'] };
+const GALLERY = {
+  obama: ['identities/obama/1.jpg', 'identities/obama/2.jpg'],
+  biden: ['identities/biden/1.jpg', 'identities/biden/2.jpg'],
+  kit_harington: ['identities/kit_harington/1.jpg'],
+};
 
 test.before(async () => {
   d = await startTestDaemon();
@@ -25,7 +29,8 @@ test.after.always(async () => {
   await d?.close();
 });
 
-const search = (image: Buffer, fields: Record<string, string> = {}) => post(d, '/v1/collections/staff/search', form({ image, ...fields }));
+const search = (image: Buffer, fields: Record<string, string> = {}) =>
+  post(d, '/v1/collections/staff/search', form({ image, ...fields }));
 const byX = (faces: any[]) => [...faces].sort((a, b) => a.face.bbox.pixels.x - b.face.bbox.pixels.x);
 
 for (const file of ['groups/obama_biden_office.jpg', 'groups/obama_biden_stage.jpg']) {
@@ -37,7 +42,12 @@ for (const file of ['groups/obama_biden_office.jpg', 'groups/obama_biden_stage.j
     const faces = byX(json.faces);
     faces.forEach((f, i) => {
       const who = expected[i]!;
-      if (who in GALLERY) t.is(f.matches[0]?.person.id, who, `${file} face ${i}: ${JSON.stringify(f.matches.map((m: any) => [m.person.id, m.similarity]))}`);
+      if (who in GALLERY)
+        t.is(
+          f.matches[0]?.person.id,
+          who,
+          `${file} face ${i}: ${JSON.stringify(f.matches.map((m: any) => [m.person.id, m.similarity]))}`,
+        );
       else t.deepEqual(f.matches, [], `${who} is in no gallery`);
       t.is(f.problem, undefined);
       t.true(f.face.bbox.pixels.width > 0 && f.face.bbox.pixels.height > 0);
@@ -47,13 +57,20 @@ for (const file of ['groups/obama_biden_office.jpg', 'groups/obama_biden_stage.j
     // Largest first, as /v1/detect orders them; exactly one is the selected face, and it is what the
     // upstream fields describe.
     const areas = json.faces.map((f: any) => f.face.bbox.pixels.width * f.face.bbox.pixels.height);
-    t.deepEqual(areas, [...areas].sort((a: number, b: number) => b - a));
+    t.deepEqual(
+      areas,
+      [...areas].sort((a: number, b: number) => b - a),
+    );
     const selected = json.faces.filter((f: any) => f.selected);
     t.is(selected.length, 1);
     t.deepEqual(json.searched_face, selected[0].face);
     t.deepEqual(json.matches, selected[0].matches);
     const det = await post(d, '/v1/detect', form({ image: face(file) }));
-    t.deepEqual(json.faces.map((f: any) => f.face.bbox), det.json.faces.map((f: any) => f.bbox), 'the same boxes as /v1/detect');
+    t.deepEqual(
+      json.faces.map((f: any) => f.face.bbox),
+      det.json.faces.map((f: any) => f.bbox),
+      'the same boxes as /v1/detect',
+    );
   });
 }
 
@@ -100,16 +117,43 @@ test('/openapi.json documents the faces field and the per-face results', async (
 
 test('faces=all with liveness in normal mode: a spoofed face gets its problem, the live one is still searched', async (t) => {
   const models = tempDir(t, 'vigil-allfaces-models-');
-  await installPack({ packId: 'edge_s', modelsDir: models, mirror: MODELS_MIRROR, acceptLicense: true, io: { stdout: new Sink(), stderr: new Sink() } as never });
+  await installPack({
+    packId: 'edge_s',
+    modelsDir: models,
+    mirror: MODELS_MIRROR,
+    acceptLicense: true,
+    io: { stdout: new Sink(), stderr: new Sink() } as never,
+  });
   await installLiveness({ modelsDir: models, mirror: MODELS_MIRROR });
-  const live = await startTestDaemon({ modelsDir: models, toml: '[inference]\naddons = ["liveness"]\nliveness_mode = "normal"' });
+  const live = await startTestDaemon({
+    modelsDir: models,
+    toml: '[inference]\naddons = ["liveness"]\nliveness_mode = "normal"',
+  });
   try {
     await call(live, 'POST', '/v1/collections', { id: 'door', name: 'Door' });
-    t.is((await post(live, '/v1/collections/door/persons', form({ id: 'person_t1', images: face('liveness/live_T1.jpg') }))).res.status, 201);
+    t.is(
+      (
+        await post(
+          live,
+          '/v1/collections/door/persons',
+          form({ id: 'person_t1', images: face('liveness/live_T1.jpg') }),
+        )
+      ).res.status,
+      201,
+    );
     // The live photo and a phone-screen replay side by side (both upright 480x640).
-    const [a, b] = await Promise.all(['liveness/live_T1.jpg', 'liveness/spoof_screen_F2.jpg'].map((f) => sharp(face(f)).rotate().resize(480, 640).toBuffer()));
+    const [a, b] = await Promise.all(
+      ['liveness/live_T1.jpg', 'liveness/spoof_screen_F2.jpg'].map((f) =>
+        sharp(face(f)).rotate().resize(480, 640).toBuffer(),
+      ),
+    );
     const pair = await sharp({ create: { width: 960, height: 640, channels: 3, background: '#000' } })
-      .composite([{ input: a!, left: 0, top: 0 }, { input: b!, left: 480, top: 0 }]).jpeg().toBuffer();
+      .composite([
+        { input: a!, left: 0, top: 0 },
+        { input: b!, left: 480, top: 0 },
+      ])
+      .jpeg()
+      .toBuffer();
     const { res, json } = await post(live, '/v1/collections/door/search', form({ image: pair, faces: 'all' }));
     t.is(res.status, 200, JSON.stringify(json));
     const [left, right] = byX(json.faces);

@@ -23,7 +23,11 @@ test('a wrong key and a missing key get the same upstream 401 message', async (t
 });
 
 test('an undecodable image is exactly {code: invalid_image, message: "The image could not be decoded.", details: {}}', async (t) => {
-  const r = await post(d, '/v1/detect', form({ image: Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from('not-an-image')]) }));
+  const r = await post(
+    d,
+    '/v1/detect',
+    form({ image: Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0]), Buffer.from('not-an-image')]) }),
+  );
   t.is(r.res.status, 422);
   t.deepEqual(r.json.error, { code: 'invalid_image', message: 'The image could not be decoded.', details: {} });
 });
@@ -31,13 +35,17 @@ test('an undecodable image is exactly {code: invalid_image, message: "The image 
 test('an unknown collection is a structured 404 with upstream quoting and empty details', async (t) => {
   const r = await call(d, 'GET', '/v1/collections/missing');
   t.is(r.status, 404);
-  t.deepEqual(r.json.error, { code: 'collection_not_found', message: "Collection 'missing' was not found.", details: {} });
+  t.deepEqual(r.json.error, {
+    code: 'collection_not_found',
+    message: "Collection 'missing' was not found.",
+    details: {},
+  });
   t.is((await call(d, 'POST', '/v1/collections', { id: 'nf', name: 'nf' })).status, 201);
   const p = await call(d, 'GET', '/v1/collections/nf/persons/nobody');
   t.deepEqual(p.json.error, { code: 'person_not_found', message: "Person 'nobody' was not found.", details: {} });
 });
 
-test('versions: the API contract version upstream clients gate on (0.3.1), Vigil\'s own version beside it', async (t) => {
+test("versions: the API contract version upstream clients gate on (0.3.1), Vigil's own version beside it", async (t) => {
   const h = await call(d, 'GET', '/v1/health');
   t.is(h.json.version, '0.3.1');
   t.is(h.json.vigil_version, pkgVersion);
@@ -50,22 +58,71 @@ test('versions: the API contract version upstream clients gate on (0.3.1), Vigil
 
 test('/v1/system: every safe_config and runtime key upstream reports, and safe_config.detection is the detection profile', async (t) => {
   const s = (await call(d, 'GET', '/v1/system')).json;
-  for (const k of ['max_image_bytes', 'max_image_pixels', 'max_registration_images', 'max_request_bytes', 'request_timeout_seconds', 'inference_max_concurrency', 'save_face_crops',
-    'default_similarity_threshold', 'default_search_profile', 'default_search_capacity_rows', 'max_search_capacity_rows', 'default_max_faces_per_person', 'default_search_load_policy',
-    'search_backend', 'search_device_id', 'search_topk_mode', 'detector_input_sizes', 'detection', 'max_detected_faces', 'rtsp_max_streams', 'rtsp_preview_fps', 'web_ui_disabled', 'config_file']) {
+  for (const k of [
+    'max_image_bytes',
+    'max_image_pixels',
+    'max_registration_images',
+    'max_request_bytes',
+    'request_timeout_seconds',
+    'inference_max_concurrency',
+    'save_face_crops',
+    'default_similarity_threshold',
+    'default_search_profile',
+    'default_search_capacity_rows',
+    'max_search_capacity_rows',
+    'default_max_faces_per_person',
+    'default_search_load_policy',
+    'search_backend',
+    'search_device_id',
+    'search_topk_mode',
+    'detector_input_sizes',
+    'detection',
+    'max_detected_faces',
+    'rtsp_max_streams',
+    'rtsp_preview_fps',
+    'web_ui_disabled',
+    'config_file',
+  ]) {
     t.true(k in s.safe_config, `safe_config.${k}`);
   }
-  t.deepEqual(Object.keys(s.safe_config.detection).sort(), ['input_sizes', 'nms_threshold', 'single_face_selection', 'threshold']);
-  for (const k of ['mode', 'os', 'architecture', 'cpu', 'onnx_runtime_version', 'available_execution_providers', 'execution_provider', 'detector_input_sizes', 'recognizer_session_providers',
-    'strict_provider_audit', 'cuda_runtime_version', 'cuda_image_version', 'cudnn_version', 'gpus', 'models', 'detector_session_providers', 'detector_resolution_session_count',
-    'detector_resolution_session_providers', 'detector_static_shape_sessions', 'detection_profile', 'inference_concurrency']) {
+  t.deepEqual(Object.keys(s.safe_config.detection).sort(), [
+    'input_sizes',
+    'nms_threshold',
+    'single_face_selection',
+    'threshold',
+  ]);
+  for (const k of [
+    'mode',
+    'os',
+    'architecture',
+    'cpu',
+    'onnx_runtime_version',
+    'available_execution_providers',
+    'execution_provider',
+    'detector_input_sizes',
+    'recognizer_session_providers',
+    'strict_provider_audit',
+    'cuda_runtime_version',
+    'cuda_image_version',
+    'cudnn_version',
+    'gpus',
+    'models',
+    'detector_session_providers',
+    'detector_resolution_session_count',
+    'detector_resolution_session_providers',
+    'detector_static_shape_sessions',
+    'detection_profile',
+    'inference_concurrency',
+  ]) {
     t.true(k in s.runtime, `runtime.${k}`);
   }
 });
 
 test('/openapi.json types and bounds multipart and query fields as upstream; source.type is not required', async (t) => {
   const o = (await call(d, 'GET', '/openapi.json')).json;
-  const form = (path: string) => o.components.schemas[o.paths[path].post.requestBody.content['multipart/form-data'].schema.$ref.split('/').pop()].properties;
+  const form = (path: string) =>
+    o.components.schemas[o.paths[path].post.requestBody.content['multipart/form-data'].schema.$ref.split('/').pop()]
+      .properties;
   const search = form('/v1/collections/{collection_id}/search');
   t.like(search.limit, { type: 'integer', minimum: 1, maximum: 100, default: 5 });
   t.deepEqual(search.threshold.anyOf, [{ type: 'number', minimum: 0, maximum: 1 }, { type: 'null' }]);
@@ -82,7 +139,11 @@ test('/openapi.json types and bounds multipart and query fields as upstream; sou
 
 test('external_trusted: a malformed list or a count mismatch is 400 before the contract id is compared', async (t) => {
   t.is((await call(d, 'POST', '/v1/collections', { id: 'ext', name: 'ext' })).status, 201);
-  const base = { embedding_mode: 'external_trusted', embedding_contract_id: 'ifsemb-v2-sha256:wrong', images: face('identities/obama/1.jpg') };
+  const base = {
+    embedding_mode: 'external_trusted',
+    embedding_contract_id: 'ifsemb-v2-sha256:wrong',
+    images: face('identities/obama/1.jpg'),
+  };
   const malformed = await post(d, '/v1/collections/ext/persons', form({ ...base, external_embeddings: '{not json' }));
   t.is(malformed.res.status, 400);
   t.is(malformed.json.error.code, 'invalid_external_embeddings');
@@ -98,14 +159,33 @@ test('rejected_images: images that could not be loaded come first, entries carry
   const c = (await call(d, 'POST', '/v1/collections', { id: 'order', name: 'order' })).json.collection;
   const noFace = readFileSync(join(REPO, '../shared/fixtures/faces/noface/landscape.jpg'));
   const garbage = Buffer.from('garbage bytes, not an image');
-  const r = await post(d, '/v1/collections/order/persons', form({ images: [noFace, garbage, face('identities/obama/1.jpg')] }));
+  const r = await post(
+    d,
+    '/v1/collections/order/persons',
+    form({ images: [noFace, garbage, face('identities/obama/1.jpg')] }),
+  );
   t.is(r.res.status, 201, JSON.stringify(r.json));
-  t.deepEqual(r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]), [[1, 'invalid_image'], [0, 'face_not_found']]);
+  t.deepEqual(
+    r.json.rejected_images.map((x: { index: number; reason: string }) => [x.index, x.reason]),
+    [
+      [1, 'invalid_image'],
+      [0, 'face_not_found'],
+    ],
+  );
   // A trusted vector of the wrong dimension is rejected per image with exactly {index, filename, reason}.
-  const ext = await post(d, '/v1/collections/order/persons', form({
-    images: [face('identities/obama/2.jpg'), face('identities/obama/3.jpg')], embedding_mode: 'external_trusted', embedding_contract_id: c.embedding_contract_id,
-    external_embeddings: JSON.stringify([[1, 2, 3], Array.from({ length: c.embedding_dimension }, (_, i) => (i === 0 ? 1 : 0))]),
-  }));
+  const ext = await post(
+    d,
+    '/v1/collections/order/persons',
+    form({
+      images: [face('identities/obama/2.jpg'), face('identities/obama/3.jpg')],
+      embedding_mode: 'external_trusted',
+      embedding_contract_id: c.embedding_contract_id,
+      external_embeddings: JSON.stringify([
+        [1, 2, 3],
+        Array.from({ length: c.embedding_dimension }, (_, i) => (i === 0 ? 1 : 0)),
+      ]),
+    }),
+  );
   t.is(ext.res.status, 201, JSON.stringify(ext.json));
   t.deepEqual(Object.keys(ext.json.rejected_images[0]).sort(), ['filename', 'index', 'reason']);
   t.is(ext.json.rejected_images[0].reason, 'invalid_external_embedding');
@@ -115,16 +195,28 @@ test('rejected_images: images that could not be loaded come first, entries carry
   t.is(none.json.error.message, 'None of the uploaded images were valid.');
 });
 
-test('capacity: upstream\'s text and details', async (t) => {
-  t.is((await call(d, 'POST', '/v1/collections', { id: 'cap', name: 'cap', search: { capacity_rows: 1 } })).status, 201);
-  t.is((await post(d, '/v1/collections/cap/persons', form({ images: face('identities/obama/1.jpg') }))).res.status, 201);
+test("capacity: upstream's text and details", async (t) => {
+  t.is(
+    (await call(d, 'POST', '/v1/collections', { id: 'cap', name: 'cap', search: { capacity_rows: 1 } })).status,
+    201,
+  );
+  t.is(
+    (await post(d, '/v1/collections/cap/persons', form({ images: face('identities/obama/1.jpg') }))).res.status,
+    201,
+  );
   const r = await post(d, '/v1/collections/cap/persons', form({ images: face('identities/obama/2.jpg') }));
   t.is(r.res.status, 409);
-  t.deepEqual(r.json.error, { code: 'collection_capacity_exceeded', message: 'The Collection has reached its configured search capacity.', details: { capacity_rows: 1, requested_rows: 2 } });
+  t.deepEqual(r.json.error, {
+    code: 'collection_capacity_exceeded',
+    message: 'The Collection has reached its configured search capacity.',
+    details: { capacity_rows: 1, requested_rows: 2 },
+  });
 });
 
-test('limit errors carry upstream\'s texts (request_too_large, image_too_large by bytes and by pixels)', async (t) => {
-  const small = await startTestDaemon({ server: ['max_request_bytes = 1000000', 'max_image_bytes = 200000', 'max_image_pixels = 1000000'] });
+test("limit errors carry upstream's texts (request_too_large, image_too_large by bytes and by pixels)", async (t) => {
+  const small = await startTestDaemon({
+    server: ['max_request_bytes = 1000000', 'max_image_bytes = 200000', 'max_image_pixels = 1000000'],
+  });
   try {
     const body = await call(small, 'POST', '/v1/collections', { id: 'x', name: 'x'.repeat(1_200_000) });
     t.is(body.status, 413);
@@ -133,7 +225,9 @@ test('limit errors carry upstream\'s texts (request_too_large, image_too_large b
     t.is(bytes.res.status, 413);
     t.is(bytes.json.error.message, 'The image exceeds the byte limit.');
     const sharp = (await import('sharp')).default;
-    const bomb = await sharp({ create: { width: 2000, height: 1000, channels: 3, background: '#808080' } }).png().toBuffer();
+    const bomb = await sharp({ create: { width: 2000, height: 1000, channels: 3, background: '#808080' } })
+      .png()
+      .toBuffer();
     const pixels = await post(small, '/v1/detect', form({ image: bomb }));
     t.is(pixels.res.status, 413);
     t.is(pixels.json.error.message, 'The image pixel limit was exceeded.');

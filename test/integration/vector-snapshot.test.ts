@@ -11,19 +11,32 @@ const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLengt
 async function importPersons(d: TestDaemon, id: string, from: number, count: number) {
   const contract = (await call(d, 'GET', `/v1/collections/${id}`)).json.collection.embedding_contract_id as string;
   const vectors = unitVectors(count * 2, 1000 + from);
-  const body = Array.from({ length: count }, (_, i) => JSON.stringify({ id: `p${from + i}`, embeddings: [b64(vectors[2 * i]!), b64(vectors[2 * i + 1]!)] })).join('\n') + '\n';
-  const res = await fetch(`${d.url}/v1/collections/${id}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=100`, { method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body });
-  const lines = (await res.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+  const body =
+    Array.from({ length: count }, (_, i) =>
+      JSON.stringify({ id: `p${from + i}`, embeddings: [b64(vectors[2 * i]!), b64(vectors[2 * i + 1]!)] }),
+    ).join('\n') + '\n';
+  const res = await fetch(
+    `${d.url}/v1/collections/${id}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=100`,
+    { method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body },
+  );
+  const lines = (await res.text())
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
   if (lines.at(-1)?.type !== 'done') throw new Error(JSON.stringify(lines.at(-1)));
   return vectors;
 }
 
 const snapshotState = async (d: TestDaemon, id: string) =>
-  ((await call(d, 'GET', '/v1/system')).json.search.collections as Record<string, any>[]).find((c) => c.collection_id === id)!;
+  ((await call(d, 'GET', '/v1/system')).json.search.collections as Record<string, any>[]).find(
+    (c) => c.collection_id === id,
+  )!;
 
 /** The best person of each query with its similarity and matched face (the identify path of monitors, on the collection index). */
 function answers(d: TestDaemon, id: string, queries: Float32Array[]) {
-  return d.runtime.inference!.search.identify(d.runtime.collections.getBound(id), queries, -1).map((m) => m && { id: m.person.id, similarity: m.similarity, face: m.matched_face_id });
+  return d.runtime
+    .inference!.search.identify(d.runtime.collections.getBound(id), queries, -1)
+    .map((m) => m && { id: m.person.id, similarity: m.similarity, face: m.matched_face_id });
 }
 
 test('restart reads the vector snapshot at the committed revision; a stale file falls back to SQLite; damaged rows are caught and rebuilt', async (t) => {
@@ -33,7 +46,10 @@ test('restart reads the vector snapshot at the committed revision; a stale file 
   let queries: Float32Array[];
   let before: ReturnType<typeof answers>;
   try {
-    t.is((await call(d, 'POST', '/v1/collections', { id: 'g', name: 'g', search: { load_policy: 'eager' } })).status, 201);
+    t.is(
+      (await call(d, 'POST', '/v1/collections', { id: 'g', name: 'g', search: { load_policy: 'eager' } })).status,
+      201,
+    );
     queries = (await importPersons(d, 'g', 0, 300)).filter((_, i) => i % 37 === 0);
     before = answers(d, 'g', queries);
     t.is(before[0]!.id, 'p0');

@@ -1,15 +1,32 @@
 import test from 'ava';
-import { alignmentError, ARCFACE_TEMPLATE_112, estimateSimilarity, invertAffine, warpToTensor, type Affine } from '../../src/inference/alignment.js';
+import {
+  alignmentError,
+  ARCFACE_TEMPLATE_112,
+  estimateSimilarity,
+  invertAffine,
+  warpToTensor,
+  type Affine,
+} from '../../src/inference/alignment.js';
 
-const apply = (m: Affine, [x, y]: readonly [number, number]): [number, number] => [m[0] * x + m[1] * y + m[2], m[3] * x + m[4] * y + m[5]];
+const apply = (m: Affine, [x, y]: readonly [number, number]): [number, number] => [
+  m[0] * x + m[1] * y + m[2],
+  m[3] * x + m[4] * y + m[5],
+];
 
 function similarity(angleDeg: number, scale: number, tx: number, ty: number): Affine {
   const r = (angleDeg * Math.PI) / 180;
-  const a = scale * Math.cos(r), b = scale * Math.sin(r);
+  const a = scale * Math.cos(r),
+    b = scale * Math.sin(r);
   return [a, -b, tx, b, a, ty];
 }
 
-const SRC: [number, number][] = [[10, 20], [60, 18], [35, 45], [15, 70], [58, 72]];
+const SRC: [number, number][] = [
+  [10, 20],
+  [60, 18],
+  [35, 45],
+  [15, 70],
+  [58, 72],
+];
 
 function assertAffineClose(t: import('ava').ExecutionContext, got: Affine | null, want: Affine, eps: number): void {
   t.not(got, null);
@@ -41,7 +58,13 @@ test('estimateSimilarity: the identity mapping of the template gives the identit
 
 test('estimateSimilarity is a least-squares fit: noisy points stay close', (t) => {
   const truth = similarity(30, 1.7, 5, -7);
-  const noise: [number, number][] = [[0.3, -0.2], [-0.25, 0.1], [0.05, 0.3], [-0.2, -0.15], [0.1, -0.05]];
+  const noise: [number, number][] = [
+    [0.3, -0.2],
+    [-0.25, 0.1],
+    [0.05, 0.3],
+    [-0.2, -0.15],
+    [0.1, -0.05],
+  ];
   const dst = SRC.map((p, i) => {
     const [x, y] = apply(truth, p);
     return [x + noise[i]![0], y + noise[i]![1]] as [number, number];
@@ -64,7 +87,13 @@ test('estimateSimilarity is a least-squares fit: noisy points stay close', (t) =
 });
 
 test('estimateSimilarity returns null for degenerate input', (t) => {
-  const same: [number, number][] = [[5, 5], [5, 5], [5, 5], [5, 5], [5, 5]];
+  const same: [number, number][] = [
+    [5, 5],
+    [5, 5],
+    [5, 5],
+    [5, 5],
+    [5, 5],
+  ];
   t.is(estimateSimilarity(same, ARCFACE_TEMPLATE_112), null);
   t.is(estimateSimilarity([[1, 2]], [[3, 4]]), null); // fewer than 2 points
   t.is(estimateSimilarity(SRC, SRC.slice(0, 4)), null); // length mismatch
@@ -76,7 +105,11 @@ test('invertAffine round trip', (t) => {
   const m: Affine = [1.2, -0.4, 7, 0.3, 0.9, -3];
   const inv = invertAffine(m)!;
   t.not(inv, null);
-  for (const p of [[0, 0], [10, -4], [123.5, 77.25]] as [number, number][]) {
+  for (const p of [
+    [0, 0],
+    [10, -4],
+    [123.5, 77.25],
+  ] as [number, number][]) {
     const [x, y] = apply(inv, apply(m, p));
     t.true(Math.abs(x - p[0]) < 1e-9 && Math.abs(y - p[1]) < 1e-9);
   }
@@ -85,14 +118,16 @@ test('invertAffine round trip', (t) => {
 
 // 3x2 RGB image: distinct values per pixel and channel.
 function testImage(): { rgb: Uint8Array; width: number; height: number } {
-  const width = 3, height = 2;
+  const width = 3,
+    height = 2;
   const rgb = new Uint8Array(width * height * 3);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-    const p = (y * width + x) * 3;
-    rgb[p] = 10 + 10 * x + 50 * y; // R
-    rgb[p + 1] = 100 + x + y * 5; // G
-    rgb[p + 2] = 200 + 3 * x + 7 * y; // B
-  }
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const p = (y * width + x) * 3;
+      rgb[p] = 10 + 10 * x + 50 * y; // R
+      rgb[p + 1] = 100 + x + y * 5; // G
+      rgb[p + 2] = 200 + 3 * x + 7 * y; // B
+    }
   return { rgb, width, height };
 }
 
@@ -102,10 +137,12 @@ test('warpToTensor: identity transform reproduces normalised pixels in rgb plane
   const out = warpToTensor(rgb, width, height, [1, 0, 0, 0, 1, 0], width, height, layout);
   const plane = width * height;
   t.is(out.length, 3 * plane);
-  for (let y = 0; y < height; y++) for (let x = 0; x < width; x++) {
-    const p = (y * width + x) * 3;
-    for (let k = 0; k < 3; k++) t.true(Math.abs(out[k * plane + y * width + x]! - (rgb[p + k]! - 127.5) / 128) < 1e-6);
-  }
+  for (let y = 0; y < height; y++)
+    for (let x = 0; x < width; x++) {
+      const p = (y * width + x) * 3;
+      for (let k = 0; k < 3; k++)
+        t.true(Math.abs(out[k * plane + y * width + x]! - (rgb[p + k]! - 127.5) / 128) < 1e-6);
+    }
 });
 
 test('warpToTensor: bgr order writes blue to the first plane', (t) => {
@@ -127,7 +164,8 @@ test('warpToTensor: a translation shifts pixels and out-of-image samples are (0-
   const out = warpToTensor(rgb, width, height, [1, 0, 1, 0, 1, 0], 4, 2, layout);
   const plane = 8;
   for (let y = 0; y < 2; y++) {
-    for (let k = 0; k < 3; k++) t.true(Math.abs(out[k * plane + y * 4]! - -1) < 1e-6, 'column 0 maps from x=-1 (outside)');
+    for (let k = 0; k < 3; k++)
+      t.true(Math.abs(out[k * plane + y * 4]! - -1) < 1e-6, 'column 0 maps from x=-1 (outside)');
     for (let x = 1; x < 4; x++) {
       const p = (y * width + (x - 1)) * 3;
       for (let k = 0; k < 3; k++) t.true(Math.abs(out[k * plane + y * 4 + x]! - (rgb[p + k]! - 127.5) / 127.5) < 1e-6);
@@ -136,7 +174,8 @@ test('warpToTensor: a translation shifts pixels and out-of-image samples are (0-
 });
 
 test('warpToTensor: half-pixel shift blends neighbours bilinearly', (t) => {
-  const width = 2, height = 1;
+  const width = 2,
+    height = 1;
   const rgb = new Uint8Array([0, 0, 0, 100, 200, 50]);
   const out = warpToTensor(rgb, width, height, [1, 0, -0.5, 0, 1, 0], 1, 1, { channelOrder: 'rgb', mean: 0, std: 1 });
   t.deepEqual([...out], [50, 100, 25]);
@@ -145,7 +184,17 @@ test('warpToTensor: half-pixel shift blends neighbours bilinearly', (t) => {
 test('warpToTensor writes at the given offset of a shared buffer and throws for degenerate transforms', (t) => {
   const { rgb, width, height } = testImage();
   const buf = new Float32Array(2 * 3 * width * height).fill(NaN);
-  warpToTensor(rgb, width, height, [1, 0, 0, 0, 1, 0], width, height, { channelOrder: 'rgb', mean: 0, std: 1 }, buf, 3 * width * height);
+  warpToTensor(
+    rgb,
+    width,
+    height,
+    [1, 0, 0, 0, 1, 0],
+    width,
+    height,
+    { channelOrder: 'rgb', mean: 0, std: 1 },
+    buf,
+    3 * width * height,
+  );
   t.true(Number.isNaN(buf[0]!));
   t.is(buf[3 * width * height], rgb[0]);
   t.throws(() => warpToTensor(rgb, width, height, [0, 0, 0, 0, 0, 0], 2, 2, { channelOrder: 'rgb', mean: 0, std: 1 }));
@@ -158,5 +207,14 @@ test('alignmentError: 0 for any similarity image of the template, grows with dis
   const turned = ARCFACE_TEMPLATE_112.map(([x, y], i) => [i === 2 ? x + 10 : x, y] as [number, number]);
   const e = alignmentError(turned);
   t.true(e > 3 && e < 10, `error ${e}`);
-  t.is(alignmentError([[1, 1], [1, 1], [1, 1], [1, 1], [1, 1]]), Infinity);
+  t.is(
+    alignmentError([
+      [1, 1],
+      [1, 1],
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ]),
+    Infinity,
+  );
 });

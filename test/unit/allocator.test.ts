@@ -2,7 +2,12 @@ import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DAEMON_ALLOCATOR_LIBRARY, allocatorFromMaps, daemonAllocatorPath, withDaemonAllocator } from '../../src/system/allocator.js';
+import {
+  DAEMON_ALLOCATOR_LIBRARY,
+  allocatorFromMaps,
+  daemonAllocatorPath,
+  withDaemonAllocator,
+} from '../../src/system/allocator.js';
 import { REPO } from '../helpers/daemon.js';
 
 const LIBC = '7f2c1a200000-7f2c1a228000 r--p 00000000 08:01 1234  /usr/lib/x86_64-linux-gnu/libc.so.6';
@@ -14,7 +19,10 @@ test('allocatorFromMaps: jemalloc when it is mapped, else glibc when libc.so.6 i
   t.is(allocatorFromMaps('7f2c1a400000-7f2c1a401000 r-xp 00000000 08:01 9 /lib/ld-musl-x86_64.so.1\n'), 'other');
   t.is(allocatorFromMaps(''), 'other');
   // A file that only mentions the name is not the library.
-  t.is(allocatorFromMaps(`${LIBC}\n7f2c1a600000-7f2c1a601000 r--p 00000000 08:01 7 /var/lib/vigil/libjemalloc.so.2.txt\n`), 'glibc');
+  t.is(
+    allocatorFromMaps(`${LIBC}\n7f2c1a600000-7f2c1a601000 r--p 00000000 08:01 7 /var/lib/vigil/libjemalloc.so.2.txt\n`),
+    'glibc',
+  );
 });
 
 test('withDaemonAllocator preloads the library ahead of an existing LD_PRELOAD, once', (t) => {
@@ -33,7 +41,11 @@ test('a process started with withDaemonAllocator runs on jemalloc', (t) => {
   const path = daemonAllocatorPath();
   if (path === null) return t.fail(`${DAEMON_ALLOCATOR_LIBRARY} is not installed: run scripts/install-system-deps.sh`);
   const maps = (env: NodeJS.ProcessEnv) => {
-    const r = spawnSync(process.execPath, ['-e', "process.stdout.write(require('fs').readFileSync('/proc/self/maps', 'utf8'))"], { env, encoding: 'utf8' });
+    const r = spawnSync(
+      process.execPath,
+      ['-e', "process.stdout.write(require('fs').readFileSync('/proc/self/maps', 'utf8'))"],
+      { env, encoding: 'utf8' },
+    );
     t.is(r.status, 0, r.stderr);
     return r.stdout;
   };

@@ -19,7 +19,13 @@ function freshStore(): { store: ApiKeyStore; db: OpenedDatabase['db'] } {
 const KEY_A = 'first-key-0123456789abcdef';
 const KEY_B = 'second-key-zyxwvutsrqponm';
 
-interface Row { id: number; label: string; active: number; salt: Buffer; digest: Buffer }
+interface Row {
+  id: number;
+  label: string;
+  active: number;
+  salt: Buffer;
+  digest: Buffer;
+}
 
 test('ensureKey: created, unchanged, rotated (old row inactive)', (t) => {
   const { store, db } = freshStore();

@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { KeepAliveClient, parseResponseHead, postRequest } from '../../bench/keepAliveClient.js';
 
 /** A real node:http server: echoes the body's length and a header, on one connection per client. */
-async function server(handler: http.RequestListener): Promise<{ url: URL; connections: () => number; close: () => Promise<void> }> {
+async function server(
+  handler: http.RequestListener,
+): Promise<{ url: URL; connections: () => number; close: () => Promise<void> }> {
   let connections = 0;
   const s = http.createServer(handler);
   s.on('connection', () => connections++);
@@ -12,7 +14,11 @@ async function server(handler: http.RequestListener): Promise<{ url: URL; connec
   return {
     url: new URL(`http://127.0.0.1:${(s.address() as AddressInfo).port}`),
     connections: () => connections,
-    close: () => new Promise((r) => { s.closeAllConnections(); s.close(() => r()); }),
+    close: () =>
+      new Promise((r) => {
+        s.closeAllConnections();
+        s.close(() => r());
+      }),
   };
 }
 
@@ -21,8 +27,16 @@ test('posts the body with its headers, reads whole responses and keeps one conne
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const body = JSON.stringify({ bytes: Buffer.concat(chunks).length, auth: req.headers.authorization, path: req.url, pad: 'x'.repeat(200_000) });
-      res.writeHead(req.url === '/missing' ? 404 : 200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      const body = JSON.stringify({
+        bytes: Buffer.concat(chunks).length,
+        auth: req.headers.authorization,
+        path: req.url,
+        pad: 'x'.repeat(200_000),
+      });
+      res.writeHead(req.url === '/missing' ? 404 : 200, {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(body),
+      });
       // Two writes: the client must wait for the whole Content-Length.
       res.write(body.slice(0, 10));
       setTimeout(() => res.end(body.slice(10)), 5);
@@ -41,7 +55,13 @@ test('posts the body with its headers, reads whole responses and keeps one conne
       t.is(body.pad.length, 200_000);
     }
     t.is(srv.connections(), 1);
-    await t.throwsAsync(Promise.all([client.send(postRequest(srv.url, '/a', {}, upload)), client.send(postRequest(srv.url, '/a', {}, upload))]), { message: /one request at a time/ });
+    await t.throwsAsync(
+      Promise.all([
+        client.send(postRequest(srv.url, '/a', {}, upload)),
+        client.send(postRequest(srv.url, '/a', {}, upload)),
+      ]),
+      { message: /one request at a time/ },
+    );
   } finally {
     client.close();
     await srv.close();
@@ -53,7 +73,10 @@ test('a closed connection and a chunked response are errors, not hangs', async (
     req.resume();
     req.on('end', () => {
       if (req.url === '/close') req.socket.destroy();
-      else { res.write('chunk'); res.end(); }
+      else {
+        res.write('chunk');
+        res.end();
+      }
     });
   });
   try {
@@ -69,7 +92,10 @@ test('a closed connection and a chunked response are errors, not hangs', async (
 });
 
 test('parseResponseHead: status and length, case-insensitive headers', (t) => {
-  t.deepEqual(parseResponseHead('HTTP/1.1 200 OK\r\nContent-Type: a\r\ncontent-length: 12'), { status: 200, length: 12 });
+  t.deepEqual(parseResponseHead('HTTP/1.1 200 OK\r\nContent-Type: a\r\ncontent-length: 12'), {
+    status: 200,
+    length: 12,
+  });
   t.throws(() => parseResponseHead('HTTP/1.1 200 OK\r\nContent-Type: a'), { message: /Content-Length/ });
   t.throws(() => parseResponseHead('SSH-2.0'), { message: /not an HTTP/ });
 });

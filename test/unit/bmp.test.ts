@@ -5,7 +5,6 @@ import sharp from 'sharp';
 import { ApiError } from '../../src/contract/errors.js';
 import { BI_BITFIELDS, BI_RGB, BI_RLE4, BI_RLE8, decodeBmp, readBmpHeader } from '../../src/inference/bmp.js';
 
-
 // ---------------------------------------------------------------------------------------------
 // A small BMP encoder (test-only) covering the variants the decoder supports.
 // ---------------------------------------------------------------------------------------------
@@ -72,7 +71,13 @@ function writeBmp(s: BmpSpec): Buffer {
 }
 
 /** Packs an uncompressed pixel array in file row order; `value(x, y)` uses image coordinates. */
-function packRows(width: number, height: number, bpp: number, topDown: boolean, value: (x: number, y: number) => number): Buffer {
+function packRows(
+  width: number,
+  height: number,
+  bpp: number,
+  topDown: boolean,
+  value: (x: number, y: number) => number,
+): Buffer {
   const stride = Math.floor((bpp * width + 31) / 32) * 4;
   const out = Buffer.alloc(stride * height);
   for (let r = 0; r < height; r++) {
@@ -154,9 +159,14 @@ const px = (img: Rgb, x: number, y: number): [number, number, number] => {
 };
 
 /** Quantise to a 6x6x6 cube (216 colours) so the image fits an 8-bit palette exactly. */
-function quantise(img: Rgb): { palette: [number, number, number][]; index: (x: number, y: number) => number; expected: Buffer } {
+function quantise(img: Rgb): {
+  palette: [number, number, number][];
+  index: (x: number, y: number) => number;
+  expected: Buffer;
+} {
   const palette: [number, number, number][] = [];
-  for (let r = 0; r < 6; r++) for (let g = 0; g < 6; g++) for (let b = 0; b < 6; b++) palette.push([r * 51, g * 51, b * 51]);
+  for (let r = 0; r < 6; r++)
+    for (let g = 0; g < 6; g++) for (let b = 0; b < 6; b++) palette.push([r * 51, g * 51, b * 51]);
   const q = (v: number): number => Math.round(v / 51);
   const index = (x: number, y: number): number => {
     const [r, g, b] = px(img, x, y);
@@ -172,7 +182,12 @@ function quantise(img: Rgb): { palette: [number, number, number][]; index: (x: n
   return { palette, index, expected };
 }
 
-function assertDecodeError(t: import('ava').ExecutionContext, fn: () => unknown, status: number, code: string): ApiError {
+function assertDecodeError(
+  t: import('ava').ExecutionContext,
+  fn: () => unknown,
+  status: number,
+  code: string,
+): ApiError {
   const e = t.throws(fn, { instanceOf: ApiError }) as ApiError;
   t.is(e.status, status);
   t.is(e.code, code);
@@ -183,10 +198,15 @@ function assertDecodeError(t: import('ava').ExecutionContext, fn: () => unknown,
 
 test('24-bit bottom-up BMP decodes to the exact source pixels', async (t) => {
   const img = await source();
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 24, pixels: packRows(img.width, img.height, 24, false, (x, y) => {
-    const [r, g, b] = px(img, x, y);
-    return (r << 16) | (g << 8) | b;
-  }) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 24,
+    pixels: packRows(img.width, img.height, 24, false, (x, y) => {
+      const [r, g, b] = px(img, x, y);
+      return (r << 16) | (g << 8) | b;
+    }),
+  });
   const h = readBmpHeader(bmp);
   t.like(h, { width: 97, height: 61, bitsPerPixel: 24, topDown: false, compression: BI_RGB, stride: 292 });
   const out = decodeBmp(bmp, 40e6);
@@ -198,10 +218,17 @@ test('24-bit bottom-up BMP decodes to the exact source pixels', async (t) => {
 test('24-bit BMP with V4 (108) and V5 (124) headers, top-down', async (t) => {
   const img = await source();
   for (const headerSize of [108, 124] as const) {
-    const bmp = writeBmp({ width: img.width, height: img.height, bpp: 24, headerSize, topDown: true, pixels: packRows(img.width, img.height, 24, true, (x, y) => {
-      const [r, g, b] = px(img, x, y);
-      return (r << 16) | (g << 8) | b;
-    }) });
+    const bmp = writeBmp({
+      width: img.width,
+      height: img.height,
+      bpp: 24,
+      headerSize,
+      topDown: true,
+      pixels: packRows(img.width, img.height, 24, true, (x, y) => {
+        const [r, g, b] = px(img, x, y);
+        return (r << 16) | (g << 8) | b;
+      }),
+    });
     t.true(readBmpHeader(bmp).topDown);
     t.true(decodeBmp(bmp, 40e6).data.equals(img.data), `header ${headerSize}`);
   }
@@ -209,10 +236,16 @@ test('24-bit BMP with V4 (108) and V5 (124) headers, top-down', async (t) => {
 
 test('32-bit top-down BMP (BI_RGB, junk in the unused byte) decodes exactly', async (t) => {
   const img = await source();
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 32, topDown: true, pixels: packRows(img.width, img.height, 32, true, (x, y) => {
-    const [r, g, b] = px(img, x, y);
-    return ((((x * 7 + y) & 255) << 24) | (r << 16) | (g << 8) | b) >>> 0;
-  }) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 32,
+    topDown: true,
+    pixels: packRows(img.width, img.height, 32, true, (x, y) => {
+      const [r, g, b] = px(img, x, y);
+      return ((((x * 7 + y) & 255) << 24) | (r << 16) | (g << 8) | b) >>> 0;
+    }),
+  });
   const out = decodeBmp(bmp, 40e6);
   t.true(out.data.equals(img.data));
 });
@@ -221,10 +254,18 @@ test('32-bit BI_BITFIELDS BMP (RGBA byte order, 40 and V5 headers) decodes exact
   const img = await source();
   const masks: [number, number, number] = [0x000000ff, 0x0000ff00, 0x00ff0000];
   for (const headerSize of [40, 124] as const) {
-    const bmp = writeBmp({ width: img.width, height: img.height, bpp: 32, compression: BI_BITFIELDS, masks, headerSize, pixels: packRows(img.width, img.height, 32, false, (x, y) => {
-      const [r, g, b] = px(img, x, y);
-      return ((0x80 << 24) | (b << 16) | (g << 8) | r) >>> 0;
-    }) });
+    const bmp = writeBmp({
+      width: img.width,
+      height: img.height,
+      bpp: 32,
+      compression: BI_BITFIELDS,
+      masks,
+      headerSize,
+      pixels: packRows(img.width, img.height, 32, false, (x, y) => {
+        const [r, g, b] = px(img, x, y);
+        return ((0x80 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+      }),
+    });
     t.deepEqual(readBmpHeader(bmp).masks, { r: 0xff, g: 0xff00, b: 0xff0000 });
     t.true(decodeBmp(bmp, 40e6).data.equals(img.data), `header ${headerSize}`);
   }
@@ -233,7 +274,14 @@ test('32-bit BI_BITFIELDS BMP (RGBA byte order, 40 and V5 headers) decodes exact
 test('8-bit palette BMP decodes to the exact (palettised) source pixels', async (t) => {
   const img = await source();
   const { palette, index, expected } = quantise(img);
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 8, palette, colorsUsed: palette.length, pixels: packRows(img.width, img.height, 8, false, index) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 8,
+    palette,
+    colorsUsed: palette.length,
+    pixels: packRows(img.width, img.height, 8, false, index),
+  });
   const h = readBmpHeader(bmp);
   t.is(h.paletteSize, 216);
   t.true(decodeBmp(bmp, 40e6).data.equals(expected));
@@ -242,30 +290,58 @@ test('8-bit palette BMP decodes to the exact (palettised) source pixels', async 
 test('8-bit palette BMP with an OS/2 core (12-byte) header', async (t) => {
   const img = await source();
   const { palette, index, expected } = quantise(img);
-  const full = [...palette, ...Array.from({ length: 256 - palette.length }, () => [0, 0, 0] as [number, number, number])];
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 8, headerSize: 12, palette: full, pixels: packRows(img.width, img.height, 8, false, index) });
+  const full = [
+    ...palette,
+    ...Array.from({ length: 256 - palette.length }, () => [0, 0, 0] as [number, number, number]),
+  ];
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 8,
+    headerSize: 12,
+    palette: full,
+    pixels: packRows(img.width, img.height, 8, false, index),
+  });
   t.is(readBmpHeader(bmp).paletteEntryBytes, 3);
   t.true(decodeBmp(bmp, 40e6).data.equals(expected));
 });
 
 test('24-bit BMP with an OS/2 core header', async (t) => {
   const img = await source();
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 24, headerSize: 12, pixels: packRows(img.width, img.height, 24, false, (x, y) => {
-    const [r, g, b] = px(img, x, y);
-    return (r << 16) | (g << 8) | b;
-  }) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 24,
+    headerSize: 12,
+    pixels: packRows(img.width, img.height, 24, false, (x, y) => {
+      const [r, g, b] = px(img, x, y);
+      return (r << 16) | (g << 8) | b;
+    }),
+  });
   t.true(decodeBmp(bmp, 40e6).data.equals(img.data));
 });
 
 test('16-bit 565 BI_BITFIELDS BMP decodes to the expanded 565 values', async (t) => {
   const img = await source();
   const expected = Buffer.alloc(img.data.length);
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 16, compression: BI_BITFIELDS, masks: [0xf800, 0x07e0, 0x001f], pixels: packRows(img.width, img.height, 16, false, (x, y) => {
-    const [r, g, b] = px(img, x, y);
-    const r5 = r >> 3, g6 = g >> 2, b5 = b >> 3;
-    expected.set([Math.round((r5 * 255) / 31), Math.round((g6 * 255) / 63), Math.round((b5 * 255) / 31)], (y * img.width + x) * 3);
-    return (r5 << 11) | (g6 << 5) | b5;
-  }) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 16,
+    compression: BI_BITFIELDS,
+    masks: [0xf800, 0x07e0, 0x001f],
+    pixels: packRows(img.width, img.height, 16, false, (x, y) => {
+      const [r, g, b] = px(img, x, y);
+      const r5 = r >> 3,
+        g6 = g >> 2,
+        b5 = b >> 3;
+      expected.set(
+        [Math.round((r5 * 255) / 31), Math.round((g6 * 255) / 63), Math.round((b5 * 255) / 31)],
+        (y * img.width + x) * 3,
+      );
+      return (r5 << 11) | (g6 << 5) | b5;
+    }),
+  });
   const out = decodeBmp(bmp, 40e6);
   t.true(out.data.equals(expected));
   // and it is close to the source (at most the quantisation error)
@@ -277,19 +353,31 @@ test('16-bit 565 BI_BITFIELDS BMP decodes to the expanded 565 values', async (t)
 test('16-bit BI_RGB BMP is x555', async (t) => {
   const img = await source();
   const expected = Buffer.alloc(img.data.length);
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 16, pixels: packRows(img.width, img.height, 16, false, (x, y) => {
-    const [r, g, b] = px(img, x, y).map((v) => v >> 3) as [number, number, number];
-    expected.set([r, g, b].map((v) => Math.round((v * 255) / 31)), (y * img.width + x) * 3);
-    return 0x8000 | (r << 10) | (g << 5) | b; // top bit set: must be ignored
-  }) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 16,
+    pixels: packRows(img.width, img.height, 16, false, (x, y) => {
+      const [r, g, b] = px(img, x, y).map((v) => v >> 3) as [number, number, number];
+      expected.set(
+        [r, g, b].map((v) => Math.round((v * 255) / 31)),
+        (y * img.width + x) * 3,
+      );
+      return 0x8000 | (r << 10) | (g << 5) | b; // top bit set: must be ignored
+    }),
+  });
   t.true(decodeBmp(bmp, 40e6).data.equals(expected));
 });
 
 test('1-, 2- and 4-bit palette BMPs with odd widths', (t) => {
   for (const bpp of [1, 2, 4]) {
     const n = 1 << bpp;
-    const palette = Array.from({ length: n }, (_, i) => [(i * 37) & 255, (i * 91) & 255, (i * 13 + 5) & 255] as [number, number, number]);
-    const width = 37, height = 9;
+    const palette = Array.from(
+      { length: n },
+      (_, i) => [(i * 37) & 255, (i * 91) & 255, (i * 13 + 5) & 255] as [number, number, number],
+    );
+    const width = 37,
+      height = 9;
     const index = (x: number, y: number): number => (x * 3 + y * 5) % n;
     const bmp = writeBmp({ width, height, bpp, palette, pixels: packRows(width, height, bpp, false, index) });
     const out = decodeBmp(bmp, 40e6);
@@ -309,7 +397,15 @@ test('RLE8 BMP (encoded and absolute runs) decodes to the exact palettised pixel
   const img = await source();
   const { palette, index, expected } = quantise(img);
   const pixels = rle8(img.width, img.height, index);
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 8, compression: BI_RLE8, palette, colorsUsed: palette.length, pixels });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 8,
+    compression: BI_RLE8,
+    palette,
+    colorsUsed: palette.length,
+    pixels,
+  });
   t.is(readBmpHeader(bmp).compression, BI_RLE8);
   t.true(decodeBmp(bmp, 40e6).data.equals(expected));
   // truncated RLE stream → 422
@@ -337,14 +433,26 @@ test('RLE4 BMP decodes encoded and absolute runs', (t) => {
   const pixels = Buffer.from([5, 0x12, 0, 0, 0, 5, 0x34, 0x56, 0x70, 0, 0, 0, 0, 1]);
   const bmp = writeBmp({ width: 5, height: 2, bpp: 4, compression: BI_RLE4, palette, pixels });
   const out = decodeBmp(bmp, 100);
-  const row = (y: number): number[][] => Array.from({ length: 5 }, (_, x) => [...out.data.subarray((y * 5 + x) * 3, (y * 5 + x) * 3 + 3)]);
-  t.deepEqual(row(1), [1, 2, 1, 2, 1].map((i) => palette[i]));
-  t.deepEqual(row(0), [3, 4, 5, 6, 7].map((i) => palette[i]));
+  const row = (y: number): number[][] =>
+    Array.from({ length: 5 }, (_, x) => [...out.data.subarray((y * 5 + x) * 3, (y * 5 + x) * 3 + 3)]);
+  t.deepEqual(
+    row(1),
+    [1, 2, 1, 2, 1].map((i) => palette[i]),
+  );
+  t.deepEqual(
+    row(0),
+    [3, 4, 5, 6, 7].map((i) => palette[i]),
+  );
 });
 
 test('truncated BMPs are 422 invalid_image, never a crash', async (t) => {
   const img = await source();
-  const bmp = writeBmp({ width: img.width, height: img.height, bpp: 24, pixels: packRows(img.width, img.height, 24, false, () => 0x123456) });
+  const bmp = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 24,
+    pixels: packRows(img.width, img.height, 24, false, () => 0x123456),
+  });
   // the last row's padding (97*3 = 291 → 292) may be missing
   t.notThrows(() => decodeBmp(bmp.subarray(0, bmp.length - 1), 40e6));
   for (const n of [2, 10, 14, 20, 30, 53, 54, 60, 1000, Math.floor(bmp.length / 2), bmp.length - 2]) {
@@ -377,7 +485,12 @@ test('a header claiming 100000x100000 is 413 image_too_large before any allocati
 
 test('malformed headers are 422 invalid_image', async (t) => {
   const img = await source();
-  const good = writeBmp({ width: img.width, height: img.height, bpp: 24, pixels: packRows(img.width, img.height, 24, false, () => 0) });
+  const good = writeBmp({
+    width: img.width,
+    height: img.height,
+    bpp: 24,
+    pixels: packRows(img.width, img.height, 24, false, () => 0),
+  });
   const mutate = (f: (b: Buffer) => void): Buffer => {
     const b = Buffer.from(good);
     f(b);
@@ -391,8 +504,8 @@ test('malformed headers are 422 invalid_image', async (t) => {
     'absurd width': mutate((b) => b.writeInt32LE(0x7fffffff, 18)),
     'bpp 7': mutate((b) => b.writeUInt16LE(7, 28)),
     'bpp 64': mutate((b) => b.writeUInt16LE(64, 28)),
-    'BI_JPEG': mutate((b) => b.writeUInt32LE(4, 30)),
-    'BI_PNG': mutate((b) => b.writeUInt32LE(5, 30)),
+    BI_JPEG: mutate((b) => b.writeUInt32LE(4, 30)),
+    BI_PNG: mutate((b) => b.writeUInt32LE(5, 30)),
     'unknown compression': mutate((b) => b.writeUInt32LE(99, 30)),
     'RLE8 with 24 bpp': mutate((b) => b.writeUInt32LE(BI_RLE8, 30)),
     'bitfields with 24 bpp': mutate((b) => b.writeUInt32LE(BI_BITFIELDS, 30)),
@@ -405,10 +518,25 @@ test('malformed headers are 422 invalid_image', async (t) => {
     t.is(e?.status, 422, name);
   }
   // non-contiguous bit masks
-  const nc = writeBmp({ width: 4, height: 2, bpp: 16, compression: BI_BITFIELDS, masks: [0xf00f, 0x00f0, 0x0f00], pixels: Buffer.alloc(16) });
+  const nc = writeBmp({
+    width: 4,
+    height: 2,
+    bpp: 16,
+    compression: BI_BITFIELDS,
+    masks: [0xf00f, 0x00f0, 0x0f00],
+    pixels: Buffer.alloc(16),
+  });
   assertDecodeError(t, () => decodeBmp(nc, 100), 422, 'invalid_image');
   // top-down RLE is not allowed
-  const td = writeBmp({ width: 4, height: 2, bpp: 8, compression: BI_RLE8, topDown: true, palette: [[1, 2, 3]], pixels: Buffer.from([0, 1]) });
+  const td = writeBmp({
+    width: 4,
+    height: 2,
+    bpp: 8,
+    compression: BI_RLE8,
+    topDown: true,
+    palette: [[1, 2, 3]],
+    pixels: Buffer.from([0, 1]),
+  });
   assertDecodeError(t, () => decodeBmp(td, 100), 422, 'invalid_image');
 });
 
@@ -416,10 +544,36 @@ test('random corruption never crashes: only ApiError 413/422 or a well-formed re
   const img = await source();
   const { palette, index } = quantise(img);
   const variants = [
-    writeBmp({ width: img.width, height: img.height, bpp: 24, pixels: packRows(img.width, img.height, 24, false, () => 0x10203) }),
-    writeBmp({ width: img.width, height: img.height, bpp: 8, palette, pixels: packRows(img.width, img.height, 8, false, index) }),
-    writeBmp({ width: img.width, height: img.height, bpp: 8, compression: BI_RLE8, palette, pixels: rle8(img.width, img.height, index) }),
-    writeBmp({ width: 9, height: 5, bpp: 16, compression: BI_BITFIELDS, masks: [0xf800, 0x07e0, 0x001f], headerSize: 124, pixels: packRows(9, 5, 16, false, (x) => x) }),
+    writeBmp({
+      width: img.width,
+      height: img.height,
+      bpp: 24,
+      pixels: packRows(img.width, img.height, 24, false, () => 0x10203),
+    }),
+    writeBmp({
+      width: img.width,
+      height: img.height,
+      bpp: 8,
+      palette,
+      pixels: packRows(img.width, img.height, 8, false, index),
+    }),
+    writeBmp({
+      width: img.width,
+      height: img.height,
+      bpp: 8,
+      compression: BI_RLE8,
+      palette,
+      pixels: rle8(img.width, img.height, index),
+    }),
+    writeBmp({
+      width: 9,
+      height: 5,
+      bpp: 16,
+      compression: BI_BITFIELDS,
+      masks: [0xf800, 0x07e0, 0x001f],
+      headerSize: 124,
+      pixels: packRows(9, 5, 16, false, (x) => x),
+    }),
   ];
   let seed = 12345;
   const rand = (n: number): number => {

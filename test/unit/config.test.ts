@@ -29,7 +29,10 @@ test('defaults without a file', (t) => {
   t.is(config.server.data_dir, '/var/lib/vigil');
   t.true(config.auth.enabled);
   t.is(config.auth.api_key, undefined);
-  t.deepEqual(config.detection.input_sizes, [[96, 96], [512, 512]]);
+  t.deepEqual(config.detection.input_sizes, [
+    [96, 96],
+    [512, 512],
+  ]);
   t.is(config.detection.threshold, 0.5);
   t.is(config.detection.nms_threshold, 0.4);
   t.is(config.detection.single_face_selection, 'largest');
@@ -92,18 +95,40 @@ test('duplicate input_sizes are rejected', (t) => {
 });
 
 test('more than 4 input_sizes are rejected', (t) => {
-  const err = configError(t, () => loadConfig(tomlFile('[detection]\ninput_sizes = [[96, 96], [128, 128], [160, 160], [192, 192], [224, 224]]\n'), {}));
+  const err = configError(t, () =>
+    loadConfig(tomlFile('[detection]\ninput_sizes = [[96, 96], [128, 128], [160, 160], [192, 192], [224, 224]]\n'), {}),
+  );
   t.is(err.code, 'config_invalid');
   t.regex(err.message, /detection\.input_sizes/);
-  t.notThrows(() => loadConfig(tomlFile('[detection]\ninput_sizes = [[96, 96], [128, 128], [160, 160], [192, 192]]\n'), {}));
+  t.notThrows(() =>
+    loadConfig(tomlFile('[detection]\ninput_sizes = [[96, 96], [128, 128], [160, 160], [192, 192]]\n'), {}),
+  );
 });
 
 test('inputSizesProblem bounds and area', (t) => {
-  t.is(inputSizesProblem([[32, 32], [2048, 1024]]), null);
+  t.is(
+    inputSizesProblem([
+      [32, 32],
+      [2048, 1024],
+    ]),
+    null,
+  );
   t.regex(inputSizesProblem([[0, 32]]) ?? '', /multiples of 32/);
   t.regex(inputSizesProblem([[2080, 32]]) ?? '', /multiples of 32/);
-  t.regex(inputSizesProblem([[2048, 2048], [32, 32]]) ?? '', /4\*1024\*1024/);
-  t.is(inputSizesProblem([[320, 640], [640, 320]]), null); // different orientations are distinct
+  t.regex(
+    inputSizesProblem([
+      [2048, 2048],
+      [32, 32],
+    ]) ?? '',
+    /4\*1024\*1024/,
+  );
+  t.is(
+    inputSizesProblem([
+      [320, 640],
+      [640, 320],
+    ]),
+    null,
+  ); // different orientations are distinct
 });
 
 test('VIGIL_API_KEY overrides the file', (t) => {
@@ -138,7 +163,11 @@ test('VIGIL_AUTH_ENABLED accepts yes/no/1/0 and rejects other values', (t) => {
 });
 
 test('other env overrides: data dir, host, CORS origins', (t) => {
-  const { config } = loadConfig(null, { VIGIL_DATA_DIR: '/srv/v', VIGIL_HOST: '127.0.0.1', VIGIL_CORS_ORIGINS: 'https://a.example, ,https://b.example' });
+  const { config } = loadConfig(null, {
+    VIGIL_DATA_DIR: '/srv/v',
+    VIGIL_HOST: '127.0.0.1',
+    VIGIL_CORS_ORIGINS: 'https://a.example, ,https://b.example',
+  });
   t.is(config.server.data_dir, '/srv/v');
   t.is(config.server.host, '127.0.0.1');
   t.deepEqual(config.server.cors_origins, ['https://a.example', 'https://b.example']);
@@ -146,17 +175,29 @@ test('other env overrides: data dir, host, CORS origins', (t) => {
 
 test('[scrapers.places]: defaults, strict keys, secrets from the environment', (t) => {
   const { config } = loadConfig(null, {});
-  t.like(config.scrapers.places, { enabled: true, base_url: 'https://www.google.com', requests_per_minute: 30, jitter_ms: 1000, max_search_pages: 10 });
+  t.like(config.scrapers.places, {
+    enabled: true,
+    base_url: 'https://www.google.com',
+    requests_per_minute: 30,
+    jitter_ms: 1000,
+    max_search_pages: 10,
+  });
   t.is(config.scrapers.places.proxy_url, undefined);
   t.is(config.scrapers.free_reviews_per_month, 10_000);
-  const env = loadConfig(null, { VIGIL_PLACES_COOKIE: 'SOCS=abc', VIGIL_PLACES_PROXY_URL: 'http://u:p@proxy.example:3128' }).config.scrapers.places;
+  const env = loadConfig(null, {
+    VIGIL_PLACES_COOKIE: 'SOCS=abc',
+    VIGIL_PLACES_PROXY_URL: 'http://u:p@proxy.example:3128',
+  }).config.scrapers.places;
   t.is(env.cookie, 'SOCS=abc');
   t.is(env.proxy_url, 'http://u:p@proxy.example:3128');
   t.is(configError(t, () => loadConfig(null, { VIGIL_PLACES_PROXY_URL: 'socks9://x' })).code, 'config_invalid');
   const unknown = configError(t, () => loadConfig(tomlFile('[scrapers.places]\nproxy = "http://x"\n'), {}));
   t.is(unknown.code, 'config_invalid');
   t.regex(unknown.message, /proxy/);
-  t.is(configError(t, () => loadConfig(tomlFile('[scrapers.places]\nproxy_url = "ftp://x"\n'), {})).code, 'config_invalid');
+  t.is(
+    configError(t, () => loadConfig(tomlFile('[scrapers.places]\nproxy_url = "ftp://x"\n'), {})).code,
+    'config_invalid',
+  );
 });
 
 test('invalid TOML reports the line', (t) => {

@@ -177,9 +177,18 @@ test('open rejects a key file shorter than 32 bytes with cursor_key_invalid', (t
 
 test('toPage: rows <= limit -> all rows, next_cursor null', (t) => {
   const rows = [{ id: 'a' }, { id: 'b' }];
-  t.deepEqual(toPage(rows, 2, (r) => r.id, codec, SCOPE), { items: rows, next_cursor: null });
-  t.deepEqual(toPage(rows, 5, (r) => r.id, codec, SCOPE), { items: rows, next_cursor: null });
-  t.deepEqual(toPage([], 3, (r: { id: string }) => r.id, codec, SCOPE), { items: [], next_cursor: null });
+  t.deepEqual(
+    toPage(rows, 2, (r) => r.id, codec, SCOPE),
+    { items: rows, next_cursor: null },
+  );
+  t.deepEqual(
+    toPage(rows, 5, (r) => r.id, codec, SCOPE),
+    { items: rows, next_cursor: null },
+  );
+  t.deepEqual(
+    toPage([], 3, (r: { id: string }) => r.id, codec, SCOPE),
+    { items: [], next_cursor: null },
+  );
 });
 
 test('toPage: limit + 1 rows -> limit items and a cursor after the last item', (t) => {

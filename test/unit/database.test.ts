@@ -22,7 +22,10 @@ test('openDatabase creates the file with WAL, foreign keys and the initial migra
     t.is(opened.db.pragma('foreign_keys', { simple: true }), 1);
     t.is(opened.db.pragma('synchronous', { simple: true }), 2); // FULL
     t.true(opened.migrationCount >= 1);
-    const rows = opened.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as { version: number; name: string }[];
+    const rows = opened.db.prepare('SELECT version, name FROM schema_migrations ORDER BY version').all() as {
+      version: number;
+      name: string;
+    }[];
     t.is(rows.length, opened.migrationCount);
     t.deepEqual(rows[0], { version: 1, name: '0001_initial.sql' });
     t.truthy(opened.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'api_keys'").get());
@@ -40,12 +43,18 @@ test('migrations are idempotent: opening twice keeps the same migration count', 
   const dir = freshDir();
   const first = openDatabase(dir);
   const count = first.migrationCount;
-  first.db.prepare("INSERT INTO api_keys (label, salt, digest, active, created_at) VALUES ('x', x'00', x'00', 1, 'now')").run();
+  first.db
+    .prepare("INSERT INTO api_keys (label, salt, digest, active, created_at) VALUES ('x', x'00', x'00', 1, 'now')")
+    .run();
   first.close();
   const second = openDatabase(dir);
   try {
     t.is(second.migrationCount, count);
-    t.is((second.db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n, 1, 'data survives reopening');
+    t.is(
+      (second.db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n,
+      1,
+      'data survives reopening',
+    );
     t.is(migrate(second.db, join(process.cwd(), 'src/store/migrations')), 0);
   } finally {
     second.close();
@@ -121,13 +130,25 @@ test('a lock held by another running process is refused with its pid', async (t)
   openDatabase(dir).close();
   // Another process holds the data dir (the same module, in a child). The child drops its handle and
   // collects garbage first: the lock must outlive the handle (better-sqlite3 closes collected connections).
-  const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', '-e', `
+  const child = spawn(
+    process.execPath,
+    [
+      '--expose-gc',
+      '--import',
+      'tsx',
+      '-e',
+      `
     const { openDatabase } = await import(${JSON.stringify(join(process.cwd(), 'src/store/database.ts'))});
     openDatabase(${JSON.stringify(dir)}); globalThis.gc(); await new Promise((r) => setTimeout(r, 50)); globalThis.gc();
-    console.log('held'); setInterval(() => {}, 1000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    console.log('held'); setInterval(() => {}, 1000);`,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (b: Buffer) => { if (b.toString().includes('held')) resolve(); });
+      child.stdout!.on('data', (b: Buffer) => {
+        if (b.toString().includes('held')) resolve();
+      });
       child.once('exit', (c) => reject(new Error(`holder exited ${c}`)));
     });
     const err = t.throws(() => openDatabase(dir));
@@ -163,7 +184,9 @@ test('a pid note or a legacy pid lock file naming a live process (even this one)
 test('a read-only data dir is one operator error (data_dir_unusable, exit code 13)', (t) => {
   if (process.getuid?.() === 0) {
     // root ignores mode bits: use a read-only bind of a tmpfs where mounting is permitted, else skip.
-    t.log('running as root: mode bits do not stop root; the read-only case is covered by the read-only mount test in test/integration/crash-start.test.ts');
+    t.log(
+      'running as root: mode bits do not stop root; the read-only case is covered by the read-only mount test in test/integration/crash-start.test.ts',
+    );
     t.pass();
     return;
   }
@@ -193,7 +216,9 @@ test('the background integrity check detects a corrupted database file', async (
   const first = openDatabase(dir);
   first.db.exec('CREATE TABLE filler (id INTEGER PRIMARY KEY, v BLOB)');
   const insert = first.db.prepare('INSERT INTO filler (v) VALUES (randomblob(300))');
-  first.db.transaction(() => { for (let i = 0; i < 3000; i++) insert.run(); })();
+  first.db.transaction(() => {
+    for (let i = 0; i < 3000; i++) insert.run();
+  })();
   first.db.pragma('wal_checkpoint(TRUNCATE)');
   const pageSize = first.db.pragma('page_size', { simple: true }) as number;
   first.close();

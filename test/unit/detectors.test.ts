@@ -1,9 +1,21 @@
 import test from 'ava';
-import { decodeScrfd, decodeYunet, detectorCanvas, placeInCanvas, type OutputArrays, type Placement } from '../../src/inference/detectors.js';
+import {
+  decodeScrfd,
+  decodeYunet,
+  detectorCanvas,
+  placeInCanvas,
+  type OutputArrays,
+  type Placement,
+} from '../../src/inference/detectors.js';
 
 const close = (a: number, b: number, eps = 1e-6) => Math.abs(a - b) < eps;
 
-function assertPoints(t: import('ava').ExecutionContext, got: readonly number[], want: readonly number[], what: string): void {
+function assertPoints(
+  t: import('ava').ExecutionContext,
+  got: readonly number[],
+  want: readonly number[],
+  what: string,
+): void {
   t.is(got.length, want.length, what);
   for (let i = 0; i < want.length; i++) t.true(close(got[i]!, want[i]!), `${what}[${i}]: ${got[i]} vs ${want[i]}`);
 }
@@ -66,7 +78,13 @@ test('placeInCanvas margin 0 fills the limiting side exactly (49x49 into 512x512
 const STRIDES = [8, 16, 32] as const;
 
 /** Nine zeroed SCRFD outputs (scores x3, boxes x3, kps x3) for an inputW x inputH canvas, 2 anchors per cell. */
-function scrfdOutputs(inputW: number, inputH: number): { outputs: OutputArrays; set: (stride: number, anchor: number, score: number, dist: number[], kps: number[]) => void } {
+function scrfdOutputs(
+  inputW: number,
+  inputH: number,
+): {
+  outputs: OutputArrays;
+  set: (stride: number, anchor: number, score: number, dist: number[], kps: number[]) => void;
+} {
   const cells = STRIDES.map((s) => Math.ceil(inputW / s) * Math.ceil(inputH / s));
   const outputs: OutputArrays = [
     ...STRIDES.map((s, i) => ({ name: `score_${s}`, data: new Float32Array(cells[i]! * 2) })),
@@ -128,25 +146,40 @@ test('decodeScrfd threshold filtering: below is dropped, at threshold is kept', 
   set(8, 10, 0.5, [1, 1, 1, 1], KPS);
   set(16, 3, 0.2, [1, 1, 1, 1], KPS);
   const found = decodeScrfd(outputs, 64, 64, 0.5, { scale: 1, padX: 0, padY: 0 });
-  t.deepEqual(found.map((f) => f.score), [0.5]);
+  t.deepEqual(
+    found.map((f) => f.score),
+    [0.5],
+  );
   t.is(decodeScrfd(outputs, 64, 64, 0.1, { scale: 1, padX: 0, padY: 0 }).length, 3);
 });
 
 test('decodeScrfd rejects models without keypoint outputs', (t) => {
   const { outputs } = scrfdOutputs(64, 64);
-  t.throws(() => decodeScrfd(outputs.slice(0, 6), 64, 64, 0.5, { scale: 1, padX: 0, padY: 0 }), { message: /9 outputs/ });
+  t.throws(() => decodeScrfd(outputs.slice(0, 6), 64, 64, 0.5, { scale: 1, padX: 0, padY: 0 }), {
+    message: /9 outputs/,
+  });
 });
 
 // ---------------------------------------------------------------------------------------------
 // YuNet
 // ---------------------------------------------------------------------------------------------
 
-function yunetOutputs(inputW: number, inputH: number): { outputs: OutputArrays; set: (stride: number, cell: number, cls: number, obj: number, bbox: number[], kps: number[]) => void } {
+function yunetOutputs(
+  inputW: number,
+  inputH: number,
+): {
+  outputs: OutputArrays;
+  set: (stride: number, cell: number, cls: number, obj: number, bbox: number[], kps: number[]) => void;
+} {
   const outputs: OutputArrays = [];
   for (const s of STRIDES) {
     const n = Math.floor(inputW / s) * Math.floor(inputH / s);
-    outputs.push({ name: `cls_${s}`, data: new Float32Array(n) }, { name: `obj_${s}`, data: new Float32Array(n) },
-      { name: `bbox_${s}`, data: new Float32Array(n * 4) }, { name: `kps_${s}`, data: new Float32Array(n * 10) });
+    outputs.push(
+      { name: `cls_${s}`, data: new Float32Array(n) },
+      { name: `obj_${s}`, data: new Float32Array(n) },
+      { name: `bbox_${s}`, data: new Float32Array(n * 4) },
+      { name: `kps_${s}`, data: new Float32Array(n * 10) },
+    );
   }
   const get = (name: string) => outputs.find((o) => o.name === name)!.data;
   const set = (s: number, cell: number, cls: number, obj: number, bbox: number[], kps: number[]) => {
@@ -203,12 +236,26 @@ test('decodeYunet threshold filtering clamps cls/obj to [0,1] before the geometr
 
 test('decodeYunet throws when a stride is missing', (t) => {
   const { outputs } = yunetOutputs(64, 64);
-  t.throws(() => decodeYunet(outputs.filter((o) => o.name !== 'kps_32'), 64, 64, 0.5, { scale: 1, padX: 0, padY: 0 }), { message: /stride 32/ });
+  t.throws(
+    () =>
+      decodeYunet(
+        outputs.filter((o) => o.name !== 'kps_32'),
+        64,
+        64,
+        0.5,
+        { scale: 1, padX: 0, padY: 0 },
+      ),
+    { message: /stride 32/ },
+  );
 });
 
 test('detectorCanvas: trim cuts a letterboxed size to the image rounded up to 32; close-up sizes and trim=false keep the canvas', (t) => {
   const wh = (c: { w: number; h: number }) => [c.w, c.h];
-  t.deepEqual(wh(detectorCanvas(1280, 720, [512, 512], 0, true)), [512, 288], '16:9 at 512: 288 rows of image, no fill');
+  t.deepEqual(
+    wh(detectorCanvas(1280, 720, [512, 512], 0, true)),
+    [512, 288],
+    '16:9 at 512: 288 rows of image, no fill',
+  );
   t.deepEqual(wh(detectorCanvas(720, 1280, [512, 512], 0, true)), [288, 512], 'portrait: the fill beside it goes');
   t.deepEqual(wh(detectorCanvas(1000, 700, [512, 512], 0, true)), [512, 384], '358 rows rounded up to 384');
   t.deepEqual(wh(detectorCanvas(1280, 720, [640, 480], 0, true)), [640, 384], '360 rows rounded up to 384');

@@ -3,9 +3,13 @@ import { filterSql } from '../../src/events/historyStore.js';
 import { formatPosition, parsePosition } from '../../src/events/pgHistory.js';
 
 test('the box_id filter in SQLite and PostgreSQL, with the other filters', (t) => {
-  t.deepEqual(filterSql({ box_id: 'door-1', monitor_id: 'm' }), { where: 'box_id = ? AND monitor_id = ?', params: ['door-1', 'm'] });
+  t.deepEqual(filterSql({ box_id: 'door-1', monitor_id: 'm' }), {
+    where: 'box_id = ? AND monitor_id = ?',
+    params: ['door-1', 'm'],
+  });
   t.deepEqual(filterSql({ box_id: 'door-1', types: ['person_enter', 'person_exit'], since_ms: 5 }, 'postgres'), {
-    where: 'box_id = $1 AND type = ANY($2) AND occurred_ms >= $3', params: ['door-1', ['person_enter', 'person_exit'], 5],
+    where: 'box_id = $1 AND type = ANY($2) AND occurred_ms >= $3',
+    params: ['door-1', ['person_enter', 'person_exit'], 5],
   });
   t.deepEqual(filterSql({}, 'postgres'), { where: 'true', params: [] });
   t.deepEqual(filterSql({ unknown_only: true, types: ['person_enter'] }, 'postgres'), { where: 'false', params: [] });

@@ -1,8 +1,28 @@
 import test from 'ava';
-import { boxArea, byAreaDesc, clipCandidate, iou, matchKnownBoxes, nms, selectSingleFace, type Candidate } from '../../src/inference/geometry.js';
+import {
+  boxArea,
+  byAreaDesc,
+  clipCandidate,
+  iou,
+  matchKnownBoxes,
+  nms,
+  selectSingleFace,
+  type Candidate,
+} from '../../src/inference/geometry.js';
 
-const LM: [number, number][] = [[0, 0], [0, 0], [0, 0], [0, 0], [0, 0]];
-const cand = (box: [number, number, number, number], score = 0.9, tag?: string): Candidate & { tag?: string } => ({ box, score, landmarks: LM, tag });
+const LM: [number, number][] = [
+  [0, 0],
+  [0, 0],
+  [0, 0],
+  [0, 0],
+  [0, 0],
+];
+const cand = (box: [number, number, number, number], score = 0.9, tag?: string): Candidate & { tag?: string } => ({
+  box,
+  score,
+  landmarks: LM,
+  tag,
+});
 
 test('boxArea is width*height and zero for inverted boxes', (t) => {
   t.is(boxArea([10, 20, 30, 60]), 800);
@@ -32,7 +52,10 @@ test('nms keeps the highest score and suppresses overlaps above the threshold', 
   const high = cand([1, 0, 11, 10], 0.95, 'high'); // iou with low = 90/110 ~ 0.818
   const far = cand([50, 50, 60, 60], 0.3, 'far');
   const kept = nms([low, far, high], 0.4);
-  t.deepEqual(kept.map((c) => (c as { tag?: string }).tag), ['high', 'far']);
+  t.deepEqual(
+    kept.map((c) => (c as { tag?: string }).tag),
+    ['high', 'far'],
+  );
 });
 
 test('nms keeps a candidate whose IoU equals the threshold exactly (<=)', (t) => {
@@ -40,7 +63,10 @@ test('nms keeps a candidate whose IoU equals the threshold exactly (<=)', (t) =>
   const a = cand([0, 0, 4, 2], 0.9, 'a');
   const b = cand([2, 0, 6, 4], 0.8, 'b');
   t.is(nms([a, b], 0.2).length, 2);
-  t.deepEqual(nms([a, b], 0.19).map((c) => (c as { tag?: string }).tag), ['a']);
+  t.deepEqual(
+    nms([a, b], 0.19).map((c) => (c as { tag?: string }).tag),
+    ['a'],
+  );
 });
 
 test('nms is global across candidates from different input sizes', (t) => {
@@ -48,7 +74,10 @@ test('nms is global across candidates from different input sizes', (t) => {
   const fromSmall = [cand([100, 100, 200, 200], 0.7, 'small-face1'), cand([400, 100, 480, 180], 0.8, 'small-face2')];
   const fromLarge = [cand([102, 98, 201, 203], 0.92, 'large-face1')];
   const kept = nms([...fromSmall, ...fromLarge], 0.4);
-  t.deepEqual(kept.map((c) => (c as { tag?: string }).tag), ['large-face1', 'small-face2']);
+  t.deepEqual(
+    kept.map((c) => (c as { tag?: string }).tag),
+    ['large-face1', 'small-face2'],
+  );
 });
 
 test('nms does not mutate the input array', (t) => {
@@ -86,7 +115,10 @@ test('byAreaDesc sorts by area descending, ties by higher score', (t) => {
   const b = cand([0, 0, 20, 20], 0.1, 'b'); // 400
   const c = cand([5, 5, 15, 15], 0.9, 'c'); // 100, higher score than a
   const sorted = [a, b, c].sort(byAreaDesc);
-  t.deepEqual(sorted.map((x) => (x as { tag?: string }).tag), ['b', 'c', 'a']);
+  t.deepEqual(
+    sorted.map((x) => (x as { tag?: string }).tag),
+    ['b', 'c', 'a'],
+  );
 });
 
 test('selectSingleFace: empty -> null', (t) => {
@@ -101,7 +133,8 @@ test('selectSingleFace largest picks the biggest box regardless of score', (t) =
 });
 
 test('selectSingleFace center_largest prefers a slightly smaller centred face over a larger corner face', (t) => {
-  const W = 400, H = 400;
+  const W = 400,
+    H = 400;
   const corner = cand([0, 0, 60, 60], 0.9, 'corner'); // area 3600, centre (30,30), d2 = 170^2*2 = 57800 -> 3600 - 115600 < 0
   const centred = cand([175, 175, 225, 225], 0.9, 'centred'); // area 2500, at image centre -> 2500
   const faces = [corner, centred];
@@ -110,7 +143,8 @@ test('selectSingleFace center_largest prefers a slightly smaller centred face ov
 });
 
 test('selectSingleFace center_largest uses area - 2*(dx^2+dy^2) exactly', (t) => {
-  const W = 200, H = 200;
+  const W = 200,
+    H = 200;
   // A: centred, area 40*40 = 1600 -> 1600.
   // B: area 50*50 = 2500, centre offset dx = 15, dy = 0 -> 2500 - 2*225 = 2050 > 1600 -> B wins.
   const A = cand([80, 80, 120, 120], 0.5, 'A');
@@ -134,15 +168,45 @@ test('selectSingleFace exact tie -> first face in area order', (t) => {
 });
 
 test('matchKnownBoxes: a face takes the known box it overlaps by at least minIou, one to one, best overlap first', (t) => {
-  const known = [[100, 100, 200, 200], [400, 100, 500, 200]];
+  const known = [
+    [100, 100, 200, 200],
+    [400, 100, 500, 200],
+  ];
   // Face 0 sits on known 0 (IoU 0.82), face 1 moved half its width off known 1 (IoU 1/3), face 2 is new.
-  const faces = [[105, 105, 205, 205], [450, 100, 550, 200], [700, 700, 800, 800]];
+  const faces = [
+    [105, 105, 205, 205],
+    [450, 100, 550, 200],
+    [700, 700, 800, 800],
+  ];
   t.deepEqual(matchKnownBoxes(faces, known, 0.5), [0, -1, -1]);
   t.deepEqual(matchKnownBoxes(faces, known, 0.3), [0, 1, -1]);
   // Two faces on one known box: only the better one takes it (the other is embedded as a new face).
-  t.deepEqual(matchKnownBoxes([[110, 110, 210, 210], [101, 101, 201, 201]], [[100, 100, 200, 200]], 0.5), [-1, 0]);
+  t.deepEqual(
+    matchKnownBoxes(
+      [
+        [110, 110, 210, 210],
+        [101, 101, 201, 201],
+      ],
+      [[100, 100, 200, 200]],
+      0.5,
+    ),
+    [-1, 0],
+  );
   // A face between two known boxes takes the one it overlaps most, and each known box serves one face.
-  t.deepEqual(matchKnownBoxes([[100, 100, 200, 200], [102, 100, 202, 200]], [[101, 100, 201, 200], [100, 100, 200, 200]], 0.5), [1, 0]);
+  t.deepEqual(
+    matchKnownBoxes(
+      [
+        [100, 100, 200, 200],
+        [102, 100, 202, 200],
+      ],
+      [
+        [101, 100, 201, 200],
+        [100, 100, 200, 200],
+      ],
+      0.5,
+    ),
+    [1, 0],
+  );
   t.deepEqual(matchKnownBoxes(faces, [], 0.5), [-1, -1, -1]);
   t.deepEqual(matchKnownBoxes([], known, 0.5), []);
 });

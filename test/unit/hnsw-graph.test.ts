@@ -2,14 +2,29 @@ import test from 'ava';
 import { renameSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { bestPerPerson, CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
-import { graphPaths, graphProblem, graphTopRows, HNSW_QUANTIZATION, newGraph, openGraph, saveGraph, viewGraph, type GraphMemory, type HnswMeta } from '../../src/search/hnswGraph.js';
+import {
+  graphPaths,
+  graphProblem,
+  graphTopRows,
+  HNSW_QUANTIZATION,
+  newGraph,
+  openGraph,
+  saveGraph,
+  viewGraph,
+  type GraphMemory,
+  type HnswMeta,
+} from '../../src/search/hnswGraph.js';
 import { profileCodec } from '../../src/search/profiles.js';
 import { unitVectors } from '../helpers/vectors.js';
 import { tempDir } from '../helpers/tempDir.js';
 
 const DIM = 32;
 function rows(n: number, seed: number, firstKey: number): IndexRow[] {
-  return unitVectors(n, seed, DIM).map((vector, i) => ({ faceKey: firstKey + i, personKey: Math.floor((firstKey + i) / 3), vector }));
+  return unitVectors(n, seed, DIM).map((vector, i) => ({
+    faceKey: firstKey + i,
+    personKey: Math.floor((firstKey + i) / 3),
+    vector,
+  }));
 }
 
 test('graph search: re-ranked candidates equal the exact answer on these rows, deletes are never returned, the delta is searched', (t) => {
@@ -18,10 +33,33 @@ test('graph search: re-ranked candidates equal the exact answer on these rows, d
   const index = new CollectionIndex(codec, DIM, 10_000);
   index.add(base);
   const graph = newGraph(DIM, { connectivity: 16, expansion_add: 128, expansion_search: 256 });
-  graph.add(BigUint64Array.from(base, (r) => BigInt(r.faceKey)), Float32Array.from(base.flatMap((r) => [...r.vector])), 1);
+  graph.add(
+    BigUint64Array.from(base, (r) => BigInt(r.faceKey)),
+    Float32Array.from(base.flatMap((r) => [...r.vector])),
+    1,
+  );
   const dir = tempDir(t, 'vigil-graph-');
-  const meta = saveGraph(dir, graph, { format: 1, collection_id: 'c', index_epoch: 'e1', dimension: DIM, quantization: HNSW_QUANTIZATION, connectivity: 16, expansion_add: 128, revision: 5, max_face_key: 2000, rows: 2000, build_seconds: 0, built_at: new Date().toISOString() });
-  const want = { collectionId: 'c', epoch: 'e1', dimension: DIM, params: { connectivity: 16, expansion_add: 128, expansion_search: 256 }, revision: 7 };
+  const meta = saveGraph(dir, graph, {
+    format: 1,
+    collection_id: 'c',
+    index_epoch: 'e1',
+    dimension: DIM,
+    quantization: HNSW_QUANTIZATION,
+    connectivity: 16,
+    expansion_add: 128,
+    revision: 5,
+    max_face_key: 2000,
+    rows: 2000,
+    build_seconds: 0,
+    built_at: new Date().toISOString(),
+  });
+  const want = {
+    collectionId: 'c',
+    epoch: 'e1',
+    dimension: DIM,
+    params: { connectivity: 16, expansion_add: 128, expansion_search: 256 },
+    revision: 7,
+  };
   const loaded = viewGraph(dir, want);
   if (!('graph' in loaded)) return t.fail(loaded.problem);
   t.is(loaded.meta.rows, 2000);
@@ -39,18 +77,42 @@ test('graph search: re-ranked candidates equal the exact answer on these rows, d
   for (const r of queries) {
     const q = r.vector;
     const got = graphTopRows(index, view, q, 64);
-    t.false(got.some((h) => deleted.includes(h.faceKey)), 'a deleted face is never returned');
+    t.false(
+      got.some((h) => deleted.includes(h.faceKey)),
+      'a deleted face is never returned',
+    );
     const exact = index.exactSearchPersons(q, 5);
     const approx = bestPerPerson(got, 5);
     if (JSON.stringify(approx) === JSON.stringify(exact)) agree++;
-    if (!deleted.includes(r.faceKey)) t.is(got[0]!.faceKey, r.faceKey, 'a stored face finds itself first (graph or delta)');
+    if (!deleted.includes(r.faceKey))
+      t.is(got[0]!.faceKey, r.faceKey, 'a stored face finds itself first (graph or delta)');
   }
   t.true(agree >= queries.length - 1, `${agree}/${queries.length} grouped answers equal the exact ones`);
 });
 
 test('graphProblem: another incarnation, other parameters, a later revision than the database', (t) => {
-  const meta: HnswMeta = { format: 1, collection_id: 'c', index_epoch: 'e1', dimension: 8, quantization: 'i8', connectivity: 16, expansion_add: 128, revision: 10, max_face_key: 5, rows: 3, file_bytes: 1, build_seconds: 0, built_at: '' };
-  const want = { collectionId: 'c', epoch: 'e1', dimension: 8, params: { connectivity: 16, expansion_add: 128, expansion_search: 64 }, revision: 10 };
+  const meta: HnswMeta = {
+    format: 1,
+    collection_id: 'c',
+    index_epoch: 'e1',
+    dimension: 8,
+    quantization: 'i8',
+    connectivity: 16,
+    expansion_add: 128,
+    revision: 10,
+    max_face_key: 5,
+    rows: 3,
+    file_bytes: 1,
+    build_seconds: 0,
+    built_at: '',
+  };
+  const want = {
+    collectionId: 'c',
+    epoch: 'e1',
+    dimension: 8,
+    params: { connectivity: 16, expansion_add: 128, expansion_search: 64 },
+    revision: 10,
+  };
   t.is(graphProblem(meta, want), null);
   t.is(graphProblem(meta, { ...want, revision: 12 }), null, 'an older file still serves (later changes are the delta)');
   t.regex(graphProblem(meta, { ...want, epoch: 'e2' })!, /incarnation/);
@@ -61,10 +123,33 @@ test('graphProblem: another incarnation, other parameters, a later revision than
 test('viewGraph refuses a truncated file and a missing sidecar', (t) => {
   const dir = tempDir(t, 'vigil-graph-');
   const graph = newGraph(8, { connectivity: 16, expansion_add: 64, expansion_search: 64 });
-  graph.add(BigUint64Array.of(1n, 2n), Float32Array.from({ length: 16 }, (_, i) => (i % 8 === 0 ? 1 : 0.01)), 1);
-  const want = { collectionId: 'c', epoch: 'e', dimension: 8, params: { connectivity: 16, expansion_add: 64, expansion_search: 64 }, revision: 1 };
+  graph.add(
+    BigUint64Array.of(1n, 2n),
+    Float32Array.from({ length: 16 }, (_, i) => (i % 8 === 0 ? 1 : 0.01)),
+    1,
+  );
+  const want = {
+    collectionId: 'c',
+    epoch: 'e',
+    dimension: 8,
+    params: { connectivity: 16, expansion_add: 64, expansion_search: 64 },
+    revision: 1,
+  };
   t.like(viewGraph(dir, want), { problem: 'no graph file' });
-  saveGraph(dir, graph, { format: 1, collection_id: 'c', index_epoch: 'e', dimension: 8, quantization: 'i8', connectivity: 16, expansion_add: 64, revision: 1, max_face_key: 2, rows: 2, build_seconds: 0, built_at: '' });
+  saveGraph(dir, graph, {
+    format: 1,
+    collection_id: 'c',
+    index_epoch: 'e',
+    dimension: 8,
+    quantization: 'i8',
+    connectivity: 16,
+    expansion_add: 64,
+    revision: 1,
+    max_face_key: 2,
+    rows: 2,
+    build_seconds: 0,
+    built_at: '',
+  });
   t.true('graph' in viewGraph(dir, want));
   // A sidecar that names another row count than the file holds: refused (and the opened file closed).
   const sidecar = join(dir, 'c.hnsw.json');
@@ -77,13 +162,30 @@ test('viewGraph refuses a truncated file and a missing sidecar', (t) => {
   t.like(viewGraph(dir, want), { problem: 'the graph file has the wrong size' });
 });
 
-test('the native walker returns what usearch\'s own search returns, from every memory and at every prefetch distance', async (t) => {
+test("the native walker returns what usearch's own search returns, from every memory and at every prefetch distance", async (t) => {
   const dim = 64;
   const base = unitVectors(3000, 7, dim);
   const graph = newGraph(dim, { connectivity: 16, expansion_add: 64, expansion_search: 40 });
-  graph.add(BigUint64Array.from(base, (_, i) => BigInt(10 + 3 * i)), Float32Array.from(base.flatMap((v) => [...v])), 1);
+  graph.add(
+    BigUint64Array.from(base, (_, i) => BigInt(10 + 3 * i)),
+    Float32Array.from(base.flatMap((v) => [...v])),
+    1,
+  );
   const dir = tempDir(t, 'vigil-walker-');
-  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 16, expansion_add: 64, revision: 1, max_face_key: 10 + 3 * 2999, rows: 3000, build_seconds: 0, built_at: '' });
+  saveGraph(dir, graph, {
+    format: 1,
+    collection_id: 'w',
+    index_epoch: 'e',
+    dimension: dim,
+    quantization: 'i8',
+    connectivity: 16,
+    expansion_add: 64,
+    revision: 1,
+    max_face_key: 10 + 3 * 2999,
+    rows: 3000,
+    build_seconds: 0,
+    built_at: '',
+  });
   const queries = unitVectors(60, 8, dim);
   const expected = queries.map((q) => Array.from(graph.search(q, 20, 1).keys, Number));
   t.true(expected.every((keys) => keys.length === 20));
@@ -98,7 +200,9 @@ test('the native walker returns what usearch\'s own search returns, from every m
     t.is(walker.memory, memory);
     for (const lag of [-1, 0, 1, 8]) {
       walker.lag = lag;
-      const same = queries.filter((q, i) => JSON.stringify(walker.search(q, 20)) === JSON.stringify(expected[i])).length;
+      const same = queries.filter(
+        (q, i) => JSON.stringify(walker.search(q, 20)) === JSON.stringify(expected[i]),
+      ).length;
       t.is(same, queries.length, `${memory}, lag ${lag}: ${same}/${queries.length} answers equal usearch's`);
     }
     walker.close();
@@ -107,14 +211,30 @@ test('the native walker returns what usearch\'s own search returns, from every m
   }
 });
 
-
 /** A graph of `n` seeded unit vectors (keys 1..n, M 8) saved as collection `w` in a temp dir: its file path and rows. */
 function savedGraph(t: Parameters<typeof tempDir>[0], n: number, seed: number, dim = 16) {
   const graph = newGraph(dim, { connectivity: 8, expansion_add: 32, expansion_search: 32 });
   const base = unitVectors(n, seed, dim);
-  graph.add(BigUint64Array.from(base, (_, i) => BigInt(i + 1)), Float32Array.from(base.flatMap((v) => [...v])), 1);
+  graph.add(
+    BigUint64Array.from(base, (_, i) => BigInt(i + 1)),
+    Float32Array.from(base.flatMap((v) => [...v])),
+    1,
+  );
   const dir = tempDir(t, 'vigil-walker-');
-  saveGraph(dir, graph, { format: 1, collection_id: 'w', index_epoch: 'e', dimension: dim, quantization: 'i8', connectivity: 8, expansion_add: 32, revision: 1, max_face_key: n, rows: n, build_seconds: 0, built_at: '' });
+  saveGraph(dir, graph, {
+    format: 1,
+    collection_id: 'w',
+    index_epoch: 'e',
+    dimension: dim,
+    quantization: 'i8',
+    connectivity: 8,
+    expansion_add: 32,
+    revision: 1,
+    max_face_key: n,
+    rows: n,
+    build_seconds: 0,
+    built_at: '',
+  });
   return { file: graphPaths(dir, 'w').graph, base };
 }
 
@@ -131,7 +251,9 @@ test('openGraph refuses a file that is not a usearch index', (t) => {
   const dir = tempDir(t, 'vigil-walker-');
   const file = join(dir, 'x.hnsw');
   writeFileSync(file, Buffer.alloc(4096, 7));
-  t.throws(() => openGraph(file, 'view', 64), { message: /x\.hnsw: the file is shorter than its vector matrix|not a usearch/ });
+  t.throws(() => openGraph(file, 'view', 64), {
+    message: /x\.hnsw: the file is shorter than its vector matrix|not a usearch/,
+  });
   t.throws(() => openGraph(join(dir, 'missing.hnsw'), 'view', 64), { message: /open: No such file/ });
 });
 
@@ -165,6 +287,9 @@ test('the copy is of the graph that was mapped, even when a rebuild renames a ne
   t.is(walker.loadError, null);
   t.is(walker.memory, 'huge_pages');
   t.is(walker.size, 600);
-  t.deepEqual(first.base.slice(0, 20).map((q) => walker.search(q, 5)), expected);
+  t.deepEqual(
+    first.base.slice(0, 20).map((q) => walker.search(q, 5)),
+    expected,
+  );
   walker.close();
 });

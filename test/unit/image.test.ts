@@ -8,7 +8,13 @@ import { decodeImage, headerDimensions, sniffImageFormat, type DecodedImage } fr
 const fixture = (p: string): Buffer => readFileSync(FACES + p);
 const LIMITS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000 };
 
-async function rejects(t: ExecutionContext, p: Promise<unknown>, status: number, code: string, message?: string): Promise<ApiError> {
+async function rejects(
+  t: ExecutionContext,
+  p: Promise<unknown>,
+  status: number,
+  code: string,
+  message?: string,
+): Promise<ApiError> {
   const e = await t.throwsAsync(p, { instanceOf: ApiError });
   t.is(e?.status, status);
   t.is(e?.code, code);
@@ -16,7 +22,13 @@ async function rejects(t: ExecutionContext, p: Promise<unknown>, status: number,
   return e as ApiError;
 }
 
-function assertShape(t: ExecutionContext, img: DecodedImage, width: number, height: number, format: DecodedImage['format']): void {
+function assertShape(
+  t: ExecutionContext,
+  img: DecodedImage,
+  width: number,
+  height: number,
+  format: DecodedImage['format'],
+): void {
   t.is(img.width, width);
   t.is(img.height, height);
   t.is(img.format, format);
@@ -34,12 +46,18 @@ const meanAbsDiff = (a: Uint8Array, b: Uint8Array): number => {
 
 const bombs: [string, () => Promise<Buffer>][] = [
   ['hand-made 1-bit PNG', async () => oneBitPng(20000, 20000)],
-  ['RGB PNG made by sharp', async () => {
-    const png = await sharp({ create: { width: 20000, height: 20000, channels: 3, background: { r: 10, g: 20, b: 30 } }, limitInputPixels: false })
-      .png({ compressionLevel: 9 })
-      .toBuffer();
-    return png;
-  }],
+  [
+    'RGB PNG made by sharp',
+    async () => {
+      const png = await sharp({
+        create: { width: 20000, height: 20000, channels: 3, background: { r: 10, g: 20, b: 30 } },
+        limitInputPixels: false,
+      })
+        .png({ compressionLevel: 9 })
+        .toBuffer();
+      return png;
+    },
+  ],
 ];
 for (const [name, make] of bombs) {
   // The property under test is "rejected from the header, never decoded": a full decode of 20000x20000 RGB
@@ -52,7 +70,9 @@ for (const [name, make] of bombs) {
     const e = await rejects(t, decodeImage(png, LIMITS), 413, 'image_too_large');
     const grown = process.memoryUsage().rss - rss0;
     t.like(e.details, { width: 20000, height: 20000, max_image_pixels: 40_000_000 });
-    t.log(`${png.length} bytes, rejected in ${(performance.now() - t0).toFixed(1)} ms, RSS +${(grown / 1e6).toFixed(1)} MB`);
+    t.log(
+      `${png.length} bytes, rejected in ${(performance.now() - t0).toFixed(1)} ms, RSS +${(grown / 1e6).toFixed(1)} MB`,
+    );
     t.true(grown < 100e6, `RSS grew by ${grown} bytes`);
   });
 }
@@ -66,7 +86,9 @@ test('JPEG fixture decodes to packed RGB (timing printout)', async (t) => {
   const t0 = performance.now();
   let img: DecodedImage | undefined;
   for (let i = 0; i < runs; i++) img = await decodeImage(bytes, LIMITS);
-  t.log(`obama_biden_stage.jpg (2000x1428, ${bytes.length} bytes): ${((performance.now() - t0) / runs).toFixed(1)} ms per decode`);
+  t.log(
+    `obama_biden_stage.jpg (2000x1428, ${bytes.length} bytes): ${((performance.now() - t0) / runs).toFixed(1)} ms per decode`,
+  );
   assertShape(t, img!, 2000, 1428, 'jpeg');
   const ref = await sharp(bytes).rotate().removeAlpha().raw().toBuffer();
   t.true(img!.data.equals(ref));
@@ -111,7 +133,13 @@ test('RGBA PNG: alpha is dropped, colour channels kept as stored', async (t) => 
 });
 
 test('all PNG fixtures decode', async (t) => {
-  for (const p of ['identities/alex_lacamoire/3.png', 'identities/lin_manuel_miranda/1.png', 'identities/woman_a/1.png', 'identities/tom_hanks_aligned112/1.png', 'identities/cai_xukun/2.png']) {
+  for (const p of [
+    'identities/alex_lacamoire/3.png',
+    'identities/lin_manuel_miranda/1.png',
+    'identities/woman_a/1.png',
+    'identities/tom_hanks_aligned112/1.png',
+    'identities/cai_xukun/2.png',
+  ]) {
     const bytes = fixture(p);
     const meta = await sharp(bytes).metadata();
     const img = await decodeImage(bytes, LIMITS);
@@ -132,7 +160,11 @@ test('a WebP named .jpeg upstream is still sniffed as WebP', async (t) => {
 // --- colour conversions ------------------------------------------------------------------------
 
 async function smallRgb(): Promise<{ data: Buffer; width: number; height: number }> {
-  const { data, info } = await sharp(fixture('identities/obama/1.jpg')).resize(64, 48, { fit: 'fill' }).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const { data, info } = await sharp(fixture('identities/obama/1.jpg'))
+    .resize(64, 48, { fit: 'fill' })
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
   return { data, width: info.width, height: info.height };
 }
 
@@ -148,7 +180,8 @@ test('8-bit greyscale PNG and JPEG expand to R=G=B', async (t) => {
   assertShape(t, img, src.width, src.height, 'png');
   let exact = true;
   for (let i = 0; i < grey.length; i++) {
-    if (img.data[i * 3] !== grey[i] || img.data[i * 3 + 1] !== grey[i] || img.data[i * 3 + 2] !== grey[i]) exact = false;
+    if (img.data[i * 3] !== grey[i] || img.data[i * 3 + 1] !== grey[i] || img.data[i * 3 + 2] !== grey[i])
+      exact = false;
   }
   t.true(exact);
 
@@ -157,7 +190,8 @@ test('8-bit greyscale PNG and JPEG expand to R=G=B', async (t) => {
   const j = await decodeImage(jpg, LIMITS);
   assertShape(t, j, src.width, src.height, 'jpeg');
   let rgbEqual = true;
-  for (let i = 0; i < j.data.length; i += 3) if (j.data[i] !== j.data[i + 1] || j.data[i] !== j.data[i + 2]) rgbEqual = false;
+  for (let i = 0; i < j.data.length; i += 3)
+    if (j.data[i] !== j.data[i + 1] || j.data[i] !== j.data[i + 2]) rgbEqual = false;
   t.true(rgbEqual);
 });
 
@@ -181,7 +215,10 @@ test('greyscale+alpha and 16-bit PNGs become 8-bit RGB', async (t) => {
 
 test('CMYK JPEG is converted to sRGB', async (t) => {
   const src = await smallRgb();
-  const cmyk = await sharp(src.data, { raw: { width: src.width, height: src.height, channels: 3 } }).toColourspace('cmyk').jpeg({ quality: 95 }).toBuffer();
+  const cmyk = await sharp(src.data, { raw: { width: src.width, height: src.height, channels: 3 } })
+    .toColourspace('cmyk')
+    .jpeg({ quality: 95 })
+    .toBuffer();
   const meta = await sharp(cmyk).metadata();
   t.is(meta.space, 'cmyk');
   t.is(meta.channels, 4);
@@ -193,7 +230,6 @@ test('CMYK JPEG is converted to sRGB', async (t) => {
 });
 
 // --- BMP through decodeImage -------------------------------------------------------------------
-
 
 test('BMP decodes through decodeImage with format bmp', async (t) => {
   const src = await smallRgb();
@@ -234,13 +270,28 @@ test('more bytes than max_image_bytes is 413 with max_image_bytes', async (t) =>
 
 test('more pixels than max_image_pixels is 413 with dimensions; exactly at the limit passes', async (t) => {
   const bytes = fixture('groups/obama_biden_stage.jpg');
-  const e = await rejects(t, decodeImage(bytes, { maxBytes: LIMITS.maxBytes, maxPixels: 2000 * 1428 - 1 }), 413, 'image_too_large');
+  const e = await rejects(
+    t,
+    decodeImage(bytes, { maxBytes: LIMITS.maxBytes, maxPixels: 2000 * 1428 - 1 }),
+    413,
+    'image_too_large',
+  );
   t.deepEqual(e.details, { max_image_pixels: 2000 * 1428 - 1, width: 2000, height: 1428 });
   const ok = await decodeImage(bytes, { maxBytes: LIMITS.maxBytes, maxPixels: 2000 * 1428 });
   assertShape(t, ok, 2000, 1428, 'jpeg');
   // WebP and PNG too
-  await rejects(t, decodeImage(fixture('identities/robert_downey_jr/1.webp'), { maxBytes: LIMITS.maxBytes, maxPixels: 1e6 }), 413, 'image_too_large');
-  await rejects(t, decodeImage(fixture('identities/cai_xukun/1.png'), { maxBytes: LIMITS.maxBytes, maxPixels: 1e5 }), 413, 'image_too_large');
+  await rejects(
+    t,
+    decodeImage(fixture('identities/robert_downey_jr/1.webp'), { maxBytes: LIMITS.maxBytes, maxPixels: 1e6 }),
+    413,
+    'image_too_large',
+  );
+  await rejects(
+    t,
+    decodeImage(fixture('identities/cai_xukun/1.png'), { maxBytes: LIMITS.maxBytes, maxPixels: 1e5 }),
+    413,
+    'image_too_large',
+  );
 });
 
 // --- unsupported and broken input --------------------------------------------------------------
@@ -253,7 +304,9 @@ test('GIF, TIFF, AVIF, HEIC, SVG, text and other non-images are 422 with the for
     tiff: await sharp(src.data, raw).tiff().toBuffer(),
     avif: await sharp(src.data, raw).avif().toBuffer(),
     heic: Buffer.concat([Buffer.from('000000186674797068656963000000006d696631', 'hex'), Buffer.alloc(64)]),
-    svg: Buffer.from('<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>'),
+    svg: Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect width="10" height="10"/></svg>',
+    ),
     text: Buffer.from('hello, this is not an image\n'),
     json: Buffer.from('{"image":"data:image/jpeg;base64,/9j/"}'),
     base64jpeg: Buffer.from(fixture('identities/rob_lowe/1.jpg').toString('base64')),
@@ -286,8 +339,20 @@ test('truncated and corrupt JPEG/PNG/WebP are 422 "The image could not be decode
   await rejects(t, decodeImage(webp.subarray(0, Math.floor(webp.length * 0.6)), LIMITS), 422, 'invalid_image', msg);
   // magic bytes only
   await rejects(t, decodeImage(Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10]), LIMITS), 422, 'invalid_image', msg);
-  await rejects(t, decodeImage(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), LIMITS), 422, 'invalid_image', msg);
-  await rejects(t, decodeImage(Buffer.from('RIFF\x00\x00\x00\x00WEBPVP8 ', 'latin1'), LIMITS), 422, 'invalid_image', msg);
+  await rejects(
+    t,
+    decodeImage(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), LIMITS),
+    422,
+    'invalid_image',
+    msg,
+  );
+  await rejects(
+    t,
+    decodeImage(Buffer.from('RIFF\x00\x00\x00\x00WEBPVP8 ', 'latin1'), LIMITS),
+    422,
+    'invalid_image',
+    msg,
+  );
   await rejects(t, decodeImage(Buffer.from('BM'), LIMITS), 422, 'invalid_image', msg);
   // corrupted entropy-coded data in the middle of a JPEG
   const corrupt = Buffer.from(jpg);
@@ -297,7 +362,11 @@ test('truncated and corrupt JPEG/PNG/WebP are 422 "The image could not be decode
 
 test('a JPEG with a benign libjpeg warning (junk before EOI) still decodes', async (t) => {
   const jpg = fixture('identities/rob_lowe/1.jpg');
-  const junk = Buffer.concat([jpg.subarray(0, jpg.length - 2), Buffer.from([1, 2, 3, 4]), jpg.subarray(jpg.length - 2)]);
+  const junk = Buffer.concat([
+    jpg.subarray(0, jpg.length - 2),
+    Buffer.from([1, 2, 3, 4]),
+    jpg.subarray(jpg.length - 2),
+  ]);
   const img = await decodeImage(junk, LIMITS);
   assertShape(t, img, 250, 250, 'jpeg');
 });
@@ -316,7 +385,12 @@ test('sniffImageFormat uses magic bytes only', (t) => {
 });
 
 test('the 413 pixel-limit details report upright dimensions', async (t) => {
-  const e = await rejects(t, decodeImage(fixture('liveness/live_T1.jpg'), { maxBytes: LIMITS.maxBytes, maxPixels: 1000 }), 413, 'image_too_large');
+  const e = await rejects(
+    t,
+    decodeImage(fixture('liveness/live_T1.jpg'), { maxBytes: LIMITS.maxBytes, maxPixels: 1000 }),
+    413,
+    'image_too_large',
+  );
   t.deepEqual(e.details, { max_image_pixels: 1000, width: 480, height: 640 });
 });
 
@@ -334,25 +408,36 @@ test.serial('a 1 x 39,000,000 PNG is 413 image_too_large from its header (max_im
 });
 
 test('an image thinner than max_image_aspect_ratio is 422 invalid_image (aspect_ratio), BMP too', async (t) => {
-  const png = await sharp({ create: { width: 2100, height: 100, channels: 3, background: '#808080' } }).png().toBuffer();
+  const png = await sharp({ create: { width: 2100, height: 100, channels: 3, background: '#808080' } })
+    .png()
+    .toBuffer();
   const e = await rejects(t, decodeImage(png, SHAPED), 422, 'invalid_image');
   t.deepEqual(e.details, { reason: 'aspect_ratio', max_image_aspect_ratio: 20, width: 2100, height: 100 });
   const bmp = encodeBmp24(Buffer.alloc(90, 128), 1, 30);
   const b = await rejects(t, decodeImage(bmp, SHAPED), 422, 'invalid_image');
   t.like(b.details, { reason: 'aspect_ratio', width: 1, height: 30 });
   // 20:1 exactly is accepted
-  const ok = await sharp({ create: { width: 2000, height: 100, channels: 3, background: '#808080' } }).png().toBuffer();
+  const ok = await sharp({ create: { width: 2000, height: 100, channels: 3, background: '#808080' } })
+    .png()
+    .toBuffer();
   assertShape(t, await decodeImage(ok, SHAPED), 2000, 100, 'png');
 });
 
 test.serial('a decode running past the timeout is stopped: 422 invalid_image (decode_timeout)', async (t) => {
   // Shape limits lifted so that only the time bound can stop the thin PNG.
-  const e = await rejects(t, decodeImage(thinPng(), { ...LIMITS, maxSide: 1e9, maxAspectRatio: 1e9, timeoutMs: 1000 }), 422, 'invalid_image');
+  const e = await rejects(
+    t,
+    decodeImage(thinPng(), { ...LIMITS, maxSide: 1e9, maxAspectRatio: 1e9, timeoutMs: 1000 }),
+    422,
+    'invalid_image',
+  );
   t.deepEqual(e.details, { reason: 'decode_timeout', image_decode_timeout_seconds: 1 });
 });
 
 test('headerDimensions reads the stored size of JPEG (baseline, progressive, EXIF), PNG and WebP (lossy, alpha, lossless) as sharp does; a cut header is null', async (t) => {
-  const base = sharp({ create: { width: 333, height: 517, channels: 4, background: { r: 10, g: 200, b: 30, alpha: 0.5 } } });
+  const base = sharp({
+    create: { width: 333, height: 517, channels: 4, background: { r: 10, g: 200, b: 30, alpha: 0.5 } },
+  });
   const cases: [string, Buffer, 'jpeg' | 'png' | 'webp'][] = [
     ['jpeg', await base.clone().jpeg().toBuffer(), 'jpeg'],
     ['progressive jpeg', await base.clone().jpeg({ progressive: true }).toBuffer(), 'jpeg'],

@@ -16,7 +16,9 @@ async function serve(db: OpenedDatabase) {
   app.silent = true;
   app.use(errorEnvelope(pino({ level: 'silent' }), new RecentErrors()) as Koa.Middleware);
   app.use(integrityGate(db));
-  app.use((ctx) => { ctx.body = { ok: true }; });
+  app.use((ctx) => {
+    ctx.body = { ok: true };
+  });
   const server = app.listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -29,14 +31,35 @@ test('while quick_check runs reads pass and writes get 503; after a failure only
   const s = await serve(db);
   try {
     db.integrity = 'pending';
-    for (const [m, p] of [['GET', '/v1/collections'], ['POST', '/v1/detect'], ['POST', '/v1/compare'], ['POST', '/v1/embeddings'], ['POST', '/v1/collections/c1/search'], ['GET', '/v1/health'], ['GET', '/']]) {
+    for (const [m, p] of [
+      ['GET', '/v1/collections'],
+      ['POST', '/v1/detect'],
+      ['POST', '/v1/compare'],
+      ['POST', '/v1/embeddings'],
+      ['POST', '/v1/collections/c1/search'],
+      ['GET', '/v1/health'],
+      ['GET', '/'],
+    ]) {
       t.is(await s.status(m!, p!), 200, `${m} ${p} is served while the check runs`);
     }
-    for (const [m, p] of [['POST', '/v1/collections'], ['POST', '/v1/collections/c1/persons'], ['DELETE', '/v1/collections/c1'], ['PATCH', '/v1/collections/c1'], ['POST', '/v1/collections/c1/import'], ['POST', '/workspaces/w/scrapers/forum/runs'], ['POST', '/mcp']]) {
+    for (const [m, p] of [
+      ['POST', '/v1/collections'],
+      ['POST', '/v1/collections/c1/persons'],
+      ['DELETE', '/v1/collections/c1'],
+      ['PATCH', '/v1/collections/c1'],
+      ['POST', '/v1/collections/c1/import'],
+      ['POST', '/workspaces/w/scrapers/forum/runs'],
+      ['POST', '/mcp'],
+    ]) {
       t.is(await s.status(m!, p!), 503, `${m} ${p} waits for the check`);
     }
     db.integrity = '*** in database main ***\nPage 7: btreeInitPage() returns error code 11';
-    for (const [m, p] of [['GET', '/v1/collections'], ['POST', '/v1/collections/c1/search'], ['GET', '/workspaces/w/runs']]) t.is(await s.status(m!, p!), 503, `${m} ${p} after a failed check`);
+    for (const [m, p] of [
+      ['GET', '/v1/collections'],
+      ['POST', '/v1/collections/c1/search'],
+      ['GET', '/workspaces/w/runs'],
+    ])
+      t.is(await s.status(m!, p!), 503, `${m} ${p} after a failed check`);
     for (const p of ['/v1/health', '/v1/system']) t.is(await s.status('GET', p), 200, `${p} still answers`);
     db.integrity = 'ok';
     t.is(await s.status('POST', '/v1/collections'), 200);

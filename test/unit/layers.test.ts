@@ -17,7 +17,10 @@ function tree(files: Record<string, string>): string {
 test('importsOf finds static, type-only, re-export and dynamic relative imports, not packages', (t) => {
   const src = `import { a } from './a.js';\nimport type { B } from '../b/b.js';\nexport { c } from './c.js';\nconst d = await import('./d.js');\nimport z from 'zod';\n`;
   t.deepEqual(importsOf(src), [
-    { spec: './a.js', typeOnly: false }, { spec: '../b/b.js', typeOnly: true }, { spec: './c.js', typeOnly: false }, { spec: './d.js', typeOnly: false },
+    { spec: './a.js', typeOnly: false },
+    { spec: '../b/b.js', typeOnly: true },
+    { spec: './c.js', typeOnly: false },
+    { spec: './d.js', typeOnly: false },
   ]);
 });
 

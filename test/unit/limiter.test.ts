@@ -6,7 +6,9 @@ const tick = () => new Promise<void>((r) => setImmediate(r));
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (v: T) => void } {
   let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => { resolve = r; });
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
   return { promise, resolve };
 }
 
@@ -18,19 +20,26 @@ test('constructor rejects capacity below 1', (t) => {
 
 test('capacity is respected under many concurrent run() calls', async (t) => {
   const limiter = new ConcurrencyLimiter(3);
-  let active = 0, maxActive = 0, done = 0;
-  const jobs = Array.from({ length: 40 }, (_, i) => limiter.run(async () => {
-    active++;
-    maxActive = Math.max(maxActive, active);
-    t.true(limiter.stats().active <= 3);
-    await new Promise((r) => setTimeout(r, i % 3));
-    await tick();
-    active--;
-    done++;
-    return i;
-  }));
+  let active = 0,
+    maxActive = 0,
+    done = 0;
+  const jobs = Array.from({ length: 40 }, (_, i) =>
+    limiter.run(async () => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      t.true(limiter.stats().active <= 3);
+      await new Promise((r) => setTimeout(r, i % 3));
+      await tick();
+      active--;
+      done++;
+      return i;
+    }),
+  );
   const results = await Promise.all(jobs);
-  t.deepEqual(results, Array.from({ length: 40 }, (_, i) => i));
+  t.deepEqual(
+    results,
+    Array.from({ length: 40 }, (_, i) => i),
+  );
   t.is(maxActive, 3);
   t.is(done, 40);
   t.deepEqual(limiter.stats(), { max_concurrency: 3, active: 0, waiting: 0, peak_active: 3 });
@@ -40,8 +49,15 @@ test('waiters are granted in FIFO order', async (t) => {
   const limiter = new ConcurrencyLimiter(1);
   const gate = deferred();
   const order: number[] = [];
-  const first = limiter.run(async () => { order.push(0); await gate.promise; });
-  const rest = [1, 2, 3, 4, 5].map((i) => limiter.run(async () => { order.push(i); }));
+  const first = limiter.run(async () => {
+    order.push(0);
+    await gate.promise;
+  });
+  const rest = [1, 2, 3, 4, 5].map((i) =>
+    limiter.run(async () => {
+      order.push(i);
+    }),
+  );
   await tick();
   t.deepEqual(order, [0]);
   t.is(limiter.stats().waiting, 5);
@@ -54,10 +70,16 @@ test('a new caller does not jump the queue while waiters exist', async (t) => {
   const limiter = new ConcurrencyLimiter(1);
   const release = await limiter.acquire();
   const order: string[] = [];
-  const waiter = limiter.acquire().then((r) => { order.push('waiter'); r(); });
+  const waiter = limiter.acquire().then((r) => {
+    order.push('waiter');
+    r();
+  });
   release();
   // A slot is free right now, but the queued waiter must get it before a newcomer.
-  const late = limiter.acquire().then((r) => { order.push('late'); r(); });
+  const late = limiter.acquire().then((r) => {
+    order.push('late');
+    r();
+  });
   await Promise.all([waiter, late]);
   t.deepEqual(order, ['waiter', 'late']);
 });
@@ -67,8 +89,12 @@ test('an aborted waiter leaves the queue and rejects with the signal reason', as
   const release = await limiter.acquire();
   const ac = new AbortController();
   const ran: string[] = [];
-  const aborted = limiter.run(async () => { ran.push('aborted'); }, ac.signal);
-  const other = limiter.run(async () => { ran.push('other'); });
+  const aborted = limiter.run(async () => {
+    ran.push('aborted');
+  }, ac.signal);
+  const other = limiter.run(async () => {
+    ran.push('other');
+  });
   await tick();
   t.is(limiter.stats().waiting, 2);
   const reason = new Error('client went away');
@@ -102,7 +128,12 @@ test('an already-aborted signal rejects immediately without taking a slot', asyn
   const reason = new Error('deadline');
   ac.abort(reason);
   let ran = false;
-  await t.throwsAsync(limiter.run(async () => { ran = true; }, ac.signal), { is: reason });
+  await t.throwsAsync(
+    limiter.run(async () => {
+      ran = true;
+    }, ac.signal),
+    { is: reason },
+  );
   t.false(ran);
   t.deepEqual(limiter.stats(), { max_concurrency: 2, active: 0, waiting: 0, peak_active: 0 });
 });
@@ -135,6 +166,11 @@ test('stats track active, waiting and peak; release is idempotent; fn errors rel
   r2();
   r3();
   t.is(limiter.stats().active, 0);
-  await t.throwsAsync(limiter.run(async () => { throw new Error('boom'); }), { message: 'boom' });
+  await t.throwsAsync(
+    limiter.run(async () => {
+      throw new Error('boom');
+    }),
+    { message: 'boom' },
+  );
   t.deepEqual(limiter.stats(), { max_concurrency: 2, active: 0, waiting: 0, peak_active: 2 });
 });

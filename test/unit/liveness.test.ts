@@ -1,7 +1,14 @@
 import test from 'ava';
 import { configTextProblem, withAddonEnabled } from '../../src/addons/configEnablement.js';
 import {
-  classProbability, contextCrop, cropToTensor, LIVENESS_TEMPLATE_80, livenessInputProblem, livenessVerdict, REASON_BAD_LANDMARKS, REASON_OUT_OF_FRAME,
+  classProbability,
+  contextCrop,
+  cropToTensor,
+  LIVENESS_TEMPLATE_80,
+  livenessInputProblem,
+  livenessVerdict,
+  REASON_BAD_LANDMARKS,
+  REASON_OUT_OF_FRAME,
   templateOutsideFraction,
 } from '../../src/inference/liveness.js';
 
@@ -26,15 +33,57 @@ test('templateOutsideFraction: 0 for a centred face, the reference gate at 30%, 
   const quarter = templateOutsideFraction(landmarksAt(50, 500, 200), 1000, 1000)!;
   t.true(Math.abs(quarter - 0.25) < 0.02, String(quarter));
   t.true(templateOutsideFraction(landmarksAt(20, 500, 200), 1000, 1000)! > 0.3);
-  t.is(templateOutsideFraction([[1, 1], [1, 1], [1, 1], [1, 1], [1, 1]], 100, 100), null);
+  t.is(
+    templateOutsideFraction(
+      [
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        [1, 1],
+      ],
+      100,
+      100,
+    ),
+    null,
+  );
   t.is(livenessInputProblem([300, 300, 700, 700], landmarksAt(500, 500, 400), 1000, 1000), null);
   t.is(livenessInputProblem([0, 300, 200, 700], landmarksAt(20, 500, 400), 1000, 1000), REASON_OUT_OF_FRAME);
-  t.is(livenessInputProblem([300, 300, 700, 700], [[NaN, 1], [2, 2], [3, 3], [4, 4], [5, 5]], 1000, 1000), REASON_BAD_LANDMARKS);
-  t.is(livenessInputProblem([300, 300, 700, 700], [[5, 5], [5, 5], [5, 5], [5, 5], [5, 5]], 1000, 1000), REASON_BAD_LANDMARKS);
+  t.is(
+    livenessInputProblem(
+      [300, 300, 700, 700],
+      [
+        [NaN, 1],
+        [2, 2],
+        [3, 3],
+        [4, 4],
+        [5, 5],
+      ],
+      1000,
+      1000,
+    ),
+    REASON_BAD_LANDMARKS,
+  );
+  t.is(
+    livenessInputProblem(
+      [300, 300, 700, 700],
+      [
+        [5, 5],
+        [5, 5],
+        [5, 5],
+        [5, 5],
+        [5, 5],
+      ],
+      1000,
+      1000,
+    ),
+    REASON_BAD_LANDMARKS,
+  );
 });
 
 test('cropToTensor: raw 0..255 planes in BGR order; a same-size crop copies pixels exactly', (t) => {
-  const w = 4, h = 4;
+  const w = 4,
+    h = 4;
   const rgb = new Uint8Array(w * h * 3);
   for (let i = 0; i < w * h; i++) rgb.set([i, 100 + i, 200 - i], i * 3);
   const out = cropToTensor(rgb, w, [1, 1, 2, 2], 2, 2, 'bgr');
@@ -52,9 +101,14 @@ test('softmax class probability, NaN for broken logits; the threshold is inclusi
 });
 
 test('withAddonEnabled keeps comments and values, handles inline and dotted tables, and is idempotent', (t) => {
-  const plain = '# top\n[server]\nport = 8080 # the port\n\n[inference]\n# which addons\naddons = []\nliveness_mode = "observe"\n';
+  const plain =
+    '# top\n[server]\nport = 8080 # the port\n\n[inference]\n# which addons\naddons = []\nliveness_mode = "observe"\n';
   const out = withAddonEnabled(plain, 'liveness');
-  t.true(out.startsWith('# top\n[server]\nport = 8080 # the port\n\n[inference]\n# which addons\naddons = ["liveness"]\nliveness_mode = "observe"\n'));
+  t.true(
+    out.startsWith(
+      '# top\n[server]\nport = 8080 # the port\n\n[inference]\n# which addons\naddons = ["liveness"]\nliveness_mode = "observe"\n',
+    ),
+  );
   t.regex(out, /\[addons\]\nauto_download = \[ ?"liveness" ?\]/);
   t.is(withAddonEnabled(out, 'liveness'), out);
   t.is(configTextProblem(out), null);

@@ -1,7 +1,14 @@
 import test from 'ava';
 import { readFile } from 'node:fs/promises';
 import { ApiError } from '../../src/contract/errors.js';
-import { DEFAULT_MANIFEST_PATH, loadCatalog, npmTarballUrl, parseCatalog, resolveDefaultThreshold, UPSTREAM_DEFAULT_THRESHOLD } from '../../src/models/catalog.js';
+import {
+  DEFAULT_MANIFEST_PATH,
+  loadCatalog,
+  npmTarballUrl,
+  parseCatalog,
+  resolveDefaultThreshold,
+  UPSTREAM_DEFAULT_THRESHOLD,
+} from '../../src/models/catalog.js';
 
 const manifest = async (): Promise<Record<string, any>> => JSON.parse(await readFile(DEFAULT_MANIFEST_PATH, 'utf8'));
 
@@ -40,9 +47,20 @@ test('source shapes are validated', async (t) => {
 });
 
 test('npm tarball URLs follow the registry layout and honour npm_config_registry', (t) => {
-  const src = { type: 'npm', package: 'faceplugin-face-recognition-js', version: '0.0.1', path: 'package/model/fr_feature.onnx' } as const;
-  t.is(npmTarballUrl(src, {}), 'https://registry.npmjs.org/faceplugin-face-recognition-js/-/faceplugin-face-recognition-js-0.0.1.tgz');
-  t.is(npmTarballUrl({ ...src, package: '@s/pkg' }, { npm_config_registry: 'http://127.0.0.1:4873/' }), 'http://127.0.0.1:4873/@s/pkg/-/pkg-0.0.1.tgz');
+  const src = {
+    type: 'npm',
+    package: 'faceplugin-face-recognition-js',
+    version: '0.0.1',
+    path: 'package/model/fr_feature.onnx',
+  } as const;
+  t.is(
+    npmTarballUrl(src, {}),
+    'https://registry.npmjs.org/faceplugin-face-recognition-js/-/faceplugin-face-recognition-js-0.0.1.tgz',
+  );
+  t.is(
+    npmTarballUrl({ ...src, package: '@s/pkg' }, { npm_config_registry: 'http://127.0.0.1:4873/' }),
+    'http://127.0.0.1:4873/@s/pkg/-/pkg-0.0.1.tgz',
+  );
 });
 
 test('packs declare a measured recommended_threshold with its FAR; buffalo packs (not measurable here) declare none', async (t) => {
@@ -58,7 +76,12 @@ test('packs declare a measured recommended_threshold with its FAR; buffalo packs
 });
 
 test('recommended_threshold is validated: similarity in [0, 1], FAR in (0, 1), no unknown keys', async (t) => {
-  for (const bad of [{ similarity: 1.2, far: 1e-3, basis: 'x' }, { similarity: 0.4, far: 0, basis: 'x' }, { similarity: 0.4, far: 1e-3, basis: 'x', extra: 1 }, { similarity: 0.4, basis: 'x' }]) {
+  for (const bad of [
+    { similarity: 1.2, far: 1e-3, basis: 'x' },
+    { similarity: 0.4, far: 0, basis: 'x' },
+    { similarity: 0.4, far: 1e-3, basis: 'x', extra: 1 },
+    { similarity: 0.4, basis: 'x' },
+  ]) {
     const raw = await manifest();
     raw.packs.edge_s.recommended_threshold = bad;
     const err = t.throws(() => parseCatalog(raw), { instanceOf: ApiError }, JSON.stringify(bad));
@@ -69,9 +92,19 @@ test('recommended_threshold is validated: similarity in [0, 1], FAR in (0, 1), n
 test('the default threshold: configured wins, then the pack, then the upstream 0.4', async (t) => {
   const catalog = await loadCatalog();
   const edge = catalog.packs.edge_s!;
-  t.deepEqual(resolveDefaultThreshold(undefined, edge), { value: edge.recommended_threshold!.similarity, source: 'pack' });
-  t.deepEqual(resolveDefaultThreshold(0.4, edge), { value: 0.4, source: 'config' }, 'an explicit 0.4 is the operator\'s, not the pack\'s');
+  t.deepEqual(resolveDefaultThreshold(undefined, edge), {
+    value: edge.recommended_threshold!.similarity,
+    source: 'pack',
+  });
+  t.deepEqual(
+    resolveDefaultThreshold(0.4, edge),
+    { value: 0.4, source: 'config' },
+    "an explicit 0.4 is the operator's, not the pack's",
+  );
   t.deepEqual(resolveDefaultThreshold(0, edge), { value: 0, source: 'config' });
-  t.deepEqual(resolveDefaultThreshold(undefined, catalog.packs.buffalo_l), { value: UPSTREAM_DEFAULT_THRESHOLD, source: 'upstream' });
+  t.deepEqual(resolveDefaultThreshold(undefined, catalog.packs.buffalo_l), {
+    value: UPSTREAM_DEFAULT_THRESHOLD,
+    source: 'upstream',
+  });
   t.deepEqual(resolveDefaultThreshold(undefined, undefined), { value: 0.4, source: 'upstream' });
 });

@@ -8,7 +8,6 @@ import { resolveModelsDir, runModelsCommand } from '../../src/cli/models.js';
 
 const MIRROR = MODELS_MIRROR;
 
-
 async function run(argv: string[]) {
   const io = { stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) };
   // An empty env keeps VIGIL_MODELS_DIR / VIGIL_MODEL_MIRROR from the developer's shell out of the test.
@@ -63,7 +62,14 @@ test('errors print "vigil models: error: <code>: <message>" and return 2', async
   t.is(nothing.code, 2);
   t.regex(nothing.stderr, /error: model_not_installed: /);
 
-  for (const argv of [[], ['frobnicate'], ['list', '--force'], ['install'], ['info', 'edge_s', 'extra'], ['list', '--bogus']]) {
+  for (const argv of [
+    [],
+    ['frobnicate'],
+    ['list', '--force'],
+    ['install'],
+    ['info', 'edge_s', 'extra'],
+    ['list', '--bogus'],
+  ]) {
     const usage = await run(argv);
     t.is(usage.code, 2, argv.join(' '));
     t.regex(usage.stderr, /^vigil models: error: usage_error: /, argv.join(' '));
@@ -76,7 +82,10 @@ test('--help and info print to stdout', async (t) => {
   t.regex(help.stdout, /Usage: vigil models/);
   const info = await run(['info', 'edge_open', '--models-dir', tempDir(t, 'vigil-models-cli-')]);
   t.is(info.code, 0, info.stderr);
-  t.regex(info.stdout, /face_detection_yunet_2026may\.onnx \[detector\]\n\s+sha256:\s+ebafce4e3c118d6554634be5c27ab333b4c047a9a8c3faf1d7cf93101c22f0f0/);
+  t.regex(
+    info.stdout,
+    /face_detection_yunet_2026may\.onnx \[detector\]\n\s+sha256:\s+ebafce4e3c118d6554634be5c27ab333b4c047a9a8c3faf1d7cf93101c22f0f0/,
+  );
   t.regex(info.stdout, /status: not installed/);
 });
 

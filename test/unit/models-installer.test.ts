@@ -11,8 +11,11 @@ import { installPack, listPacks, packInfo, verifyPack, type InstallOptions } fro
 
 const MIRROR = MODELS_MIRROR;
 
-
-const quietIo = () => ({ stdout: new Sink(), stderr: new Sink(), stdin: Object.assign(Readable.from([]), { isTTY: false }) });
+const quietIo = () => ({
+  stdout: new Sink(),
+  stderr: new Sink(),
+  stdin: Object.assign(Readable.from([]), { isTTY: false }),
+});
 
 function install(modelsDir: string, packId: string, extra: Partial<InstallOptions> = {}) {
   return installPack({ packId, modelsDir, mirror: MIRROR, acceptLicense: true, env: {}, io: quietIo(), ...extra });
@@ -47,7 +50,10 @@ test('installs edge_s and edge_open from a mirror directory and writes pack.json
   const catalog = await loadCatalog();
   for (const packId of ['edge_s', 'edge_open']) {
     const result = await install(modelsDir, packId);
-    t.deepEqual(result.files.map((f) => f.status), ['downloaded', 'downloaded']);
+    t.deepEqual(
+      result.files.map((f) => f.status),
+      ['downloaded', 'downloaded'],
+    );
     const packJson = JSON.parse(await readFile(join(modelsDir, packId, 'pack.json'), 'utf8'));
     const pack = catalog.packs[packId]!;
     t.is(packJson.pack_id, packId);
@@ -58,7 +64,10 @@ test('installs edge_s and edge_open from a mirror directory and writes pack.json
       t.deepEqual(packJson.files[name], { sha256: catalog.files[name]!.sha256, size: catalog.files[name]!.size });
     }
     // No temp files are left behind.
-    t.deepEqual((await readdir(join(modelsDir, packId))).sort(), [pack.detector.file, pack.recognizer.file, 'pack.json'].sort());
+    t.deepEqual(
+      (await readdir(join(modelsDir, packId))).sort(),
+      [pack.detector.file, pack.recognizer.file, 'pack.json'].sort(),
+    );
   }
   const edgeS = JSON.parse(await readFile(join(modelsDir, 'edge_s', 'pack.json'), 'utf8'));
   t.is(edgeS.license.id, 'insightface-noncommercial', 'the most restrictive licence governs the pack');
@@ -73,10 +82,16 @@ test('reinstalling is idempotent: verified files are reported cached and not rew
   const detPath = join(modelsDir, 'edge_s', 'det_500m.onnx');
   const before = await stat(detPath);
   const again = await install(modelsDir, 'edge_s');
-  t.deepEqual(again.files.map((f) => f.status), ['cached', 'cached']);
+  t.deepEqual(
+    again.files.map((f) => f.status),
+    ['cached', 'cached'],
+  );
   t.is((await stat(detPath)).ino, before.ino);
   const forced = await install(modelsDir, 'edge_s', { force: true });
-  t.deepEqual(forced.files.map((f) => f.status), ['replaced', 'replaced']);
+  t.deepEqual(
+    forced.files.map((f) => f.status),
+    ['replaced', 'replaced'],
+  );
 });
 
 test('verifyPack and loadInstalledPack detect one corrupted byte; reinstall repairs it', async (t) => {
@@ -91,11 +106,19 @@ test('verifyPack and loadInstalledPack detect one corrupted byte; reinstall repa
   await rejectsWith(t, loadInstalledPack(modelsDir, 'edge_open'), 'model_invalid');
   t.deepEqual(
     (await listPacks({ modelsDir })).map((p) => [p.id, p.status]),
-    [['edge_s', 'not installed'], ['edge_open', 'corrupt'], ['buffalo_s', 'not installed'], ['buffalo_l', 'not installed']],
+    [
+      ['edge_s', 'not installed'],
+      ['edge_open', 'corrupt'],
+      ['buffalo_s', 'not installed'],
+      ['buffalo_l', 'not installed'],
+    ],
   );
 
   const repaired = await install(modelsDir, 'edge_open');
-  t.deepEqual(repaired.files.map((f) => f.status), ['cached', 'replaced']);
+  t.deepEqual(
+    repaired.files.map((f) => f.status),
+    ['cached', 'replaced'],
+  );
   await t.notThrowsAsync(verifyPack({ packId: 'edge_open', modelsDir }));
 });
 
@@ -177,7 +200,10 @@ test('packInfo lists sources, checksums and licences; unknown packs are model_pa
     rec.sources[0],
     'npm faceplugin-face-recognition-js@0.0.1 (https://registry.npmjs.org/faceplugin-face-recognition-js/-/faceplugin-face-recognition-js-0.0.1.tgz) path package/model/fr_feature.onnx',
   );
-  t.deepEqual(info.licenses.map((l) => l.id), ['insightface-noncommercial', 'faceplugin-mit']);
+  t.deepEqual(
+    info.licenses.map((l) => l.id),
+    ['insightface-noncommercial', 'faceplugin-mit'],
+  );
   await rejectsWith(t, packInfo({ packId: 'nope' }), 'model_pack_unknown');
 });
 

@@ -2,7 +2,6 @@ import test from 'ava';
 import { Sink } from '../helpers/shared.js';
 import { createProgress } from '../../src/models/progress.js';
 
-
 test('non-TTY progress prints one plain line per 10%', (t) => {
   const sink = new Sink(false);
   const task = createProgress(sink)('f.onnx', 1000);

@@ -12,16 +12,43 @@ function pack(): InstalledPack {
     dir: '/models/edge_s',
     installed_at: '2025-01-01T00:00:00.000Z',
     detector: {
-      file: 'det_500m.onnx', kind: 'scrfd', channel_order: 'rgb', mean: 127.5, std: 128,
-      preprocessing_version: 'scrfd-v1', path: '/models/edge_s/det_500m.onnx', sha256: SHA_DET,
+      file: 'det_500m.onnx',
+      kind: 'scrfd',
+      channel_order: 'rgb',
+      mean: 127.5,
+      std: 128,
+      preprocessing_version: 'scrfd-v1',
+      path: '/models/edge_s/det_500m.onnx',
+      sha256: SHA_DET,
     },
     recognizer: {
-      file: 'w600k_mbf.onnx', kind: 'arcface', input_size: [112, 112], channel_order: 'rgb', mean: 127.5, std: 127.5,
-      embedding_dimension: 512, preprocessing_version: 'arcface-v1', path: '/models/edge_s/w600k_mbf.onnx', sha256: SHA_REC,
+      file: 'w600k_mbf.onnx',
+      kind: 'arcface',
+      input_size: [112, 112],
+      channel_order: 'rgb',
+      mean: 127.5,
+      std: 127.5,
+      embedding_dimension: 512,
+      preprocessing_version: 'arcface-v1',
+      path: '/models/edge_s/w600k_mbf.onnx',
+      sha256: SHA_REC,
     },
-    license: { id: 'insightface', name: 'InsightFace non-commercial', url: 'https://example.org/license', commercial_use: false, notice: 'Research only.' },
+    license: {
+      id: 'insightface',
+      name: 'InsightFace non-commercial',
+      url: 'https://example.org/license',
+      commercial_use: false,
+      notice: 'Research only.',
+    },
     licenses: [
-      { id: 'insightface', name: 'InsightFace non-commercial', url: 'https://example.org/license', commercial_use: false, notice: 'Research only.', files: ['det_500m.onnx', 'w600k_mbf.onnx'] },
+      {
+        id: 'insightface',
+        name: 'InsightFace non-commercial',
+        url: 'https://example.org/license',
+        commercial_use: false,
+        notice: 'Research only.',
+        files: ['det_500m.onnx', 'w600k_mbf.onnx'],
+      },
     ],
   } as InstalledPack;
 }
@@ -33,21 +60,71 @@ test('modelDigest is a sha256 hex string and deterministic', (t) => {
 });
 
 test('modelDigest equals sha256 of the sorted-key compact JSON (Python json.dumps(sort_keys=True))', (t) => {
-  const expected = '[{"input_mean":127.5,"input_size":null,"input_std":128,"preprocessing_version":"scrfd-v1","sha256":"' + SHA_DET + '"},'
-    + '{"input_mean":127.5,"input_size":[112,112],"input_std":127.5,"preprocessing_version":"arcface-v1","sha256":"' + SHA_REC + '"}]';
+  const expected =
+    '[{"input_mean":127.5,"input_size":null,"input_std":128,"preprocessing_version":"scrfd-v1","sha256":"' +
+    SHA_DET +
+    '"},' +
+    '{"input_mean":127.5,"input_size":[112,112],"input_std":127.5,"preprocessing_version":"arcface-v1","sha256":"' +
+    SHA_REC +
+    '"}]';
   t.is(modelDigest(pack()), createHash('sha256').update(expected).digest('hex'));
 });
 
 const mutations: [string, (p: InstalledPack) => void][] = [
-  ['detector.sha256', (p) => { p.detector.sha256 = 'c'.repeat(64); }],
-  ['recognizer.sha256', (p) => { p.recognizer.sha256 = 'c'.repeat(64); }],
-  ['detector.mean', (p) => { p.detector.mean = 127; }],
-  ['detector.std', (p) => { p.detector.std = 1; }],
-  ['recognizer.mean', (p) => { p.recognizer.mean = 0; }],
-  ['recognizer.std', (p) => { p.recognizer.std = 128; }],
-  ['detector.preprocessing_version', (p) => { p.detector.preprocessing_version = 'scrfd-v2'; }],
-  ['recognizer.preprocessing_version', (p) => { p.recognizer.preprocessing_version = 'arcface-v2'; }],
-  ['recognizer.input_size', (p) => { p.recognizer.input_size = [128, 128]; }],
+  [
+    'detector.sha256',
+    (p) => {
+      p.detector.sha256 = 'c'.repeat(64);
+    },
+  ],
+  [
+    'recognizer.sha256',
+    (p) => {
+      p.recognizer.sha256 = 'c'.repeat(64);
+    },
+  ],
+  [
+    'detector.mean',
+    (p) => {
+      p.detector.mean = 127;
+    },
+  ],
+  [
+    'detector.std',
+    (p) => {
+      p.detector.std = 1;
+    },
+  ],
+  [
+    'recognizer.mean',
+    (p) => {
+      p.recognizer.mean = 0;
+    },
+  ],
+  [
+    'recognizer.std',
+    (p) => {
+      p.recognizer.std = 128;
+    },
+  ],
+  [
+    'detector.preprocessing_version',
+    (p) => {
+      p.detector.preprocessing_version = 'scrfd-v2';
+    },
+  ],
+  [
+    'recognizer.preprocessing_version',
+    (p) => {
+      p.recognizer.preprocessing_version = 'arcface-v2';
+    },
+  ],
+  [
+    'recognizer.input_size',
+    (p) => {
+      p.recognizer.input_size = [128, 128];
+    },
+  ],
 ];
 
 for (const [what, mutate] of mutations) {
@@ -93,11 +170,31 @@ test('describePack fields', (t) => {
   t.is(info.preprocessing_version, 'arcface-v1');
   t.is(info.provider, 'cuda');
   t.deepEqual(info.models, [
-    { model_id: 'det_500m', task: 'face_detection', sha256: SHA_DET, file: 'det_500m.onnx', input_size: null, embedding_dimension: null, preprocessing_version: 'scrfd-v1' },
-    { model_id: 'w600k_mbf', task: 'face_recognition', sha256: SHA_REC, file: 'w600k_mbf.onnx', input_size: [112, 112], embedding_dimension: 512, preprocessing_version: 'arcface-v1' },
+    {
+      model_id: 'det_500m',
+      task: 'face_detection',
+      sha256: SHA_DET,
+      file: 'det_500m.onnx',
+      input_size: null,
+      embedding_dimension: null,
+      preprocessing_version: 'scrfd-v1',
+    },
+    {
+      model_id: 'w600k_mbf',
+      task: 'face_recognition',
+      sha256: SHA_REC,
+      file: 'w600k_mbf.onnx',
+      input_size: [112, 112],
+      embedding_dimension: 512,
+      preprocessing_version: 'arcface-v1',
+    },
   ]);
   t.deepEqual(info.license, {
-    id: 'insightface', name: 'InsightFace non-commercial', url: 'https://example.org/license', commercial_use: false, notice: 'Research only.',
+    id: 'insightface',
+    name: 'InsightFace non-commercial',
+    url: 'https://example.org/license',
+    commercial_use: false,
+    notice: 'Research only.',
     components: p.licenses,
   });
 });

@@ -5,19 +5,52 @@ import type { MonitorRecord } from '../../src/monitors/model.js';
 import type { Detection } from '../../src/monitors/tracker.js';
 
 const record: MonitorRecord = {
-  id: 'door', name: 'Door', description: '', enabled: true, url: 'rtsp://cam/1', collection_id: 'staff', inference_fps: 5, match_threshold: null,
-  event_buffer_size: 100, event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0, emit_unknown: true }, preview_enabled: false,
-  created_at: '', updated_at: '', box_id: 'box-test',
+  id: 'door',
+  name: 'Door',
+  description: '',
+  enabled: true,
+  url: 'rtsp://cam/1',
+  collection_id: 'staff',
+  inference_fps: 5,
+  match_threshold: null,
+  event_buffer_size: 100,
+  event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0, emit_unknown: true },
+  preview_enabled: false,
+  created_at: '',
+  updated_at: '',
+  box_id: 'box-test',
 };
-const face = { bbox: { pixels: { x: 0, y: 0, width: 10, height: 10 }, normalized: { left: 0.1, top: 0.1, width: 0.2, height: 0.2 } }, landmarks: [], detection_score: 0.9, quality: { score: 1, sharpness: 1, brightness: 1, pose: 1 } };
+const face = {
+  bbox: { pixels: { x: 0, y: 0, width: 10, height: 10 }, normalized: { left: 0.1, top: 0.1, width: 0.2, height: 0.2 } },
+  landmarks: [],
+  detection_score: 0.9,
+  quality: { score: 1, sharpness: 1, brightness: 1, pose: 1 },
+};
 const ann = (): Detection<FacePayload> => ({
-  box: [0.1, 0.1, 0.2, 0.2], kind: 'matched', personId: 'ann',
-  payload: { face, person: { id: 'ann', name: 'Ann', external_id: null }, similarity: 0.7, matched_face_id: 'f1', threshold: 0.4 },
+  box: [0.1, 0.1, 0.2, 0.2],
+  kind: 'matched',
+  personId: 'ann',
+  payload: {
+    face,
+    person: { id: 'ann', name: 'Ann', external_id: null },
+    similarity: 0.7,
+    matched_face_id: 'f1',
+    threshold: 0.4,
+  },
 });
 const frame = (detections: Detection<FacePayload>[]): ProcessedFrame => ({ detections, threshold: 0.4 });
-const reader: ReaderView = { connected: true, sourceInfo: { width: 640, height: 480, source_fps: 25 }, counters: { frameSequence: 9, decoded: 9, reconnects: 0, lastFrameAt: 0 } };
+const reader: ReaderView = {
+  connected: true,
+  sourceInfo: { width: 640, height: 480, source_fps: 25 },
+  counters: { frameSequence: 9, decoded: 9, reconnects: 0, lastFrameAt: 0 },
+};
 const types = (a: MonitorActivity) => a.events(null, 100).events.map((e) => e.type);
-const base = { status: 'running', startedAt: 0, threshold: 0.4, preview: { enabled: false, active: false, viewers: 0, frames: 0 } };
+const base = {
+  status: 'running',
+  startedAt: 0,
+  threshold: 0.4,
+  preview: { enabled: false, active: false, viewers: 0, frames: 0 },
+};
 
 test('processed frames count the skipped sequences as dropped and emit the tracker events', (t) => {
   const a = new MonitorActivity(record, 'epoch-1');
@@ -31,7 +64,10 @@ test('processed frames count the skipped sequences as dropped and emit the track
   t.is(a.lastProcessedSequence, 7);
   a.expire(2300);
   t.deepEqual(types(a), ['person_enter', 'person_exit']);
-  t.deepEqual(a.events(null, 100).events.map((e) => e.sequence), [1, 2]);
+  t.deepEqual(
+    a.events(null, 100).events.map((e) => e.sequence),
+    [1, 2],
+  );
 });
 
 test('errors: inference failures raise monitor_error once; recovery comes when every source has cleared', (t) => {
@@ -50,7 +86,11 @@ test('errors: inference failures raise monitor_error once; recovery comes when e
   t.is(a.state(base, reader).inference_errors, 2);
   t.regex(a.lastError!.message, /Reconnecting in 1 s/);
   const outage = a.events(null, 100).events.filter((e) => e.type === 'monitor_error')[1]!;
-  t.like(outage.error, { code: 'rtsp_source_unavailable', cause: 'timeout' }, 'one monitor_error per outage, with the first cause');
+  t.like(
+    outage.error,
+    { code: 'rtsp_source_unavailable', cause: 'timeout' },
+    'one monitor_error per outage, with the first cause',
+  );
   a.sourceFailed('not_found', 'RTSP 404', 1000);
   t.deepEqual(types(a).slice(3), ['monitor_error'], 'a new outage after a recovery raises a new one');
 });
@@ -58,7 +98,10 @@ test('errors: inference failures raise monitor_error once; recovery comes when e
 test('knownTracks: a confirmed matched track seen in the last frame is reused until reidentifyMs after its last search', (t) => {
   const policy = { ...record.event_policy, confirm_frames: 2, absence_timeout_seconds: 5 };
   const a = new MonitorActivity({ ...record, event_policy: policy }, 'epoch-1');
-  const searched = (at: number): Detection<FacePayload> => ({ ...ann(), payload: { ...ann().payload, identifiedAt: at } });
+  const searched = (at: number): Detection<FacePayload> => ({
+    ...ann(),
+    payload: { ...ann().payload, identifiedAt: at },
+  });
   t.deepEqual(a.knownTracks(0, 1000), [], 'nothing processed yet');
   a.frameProcessed(1, frame([searched(1000)]), 1000, 10);
   t.deepEqual(a.knownTracks(1200, 1000), [], 'not confirmed yet (confirm_frames 2): embedded every frame');
@@ -90,8 +133,18 @@ test('knownTracks: a confirmed matched track seen in the last frame is reused un
 
 test('knownTracks: unknown and liveness-blocked faces are never reused; tracks without a search time neither', (t) => {
   const a = new MonitorActivity(record, 'epoch-1');
-  const unknown: Detection<FacePayload> = { box: [0.5, 0.5, 0.2, 0.2], kind: 'unknown', personId: null, payload: { face, person: null, similarity: null, matched_face_id: null, threshold: 0.4, identifiedAt: 1000 } };
-  const blocked: Detection<FacePayload> = { box: [0.1, 0.5, 0.2, 0.2], kind: 'liveness_blocked', personId: null, payload: { face, person: null, similarity: null, matched_face_id: null, threshold: 0.4 } };
+  const unknown: Detection<FacePayload> = {
+    box: [0.5, 0.5, 0.2, 0.2],
+    kind: 'unknown',
+    personId: null,
+    payload: { face, person: null, similarity: null, matched_face_id: null, threshold: 0.4, identifiedAt: 1000 },
+  };
+  const blocked: Detection<FacePayload> = {
+    box: [0.1, 0.5, 0.2, 0.2],
+    kind: 'liveness_blocked',
+    personId: null,
+    payload: { face, person: null, similarity: null, matched_face_id: null, threshold: 0.4 },
+  };
   a.frameProcessed(1, frame([unknown, blocked, ann()]), 1000, 10);
   t.deepEqual(a.knownTracks(1100, 1000), [], 'confirmed unknown, blocked, and a match with no identifiedAt');
 });

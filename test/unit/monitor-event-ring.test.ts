@@ -11,7 +11,14 @@ const seqs = (p: { events: { sequence: number }[] }) => p.events.map((e) => e.se
 test('no cursor: the newest events; the cursor points at the latest', (t) => {
   const p = ring(10, 15).page(null, 3);
   t.deepEqual(seqs(p), [13, 14, 15]);
-  t.like(p, { oldest_sequence: 6, latest_sequence: 15, has_more: false, truncated: false, stream_reset: false, next: { epoch: 'e1', sequence: 15 } });
+  t.like(p, {
+    oldest_sequence: 6,
+    latest_sequence: 15,
+    has_more: false,
+    truncated: false,
+    stream_reset: false,
+    next: { epoch: 'e1', sequence: 15 },
+  });
   const empty = ring(10, 0).page(null, 5);
   t.like(empty, { events: [], oldest_sequence: null, latest_sequence: 0, next: { epoch: 'e1', sequence: 0 } });
 });
@@ -59,6 +66,7 @@ test('resize keeps the newest events', (t) => {
 test('cursor payloads: {epoch}:{sequence}, anything else is malformed', (t) => {
   t.deepEqual(parseEventPosition('0b6a-uuid:12'), { epoch: '0b6a-uuid', sequence: 12 });
   t.deepEqual(parseEventPosition('stopped:0'), { epoch: 'stopped', sequence: 0 });
-  for (const bad of ['', 'e1', 'e1:', ':3', 'e1:-1', 'e1:1.5', 'e 1:2', 'e1:2:3']) t.is(parseEventPosition(bad), null, bad);
+  for (const bad of ['', 'e1', 'e1:', ':3', 'e1:-1', 'e1:1.5', 'e 1:2', 'e1:2:3'])
+    t.is(parseEventPosition(bad), null, bad);
   t.is(formatEventPosition({ epoch: 'e', sequence: 4 }), 'e:4');
 });

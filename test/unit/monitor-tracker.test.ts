@@ -2,8 +2,14 @@ import test from 'ava';
 import { iou, Tracker, type Detection, type FaceKind } from '../../src/monitors/tracker.js';
 
 const policy = { confirm_frames: 3, absence_timeout_seconds: 1, cooldown_seconds: 10, emit_unknown: true };
-const det = (kind: FaceKind, personId: string | null, x = 0.1, y = 0.1): Detection<string> => ({ box: [x, y, 0.2, 0.2], kind, personId, payload: `${kind}:${personId}` });
-const types = (events: { type: string; personId: string | null }[]) => events.map((e) => `${e.type}:${e.personId ?? '-'}`);
+const det = (kind: FaceKind, personId: string | null, x = 0.1, y = 0.1): Detection<string> => ({
+  box: [x, y, 0.2, 0.2],
+  kind,
+  personId,
+  payload: `${kind}:${personId}`,
+});
+const types = (events: { type: string; personId: string | null }[]) =>
+  events.map((e) => `${e.type}:${e.personId ?? '-'}`);
 
 /** Feeds one detection list per step (100 ms apart) and collects every event. */
 function run(tracker: Tracker<string>, frames: Detection<string>[][], start = 0, step = 100) {
@@ -49,7 +55,14 @@ test('a face never joins a track of another person', (t) => {
 
 test('unknown turning into a person: the confirmed unknown exits, the person confirms from scratch', (t) => {
   const tr = new Tracker<string>(policy);
-  const ev = run(tr, [[det('unknown', null)], [det('unknown', null)], [det('unknown', null)], [det('matched', 'ann')], [det('matched', 'ann')], [det('matched', 'ann')]]);
+  const ev = run(tr, [
+    [det('unknown', null)],
+    [det('unknown', null)],
+    [det('unknown', null)],
+    [det('matched', 'ann')],
+    [det('matched', 'ann')],
+    [det('matched', 'ann')],
+  ]);
   t.deepEqual(types(ev), ['unknown_enter:-', 'unknown_exit:-', 'person_enter:ann']);
 });
 
@@ -63,14 +76,21 @@ test('cooldown swallows a re-enter (and its exit) of the same person; another pe
   const tr = new Tracker<string>({ ...policy, confirm_frames: 1, cooldown_seconds: 10 });
   t.deepEqual(types(tr.update([det('matched', 'ann')], 0).events), ['person_enter:ann']);
   t.deepEqual(types(tr.expire(2000)), ['person_exit:ann']);
-  t.deepEqual(types(tr.update([det('matched', 'ann'), det('matched', 'bob', 0.6, 0.6)], 3000).events), ['person_enter:bob']);
+  t.deepEqual(types(tr.update([det('matched', 'ann'), det('matched', 'bob', 0.6, 0.6)], 3000).events), [
+    'person_enter:bob',
+  ]);
   t.deepEqual(types(tr.expire(5000)), ['person_exit:bob'], 'the swallowed enter has no exit');
   t.deepEqual(types(tr.update([det('matched', 'ann')], 11_000).events), ['person_enter:ann'], 'after the cooldown');
 });
 
 test('liveness-blocked faces never confirm and restart confirmation', (t) => {
   const tr = new Tracker<string>({ ...policy, confirm_frames: 2 });
-  const ev = run(tr, [[det('matched', 'ann')], [det('liveness_blocked', null)], [det('liveness_blocked', null)], [det('matched', 'ann')]]);
+  const ev = run(tr, [
+    [det('matched', 'ann')],
+    [det('liveness_blocked', null)],
+    [det('liveness_blocked', null)],
+    [det('matched', 'ann')],
+  ]);
   t.deepEqual(types(ev), []);
   t.deepEqual(types(tr.update([det('matched', 'ann')], 400).events), ['person_enter:ann']);
 });

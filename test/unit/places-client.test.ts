@@ -8,15 +8,31 @@ import { PlacesScrapeRequest } from '../../src/scrapers/places/request.js';
 import { FakeMaps, REAL_QUERY } from '../helpers/fakeMaps.js';
 
 let fake: FakeMaps;
-test.before(async () => { fake = await FakeMaps.start(); });
-test.after.always(async () => { await fake?.close(); });
+test.before(async () => {
+  fake = await FakeMaps.start();
+});
+test.after.always(async () => {
+  await fake?.close();
+});
 
 const options = (over: Partial<MapsClientOptions> = {}): MapsClientOptions => ({
-  baseUrl: fake.url, userAgent: 'vigil-test', requestsPerMinute: 60_000, burst: 1000, jitterMs: 0, requestTimeoutMs: 5000, maxRetries: 2, retryBackoffMs: 5, blockedCooldownMs: 0, ...over,
+  baseUrl: fake.url,
+  userAgent: 'vigil-test',
+  requestsPerMinute: 60_000,
+  burst: 1000,
+  jitterMs: 0,
+  requestTimeoutMs: 5000,
+  maxRetries: 2,
+  retryBackoffMs: 5,
+  blockedCooldownMs: 0,
+  ...over,
 });
 const run = (client: MapsClient, body: Record<string, unknown>) => {
   const req = PlacesScrapeRequest.parse(body);
-  return new PlacesScraper(client, new HttpPlaceMediaProvider(client), req, { places: req.max_places, reviews: req.max_places * req.max_reviews }).run();
+  return new PlacesScraper(client, new HttpPlaceMediaProvider(client), req, {
+    places: req.max_places,
+    reviews: req.max_places * req.max_reviews,
+  }).run();
 };
 
 test.serial('the cookie and user agent go out on every request', async (t) => {
@@ -25,7 +41,11 @@ test.serial('the cookie and user agent go out on every request', async (t) => {
     const out = await run(client, { search_queries: [REAL_QUERY], max_reviews: 1 });
     t.is(out.items.length, 2);
     const mine = fake.requests;
-    t.deepEqual(mine.map((r) => r.path), ['/search', '/maps/rpc/listugcposts', '/maps/rpc/listugcposts'], 'one search page, one review page per place');
+    t.deepEqual(
+      mine.map((r) => r.path),
+      ['/search', '/maps/rpc/listugcposts', '/maps/rpc/listugcposts'],
+      'one search page, one review page per place',
+    );
     t.true(mine.every((r) => r.headers.cookie === 'SOCS=CAISNQ' && r.headers['user-agent'] === 'vigil-test'));
   } finally {
     await client.close();
@@ -46,23 +66,26 @@ test.serial('a request that hangs times out after its retries with upstream_time
   }
 });
 
-test.serial('circuit breaker: after a sorry page the client fails fast for the cool-down, without asking Google', async (t) => {
-  const client = new MapsClient(options({ blockedCooldownMs: 60_000 }));
-  try {
-    const first = await run(client, { search_queries: ['sorry'] });
-    t.is(first.sources[0]!.problem!.code, 'unusual_traffic');
-    const before = fake.requests.length;
-    const second = await run(client, { search_queries: [REAL_QUERY] });
-    t.is(second.sources[0]!.problem!.code, 'unusual_traffic', 'a later run gets the same problem');
-    t.is(second.items.length, 0);
-    t.is(fake.requests.length, before, 'nothing was sent during the cool-down');
-    t.is(client.stats.blocked, 1);
-  } finally {
-    await client.close();
-  }
-});
+test.serial(
+  'circuit breaker: after a sorry page the client fails fast for the cool-down, without asking Google',
+  async (t) => {
+    const client = new MapsClient(options({ blockedCooldownMs: 60_000 }));
+    try {
+      const first = await run(client, { search_queries: ['sorry'] });
+      t.is(first.sources[0]!.problem!.code, 'unusual_traffic');
+      const before = fake.requests.length;
+      const second = await run(client, { search_queries: [REAL_QUERY] });
+      t.is(second.sources[0]!.problem!.code, 'unusual_traffic', 'a later run gets the same problem');
+      t.is(second.items.length, 0);
+      t.is(fake.requests.length, before, 'nothing was sent during the cool-down');
+      t.is(client.stats.blocked, 1);
+    } finally {
+      await client.close();
+    }
+  },
+);
 
-test.serial('5xx is retried with backoff, then reported as upstream_unavailable; 404 is the caller\'s', async (t) => {
+test.serial("5xx is retried with backoff, then reported as upstream_unavailable; 404 is the caller's", async (t) => {
   fake.fault(/always-503/, { kind: 'status', status: 503 }, 10);
   const client = new MapsClient(options({ maxRetries: 2 }));
   try {

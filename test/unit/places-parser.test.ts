@@ -1,9 +1,32 @@
 import test from 'ava';
-import { categoryImages, mapPlace, mapReview, PlaceItem, reviewElements, unwrapWebsite, type PlaceContext } from '../../src/scrapers/places/items.js';
-import { at, detailJsonFromPage, detailPlace, firstAt, parseGoogleJson, searchPlaces, str } from '../../src/scrapers/places/placeArray.js';
+import {
+  categoryImages,
+  mapPlace,
+  mapReview,
+  PlaceItem,
+  reviewElements,
+  unwrapWebsite,
+  type PlaceContext,
+} from '../../src/scrapers/places/items.js';
+import {
+  at,
+  detailJsonFromPage,
+  detailPlace,
+  firstAt,
+  parseGoogleJson,
+  searchPlaces,
+  str,
+} from '../../src/scrapers/places/placeArray.js';
 import { gmapsText } from '../helpers/fakeMaps.js';
 
-const ctx = (over: Partial<PlaceContext> = {}): PlaceContext => ({ scrapedAt: '2026-11-22T10:00:00.000Z', language: 'en', searchString: 'coffee', rank: 1, includeDetails: true, ...over });
+const ctx = (over: Partial<PlaceContext> = {}): PlaceContext => ({
+  scrapedAt: '2026-11-22T10:00:00.000Z',
+  language: 'en',
+  searchString: 'coffee',
+  rank: 1,
+  includeDetails: true,
+  ...over,
+});
 const search = () => searchPlaces(parseGoogleJson(gmapsText('search_tbm_map.txt')));
 
 test('at() walks nested arrays and answers undefined for anything missing, never throws', (t) => {
@@ -16,7 +39,18 @@ test('at() walks nested arrays and answers undefined for anything missing, never
   t.is(at(null, 0), undefined);
   t.is(at(a, -1), undefined);
   t.deepEqual(at(a), a);
-  t.is(firstAt([null, ['moved']], [[0, 0], [1, 0]], str), 'moved', 'the fallback path is used when the first is gone');
+  t.is(
+    firstAt(
+      [null, ['moved']],
+      [
+        [0, 0],
+        [1, 0],
+      ],
+      str,
+    ),
+    'moved',
+    'the fallback path is used when the first is gone',
+  );
   t.is(firstAt([], [[0]], str), null);
 });
 
@@ -33,18 +67,57 @@ test('both search payload variants parse to the same two place arrays', (t) => {
 test('a search place maps to every item field of the seed', (t) => {
   const item = mapPlace(search()[0], ctx())!;
   t.like(item, {
-    title: 'Blue Fern Coffee', categoryName: 'Coffee shop', categories: ['Coffee shop', 'Cafe'], placeId: 'ChIJFAKEplaceId0000000001',
-    fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081', cid: '1885667171979194497',
+    title: 'Blue Fern Coffee',
+    categoryName: 'Coffee shop',
+    categories: ['Coffee shop', 'Cafe'],
+    placeId: 'ChIJFAKEplaceId0000000001',
+    fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081',
+    cid: '1885667171979194497',
     url: 'https://www.google.com/maps/place/Blue+Fern+Coffee/data=!4m2!3m1!1s0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081!10m1!1e1',
-    address: '1200 Fake St, San Francisco, 94103', street: '1200 Fake St', neighborhood: null, city: 'San Francisco', postalCode: '94103', state: 'CA', countryCode: 'US',
-    plusCode: '849V+Q2 San Francisco', location: { lat: 37.7712345, lng: -122.4123456 }, website: 'https://bluefern.example/', phone: '(415) 555-0100',
-    phoneUnformatted: '+14155550100', phoneInternational: '+1 415-555-0100', price: '$$', totalScore: 4.6, reviewsCount: 214,
-    reviewsDistribution: { oneStar: 4, twoStar: 3, threeStar: 10, fourStar: 38, fiveStar: 159 }, permanentlyClosed: false, temporarilyClosed: false,
-    openingStatus: 'Open ⋅ Closes 6 pm', timezone: 'America/Los_Angeles', imageUrl: 'https://lh5.googleusercontent.com/p/AF1QipFAKE0001=w408-h408-k-no', imagesCount: 57,
-    ownerName: 'Blue Fern Coffee (Owner)', ownerId: '100000000000000000001', searchString: 'coffee', rank: 1, language: 'en', reviewsStatus: 'not_requested',
+    address: '1200 Fake St, San Francisco, 94103',
+    street: '1200 Fake St',
+    neighborhood: null,
+    city: 'San Francisco',
+    postalCode: '94103',
+    state: 'CA',
+    countryCode: 'US',
+    plusCode: '849V+Q2 San Francisco',
+    location: { lat: 37.7712345, lng: -122.4123456 },
+    website: 'https://bluefern.example/',
+    phone: '(415) 555-0100',
+    phoneUnformatted: '+14155550100',
+    phoneInternational: '+1 415-555-0100',
+    price: '$$',
+    totalScore: 4.6,
+    reviewsCount: 214,
+    reviewsDistribution: { oneStar: 4, twoStar: 3, threeStar: 10, fourStar: 38, fiveStar: 159 },
+    permanentlyClosed: false,
+    temporarilyClosed: false,
+    openingStatus: 'Open ⋅ Closes 6 pm',
+    timezone: 'America/Los_Angeles',
+    imageUrl: 'https://lh5.googleusercontent.com/p/AF1QipFAKE0001=w408-h408-k-no',
+    imagesCount: 57,
+    ownerName: 'Blue Fern Coffee (Owner)',
+    ownerId: '100000000000000000001',
+    searchString: 'coffee',
+    rank: 1,
+    language: 'en',
+    reviewsStatus: 'not_requested',
   });
-  t.deepEqual(item.openingHours, [{ day: 'Monday', hours: '7 am–6 pm' }, { day: 'Tuesday', hours: '7 am–6 pm' }, { day: 'Sunday', hours: 'Closed' }]);
-  t.deepEqual(item.popularTimes![0], { day: 1, hours: [{ hour: 7, occupancyPercent: 12 }, { hour: 8, occupancyPercent: 35 }, { hour: 9, occupancyPercent: 60 }, { hour: 10, occupancyPercent: 44 }] });
+  t.deepEqual(item.openingHours, [
+    { day: 'Monday', hours: '7 am–6 pm' },
+    { day: 'Tuesday', hours: '7 am–6 pm' },
+    { day: 'Sunday', hours: 'Closed' },
+  ]);
+  t.deepEqual(item.popularTimes![0], {
+    day: 1,
+    hours: [
+      { hour: 7, occupancyPercent: 12 },
+      { hour: 8, occupancyPercent: 35 },
+      { hour: 9, occupancyPercent: 60 },
+      { hour: 10, occupancyPercent: 44 },
+    ],
+  });
   t.is(item.popularTimes!.length, 2);
   t.is(item.description, null);
   t.true(PlaceItem.safeParse(item).success, 'the item matches its published schema');
@@ -76,7 +149,19 @@ test('missing or moved indexes give nulls, never a throw; an array without title
   const short = (search()[0] as unknown[]).slice(0, 12);
   short[4] = null;
   const item = mapPlace(short, ctx())!;
-  t.like(item, { title: 'Blue Fern Coffee', fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081', placeId: null, totalScore: null, reviewsCount: null, phone: null, street: null, reviewsDistribution: null, openingHours: null, popularTimes: null, imageUrl: null });
+  t.like(item, {
+    title: 'Blue Fern Coffee',
+    fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081',
+    placeId: null,
+    totalScore: null,
+    reviewsCount: null,
+    phone: null,
+    street: null,
+    reviewsDistribution: null,
+    openingHours: null,
+    popularTimes: null,
+    imageUrl: null,
+  });
   t.deepEqual(item.categories, []);
   t.true(PlaceItem.safeParse(item).success);
   // Hours: the old position is the fallback when [203] is gone.
@@ -86,9 +171,22 @@ test('missing or moved indexes give nulls, never a throw; an array without title
   t.is(mapPlace(old, ctx())!.openingStatus, 'Open ⋅ Closes 6 pm', 'status from [34][4][4]');
   // Garbage in the slots.
   const odd = structuredClone(search()[0]) as any[];
-  Object.assign(odd, { 4: 'x', 9: [null, null, 'lat', 1], 13: [1, 'Cafe'], 175: [null, null, null, [1, 2]], 10: 'not-a-fid' });
+  Object.assign(odd, {
+    4: 'x',
+    9: [null, null, 'lat', 1],
+    13: [1, 'Cafe'],
+    175: [null, null, null, [1, 2]],
+    10: 'not-a-fid',
+  });
   const o = mapPlace(odd, ctx())!;
-  t.like(o, { totalScore: null, location: null, categoryName: 'Cafe', reviewsDistribution: null, fid: null, cid: null });
+  t.like(o, {
+    totalScore: null,
+    location: null,
+    categoryName: 'Cafe',
+    reviewsDistribution: null,
+    fid: null,
+    cid: null,
+  });
   t.is(mapPlace([], ctx()), null);
   t.is(mapPlace('nope', ctx()), null);
 });
@@ -112,13 +210,23 @@ test('reviews map from the listugcposts element, owner reply and µs timestamps 
   t.is(els.length, 2);
   const [a, b] = els.map(mapReview);
   t.deepEqual(a, {
-    reviewId: 'ChZDSUhNMG9nS0VJQ0FnRkFLRTAwMRAB', text: 'Great cortado, friendly staff.', textTranslated: null, stars: 5, publishedAtDate: new Date(1771000000000).toISOString(),
-    publishAt: '3 weeks ago', likesCount: 2, language: 'en',
+    reviewId: 'ChZDSUhNMG9nS0VJQ0FnRkFLRTAwMRAB',
+    text: 'Great cortado, friendly staff.',
+    textTranslated: null,
+    stars: 5,
+    publishedAtDate: new Date(1771000000000).toISOString(),
+    publishAt: '3 weeks ago',
+    likesCount: 2,
+    language: 'en',
     reviewer: {
-      name: 'Ana P.', url: 'https://www.google.com/maps/contrib/100000000000000000111/reviews?hl=en', photoUrl: 'https://lh3.googleusercontent.com/a/FAKE=s120-c-rp-mo-br100',
-      id: '100000000000000000111', numberOfReviews: 12,
+      name: 'Ana P.',
+      url: 'https://www.google.com/maps/contrib/100000000000000000111/reviews?hl=en',
+      photoUrl: 'https://lh3.googleusercontent.com/a/FAKE=s120-c-rp-mo-br100',
+      id: '100000000000000000111',
+      numberOfReviews: 12,
     },
-    ownerResponse: { text: 'Thanks Ana, see you soon!', publishedAtDate: new Date(1771086400000).toISOString() }, imageUrls: [],
+    ownerResponse: { text: 'Thanks Ana, see you soon!', publishedAtDate: new Date(1771086400000).toISOString() },
+    imageUrls: [],
   });
   t.is(b!.stars, 3);
   t.is(b!.likesCount, 0, 'no likes is 0, not unknown');

@@ -1,6 +1,16 @@
 import test from 'ava';
 import { isApiError } from '../../src/contract/errors.js';
-import { nextReviewToken, pbOffset, pbReviewToken, previewPath, reviewPageSize, reviewsPath, searchPath, searchPb, WORLD } from '../../src/scrapers/places/mapsRequests.js';
+import {
+  nextReviewToken,
+  pbOffset,
+  pbReviewToken,
+  previewPath,
+  reviewPageSize,
+  reviewsPath,
+  searchPath,
+  searchPb,
+  WORLD,
+} from '../../src/scrapers/places/mapsRequests.js';
 import { cidFromFid, classifyMapsUrl, fidFromCid, parseCoordinates } from '../../src/scrapers/places/placeIds.js';
 import { parseGoogleJson } from '../../src/scrapers/places/placeArray.js';
 import { planPlacesSources } from '../../src/scrapers/places/placesSources.js';
@@ -21,15 +31,44 @@ test('cid ↔ hex feature id', (t) => {
 
 test('URL inputs are classified: place page, search, cid, place_id; others are a 400 naming the URL', (t) => {
   t.deepEqual(classifyMapsUrl(BLUE_FERN_URL), {
-    kind: 'place', fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081', placeId: null, kgmid: '/g/11fake0001', name: 'Blue Fern Coffee',
+    kind: 'place',
+    fid: '0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081',
+    placeId: null,
+    kgmid: '/g/11fake0001',
+    name: 'Blue Fern Coffee',
     path: '/maps/place/Blue+Fern+Coffee/@37.7712345,-122.4123456,17z/data=!4m6!3m5!1s0x808f7e2f4a7b0c1d:0x1a2b3c4d5e6f7081!8m2!3d37.7712345!4d-122.4123456!16s%2Fg%2F11fake0001',
   });
-  t.like(classifyMapsUrl('https://www.google.de/maps/place/X/data=!4m2!3m1!1s0x1:0x2!19sChIJFAKEplaceId0000000009'), { kind: 'place', fid: '0x1:0x2', placeId: 'ChIJFAKEplaceId0000000009' });
-  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/search/coffee+shops/@52.52,13.405,14z'), { kind: 'search', query: 'coffee shops', lat: 52.52, lng: 13.405, zoom: 14 });
-  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/search/?api=1&query=pizza'), { kind: 'search', query: 'pizza', lat: null, lng: null, zoom: null });
-  t.deepEqual(classifyMapsUrl('https://maps.google.com/?cid=1885667171979194497'), { kind: 'cid', cid: '1885667171979194497' });
-  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/search/?api=1&query=x&query_place_id=ChIJFAKEplaceId0000000001'), { kind: 'place_id', placeId: 'ChIJFAKEplaceId0000000001' });
-  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/place/?q=place_id:ChIJFAKEplaceId0000000002'), { kind: 'place_id', placeId: 'ChIJFAKEplaceId0000000002' });
+  t.like(classifyMapsUrl('https://www.google.de/maps/place/X/data=!4m2!3m1!1s0x1:0x2!19sChIJFAKEplaceId0000000009'), {
+    kind: 'place',
+    fid: '0x1:0x2',
+    placeId: 'ChIJFAKEplaceId0000000009',
+  });
+  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/search/coffee+shops/@52.52,13.405,14z'), {
+    kind: 'search',
+    query: 'coffee shops',
+    lat: 52.52,
+    lng: 13.405,
+    zoom: 14,
+  });
+  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/search/?api=1&query=pizza'), {
+    kind: 'search',
+    query: 'pizza',
+    lat: null,
+    lng: null,
+    zoom: null,
+  });
+  t.deepEqual(classifyMapsUrl('https://maps.google.com/?cid=1885667171979194497'), {
+    kind: 'cid',
+    cid: '1885667171979194497',
+  });
+  t.deepEqual(
+    classifyMapsUrl('https://www.google.com/maps/search/?api=1&query=x&query_place_id=ChIJFAKEplaceId0000000001'),
+    { kind: 'place_id', placeId: 'ChIJFAKEplaceId0000000001' },
+  );
+  t.deepEqual(classifyMapsUrl('https://www.google.com/maps/place/?q=place_id:ChIJFAKEplaceId0000000002'), {
+    kind: 'place_id',
+    placeId: 'ChIJFAKEplaceId0000000002',
+  });
   for (const [url, re] of [
     ['https://example.com/maps/place/x', /not a Google Maps URL/],
     ['https://maps.app.goo.gl/AbCd', /short links/],
@@ -52,21 +91,60 @@ test('location: coordinates become the viewport, a name scopes the query; source
   t.deepEqual(parseCoordinates('-33.9,18.4,12z'), { lat: -33.9, lng: 18.4, zoom: 12 });
   t.is(parseCoordinates('Berlin'), null);
   t.is(parseCoordinates('95,10'), null);
-  const named = planPlacesSources(PlacesScrapeRequest.parse({ search_queries: ['coffee'], location: 'Mission District, San Francisco', place_ids: ['ChIJFAKEplaceId0000000001'], urls: [BLUE_FERN_URL] }));
-  t.deepEqual(named.map((s) => [s.kind, s.label]), [['search', 'search:coffee'], ['place', BLUE_FERN_URL], ['place_id', 'place_id:ChIJFAKEplaceId0000000001']]);
+  const named = planPlacesSources(
+    PlacesScrapeRequest.parse({
+      search_queries: ['coffee'],
+      location: 'Mission District, San Francisco',
+      place_ids: ['ChIJFAKEplaceId0000000001'],
+      urls: [BLUE_FERN_URL],
+    }),
+  );
+  t.deepEqual(
+    named.map((s) => [s.kind, s.label]),
+    [
+      ['search', 'search:coffee'],
+      ['place', BLUE_FERN_URL],
+      ['place_id', 'place_id:ChIJFAKEplaceId0000000001'],
+    ],
+  );
   t.like(named[0], { query: 'coffee in Mission District, San Francisco', searchString: 'coffee', viewport: WORLD });
-  const coords = planPlacesSources(PlacesScrapeRequest.parse({ search_queries: ['coffee'], location: '37.77,-122.41' }));
+  const coords = planPlacesSources(
+    PlacesScrapeRequest.parse({ search_queries: ['coffee'], location: '37.77,-122.41' }),
+  );
   t.like(coords[0], { query: 'coffee', viewport: { lat: 37.77, lng: -122.41, zoom: 14 } });
 });
 
 test('the request schema: strict, at least one source, bounds of the seed', (t) => {
   const ok = PlacesScrapeRequest.parse({ search_queries: ['coffee'] });
-  t.like(ok, { max_places: 20, max_reviews: 0, max_images: 0, include_details: false, language: 'en', urls: [], place_ids: [] });
+  t.like(ok, {
+    max_places: 20,
+    max_reviews: 0,
+    max_images: 0,
+    include_details: false,
+    language: 'en',
+    urls: [],
+    place_ids: [],
+  });
   for (const bad of [
-    {}, { search_queries: [] }, { search_queries: ['x'], max_places: 0 }, { search_queries: ['x'], max_places: 1001 }, { search_queries: ['x'], max_reviews: 100_001 },
-    { search_queries: Array.from({ length: 21 }, (_, i) => `q${i}`) }, { place_ids: ['nope'] }, { search_queries: ['x'], language: 'english' }, { search_queries: ['x'], extra: 1 },
-  ]) t.false(PlacesScrapeRequest.safeParse(bad).success, JSON.stringify(bad));
-  t.true(PlacesScrapeRequest.safeParse({ place_ids: ['ChIJFAKEplaceId0000000001'], max_reviews: 100_000, max_places: 1000, language: 'pt-BR' }).success);
+    {},
+    { search_queries: [] },
+    { search_queries: ['x'], max_places: 0 },
+    { search_queries: ['x'], max_places: 1001 },
+    { search_queries: ['x'], max_reviews: 100_001 },
+    { search_queries: Array.from({ length: 21 }, (_, i) => `q${i}`) },
+    { place_ids: ['nope'] },
+    { search_queries: ['x'], language: 'english' },
+    { search_queries: ['x'], extra: 1 },
+  ])
+    t.false(PlacesScrapeRequest.safeParse(bad).success, JSON.stringify(bad));
+  t.true(
+    PlacesScrapeRequest.safeParse({
+      place_ids: ['ChIJFAKEplaceId0000000001'],
+      max_reviews: 100_000,
+      max_places: 1000,
+      language: 'pt-BR',
+    }).success,
+  );
 });
 
 test('pb templates: search paging by !8i offset, reviews by !2s token', (t) => {
@@ -103,10 +181,27 @@ test('review token paging: a new token continues; null, empty or a repeat ends',
 test('blocks are recognised from the real consent redirect and sorry page; ordinary answers are not', (t) => {
   const [, location] = gmapsText('consent_redirect.txt').split('\n');
   t.is(detectBlock({ status: 302, location: location!.replace('Location: ', ''), body: '' })?.code, 'consent_wall');
-  t.is(detectBlock({ status: 429, contentType: 'text/html', body: gmapsText('sorry_429.html') })?.code, 'unusual_traffic');
-  t.is(detectBlock({ status: 200, contentType: 'text/html', body: gmapsText('sorry_429.html') })?.code, 'unusual_traffic', 'the captcha page also comes with 200');
-  t.is(detectBlock({ status: 302, location: 'https://www.google.com/sorry/index?continue=x', body: '' })?.code, 'unusual_traffic');
-  t.is(detectBlock({ status: 200, contentType: 'text/html', body: '<html><head><base href="https://consent.google.com/"></head></html>' })?.code, 'consent_wall');
+  t.is(
+    detectBlock({ status: 429, contentType: 'text/html', body: gmapsText('sorry_429.html') })?.code,
+    'unusual_traffic',
+  );
+  t.is(
+    detectBlock({ status: 200, contentType: 'text/html', body: gmapsText('sorry_429.html') })?.code,
+    'unusual_traffic',
+    'the captcha page also comes with 200',
+  );
+  t.is(
+    detectBlock({ status: 302, location: 'https://www.google.com/sorry/index?continue=x', body: '' })?.code,
+    'unusual_traffic',
+  );
+  t.is(
+    detectBlock({
+      status: 200,
+      contentType: 'text/html',
+      body: '<html><head><base href="https://consent.google.com/"></head></html>',
+    })?.code,
+    'consent_wall',
+  );
   t.is(detectBlock({ status: 200, contentType: 'application/json', body: gmapsText('search_tbm_map.txt') }), null);
   t.is(detectBlock({ status: 200, contentType: 'text/html', body: gmapsText('place_page.html') }), null);
   t.is(detectBlock({ status: 302, location: 'https://www.google.com/maps/place/x', body: '' }), null);

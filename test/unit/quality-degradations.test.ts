@@ -1,6 +1,18 @@
 import test from 'ava';
 import {
-  contextCrop, cylinderTurn, gaussianBlur, HEAD_RADIUS, infraredGray, jpegRecompress, lowLight, motionBlur, scaleFace, seededRandom, smallFaceInFrame, yawCylinder, type RawImage,
+  contextCrop,
+  cylinderTurn,
+  gaussianBlur,
+  HEAD_RADIUS,
+  infraredGray,
+  jpegRecompress,
+  lowLight,
+  motionBlur,
+  scaleFace,
+  seededRandom,
+  smallFaceInFrame,
+  yawCylinder,
+  type RawImage,
 } from '../../bench/quality/degradations.js';
 import { boxStatistics } from '../../src/inference/quality.js';
 
@@ -10,10 +22,12 @@ function image(w: number, h: number, f: (x: number, y: number) => [number, numbe
   for (let y = 0; y < h; y++) for (let x = 0; x < w; x++) data.set(f(x, y), (y * w + x) * 3);
   return { data, width: w, height: h };
 }
-const px = (img: RawImage, x: number, y: number) => Array.from(img.data.subarray((y * img.width + x) * 3, (y * img.width + x) * 3 + 3));
+const px = (img: RawImage, x: number, y: number) =>
+  Array.from(img.data.subarray((y * img.width + x) * 3, (y * img.width + x) * 3 + 3));
 const mean = (img: RawImage) => img.data.reduce((a, b) => a + b, 0) / img.data.length;
-const sharpness = (img: RawImage) => boxStatistics(img.data, img.width, img.height, [0, 0, img.width, img.height]).laplacianVariance;
-const checker = image(64, 48, (x, y) => ((x >> 2) + (y >> 2)) % 2 ? [220, 180, 140] : [30, 40, 50]);
+const sharpness = (img: RawImage) =>
+  boxStatistics(img.data, img.width, img.height, [0, 0, img.width, img.height]).laplacianVariance;
+const checker = image(64, 48, (x, y) => (((x >> 2) + (y >> 2)) % 2 ? [220, 180, 140] : [30, 40, 50]));
 const columns = image(64, 48, (x) => (x % 6 < 3 ? [200, 200, 200] : [40, 40, 40]));
 const rows = image(64, 48, (_x, y) => (y % 6 < 3 ? [200, 200, 200] : [40, 40, 40]));
 
@@ -63,7 +77,8 @@ test('motion blur is horizontal: it smears vertical stripes and leaves horizonta
 test('JPEG q30 changes the pixels but not the picture', async (t) => {
   const out = await jpegRecompress(checker, 30);
   t.like(out, { width: 64, height: 48 });
-  let diff = 0, changed = 0;
+  let diff = 0,
+    changed = 0;
   for (let i = 0; i < out.data.length; i++) {
     diff += Math.abs(out.data[i]! - checker.data[i]!);
     if (out.data[i] !== checker.data[i]) changed++;
@@ -98,7 +113,8 @@ test('IR-like grey: one red-weighted channel replicated', (t) => {
 });
 
 test('cylinderTurn: the axis moves by r·sin(θ), the silhouette stays, the far side hides', (t) => {
-  const r = 10, rad = Math.PI / 6;
+  const r = 10,
+    rad = Math.PI / 6;
   t.true(Math.abs(cylinderTurn(0, r, rad) - 5) < 1e-12);
   t.is(cylinderTurn(12, r, rad), 12, 'outside the head nothing moves');
   t.true(Math.abs(cylinderTurn(9.9, r, rad) - r) < 1e-9, 'turned past the silhouette: stays at the edge');
@@ -119,6 +135,9 @@ test('yawCylinder: 0 degrees is the identity; 30 degrees moves the face centre r
   t.true(turned.box[0] > box[0], 'the near edge moves towards the turn');
   t.deepEqual(px(turned.image, 10, 20), px(img, 10, 20), 'background outside the head is unchanged');
   const back = yawCylinder({ image: img, box }, -30);
-  const peakBack = Array.from({ length: 200 }, (_, x) => px(back.image, x, 20)[0]!).reduce((b, v, x, a) => (v > a[b]! ? x : b), 0);
+  const peakBack = Array.from({ length: 200 }, (_, x) => px(back.image, x, 20)[0]!).reduce(
+    (b, v, x, a) => (v > a[b]! ? x : b),
+    0,
+  );
   t.true(Math.abs(peakBack - 85) <= 1, `peak at ${peakBack}`);
 });

@@ -1,9 +1,24 @@
 import test from 'ava';
 import {
-  clopperPearson, dPrime, histogram, logGamma, minImpostorsFor, openSet, operatingPoint, quantile, rank1, regularizedBeta, rocAuc, summarize, tarAtFar, thresholdAbove, wilson,
+  clopperPearson,
+  dPrime,
+  histogram,
+  logGamma,
+  minImpostorsFor,
+  openSet,
+  operatingPoint,
+  quantile,
+  rank1,
+  regularizedBeta,
+  rocAuc,
+  summarize,
+  tarAtFar,
+  thresholdAbove,
+  wilson,
 } from '../../bench/quality/metrics.js';
 
-const close = (t: import('ava').ExecutionContext, got: number, want: number, eps = 1e-6, what = '') => t.true(Math.abs(got - want) < eps, `${what} ${got} vs ${want}`);
+const close = (t: import('ava').ExecutionContext, got: number, want: number, eps = 1e-6, what = '') =>
+  t.true(Math.abs(got - want) < eps, `${what} ${got} vs ${want}`);
 
 test('logGamma matches factorials and Γ(1/2) = √π', (t) => {
   close(t, logGamma(5), Math.log(24), 1e-12);
@@ -34,8 +49,14 @@ test('Clopper-Pearson: closed forms at k = 0 and k = n, and the textbook 5/10 in
 });
 
 test('Clopper-Pearson is wider than Wilson (it is conservative) and both contain the estimate', (t) => {
-  for (const [k, n] of [[1, 20], [17, 20], [96, 104], [3, 1876]] as const) {
-    const cp = clopperPearson(k, n), w = wilson(k, n);
+  for (const [k, n] of [
+    [1, 20],
+    [17, 20],
+    [96, 104],
+    [3, 1876],
+  ] as const) {
+    const cp = clopperPearson(k, n),
+      w = wilson(k, n);
     t.true(cp.high - cp.low > w.high - w.low, `${k}/${n}: CP ${JSON.stringify(cp)} Wilson ${JSON.stringify(w)}`);
     t.true(w.low <= k / n && k / n <= w.high);
     t.true(cp.low <= k / n && k / n <= cp.high);

@@ -1,6 +1,12 @@
 import test from 'ava';
 import { NORM_TOLERANCE, embeddingProblem } from '../../src/collections/embeddingRule.js';
-import { identityConflict, parseExternalEmbeddings, reviewImage, type ReviewGates, type ReviewMode } from '../../src/collections/review.js';
+import {
+  identityConflict,
+  parseExternalEmbeddings,
+  reviewImage,
+  type ReviewGates,
+  type ReviewMode,
+} from '../../src/collections/review.js';
 import type { AnalyzedFace } from '../../src/inference/pipeline.js';
 
 const DIM = 4;
@@ -11,7 +17,13 @@ const unit = (i = 0, dim = DIM) => {
   return v;
 };
 
-const LM: [number, number][] = [[30, 40], [70, 40], [50, 60], [35, 80], [65, 80]];
+const LM: [number, number][] = [
+  [30, 40],
+  [70, 40],
+  [50, 60],
+  [35, 80],
+  [65, 80],
+];
 
 /** A face that passes every gate in standard mode; override what a test needs. */
 function face(over: Partial<AnalyzedFace> = {}): AnalyzedFace {
@@ -27,7 +39,16 @@ function face(over: Partial<AnalyzedFace> = {}): AnalyzedFace {
 }
 
 type Input = Parameters<typeof reviewImage>[0];
-const review = (over: Partial<Input>) => reviewImage({ faces: [face()], selected: 0, mode: 'standard', gates: GATES, dimension: DIM, external: null, ...over });
+const review = (over: Partial<Input>) =>
+  reviewImage({
+    faces: [face()],
+    selected: 0,
+    mode: 'standard',
+    gates: GATES,
+    dimension: DIM,
+    external: null,
+    ...over,
+  });
 const reason = (over: Partial<Input>) => {
   const r = review(over);
   return 'reason' in r ? r.reason : 'accepted';
@@ -36,7 +57,8 @@ const reason = (over: Partial<Input>) => {
 // ---- reviewImage ----
 
 test('no faces -> face_not_found in every mode', (t) => {
-  for (const mode of ['off', 'standard', 'strict'] as ReviewMode[]) t.is(reason({ faces: [], mode }), 'face_not_found', mode);
+  for (const mode of ['off', 'standard', 'strict'] as ReviewMode[])
+    t.is(reason({ faces: [], mode }), 'face_not_found', mode);
   t.is(reason({ faces: [], mode: 'off', external: unit(1) }), 'face_not_found');
 });
 
@@ -53,7 +75,8 @@ test('a passing face is accepted with its own embedding', (t) => {
 });
 
 test('multiple faces: rejected unless mode is off, where faces[selected] is used', (t) => {
-  const a = face({ embedding: unit(0) }), b = face({ embedding: unit(1) });
+  const a = face({ embedding: unit(0) }),
+    b = face({ embedding: unit(1) });
   t.is(reason({ faces: [a, b], mode: 'standard', selected: 0 }), 'multiple_faces');
   t.is(reason({ faces: [a, b], mode: 'strict', selected: 1 }), 'multiple_faces');
   const r = review({ faces: [a, b], mode: 'off', selected: 1 });
@@ -86,10 +109,17 @@ test('invalid_landmarks only applies to external vectors', (t) => {
   ];
   for (const landmarks of broken) {
     t.is(reason({ faces: [face({ landmarks })], external: unit(1) }), 'invalid_landmarks');
-    t.is(reason({ faces: [face({ landmarks })], external: null }), 'accepted', 'server embeddings do not look at landmarks');
+    t.is(
+      reason({ faces: [face({ landmarks })], external: null }),
+      'accepted',
+      'server embeddings do not look at landmarks',
+    );
   }
   // Checked before the embedding and before the quality gates, also in off mode.
-  t.is(reason({ faces: [face({ landmarks: LM.slice(0, 3), box: [0, 0, 5, 5] })], external: new Float32Array(DIM) }), 'invalid_landmarks');
+  t.is(
+    reason({ faces: [face({ landmarks: LM.slice(0, 3), box: [0, 0, 5, 5] })], external: new Float32Array(DIM) }),
+    'invalid_landmarks',
+  );
   t.is(reason({ faces: [face({ landmarks: LM.slice(0, 3) })], external: unit(1), mode: 'off' }), 'invalid_landmarks');
 });
 
@@ -112,14 +142,22 @@ test('invalid_embedding (server) vs invalid_external_embedding', (t) => {
   t.is(reason({ external: Float32Array.from([NaN, 0, 0, 1]) }), 'invalid_external_embedding');
   // A bad server embedding does not matter when an external one is given, and vice versa.
   t.is(reason({ faces: [face({ embedding: new Float32Array(DIM) })], external: unit(1) }), 'accepted');
-  t.is(reason({ faces: [face({ embedding: unit(1) })], external: Float32Array.from([2, 0, 0, 0]) }), 'invalid_external_embedding');
+  t.is(
+    reason({ faces: [face({ embedding: unit(1) })], external: Float32Array.from([2, 0, 0, 0]) }),
+    'invalid_external_embedding',
+  );
   // The embedding is checked before the quality gates, and in off mode too.
   t.is(reason({ faces: [face({ embedding: undefined, box: [0, 0, 5, 5], score: 0 })] }), 'invalid_embedding');
   t.is(reason({ faces: [face({ embedding: undefined })], mode: 'off' }), 'invalid_embedding');
 });
 
 test('off stops before the quality gates', (t) => {
-  const awful = face({ box: [0, 0, 5, 5], score: 0.01, pose: { yaw: 90, pitch: 90, roll: 90 }, quality: { score: 0, sharpness: 0, brightness: 0, pose: 0 } });
+  const awful = face({
+    box: [0, 0, 5, 5],
+    score: 0.01,
+    pose: { yaw: 90, pitch: 90, roll: 90 },
+    quality: { score: 0, sharpness: 0, brightness: 0, pose: 0 },
+  });
   t.is(reason({ faces: [awful], mode: 'off' }), 'accepted');
   t.is(reason({ faces: [awful], mode: 'standard' }), 'face_too_small');
   t.is(reason({ faces: [awful], mode: 'strict' }), 'face_too_small');
@@ -138,7 +176,13 @@ test('low_detection_score is strictly below minScore', (t) => {
 });
 
 test('extreme_pose: |yaw|, |pitch| or |roll| above maxPoseDegrees', (t) => {
-  for (const pose of [{ yaw: 45.1, pitch: 0, roll: 0 }, { yaw: -46, pitch: 0, roll: 0 }, { yaw: 0, pitch: -45.5, roll: 0 }, { yaw: 0, pitch: 0, roll: 60 }, { yaw: 0, pitch: 0, roll: -90 }]) {
+  for (const pose of [
+    { yaw: 45.1, pitch: 0, roll: 0 },
+    { yaw: -46, pitch: 0, roll: 0 },
+    { yaw: 0, pitch: -45.5, roll: 0 },
+    { yaw: 0, pitch: 0, roll: 60 },
+    { yaw: 0, pitch: 0, roll: -90 },
+  ]) {
     t.is(reason({ faces: [face({ pose })] }), 'extreme_pose', JSON.stringify(pose));
   }
   t.is(reason({ faces: [face({ pose: { yaw: 45, pitch: -45, roll: 45 } })] }), 'accepted', 'exactly at the limit');
@@ -223,28 +267,33 @@ test('embeddingProblem: norm tolerance 2e-4 boundary (float32 values)', (t) => {
 // ---- parseExternalEmbeddings ----
 
 test('parseExternalEmbeddings: non-JSON and non-array JSON -> null', (t) => {
-  for (const text of ['', 'nope', '[1,2', '{"a":1}', '1', '"[]"', 'null', 'true']) t.is(parseExternalEmbeddings(text, DIM), null, text);
+  for (const text of ['', 'nope', '[1,2', '{"a":1}', '1', '"[]"', 'null', 'true'])
+    t.is(parseExternalEmbeddings(text, DIM), null, text);
   t.deepEqual(parseExternalEmbeddings('[]', DIM), []);
 });
 
 test('parseExternalEmbeddings: per-vector problems do not fail the others', (t) => {
-  const out = parseExternalEmbeddings(JSON.stringify([
-    [1, 0, 0, 0],
-    [true, 0, 0, 0],
-    ['1', 0, 0, 0],
-    [1, 0, 0],
-    null,
-    5,
-    { 0: 1 },
-    [[1], 0, 0, 0],
-    [0, 0, 0, 0],
-    [2, 0, 0, 0],
-    [0, 1, 0, 0],
-  ]), DIM);
+  const out = parseExternalEmbeddings(
+    JSON.stringify([
+      [1, 0, 0, 0],
+      [true, 0, 0, 0],
+      ['1', 0, 0, 0],
+      [1, 0, 0],
+      null,
+      5,
+      { 0: 1 },
+      [[1], 0, 0, 0],
+      [0, 0, 0, 0],
+      [2, 0, 0, 0],
+      [0, 1, 0, 0],
+    ]),
+    DIM,
+  );
   t.truthy(out);
   t.is(out!.length, 11);
   t.true(out![0] instanceof Float32Array);
-  for (const i of [1, 2, 4, 5, 6, 7]) t.deepEqual(out![i], { problem: 'each vector must be an array of numbers' }, `element ${i}`);
+  for (const i of [1, 2, 4, 5, 6, 7])
+    t.deepEqual(out![i], { problem: 'each vector must be an array of numbers' }, `element ${i}`);
   t.deepEqual(out![3], { problem: 'expected 4 values, got 3' });
   t.deepEqual(out![8], { problem: 'zero vector' });
   t.deepEqual(out![9], { problem: 'norm 2.000000 is not 1 ± 0.0002' });

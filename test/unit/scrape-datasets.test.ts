@@ -34,7 +34,13 @@ function source(label: string, ids: number[], answers: string[] = []): { label: 
 
 async function schedule(limit: number, sources: ReturnType<typeof source>[], seen: string[] = []) {
   const sink = new ItemSink(limit, (i) => (i as { id: string }).id, Item, new Set(seen));
-  const out = await runSources(sources, { sink, runWide: new Set(), signal: undefined, limitReason: 'max_items', open: (s) => s.work() });
+  const out = await runSources(sources, {
+    sink,
+    runWide: new Set(),
+    signal: undefined,
+    limitReason: 'max_items',
+    open: (s) => s.work(),
+  });
   return { items: sink.items.map((i) => (i as { id: string }).id), reports: out.reports };
 }
 
@@ -45,14 +51,36 @@ test('fair shares: equal per pass, unused shares go to the sources still running
   const out = await schedule(9, [a, b, c]);
   // Pass 1: shares of 3 (a: 1 2 3, b: 11 then ends, c: 21 22 23); pass 2: 2 left for a and c, 1 each.
   t.deepEqual(out.items, ['x1', 'x2', 'x3', 'x11', 'x21', 'x22', 'x23', 'x4', 'x24']);
-  t.deepEqual(out.reports.map((r) => [r.items, r.stop_reason]), [[4, 'max_items'], [1, 'exhausted'], [4, 'max_items']]);
+  t.deepEqual(
+    out.reports.map((r) => [r.items, r.stop_reason]),
+    [
+      [4, 'max_items'],
+      [1, 'exhausted'],
+      [4, 'max_items'],
+    ],
+  );
   const tiny = await schedule(1, [source('a', [1]), source('b', [2])]);
-  t.deepEqual(tiny.reports.map((r) => [r.status, r.stop_reason]), [['ok', 'max_items'], ['not_started', 'max_items']]);
+  t.deepEqual(
+    tiny.reports.map((r) => [r.status, r.stop_reason]),
+    [
+      ['ok', 'max_items'],
+      ['not_started', 'max_items'],
+    ],
+  );
 });
 
 test('the sink: invalid items are dropped and reported, duplicates and already seen ones only counted', async (t) => {
   const answers: string[] = [];
-  const bad = { label: 'bad', work: async function* (): SourceWork { answers.push(String(yield { id: 'nope' })); answers.push(String(yield { id: 'x1' })); answers.push(String(yield { id: 'x1' })); answers.push(String(yield { id: 'x9' })); return undefined; } };
+  const bad = {
+    label: 'bad',
+    work: async function* (): SourceWork {
+      answers.push(String(yield { id: 'nope' }));
+      answers.push(String(yield { id: 'x1' }));
+      answers.push(String(yield { id: 'x1' }));
+      answers.push(String(yield { id: 'x9' }));
+      return undefined;
+    },
+  };
   const out = await schedule(10, [bad as never], ['x9']);
   t.deepEqual(out.items, ['x1']);
   t.deepEqual(answers, ['invalid', 'added', 'duplicate', 'seen']);
@@ -64,18 +92,42 @@ test('the sink: invalid items are dropped and reported, duplicates and already s
 
 test('a cancelled run stops where it is and keeps what was delivered', async (t) => {
   const controller = new AbortController();
-  const slow = { label: 'slow', work: async function* (): SourceWork { yield { id: 'x1' }; controller.abort(); await new Promise((r) => setTimeout(r, 5)); controller.signal.throwIfAborted(); yield { id: 'x2' }; return undefined; } };
+  const slow = {
+    label: 'slow',
+    work: async function* (): SourceWork {
+      yield { id: 'x1' };
+      controller.abort();
+      await new Promise((r) => setTimeout(r, 5));
+      controller.signal.throwIfAborted();
+      yield { id: 'x2' };
+      return undefined;
+    },
+  };
   const sink = new ItemSink(10, (i) => (i as { id: string }).id, Item);
-  const out = await runSources([slow, source('later', [5])] as never[], { sink, runWide: new Set(), signal: controller.signal, limitReason: 'max_items', open: (s: any) => s.work() });
+  const out = await runSources([slow, source('later', [5])] as never[], {
+    sink,
+    runWide: new Set(),
+    signal: controller.signal,
+    limitReason: 'max_items',
+    open: (s: any) => s.work(),
+  });
   t.true(out.cancelled);
   t.deepEqual(sink.items, [{ id: 'x1' }]);
-  t.deepEqual(out.reports.map((r: SourceReportT) => [r.status, r.stop_reason]), [['cancelled', 'cancelled'], ['not_started', 'cancelled']]);
+  t.deepEqual(
+    out.reports.map((r: SourceReportT) => [r.status, r.stop_reason]),
+    [
+      ['cancelled', 'cancelled'],
+      ['not_started', 'cancelled'],
+    ],
+  );
 });
 
 test('CSV: columns from the schema (dots for objects, one JSON cell per array), RFC 4180 quoting, formula guard', (t) => {
   const place = csvColumns(PlaceItem);
   t.deepEqual(place.slice(0, 4), ['title', 'categoryName', 'categories', 'placeId']);
-  t.true(place.includes('location.lat') && place.includes('location.lng') && place.includes('reviewsDistribution.oneStar'));
+  t.true(
+    place.includes('location.lat') && place.includes('location.lng') && place.includes('reviewsDistribution.oneStar'),
+  );
   t.false(place.includes('location'));
   t.is(place.filter((c) => c === 'reviews').length, 1);
   const forum = csvColumns(ForumItem);
@@ -101,8 +153,15 @@ test('exports read SQLite a batch at a time, only as the consumer pulls', async 
     const items = Array.from({ length: 2000 }, (_, i) => ({ key: `k${i}`, item: { id: `x${i}`, n: i } }));
     await store.finish(run.id, { status: 'succeeded', items, result: {}, error: null });
     let batches = 0;
-    const counting = Object.assign(Object.create(store), { async *itemJsonBatches(id: string) { for await (const b of store.itemJsonBatches(id)) { batches++; yield b; } } }) as RunStore;
-    const { stream } = datasetExport(counting, (await (await store.byId(run.id)))!, Item, 'jsonl');
+    const counting = Object.assign(Object.create(store), {
+      async *itemJsonBatches(id: string) {
+        for await (const b of store.itemJsonBatches(id)) {
+          batches++;
+          yield b;
+        }
+      },
+    }) as RunStore;
+    const { stream } = datasetExport(counting, (await await store.byId(run.id))!, Item, 'jsonl');
     // Paused mode: the stream fills its buffer (16 KB) and then waits for the consumer.
     await once(stream, 'readable');
     await new Promise((r) => setTimeout(r, 50));
@@ -124,11 +183,23 @@ test('the seen-set keeps the most recently delivered keys up to its bound', asyn
     await new WorkspaceStore(db.db).create({ id: 'acme', name: 'Acme' });
     const store = new RunStore(db.db, new UsageMeter(db.db, 100_000), 100);
     const deliver = async (keys: string[]) => {
-      const run = await store.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: keys.length, maxActive: 10 });
-      await store.finish(run.id, { status: 'succeeded', items: keys.map((key) => ({ key, item: { key } })), result: {}, error: null });
+      const run = await store.create({
+        workspaceId: 'acme',
+        kind: 'places',
+        request: {},
+        wanted: keys.length,
+        maxActive: 10,
+      });
+      await store.finish(run.id, {
+        status: 'succeeded',
+        items: keys.map((key) => ({ key, item: { key } })),
+        result: {},
+        error: null,
+      });
       await new Promise((r) => setTimeout(r, 5));
     };
-    const keys = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `k${String(from + i).padStart(3, '0')}`);
+    const keys = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, i) => `k${String(from + i).padStart(3, '0')}`);
     await deliver(keys(0, 80));
     await deliver(keys(60, 120)); // refreshes k060…k079
     const seen = new Set(await store.seenKeys('acme', 'places'));
@@ -137,7 +208,12 @@ test('the seen-set keeps the most recently delivered keys up to its bound', asyn
     t.true(seen.has('k020') && seen.has('k060') && seen.has('k119'));
     t.deepEqual(await store.seenCounts('acme'), { by_kind: { places: 100 }, capacity_per_kind: 100 });
     const failed = await store.create({ workspaceId: 'acme', kind: 'places', request: {}, wanted: 1, maxActive: 10 });
-    await store.finish(failed.id, { status: 'failed', items: [{ key: 'zzz', item: {} }], result: null, error: { code: 'x', message: 'x', details: {} } });
+    await store.finish(failed.id, {
+      status: 'failed',
+      items: [{ key: 'zzz', item: {} }],
+      result: null,
+      error: { code: 'x', message: 'x', details: {} },
+    });
     t.false((await store.seenKeys('acme', 'places')).includes('zzz'), 'a failed run delivered nothing');
   } finally {
     db.close();
@@ -149,22 +225,41 @@ test('migration 0012 moves the items of existing runs out of result_json, in ord
   const migrations = fileURLToPath(new URL('../../src/store/migrations/', import.meta.url));
   const upTo5 = join(dir, 'migrations');
   mkdirSync(upTo5);
-  for (const f of readdirSync(migrations).filter((f) => /^000[1-5]_/.test(f))) copyFileSync(join(migrations, f), join(upTo5, f));
+  for (const f of readdirSync(migrations).filter((f) => /^000[1-5]_/.test(f)))
+    copyFileSync(join(migrations, f), join(upTo5, f));
   const data = join(dir, 'data');
   const old = openDatabase(data, upTo5);
   await new WorkspaceStore(old.db).create({ id: 'acme', name: 'Acme' });
-  old.db.prepare(`INSERT INTO scrape_runs (id, workspace_id, kind, status, request_json, period, billed_units, item_count, result_json, created_at, finished_at)
-    VALUES ('run_old', 'acme', 'forum', 'succeeded', '{}', '2026-01', 2, 2, ?, '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z')`)
-    .run(JSON.stringify({ items: [{ id: 't3_a' }, { id: 't3_b' }], sources: [{ source: 's', status: 'ok', items: 2, filtered: {} }], warnings: ['w'] }));
+  old.db
+    .prepare(
+      `INSERT INTO scrape_runs (id, workspace_id, kind, status, request_json, period, billed_units, item_count, result_json, created_at, finished_at)
+    VALUES ('run_old', 'acme', 'forum', 'succeeded', '{}', '2026-01', 2, 2, ?, '2026-01-01T00:00:00Z', '2026-01-01T00:01:00Z')`,
+    )
+    .run(
+      JSON.stringify({
+        items: [{ id: 't3_a' }, { id: 't3_b' }],
+        sources: [{ source: 's', status: 'ok', items: 2, filtered: {} }],
+        warnings: ['w'],
+      }),
+    );
   old.close();
   const db = openDatabase(data);
   try {
     const store = new RunStore(db.db, new UsageMeter(db.db, 1000));
-    t.deepEqual((await store.items('run_old', -1, 10)).map((r) => r.item), [{ id: 't3_a' }, { id: 't3_b' }]);
+    t.deepEqual(
+      (await store.items('run_old', -1, 10)).map((r) => r.item),
+      [{ id: 't3_a' }, { id: 't3_b' }],
+    );
     const row = (await store.byId('run_old'))!;
-    t.deepEqual(JSON.parse(row.result_json!), { sources: [{ source: 's', status: 'ok', items: 2, filtered: {} }], warnings: ['w'] });
+    t.deepEqual(JSON.parse(row.result_json!), {
+      sources: [{ source: 's', status: 'ok', items: 2, filtered: {} }],
+      warnings: ['w'],
+    });
     t.like(row, { status: 'succeeded', billed_units: 2, resume_at: null, cancel_requested_at: null });
-    t.throws(() => db.db.prepare("UPDATE scrape_runs SET status = 'bogus' WHERE id = 'run_old'").run(), { any: true, code: 'SQLITE_CONSTRAINT_CHECK' });
+    t.throws(() => db.db.prepare("UPDATE scrape_runs SET status = 'bogus' WHERE id = 'run_old'").run(), {
+      any: true,
+      code: 'SQLITE_CONSTRAINT_CHECK',
+    });
     db.db.prepare("UPDATE scrape_runs SET status = 'waiting_for_rate_limit' WHERE id = 'run_old'").run();
     t.is((await store.byId('run_old'))!.status, 'waiting_for_rate_limit', 'the new statuses pass the rebuilt CHECK');
   } finally {
@@ -178,7 +273,12 @@ test('search pages: places, a genuinely empty list, and documents we do not reco
   t.is(page.kind, 'places');
   t.is(page.kind === 'places' ? page.places.length : 0, 2);
   t.deepEqual(readSearchPage([[real[0][0], [real[0][1][0]]]]), { kind: 'empty' });
-  for (const [doc, why] of [[[], /data\[0\]/], [[[real[0][0]]], /data\[0\]\[1\]/], [[[real[0][0], [real[0][1][0], [null, 1]]]], /without a place array/], [[[null, []]], /metadata/]] as const) {
+  for (const [doc, why] of [
+    [[], /data\[0\]/],
+    [[[real[0][0]]], /data\[0\]\[1\]/],
+    [[[real[0][0], [real[0][1][0], [null, 1]]]], /without a place array/],
+    [[[null, []]], /metadata/],
+  ] as const) {
     const r = readSearchPage(doc);
     t.is(r.kind, 'unrecognised');
     t.regex(r.kind === 'unrecognised' ? r.why : '', why);
@@ -188,20 +288,36 @@ test('search pages: places, a genuinely empty list, and documents we do not reco
   withAd[2] = [null, [[Object.assign(new Array(16).fill(null), { 15: ad })]]];
   const read = readSearchPage(withAd);
   t.is(read.kind === 'places' ? read.ads.length : 0, 1);
-  t.deepEqual(parseGoogleJson(`${gmapsText('search_tbm_map_xhr_variant.txt')}/*""*/`), real, 'the XHR wrapper with its trailing comment');
+  t.deepEqual(
+    parseGoogleJson(`${gmapsText('search_tbm_map_xhr_variant.txt')}/*""*/`),
+    real,
+    'the XHR wrapper with its trailing comment',
+  );
   t.deepEqual(parseGoogleJson(`\n${gmapsText('search_tbm_map_xhr_variant.txt')}\n/*""*/\n`), real);
 });
 
 test('place filters: each reason, values Google did not give count as missing', (t) => {
-  const [fern, lab] = gmapsJson('search_tbm_map.txt')[0][1].slice(1).map((r: any[]) => mapPlace(r[14], { scrapedAt: 'x', language: 'en', searchString: null, rank: null, includeDetails: false })!) as PlaceItemT[];
-  const none = { skip_without_phone: false, skip_without_website: false, skip_without_reviews: false, skip_closed: false };
+  const [fern, lab] = gmapsJson('search_tbm_map.txt')[0][1]
+    .slice(1)
+    .map((r: any[]) =>
+      mapPlace(r[14], { scrapedAt: 'x', language: 'en', searchString: null, rank: null, includeDetails: false })!,
+    ) as PlaceItemT[];
+  const none = {
+    skip_without_phone: false,
+    skip_without_website: false,
+    skip_without_reviews: false,
+    skip_closed: false,
+  };
   t.is(placeFilterReason(fern!, none), null);
   t.is(placeFilterReason(lab!, { ...none, skip_without_website: true }), 'no_website');
   t.is(placeFilterReason(lab!, { ...none, skip_closed: true }), 'closed');
   t.is(placeFilterReason(lab!, { ...none, min_rating: 4.5 }), 'below_min_rating');
   t.is(placeFilterReason({ ...fern!, totalScore: null }, { ...none, min_rating: 1 }), 'below_min_rating');
   t.is(placeFilterReason({ ...fern!, reviewsCount: null }, { ...none, skip_without_reviews: true }), 'no_reviews');
-  t.is(placeFilterReason({ ...fern!, phone: null, phoneUnformatted: null }, { ...none, skip_without_phone: true }), 'no_phone');
+  t.is(
+    placeFilterReason({ ...fern!, phone: null, phoneUnformatted: null }, { ...none, skip_without_phone: true }),
+    'no_phone',
+  );
   t.is(placeFilterReason(fern!, { ...none, categories: ['CAFE'] }), null, 'case-insensitive, part of a category');
   t.is(placeFilterReason(fern!, { ...none, categories: ['bakery', 'dentist'] }), 'category');
 });

@@ -1,7 +1,16 @@
 import test from 'ava';
 import { CollectionIndex, type IndexRow, type RowHit } from '../../src/search/collectionIndex.js';
 import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
-import { bfloat16ToFloat, clipSimilarity, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
+import {
+  bfloat16ToFloat,
+  clipSimilarity,
+  encode,
+  halfToFloat,
+  profileCodec,
+  score,
+  toBfloat16,
+  toHalf,
+} from '../../src/search/profiles.js';
 import { seededRandom } from '../../bench/seededRandom.js';
 
 // ---- helpers ----
@@ -9,7 +18,8 @@ import { seededRandom } from '../../bench/seededRandom.js';
 const prng = seededRandom;
 
 function gaussian(rand: () => number): number {
-  const u = Math.max(rand(), 1e-12), v = rand();
+  const u = Math.max(rand(), 1e-12),
+    v = rand();
   return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
 }
 
@@ -39,7 +49,8 @@ function bruteForce(rows: IndexRow[], scoreOf: (v: Float32Array) => number, limi
     if (r.personKey === exclude) continue;
     const s = scoreOf(r.vector);
     const prev = best.get(r.personKey);
-    if (!prev || s > prev.score || (s === prev.score && r.faceKey < prev.faceKey)) best.set(r.personKey, { faceKey: r.faceKey, personKey: r.personKey, score: s });
+    if (!prev || s > prev.score || (s === prev.score && r.faceKey < prev.faceKey))
+      best.set(r.personKey, { faceKey: r.faceKey, personKey: r.personKey, score: s });
   }
   return [...best.values()].sort((a, b) => b.score - a.score || a.personKey - b.personKey).slice(0, limit);
 }
@@ -51,7 +62,8 @@ function refInt8(x: number, scale: number): number {
   return Math.max(-128, Math.min(127, r)) + 0; // + 0 turns -0 into 0
 }
 
-const i8 = (profile: SearchProfile, values: number[]) => Array.from(encode(profileCodec(profile), Float32Array.from(values)) as Int8Array);
+const i8 = (profile: SearchProfile, values: number[]) =>
+  Array.from(encode(profileCodec(profile), Float32Array.from(values)) as Int8Array);
 
 const f32bits = (x: number) => new Uint32Array(Float32Array.of(x).buffer)[0]!;
 const fromBits = (bits: number) => new Float32Array(Uint32Array.of(bits).buffer)[0]!;
@@ -64,7 +76,12 @@ test('profileCodec: storage, scale and bytes per scalar of every profile', (t) =
   t.deepEqual(profileCodec('fp16_v1'), { profile: 'fp16_v1', storage: 'f16', scale: 1, bytesPerScalar: 2 });
   t.deepEqual(profileCodec('bf16_v1'), { profile: 'bf16_v1', storage: 'bf16', scale: 1, bytesPerScalar: 2 });
   t.deepEqual(profileCodec('int8_x736_v1'), { profile: 'int8_x736_v1', storage: 'i8', scale: 736, bytesPerScalar: 1 });
-  t.deepEqual(profileCodec('int8_x1000_v1'), { profile: 'int8_x1000_v1', storage: 'i8', scale: 1000, bytesPerScalar: 1 });
+  t.deepEqual(profileCodec('int8_x1000_v1'), {
+    profile: 'int8_x1000_v1',
+    storage: 'i8',
+    scale: 1000,
+    bytesPerScalar: 1,
+  });
   t.true(encode(profileCodec('int8_x736_v1'), new Float32Array(3)) instanceof Int8Array);
   t.true(encode(profileCodec('fp16_v1'), new Float32Array(3)) instanceof Uint16Array);
   t.true(encode(profileCodec('bf16_v1'), new Float32Array(3)) instanceof Uint16Array);
@@ -73,7 +90,10 @@ test('profileCodec: storage, scale and bytes per scalar of every profile', (t) =
 
 test('int8_x736: exact half cases round away from zero in both signs', (t) => {
   // 1/64 * 736 = 11.5, 3/64 * 736 = 34.5, 5/64 * 736 = 57.5, 7/64 * 736 = 80.5 (all exact in float32 and double).
-  t.deepEqual(i8('int8_x736_v1', [1 / 64, -1 / 64, 3 / 64, -3 / 64, 5 / 64, -5 / 64, 7 / 64, -7 / 64]), [12, -12, 35, -35, 58, -58, 81, -81]);
+  t.deepEqual(
+    i8('int8_x736_v1', [1 / 64, -1 / 64, 3 / 64, -3 / 64, 5 / 64, -5 / 64, 7 / 64, -7 / 64]),
+    [12, -12, 35, -35, 58, -58, 81, -81],
+  );
   // Just either side of a half.
   t.deepEqual(i8('int8_x736_v1', [10.49 / 736, 10.51 / 736, -10.49 / 736, -10.51 / 736]), [10, 11, -10, -11]);
   t.deepEqual(i8('int8_x736_v1', [0, -0, 0.49 / 736, -0.49 / 736]), [0, 0, 0, 0]);
@@ -81,13 +101,19 @@ test('int8_x736: exact half cases round away from zero in both signs', (t) => {
 
 test('int8_x736: saturates at -128 and 127', (t) => {
   t.deepEqual(i8('int8_x736_v1', [1, -1, 0.5, -0.5]), [127, -128, 127, -128]);
-  t.deepEqual(i8('int8_x736_v1', [127 / 736, 128 / 736, -128 / 736, -129 / 736, 127.4 / 736, -128.4 / 736]), [127, 127, -128, -128, 127, -128]);
+  t.deepEqual(
+    i8('int8_x736_v1', [127 / 736, 128 / 736, -128 / 736, -129 / 736, 127.4 / 736, -128.4 / 736]),
+    [127, 127, -128, -128, 127, -128],
+  );
   t.deepEqual(i8('int8_x736_v1', [126.6 / 736, -127.6 / 736]), [127, -128]);
 });
 
 test('int8_x1000: half cases and saturation with scale 1000', (t) => {
   // 1/16 * 1000 = 62.5 exactly; round-half-even would give 62.
-  t.deepEqual(i8('int8_x1000_v1', [1 / 16, -1 / 16, 0.01, -0.01, 0.127, 0.128, -0.128, -0.129, 1, -1]), [63, -63, 10, -10, 127, 127, -128, -128, 127, -128]);
+  t.deepEqual(
+    i8('int8_x1000_v1', [1 / 16, -1 / 16, 0.01, -0.01, 0.127, 0.128, -0.128, -0.129, 1, -1]),
+    [63, -63, 10, -10, 127, 127, -128, -128, 127, -128],
+  );
 });
 
 test('int8 encoding matches the reference formula on random values', (t) => {
@@ -96,7 +122,11 @@ test('int8 encoding matches the reference formula on random values', (t) => {
     const S = profileCodec(profile).scale;
     const xs = Array.from({ length: 2000 }, () => (rand() * 2 - 1) * 0.2);
     const got = i8(profile, xs);
-    t.deepEqual(got, xs.map((x) => refInt8(x, S)), profile);
+    t.deepEqual(
+      got,
+      xs.map((x) => refInt8(x, S)),
+      profile,
+    );
   }
 });
 
@@ -119,7 +149,10 @@ test('int8 scores divide the integer dot product by S^2 (541696 and 1,000,000)',
   t.is(score(c736, m, 3, b, 0, 3), -123 / 541696);
   // The same through the index: scorePair quantises both sides.
   const idx = new CollectionIndex(c736, 3, 10);
-  t.is(idx.scorePair(Float32Array.from([10 / 736, 20 / 736, -3 / 736]), Float32Array.from([5 / 736, -7 / 736, 11 / 736])), -123 / 541696);
+  t.is(
+    idx.scorePair(Float32Array.from([10 / 736, 20 / 736, -3 / 736]), Float32Array.from([5 / 736, -7 / 736, 11 / 736])),
+    -123 / 541696,
+  );
 });
 
 test('clipSimilarity clamps to [-1, 1]', (t) => {
@@ -132,9 +165,24 @@ test('clipSimilarity clamps to [-1, 1]', (t) => {
 
 test('toHalf: representative values', (t) => {
   const cases: [number, number][] = [
-    [0, 0x0000], [-0, 0x8000], [1, 0x3c00], [-1, 0xbc00], [2, 0x4000], [-2, 0xc000], [0.5, 0x3800], [0.1, 0x2e66],
-    [1 / 3, 0x3555], [65504, 0x7bff], [-65504, 0xfbff], [2 ** -14, 0x0400], [2 ** -24, 0x0001], [-(2 ** -24), 0x8001],
-    [1023 * 2 ** -24, 0x03ff], [512 * 2 ** -24, 0x0200], [Infinity, 0x7c00], [-Infinity, 0xfc00],
+    [0, 0x0000],
+    [-0, 0x8000],
+    [1, 0x3c00],
+    [-1, 0xbc00],
+    [2, 0x4000],
+    [-2, 0xc000],
+    [0.5, 0x3800],
+    [0.1, 0x2e66],
+    [1 / 3, 0x3555],
+    [65504, 0x7bff],
+    [-65504, 0xfbff],
+    [2 ** -14, 0x0400],
+    [2 ** -24, 0x0001],
+    [-(2 ** -24), 0x8001],
+    [1023 * 2 ** -24, 0x03ff],
+    [512 * 2 ** -24, 0x0200],
+    [Infinity, 0x7c00],
+    [-Infinity, 0xfc00],
   ];
   for (const [x, h] of cases) t.is(toHalf(x), h, `toHalf(${x})`);
   t.is(toHalf(NaN) & 0x7c00, 0x7c00);
@@ -188,7 +236,7 @@ test('halfToFloat: representative values and exhaustive round trip of every non-
   t.true(Number.isNaN(halfToFloat(0x7c01)));
   let bad = 0;
   for (let h = 0; h < 0x10000; h++) {
-    if ((h & 0x7c00) === 0x7c00 && (h & 0x3ff)) continue; // NaN
+    if ((h & 0x7c00) === 0x7c00 && h & 0x3ff) continue; // NaN
     if (toHalf(halfToFloat(h)) !== h) bad++;
   }
   t.is(bad, 0);
@@ -241,7 +289,8 @@ test('toBfloat16 picks the nearest bfloat16 for random floats (ties to even)', (
     const x = Math.fround((rand() * 2 - 1) * 2 ** Math.floor(rand() * 60 - 30));
     const bits = f32bits(x);
     const b = toBfloat16(x);
-    const lower = bits >>> 16, rest = bits & 0xffff;
+    const lower = bits >>> 16,
+      rest = bits & 0xffff;
     const expected = rest > 0x8000 || (rest === 0x8000 && (lower & 1) === 1) ? lower + 1 : lower;
     if (b !== expected) bad++;
   }
@@ -296,7 +345,13 @@ test('add/remove: a removed face is never returned and the moved last row stays 
     t.deepEqual(all.map((h) => h.faceKey).sort(), [10, 12, 13, 14], `${profile}: the removed face never comes back`);
     // Remove the last row (no swap) and the first.
     t.is(idx.remove([14, 10]), 2);
-    t.deepEqual(idx.searchPersons(unitAxis(dim, 0, s), 10).map((h) => h.faceKey).sort(), [12, 13]);
+    t.deepEqual(
+      idx
+        .searchPersons(unitAxis(dim, 0, s), 10)
+        .map((h) => h.faceKey)
+        .sort(),
+      [12, 13],
+    );
     // Slots are reused: re-adding a removed key works.
     idx.add([{ faceKey: 11, personKey: 111, vector: unitAxis(dim, 5, s) }]);
     t.is(idx.searchPersons(unitAxis(dim, 5, s), 1)[0]?.faceKey, 11);
@@ -306,12 +361,28 @@ test('add/remove: a removed face is never returned and the moved last row stays 
 
 test('add beyond capacity throws and adds nothing', (t) => {
   const idx = new CollectionIndex(profileCodec('fp32_v1'), 4, 3);
-  idx.add([{ faceKey: 1, personKey: 1, vector: unitAxis(4, 0) }, { faceKey: 2, personKey: 2, vector: unitAxis(4, 1) }]);
-  t.throws(() => idx.add([{ faceKey: 3, personKey: 3, vector: unitAxis(4, 2) }, { faceKey: 4, personKey: 4, vector: unitAxis(4, 3) }]), { message: /capacity 3 exceeded/ });
+  idx.add([
+    { faceKey: 1, personKey: 1, vector: unitAxis(4, 0) },
+    { faceKey: 2, personKey: 2, vector: unitAxis(4, 1) },
+  ]);
+  t.throws(
+    () =>
+      idx.add([
+        { faceKey: 3, personKey: 3, vector: unitAxis(4, 2) },
+        { faceKey: 4, personKey: 4, vector: unitAxis(4, 3) },
+      ]),
+    { message: /capacity 3 exceeded/ },
+  );
   t.is(idx.size, 2);
   t.false(idx.has(3));
   t.false(idx.has(4));
-  t.deepEqual(idx.searchPersons(unitAxis(4, 2), 10).map((h) => h.faceKey).sort(), [1, 2]);
+  t.deepEqual(
+    idx
+      .searchPersons(unitAxis(4, 2), 10)
+      .map((h) => h.faceKey)
+      .sort(),
+    [1, 2],
+  );
   idx.add([{ faceKey: 3, personKey: 3, vector: unitAxis(4, 2) }]);
   t.is(idx.size, 3);
   t.throws(() => idx.add([{ faceKey: 5, personKey: 5, vector: unitAxis(4, 3) }]));
@@ -321,16 +392,33 @@ test('add beyond capacity throws and adds nothing', (t) => {
 test('a duplicate face key (already indexed) throws and adds nothing', (t) => {
   const idx = new CollectionIndex(profileCodec('fp32_v1'), 4, 10);
   idx.add([{ faceKey: 1, personKey: 1, vector: unitAxis(4, 0) }]);
-  t.throws(() => idx.add([{ faceKey: 2, personKey: 2, vector: unitAxis(4, 1) }, { faceKey: 1, personKey: 9, vector: unitAxis(4, 2) }]), { message: /face 1 is already indexed/ });
+  t.throws(
+    () =>
+      idx.add([
+        { faceKey: 2, personKey: 2, vector: unitAxis(4, 1) },
+        { faceKey: 1, personKey: 9, vector: unitAxis(4, 2) },
+      ]),
+    { message: /face 1 is already indexed/ },
+  );
   t.is(idx.size, 1);
   t.false(idx.has(2));
   const hits = idx.searchPersons(unitAxis(4, 2), 10);
-  t.deepEqual(hits.map((h) => [h.faceKey, h.personKey]), [[1, 1]]);
+  t.deepEqual(
+    hits.map((h) => [h.faceKey, h.personKey]),
+    [[1, 1]],
+  );
 });
 
 test('a wrong vector length throws and adds nothing', (t) => {
   const idx = new CollectionIndex(profileCodec('fp32_v1'), 4, 10);
-  t.throws(() => idx.add([{ faceKey: 1, personKey: 1, vector: unitAxis(4, 0) }, { faceKey: 2, personKey: 2, vector: new Float32Array(3) }]), { message: /3 values/ });
+  t.throws(
+    () =>
+      idx.add([
+        { faceKey: 1, personKey: 1, vector: unitAxis(4, 0) },
+        { faceKey: 2, personKey: 2, vector: new Float32Array(3) },
+      ]),
+    { message: /3 values/ },
+  );
   t.is(idx.size, 0);
   t.false(idx.has(1));
   t.throws(() => idx.searchPersons(new Float32Array(5), 1), { message: /query has 5 values/ });
@@ -338,7 +426,12 @@ test('a wrong vector length throws and adds nothing', (t) => {
 
 test('a face key repeated inside one add batch throws and adds nothing', (t) => {
   const idx = new CollectionIndex(profileCodec('fp32_v1'), 4, 10);
-  const err = t.throws(() => idx.add([{ faceKey: 7, personKey: 1, vector: unitAxis(4, 0) }, { faceKey: 7, personKey: 1, vector: unitAxis(4, 1) }]));
+  const err = t.throws(() =>
+    idx.add([
+      { faceKey: 7, personKey: 1, vector: unitAxis(4, 0) },
+      { faceKey: 7, personKey: 1, vector: unitAxis(4, 1) },
+    ]),
+  );
   t.truthy(err);
   t.is(idx.size, 0);
   idx.remove([7]);
@@ -359,19 +452,49 @@ test('searchPersons: best face per person, score order, ties to the lower face k
     { faceKey: 50, personKey: 5, vector: atCos(dim, -0.3, 6) },
   ]);
   const hits = idx.searchPersons(q, 10);
-  t.deepEqual(hits.map((h) => [h.personKey, h.faceKey]), [[3, 30], [2, 21], [4, 43], [5, 50]]);
+  t.deepEqual(
+    hits.map((h) => [h.personKey, h.faceKey]),
+    [
+      [3, 30],
+      [2, 21],
+      [4, 43],
+      [5, 50],
+    ],
+  );
   t.true(Math.abs(hits[0]!.score - 0.9) < 1e-6);
   t.true(Math.abs(hits[1]!.score - 0.8) < 1e-6);
   t.true(Math.abs(hits[2]!.score - 0.6) < 1e-6);
   t.true(Math.abs(hits[3]!.score + 0.3) < 1e-6);
-  t.deepEqual(idx.searchPersons(q, 2).map((h) => h.personKey), [3, 2]);
-  t.deepEqual(idx.searchPersons(q, 1).map((h) => h.faceKey), [30]);
-  t.deepEqual(idx.searchPersons(q, 10, { excludePerson: 3 }).map((h) => h.personKey), [2, 4, 5]);
-  t.deepEqual(idx.searchPersons(q, 1, { excludePerson: 3 }).map((h) => [h.personKey, h.faceKey]), [[2, 21]]);
-  t.deepEqual(idx.searchPersons(q, 10, { excludePerson: 99 }).map((h) => h.personKey), [3, 2, 4, 5]);
+  t.deepEqual(
+    idx.searchPersons(q, 2).map((h) => h.personKey),
+    [3, 2],
+  );
+  t.deepEqual(
+    idx.searchPersons(q, 1).map((h) => h.faceKey),
+    [30],
+  );
+  t.deepEqual(
+    idx.searchPersons(q, 10, { excludePerson: 3 }).map((h) => h.personKey),
+    [2, 4, 5],
+  );
+  t.deepEqual(
+    idx.searchPersons(q, 1, { excludePerson: 3 }).map((h) => [h.personKey, h.faceKey]),
+    [[2, 21]],
+  );
+  t.deepEqual(
+    idx.searchPersons(q, 10, { excludePerson: 99 }).map((h) => h.personKey),
+    [3, 2, 4, 5],
+  );
   // Tie between persons with equal best scores -> lower person key first.
   idx.add([{ faceKey: 60, personKey: 1, vector: atCos(dim, 0.8, 2) }]);
-  t.deepEqual(idx.searchPersons(q, 3).map((h) => [h.personKey, h.faceKey]), [[3, 30], [1, 60], [2, 21]]);
+  t.deepEqual(
+    idx.searchPersons(q, 3).map((h) => [h.personKey, h.faceKey]),
+    [
+      [3, 30],
+      [1, 60],
+      [2, 21],
+    ],
+  );
 });
 
 test('searchPersons finds `limit` distinct persons when one person owns the 200 best rows', (t) => {
@@ -381,19 +504,41 @@ test('searchPersons finds `limit` distinct persons when one person owns the 200 
   for (const profile of ['fp32_v1', 'fp16_v1', 'bf16_v1'] as const) {
     const idx = new CollectionIndex(profileCodec(profile), dim, 1000);
     const rows: IndexRow[] = [];
-    for (let i = 0; i < 200; i++) rows.push({ faceKey: 1000 + i, personKey: 1, vector: atCos(dim, 0.95 + 0.04 * rand(), 1 + (i % 15)) });
+    for (let i = 0; i < 200; i++)
+      rows.push({ faceKey: 1000 + i, personKey: 1, vector: atCos(dim, 0.95 + 0.04 * rand(), 1 + (i % 15)) });
     // Persons 2..10 at 0.90, 0.88, ..., 0.74, added before and after the crowd.
-    for (let p = 2; p <= 10; p++) rows.push({ faceKey: p, personKey: p, vector: atCos(dim, 0.9 - 0.02 * (p - 2), 1 + (p % 15)) });
+    for (let p = 2; p <= 10; p++)
+      rows.push({ faceKey: p, personKey: p, vector: atCos(dim, 0.9 - 0.02 * (p - 2), 1 + (p % 15)) });
     idx.add(rows.slice(0, 100));
     idx.add(rows.slice(100));
-    t.deepEqual(idx.searchPersons(q, 5).map((h) => h.personKey), [1, 2, 3, 4, 5], profile);
-    t.deepEqual(idx.searchPersons(q, 10).map((h) => h.personKey), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], profile);
-    t.deepEqual(idx.searchPersons(q, 3, { excludePerson: 1 }).map((h) => h.personKey), [2, 3, 4], profile);
+    t.deepEqual(
+      idx.searchPersons(q, 5).map((h) => h.personKey),
+      [1, 2, 3, 4, 5],
+      profile,
+    );
+    t.deepEqual(
+      idx.searchPersons(q, 10).map((h) => h.personKey),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+      profile,
+    );
+    t.deepEqual(
+      idx.searchPersons(q, 3, { excludePerson: 1 }).map((h) => h.personKey),
+      [2, 3, 4],
+      profile,
+    );
     const top = idx.searchPersons(q, 1)[0]!;
-    t.is(top.score, Math.max(...rows.filter((r) => r.personKey === 1).map((r) => idx.scorePair(q, r.vector))), `${profile}: the best of the 200 faces`);
+    t.is(
+      top.score,
+      Math.max(...rows.filter((r) => r.personKey === 1).map((r) => idx.scorePair(q, r.vector))),
+      `${profile}: the best of the 200 faces`,
+    );
     // With a minimum score, every person at or above it is still returned.
     const withMin = idx.searchPersons(q, 10, { minScore: 0.87 }).filter((h) => h.score >= 0.87);
-    t.deepEqual(withMin.map((h) => h.personKey), [1, 2, 3], `${profile}: minScore`);
+    t.deepEqual(
+      withMin.map((h) => h.personKey),
+      [1, 2, 3],
+      `${profile}: minScore`,
+    );
   }
 });
 
@@ -401,8 +546,15 @@ test('every profile agrees with a brute-force fp32 reference on random 512-d uni
   const dim = 512;
   const rand = prng(42);
   const rows: IndexRow[] = [];
-  for (let i = 0; i < 300; i++) rows.push({ faceKey: 1 + i * 3, personKey: 1 + (i % 60), vector: randomUnit(rand, dim) });
-  const tolerance: Record<SearchProfile, number> = { fp32_v1: 1e-6, fp16_v1: 1e-3, bf16_v1: 1e-2, int8_x736_v1: 1e-2, int8_x1000_v1: 1e-2 };
+  for (let i = 0; i < 300; i++)
+    rows.push({ faceKey: 1 + i * 3, personKey: 1 + (i % 60), vector: randomUnit(rand, dim) });
+  const tolerance: Record<SearchProfile, number> = {
+    fp32_v1: 1e-6,
+    fp16_v1: 1e-3,
+    bf16_v1: 1e-2,
+    int8_x736_v1: 1e-2,
+    int8_x1000_v1: 1e-2,
+  };
   for (let trial = 0; trial < 4; trial++) {
     // A noisy copy of a stored face: one clear best person.
     const target = rows[Math.floor(rand() * rows.length)]!;
@@ -425,7 +577,11 @@ test('every profile agrees with a brute-force fp32 reference on random 512-d uni
       // Against the profile's own exact arithmetic the ranking is exact (usearch preselection misses nothing).
       const exact = bruteForce(rows, (v) => idx.scorePair(query, v), 10);
       t.deepEqual(hits, exact, `${profile}: same persons, faces and scores as an exhaustive profile scan`);
-      if (profile === 'fp32_v1') t.deepEqual(hits.map((h) => h.personKey), ref.map((h) => h.personKey));
+      if (profile === 'fp32_v1')
+        t.deepEqual(
+          hits.map((h) => h.personKey),
+          ref.map((h) => h.personKey),
+        );
     }
   }
 });
@@ -433,7 +589,11 @@ test('every profile agrees with a brute-force fp32 reference on random 512-d uni
 test('int8 index scores equal the reference integer dot product / S^2', (t) => {
   const dim = 512;
   const rand = prng(77);
-  const rows: IndexRow[] = Array.from({ length: 50 }, (_, i) => ({ faceKey: i + 1, personKey: i + 1, vector: randomUnit(rand, dim) }));
+  const rows: IndexRow[] = Array.from({ length: 50 }, (_, i) => ({
+    faceKey: i + 1,
+    personKey: i + 1,
+    vector: randomUnit(rand, dim),
+  }));
   const query = randomUnit(rand, dim);
   for (const profile of ['int8_x736_v1', 'int8_x1000_v1'] as const) {
     const S = profileCodec(profile).scale;
@@ -454,7 +614,11 @@ test('int8 index scores equal the reference integer dot product / S^2', (t) => {
 test('growth beyond the initial allocation keeps every row searchable', (t) => {
   const dim = 128;
   const rand = prng(8);
-  const rows: IndexRow[] = Array.from({ length: 700 }, (_, i) => ({ faceKey: 5000 + i, personKey: i, vector: randomUnit(rand, dim) }));
+  const rows: IndexRow[] = Array.from({ length: 700 }, (_, i) => ({
+    faceKey: 5000 + i,
+    personKey: i,
+    vector: randomUnit(rand, dim),
+  }));
   for (const profile of SEARCH_PROFILES) {
     const idx = new CollectionIndex(profileCodec(profile), dim, 1000);
     t.is(idx.allocatedRows, 256);
@@ -468,13 +632,15 @@ test('growth beyond the initial allocation keeps every row searchable', (t) => {
     // Every row is present; a sample from every batch (incl. rows written before each reallocation) is its own best match.
     t.is(new Set(idx.searchPersons(rows[0]!.vector, 1000).map((h) => h.faceKey)).size, 700);
     let misses = 0;
-    for (let i = 0; i < rows.length; i += 9) if (idx.searchPersons(rows[i]!.vector, 1)[0]?.faceKey !== rows[i]!.faceKey) misses++;
+    for (let i = 0; i < rows.length; i += 9)
+      if (idx.searchPersons(rows[i]!.vector, 1)[0]?.faceKey !== rows[i]!.faceKey) misses++;
     t.is(misses, 0, `${profile}: sampled rows are their own best match`);
     // Remove the first half and check the remaining rows still are.
     idx.remove(rows.slice(0, 350).map((r) => r.faceKey));
     t.is(idx.size, 350);
     misses = 0;
-    for (let i = 350; i < rows.length; i += 9) if (idx.searchPersons(rows[i]!.vector, 1)[0]?.faceKey !== rows[i]!.faceKey) misses++;
+    for (let i = 350; i < rows.length; i += 9)
+      if (idx.searchPersons(rows[i]!.vector, 1)[0]?.faceKey !== rows[i]!.faceKey) misses++;
     t.is(misses, 0, `${profile}: after removals`);
     const keys = new Set(idx.searchPersons(rows[0]!.vector, 1000).map((h) => h.faceKey));
     t.is(keys.size, 350);
@@ -492,7 +658,9 @@ test('setCapacity below the live rows throws; at or above is accepted and enforc
   t.throws(() => idx.add([{ faceKey: 9, personKey: 9, vector: unitAxis(4, 3) }]));
   t.is(idx.size, 3);
   idx.setCapacity(300);
-  idx.add(Array.from({ length: 297 }, (_, i) => ({ faceKey: 100 + i, personKey: 100 + i, vector: unitAxis(4, i % 4) })));
+  idx.add(
+    Array.from({ length: 297 }, (_, i) => ({ faceKey: 100 + i, personKey: 100 + i, vector: unitAxis(4, i % 4) })),
+  );
   t.is(idx.size, 300);
   t.true(idx.allocatedRows >= 300);
 });
@@ -503,7 +671,11 @@ test('presize: exactly sized blocks for a known row count, and adds beyond it st
   idx.presize(150);
   t.is(idx.allocatedRows, 150, 'blocks of 64 + 64 + 22 rows');
   const rand = prng(5);
-  const rows = Array.from({ length: 170 }, (_, i) => ({ faceKey: i + 1, personKey: i + 1, vector: randomUnit(rand, 8) }));
+  const rows = Array.from({ length: 170 }, (_, i) => ({
+    faceKey: i + 1,
+    personKey: i + 1,
+    vector: randomUnit(rand, 8),
+  }));
   idx.add(rows.slice(0, 150));
   t.is(idx.reallocations, 0, 'no growth while filling the presized rows');
   idx.add(rows.slice(150));

@@ -1,5 +1,10 @@
 import test from 'ava';
-import { backoffDelayMs, headerOf, isRetryableTransportError, transportError } from '../../src/scrapers/upstreamHttp.js';
+import {
+  backoffDelayMs,
+  headerOf,
+  isRetryableTransportError,
+  transportError,
+} from '../../src/scrapers/upstreamHttp.js';
 
 test('backoff doubles with full jitter: [0, 2) x base, then [2, 4) x base', (t) => {
   t.is(backoffDelayMs(0, 1000, 0), 0);

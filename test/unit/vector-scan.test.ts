@@ -1,9 +1,24 @@
 import test from 'ava';
 import { CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
-import { decodeHalfInto, encodeHalfInto, HALF_BF16, HALF_F16, halfKernel, scanHalfTopK } from '../../src/search/halfScan.js';
+import {
+  decodeHalfInto,
+  encodeHalfInto,
+  HALF_BF16,
+  HALF_F16,
+  halfKernel,
+  scanHalfTopK,
+} from '../../src/search/halfScan.js';
 import { SEARCH_PROFILES } from '../../src/contract/collections.js';
 import { prng } from '../helpers/vectors.js';
-import { bfloat16ToFloat, encode, halfToFloat, profileCodec, score, toBfloat16, toHalf } from '../../src/search/profiles.js';
+import {
+  bfloat16ToFloat,
+  encode,
+  halfToFloat,
+  profileCodec,
+  score,
+  toBfloat16,
+  toHalf,
+} from '../../src/search/profiles.js';
 
 function randomUnit(rand: () => number, dim: number): Float32Array {
   const v = new Float32Array(dim);
@@ -22,10 +37,33 @@ test('the kernel in use is reported', (t) => {
 
 test('native encoders round exactly like toHalf / toBfloat16 (random, ties, subnormals, overflow)', (t) => {
   const rand = prng(11);
-  const values: number[] = [0, -0, 1, -1, 65504, 65519, 65520, 1e6, -1e6, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1 + 2 ** -8, 1 + 3 * 2 ** -8, Infinity, -Infinity];
+  const values: number[] = [
+    0,
+    -0,
+    1,
+    -1,
+    65504,
+    65519,
+    65520,
+    1e6,
+    -1e6,
+    2 ** -24,
+    2 ** -25,
+    3 * 2 ** -26,
+    2 ** -14,
+    1 + 2 ** -11,
+    1 + 3 * 2 ** -11,
+    1 + 2 ** -8,
+    1 + 3 * 2 ** -8,
+    Infinity,
+    -Infinity,
+  ];
   for (let i = 0; i < 20000; i++) values.push((rand() - 0.5) * 2 ** Math.floor(rand() * 40 - 30));
   const src = Float32Array.from(values);
-  for (const [kind, ref] of [[HALF_F16, toHalf], [HALF_BF16, toBfloat16]] as const) {
+  for (const [kind, ref] of [
+    [HALF_F16, toHalf],
+    [HALF_BF16, toBfloat16],
+  ] as const) {
     const out = new Uint16Array(src.length + 3);
     encodeHalfInto(src, out, 3, kind);
     const bad = [...src].map((v, i) => [v, out[i + 3], ref(v)] as const).filter(([, got, want]) => got !== want);
@@ -36,7 +74,10 @@ test('native encoders round exactly like toHalf / toBfloat16 (random, ties, subn
 
 test('native decoders equal halfToFloat / bfloat16ToFloat for every 16-bit pattern', (t) => {
   const all = new Uint16Array(65536).map((_, i) => i);
-  for (const [kind, ref] of [[HALF_F16, halfToFloat], [HALF_BF16, bfloat16ToFloat]] as const) {
+  for (const [kind, ref] of [
+    [HALF_F16, halfToFloat],
+    [HALF_BF16, bfloat16ToFloat],
+  ] as const) {
     const out = new Float32Array(65536);
     decodeHalfInto(all, 0, out, kind);
     let mismatches = 0;
@@ -58,7 +99,10 @@ test('scanTopK equals a brute-force reference (odd dimension, one and several th
     rows.copyWithin(9000 * dim, 7 * dim, 8 * dim);
     rows.copyWithin(15000 * dim, 7 * dim, 8 * dim);
     const q = new Float32Array(rows.subarray(7 * dim, 8 * dim));
-    for (const [kind, ref] of [[HALF_F16, toHalf], [HALF_BF16, toBfloat16]] as const) {
+    for (const [kind, ref] of [
+      [HALF_F16, toHalf],
+      [HALF_BF16, toBfloat16],
+    ] as const) {
       const data = new Uint16Array(n * dim);
       encodeHalfInto(rows, data, 0, kind);
       const dec = kind === HALF_F16 ? halfToFloat : bfloat16ToFloat;
@@ -72,8 +116,16 @@ test('scanTopK equals a brute-force reference (odd dimension, one and several th
       exact.sort((a, b) => b.s - a.s || a.row - b.row);
       for (const threads of [1, 2, 0]) {
         const got = scanHalfTopK(data, n, dim, qd, 25, kind, threads);
-        t.deepEqual([...got.rows.slice(0, 3)], [7, 9000, 15000], `dim ${dim} kind ${kind} threads ${threads}: the tie goes to the lower row`);
-        t.deepEqual([...got.rows], exact.slice(0, 25).map((e) => e.row), `dim ${dim} kind ${kind} threads ${threads}`);
+        t.deepEqual(
+          [...got.rows.slice(0, 3)],
+          [7, 9000, 15000],
+          `dim ${dim} kind ${kind} threads ${threads}: the tie goes to the lower row`,
+        );
+        t.deepEqual(
+          [...got.rows],
+          exact.slice(0, 25).map((e) => e.row),
+          `dim ${dim} kind ${kind} threads ${threads}`,
+        );
         for (let i = 0; i < 25; i++) t.true(Math.abs(got.scores[i]! - exact[i]!.s) < 1e-4);
       }
     }
@@ -101,7 +153,8 @@ test('blocked index: every profile equals brute force across block boundaries, a
     let key = 1;
     for (let round = 0; round < 6; round++) {
       const batch: IndexRow[] = [];
-      for (let i = 0; i < 150; i++, key++) batch.push({ faceKey: key, personKey: 1 + (key % 97), vector: randomUnit(rand, dim) });
+      for (let i = 0; i < 150; i++, key++)
+        batch.push({ faceKey: key, personKey: 1 + (key % 97), vector: randomUnit(rand, dim) });
       idx.add(batch);
       for (const r of batch) live.set(r.faceKey, r);
       const gone = [...live.keys()].filter(() => rand() < 0.15);
@@ -109,7 +162,10 @@ test('blocked index: every profile equals brute force across block boundaries, a
       for (const g of gone) live.delete(g);
     }
     t.is(idx.size, live.size);
-    t.true(idx.allocatedRows >= live.size && idx.allocatedRows <= key - 1 + 128, `${profile}: at most one block beyond the rows ever held`);
+    t.true(
+      idx.allocatedRows >= live.size && idx.allocatedRows <= key - 1 + 128,
+      `${profile}: at most one block beyond the rows ever held`,
+    );
     for (let qi = 0; qi < 5; qi++) {
       const q = randomUnit(rand, dim);
       const qe = encode(codec, q);
@@ -117,7 +173,8 @@ test('blocked index: every profile equals brute force across block boundaries, a
       for (const r of live.values()) {
         const s = score(codec, encode(codec, r.vector), 0, qe, 0, dim);
         const p = best.get(r.personKey);
-        if (!p || s > p.score || (s === p.score && r.faceKey < p.faceKey)) best.set(r.personKey, { faceKey: r.faceKey, personKey: r.personKey, score: s });
+        if (!p || s > p.score || (s === p.score && r.faceKey < p.faceKey))
+          best.set(r.personKey, { faceKey: r.faceKey, personKey: r.personKey, score: s });
       }
       const want = [...best.values()].sort((a, b) => b.score - a.score || a.personKey - b.personKey).slice(0, 10);
       t.deepEqual(idx.searchPersons(q, 10), want, `${profile} query ${qi}`);
@@ -130,13 +187,25 @@ test('fromEncoded: an index read from encoded blocks searches like one built by 
   const dim = 16;
   const codec = profileCodec('fp16_v1');
   const rows: IndexRow[] = [];
-  for (let i = 0; i < 300; i++) rows.push({ faceKey: 10 + i, personKey: 1000 + (i % 40), vector: randomUnit(rand, dim) });
+  for (let i = 0; i < 300; i++)
+    rows.push({ faceKey: 10 + i, personKey: 1000 + (i % 40), vector: randomUnit(rand, dim) });
   const built = new CollectionIndex(codec, dim, 1000, 0, 64);
   built.add(rows);
-  const fk = Float64Array.from(rows, (r) => r.faceKey), pk = Float64Array.from(rows, (r) => r.personKey);
-  const read = CollectionIndex.fromEncoded(codec, dim, 1000, 0, fk, pk, (block, first, n) => {
-    for (let i = 0; i < n; i++) (block as Uint16Array).set(encode(codec, rows[first + i]!.vector) as Uint16Array, i * dim);
-  }, 64);
+  const fk = Float64Array.from(rows, (r) => r.faceKey),
+    pk = Float64Array.from(rows, (r) => r.personKey);
+  const read = CollectionIndex.fromEncoded(
+    codec,
+    dim,
+    1000,
+    0,
+    fk,
+    pk,
+    (block, first, n) => {
+      for (let i = 0; i < n; i++)
+        (block as Uint16Array).set(encode(codec, rows[first + i]!.vector) as Uint16Array, i * dim);
+    },
+    64,
+  );
   t.is(read.size, 300);
   t.is(read.allocatedRows, 300, 'blocks are sized exactly');
   for (let qi = 0; qi < 5; qi++) {
@@ -145,5 +214,9 @@ test('fromEncoded: an index read from encoded blocks searches like one built by 
   }
   read.add([{ faceKey: 5, personKey: 5, vector: rows[0]!.vector }]);
   t.is(read.searchPersons(rows[0]!.vector, 2)[0]!.faceKey, 5, 'ties go to the lower face key');
-  t.throws(() => CollectionIndex.fromEncoded(codec, dim, 1000, 0, Float64Array.of(1, 1), Float64Array.of(1, 1), () => undefined), { message: /twice/ });
+  t.throws(
+    () =>
+      CollectionIndex.fromEncoded(codec, dim, 1000, 0, Float64Array.of(1, 1), Float64Array.of(1, 1), () => undefined),
+    { message: /twice/ },
+  );
 });

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import { SEARCH_PROFILES, type SearchProfile } from '../../src/contract/collections.js';
 import { CollectionIndex, type IndexRow } from '../../src/search/collectionIndex.js';
 import { profileCodec } from '../../src/search/profiles.js';
-import { readSnapshot, snapshotPath, writeSnapshot, type SnapshotExpectation } from '../../src/search/vectorSnapshot.js';
+import {
+  readSnapshot,
+  snapshotPath,
+  writeSnapshot,
+  type SnapshotExpectation,
+} from '../../src/search/vectorSnapshot.js';
 import { unitVectors } from '../helpers/vectors.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
@@ -22,7 +27,14 @@ function indexOf(profile: SearchProfile, count: number): { index: CollectionInde
   return { index, rows: rows.filter((r) => ![2, 50, 101].includes(r.faceKey)) };
 }
 
-const expect = (id: string, profile: SearchProfile, rows: number, revision = 7): SnapshotExpectation => ({ collectionId: id, epoch: 'e1', revision, profile, dimension: DIM, rows });
+const expect = (id: string, profile: SearchProfile, rows: number, revision = 7): SnapshotExpectation => ({
+  collectionId: id,
+  epoch: 'e1',
+  revision,
+  profile,
+  dimension: DIM,
+  rows,
+});
 
 for (const profile of SEARCH_PROFILES) {
   test(`${profile}: a snapshot reads back into an index that answers exactly as the original`, async (t) => {
@@ -37,7 +49,8 @@ for (const profile of SEARCH_PROFILES) {
     if (!('index' in loaded)) return t.fail(loaded.problem);
     t.is(loaded.index.size, rows.length);
     t.is(loaded.index.capacity, 400);
-    for (const q of unitVectors(5, 99, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
+    for (const q of unitVectors(5, 99, DIM))
+      t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
     for (const r of rows.slice(0, 20)) t.true(loaded.index.has(r.faceKey));
     t.false(loaded.index.has(2));
     // The loaded index keeps working: adds and removes.
@@ -94,7 +107,10 @@ for (const rowsMode of ['map', 'read'] as const) {
     const { index, rows } = indexOf('fp32_v1', 300);
     t.truthy(await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true));
     const before = readFileSync(snapshotPath(dir, 'c'));
-    const loaded = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0, { rows: rowsMode, populate: rowsMode === 'map' });
+    const loaded = readSnapshot(dir, expect('c', 'fp32_v1', rows.length), profileCodec('fp32_v1'), 400, 0, {
+      rows: rowsMode,
+      populate: rowsMode === 'map',
+    });
     if (!('index' in loaded)) return t.fail(loaded.problem);
     // Removes move the last rows into the holes (writes into the mapped pages); adds grow the last block.
     const extra = unitVectors(30, 11, DIM).map((vector, i) => ({ faceKey: 9000 + i, personKey: 77, vector }));
@@ -102,11 +118,13 @@ for (const rowsMode of ['map', 'read'] as const) {
       ix.remove([1, 3, 150, 299]);
       ix.add(extra);
     }
-    for (const q of unitVectors(5, 98, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
+    for (const q of unitVectors(5, 98, DIM))
+      t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
     t.true(readFileSync(snapshotPath(dir, 'c')).equals(before));
     // The file can be replaced (rename) and removed while mapped: the mapped rows keep answering.
     rmSync(snapshotPath(dir, 'c'));
-    for (const q of unitVectors(3, 97, DIM)) t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
+    for (const q of unitVectors(3, 97, DIM))
+      t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10));
   });
 }
 
@@ -125,5 +143,6 @@ test('a mapped snapshot indexes its keys in the background after the load; looku
   t.false(late.index.has(2));
   t.is(late.index.remove([rows[0]!.faceKey, rows[100]!.faceKey]), 2);
   t.is(early.index.remove([rows[0]!.faceKey, rows[100]!.faceKey]), 2);
-  for (const q of unitVectors(3, 96, DIM)) t.deepEqual(late.index.exactSearchPersons(q, 10), early.index.exactSearchPersons(q, 10));
+  for (const q of unitVectors(3, 96, DIM))
+    t.deepEqual(late.index.exactSearchPersons(q, 10), early.index.exactSearchPersons(q, 10));
 });

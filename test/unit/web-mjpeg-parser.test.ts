@@ -6,11 +6,19 @@ const enc = (s: string) => new TextEncoder().encode(s);
 const cat = (...parts: Uint8Array[]) => {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let o = 0;
-  for (const p of parts) { out.set(p, o); o += p.length; }
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
   return out;
 };
 /** One part as the daemon writes it (monitors route): headers with Content-Length, body, CRLF. */
-const part = (body: Uint8Array, withLength = true) => cat(enc(`--frame\r\nContent-Type: image/jpeg\r\n${withLength ? `Content-Length: ${body.length}\r\n` : ''}\r\n`), body, enc('\r\n'));
+const part = (body: Uint8Array, withLength = true) =>
+  cat(
+    enc(`--frame\r\nContent-Type: image/jpeg\r\n${withLength ? `Content-Length: ${body.length}\r\n` : ''}\r\n`),
+    body,
+    enc('\r\n'),
+  );
 const jpeg = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) % 256);
 
 test('boundaryOf reads plain and quoted boundaries, and only from multipart types', (t) => {
@@ -33,7 +41,8 @@ test('parts come out whole whatever the chunking, including bodies that contain 
 });
 
 test('without Content-Length a part ends at the next boundary line', (t) => {
-  const a = jpeg(2000, 5), b = jpeg(10, 6);
+  const a = jpeg(2000, 5),
+    b = jpeg(10, 6);
   const p = new MultipartParser('frame');
   const got = [...p.push(part(a, false)), ...p.push(part(b, false)), ...p.push(enc('--frame\r\n'))];
   t.is(got.length, 2);
@@ -45,7 +54,9 @@ test('the buffer is bounded: junk without a delimiter is dropped, an endless par
   const p = new MultipartParser('frame', 1024);
   for (let i = 0; i < 100; i++) t.deepEqual(p.push(jpeg(1000, i)), []);
   t.deepEqual(p.push(part(jpeg(100, 7))).length, 1);
-  t.throws(() => p.push(cat(enc('--frame\r\nContent-Length: 999999\r\n\r\n'), jpeg(2000, 8))), { message: /exceeds 1024 bytes/ });
+  t.throws(() => p.push(cat(enc('--frame\r\nContent-Length: 999999\r\n\r\n'), jpeg(2000, 8))), {
+    message: /exceeds 1024 bytes/,
+  });
 });
 
 test('containRect letterboxes an image inside its box', (t) => {

@@ -19,7 +19,8 @@ function assertOriginAllowed(ctx: AppContext, corsOrigins: string[]): void {
   } catch {
     parsed = null;
   }
-  const same = parsed !== null && parsed.origin === origin && parsed.host === ctx.host && parsed.protocol === `${ctx.protocol}:`;
+  const same =
+    parsed !== null && parsed.origin === origin && parsed.host === ctx.host && parsed.protocol === `${ctx.protocol}:`;
   if (same || (parsed !== null && corsOrigins.includes(origin))) return;
   throw Errors.originNotAllowed(origin);
 }
@@ -28,7 +29,11 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
     {
-      method: 'get', path: '/v1/addons/liveness', operationId: 'liveness_status_v1_addons_liveness_get', summary: 'Liveness Status', tags: ['system'],
+      method: 'get',
+      path: '/v1/addons/liveness',
+      operationId: 'liveness_status_v1_addons_liveness_get',
+      summary: 'Liveness Status',
+      tags: ['system'],
       description: 'Liveness addon state. Never downloads anything.',
       success: { status: 200, schema: LivenessManagementResponse },
       handler: async (ctx) => {
@@ -36,8 +41,13 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'post', path: '/v1/addons/liveness/enable', operationId: 'enable_liveness_v1_addons_liveness_enable_post', summary: 'Enable Liveness', tags: ['system'],
-      description: 'Starts (or joins) the background job that downloads and verifies the liveness models, then enables liveness in server.toml ' +
+      method: 'post',
+      path: '/v1/addons/liveness/enable',
+      operationId: 'enable_liveness_v1_addons_liveness_enable_post',
+      summary: 'Enable Liveness',
+      tags: ['system'],
+      description:
+        'Starts (or joins) the background job that downloads and verifies the liveness models, then enables liveness in server.toml ' +
         'for the next start, keeping comments and other values. The running service is unchanged until it restarts.',
       body: { contentType: 'application/json', schema: EmptyBody },
       success: { status: 202, schema: LivenessManagementResponse },

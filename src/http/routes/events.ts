@@ -1,4 +1,13 @@
-import { EventDeleteQuery, EventDeleteResponse, EventEnrol, EventListQuery, EventOutputsResponse, HistoryEventPageResponse, HistoryEventResponse, type EventEnrolT } from '../../contract/events.js';
+import {
+  EventDeleteQuery,
+  EventDeleteResponse,
+  EventEnrol,
+  EventListQuery,
+  EventOutputsResponse,
+  HistoryEventPageResponse,
+  HistoryEventResponse,
+  type EventEnrolT,
+} from '../../contract/events.js';
 import { PersonRegistrationResponse } from '../../contract/collections.js';
 import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
@@ -17,39 +26,72 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
   };
   return [
     {
-      method: 'get', path: '/v1/events', operationId: 'list_events_v1_events_get', summary: 'List Events', tags: ['events'],
-      description: 'The durable history of every monitor event, newest first. Filters combine (AND); the signed cursor is bound to them. type takes one type or several, comma-separated.',
-      query: EventListQuery, success: { status: 200, schema: HistoryEventPageResponse },
+      method: 'get',
+      path: '/v1/events',
+      operationId: 'list_events_v1_events_get',
+      summary: 'List Events',
+      tags: ['events'],
+      description:
+        'The durable history of every monitor event, newest first. Filters combine (AND); the signed cursor is bound to them. type takes one type or several, comma-separated.',
+      query: EventListQuery,
+      success: { status: 200, schema: HistoryEventPageResponse },
       handler: async (ctx) => {
         const page = await events.list(readQuery(ctx, EventListQuery));
-        ctx.body = { request_id: ctx.state.requestId, events: page.items, next_cursor: page.next_cursor, ...(page.fleet ? { fleet: page.fleet } : {}) };
+        ctx.body = {
+          request_id: ctx.state.requestId,
+          events: page.items,
+          next_cursor: page.next_cursor,
+          ...(page.fleet ? { fleet: page.fleet } : {}),
+        };
       },
     },
     {
-      method: 'delete', path: '/v1/events', operationId: 'delete_events_v1_events_delete', summary: 'Delete Events', tags: ['events'],
-      description: 'Deletes every event matching the filters (a range: since/until, a monitor, a person, …) with its pictures. Without any filter, all=true is required.',
-      query: EventDeleteQuery, success: { status: 200, schema: EventDeleteResponse },
+      method: 'delete',
+      path: '/v1/events',
+      operationId: 'delete_events_v1_events_delete',
+      summary: 'Delete Events',
+      tags: ['events'],
+      description:
+        'Deletes every event matching the filters (a range: since/until, a monitor, a person, …) with its pictures. Without any filter, all=true is required.',
+      query: EventDeleteQuery,
+      success: { status: 200, schema: EventDeleteResponse },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, deleted: await events.deleteRange(readQuery(ctx, EventDeleteQuery)) };
+        ctx.body = {
+          request_id: ctx.state.requestId,
+          deleted: await events.deleteRange(readQuery(ctx, EventDeleteQuery)),
+        };
       },
     },
     {
-      method: 'get', path: '/v1/events/status', operationId: 'event_outputs_v1_events_status_get', summary: 'Event Outputs Status', tags: ['events'],
-      description: 'History size and retention, the MQTT connection and queue (dropped messages included), the webhook endpoints and their backlog, and the retry schedule.',
+      method: 'get',
+      path: '/v1/events/status',
+      operationId: 'event_outputs_v1_events_status_get',
+      summary: 'Event Outputs Status',
+      tags: ['events'],
+      description:
+        'History size and retention, the MQTT connection and queue (dropped messages included), the webhook endpoints and their backlog, and the retry schedule.',
       success: { status: 200, schema: EventOutputsResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, ...events.status() };
       },
     },
     {
-      method: 'get', path: E, operationId: 'get_event_v1_events__event_id__get', summary: 'Get Event', tags: ['events'],
+      method: 'get',
+      path: E,
+      operationId: 'get_event_v1_events__event_id__get',
+      summary: 'Get Event',
+      tags: ['events'],
       success: { status: 200, schema: HistoryEventResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, event: await events.get(ctx.params.event_id!) };
       },
     },
     {
-      method: 'delete', path: E, operationId: 'delete_event_v1_events__event_id__delete', summary: 'Delete Event', tags: ['events'],
+      method: 'delete',
+      path: E,
+      operationId: 'delete_event_v1_events__event_id__delete',
+      summary: 'Delete Event',
+      tags: ['events'],
       success: { status: 204, schema: null },
       handler: async (ctx) => {
         await events.delete(ctx.params.event_id!);
@@ -57,19 +99,43 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'get', path: `${E}/snapshot.jpg`, operationId: 'event_snapshot_v1_events__event_id__snapshot_jpg_get', summary: 'Event Snapshot', tags: ['events'],
-      success: { status: 200, schema: null, media: 'image/jpeg', description: 'The frame the face was seen in, downscaled ([events] snapshot_max_side).' },
+      method: 'get',
+      path: `${E}/snapshot.jpg`,
+      operationId: 'event_snapshot_v1_events__event_id__snapshot_jpg_get',
+      summary: 'Event Snapshot',
+      tags: ['events'],
+      success: {
+        status: 200,
+        schema: null,
+        media: 'image/jpeg',
+        description: 'The frame the face was seen in, downscaled ([events] snapshot_max_side).',
+      },
       handler: (ctx) => jpeg(ctx, 'frame'),
     },
     {
-      method: 'get', path: `${E}/crop.jpg`, operationId: 'event_crop_v1_events__event_id__crop_jpg_get', summary: 'Event Face Crop', tags: ['events'],
-      success: { status: 200, schema: null, media: 'image/jpeg', description: 'The face with a margin around it ([events] crop_margin), good enough to enrol from.' },
+      method: 'get',
+      path: `${E}/crop.jpg`,
+      operationId: 'event_crop_v1_events__event_id__crop_jpg_get',
+      summary: 'Event Face Crop',
+      tags: ['events'],
+      success: {
+        status: 200,
+        schema: null,
+        media: 'image/jpeg',
+        description: 'The face with a margin around it ([events] crop_margin), good enough to enrol from.',
+      },
       handler: (ctx) => jpeg(ctx, 'crop'),
     },
     {
-      method: 'post', path: `${E}/enrol`, operationId: 'enrol_event_v1_events__event_id__enrol_post', summary: 'Enrol From Event', tags: ['events'],
-      description: "Adds the event's face crop to a person of the collection (create=true makes a new person), through the normal registration: detection, the review_mode review, the collection's limits. 201 with rejected_images (adding to an existing person: even when the crop is rejected; creating: 422 registration_failed).",
-      body: { contentType: 'application/json', schema: EventEnrol }, success: { status: 201, schema: PersonRegistrationResponse },
+      method: 'post',
+      path: `${E}/enrol`,
+      operationId: 'enrol_event_v1_events__event_id__enrol_post',
+      summary: 'Enrol From Event',
+      tags: ['events'],
+      description:
+        "Adds the event's face crop to a person of the collection (create=true makes a new person), through the normal registration: detection, the review_mode review, the collection's limits. 201 with rejected_images (adding to an existing person: even when the crop is rejected; creating: 422 registration_failed).",
+      body: { contentType: 'application/json', schema: EventEnrol },
+      success: { status: 201, schema: PersonRegistrationResponse },
       handler: async (ctx) => {
         requireInference(rt);
         const body = (await readJson(ctx, EventEnrol, rt.loaded.config.server.max_request_bytes)) as EventEnrolT;

@@ -23,80 +23,112 @@ export const GALLERY_IMPORT_PATH = /^\/v1\/collections\/[^/]+\/import$/;
  */
 export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
   const imports = rt.galleryImport;
-  return [{
-    method: 'get', path: '/v1/collections/{collection_id}/export', operationId: 'export_gallery_v1_collections__collection_id__export_get',
-    summary: 'Export Gallery', tags: ['collections'],
-    description: 'The collection as streamed NDJSON: a header line {"type":"vigil_gallery_export","embedding_contract_id",...,"persons","faces"}, then one person per line '
-      + 'in the import format (embeddings as base64 float32-LE) plus "crops" (base64 JPEG face crops, when the collection saved them). POST it to /import of a collection '
-      + 'with the same embedding_contract_id; for another contract, `vigil gallery import` re-embeds from the crops.',
-    success: { status: 200, schema: null, media: 'application/x-ndjson', description: 'Header line, then one person per line.' },
-    handler: async (ctx: AppContext) => {
-      const collectionId = ctx.params.collection_id!;
-      const lines = imports.export(collectionId);
-      const first = lines.next(); // a missing collection is a 404 envelope, before the stream starts
-      ctx.set('Content-Type', 'application/x-ndjson; charset=utf-8');
-      ctx.set('Content-Disposition', `attachment; filename="${collectionId}.gallery.ndjson"`);
-      ctx.body = Readable.from((function* () {
-        if (!first.done) yield first.value;
-        yield* lines;
-      })());
+  return [
+    {
+      method: 'get',
+      path: '/v1/collections/{collection_id}/export',
+      operationId: 'export_gallery_v1_collections__collection_id__export_get',
+      summary: 'Export Gallery',
+      tags: ['collections'],
+      description:
+        'The collection as streamed NDJSON: a header line {"type":"vigil_gallery_export","embedding_contract_id",...,"persons","faces"}, then one person per line ' +
+        'in the import format (embeddings as base64 float32-LE) plus "crops" (base64 JPEG face crops, when the collection saved them). POST it to /import of a collection ' +
+        'with the same embedding_contract_id; for another contract, `vigil gallery import` re-embeds from the crops.',
+      success: {
+        status: 200,
+        schema: null,
+        media: 'application/x-ndjson',
+        description: 'Header line, then one person per line.',
+      },
+      handler: async (ctx: AppContext) => {
+        const collectionId = ctx.params.collection_id!;
+        const lines = imports.export(collectionId);
+        const first = lines.next(); // a missing collection is a 404 envelope, before the stream starts
+        ctx.set('Content-Type', 'application/x-ndjson; charset=utf-8');
+        ctx.set('Content-Disposition', `attachment; filename="${collectionId}.gallery.ndjson"`);
+        ctx.body = Readable.from(
+          (function* () {
+            if (!first.done) yield first.value;
+            yield* lines;
+          })(),
+        );
+      },
     },
-  }, {
-    method: 'post', path: '/v1/collections/{collection_id}/import', operationId: 'import_gallery_v1_collections__collection_id__import_post',
-    summary: 'Import Gallery', tags: ['collections'],
-    description: 'Bulk import of persons with trusted embeddings (external_trusted semantics). Body: application/x-ndjson, one person per line: '
-      + '{"id","name"?,"external_id"?,"metadata"?,"embeddings":[[...512 numbers] or "base64 of little-endian float32"]}. Batches of batch_size persons commit '
-      + 'all-or-nothing and are searchable before their progress line {"type":"progress",...} is written; the stream ends with {"type":"done",...} or {"type":"error","error":{...},"committed":{...}}.',
-    query: ImportQuery,
-    success: { status: 200, schema: null, media: 'application/x-ndjson', description: 'Progress lines, one per committed batch, then done or error.' },
-    handler: async (ctx: AppContext) => {
-      const q = readQuery(ctx, ImportQuery);
-      const collectionId = ctx.params.collection_id!;
-      const c = imports.begin(collectionId, q.embedding_contract_id);
-      const contract = q.embedding_contract_id!;
-      const totals: ImportTotals = { batches: 0, persons: 0, faces: 0 };
-      const started = performance.now();
-      const progress = () => ({ ...totals, faces_per_second: Math.round(totals.faces / Math.max(1e-3, (performance.now() - started) / 1000)) });
-      const out = new PassThrough();
-      const write = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
-      // Lines are parsed and checked in a worker thread, one batch ahead of the commits (parseImportStream).
-      const input = parseImportStream(ctx.req as AsyncIterable<Buffer>, c.embedding_dimension, q.batch_size);
-      /** Commits the next batch (true) or finds the input ended (false). */
-      const step = async (): Promise<boolean> => {
-        const next = await input.next();
-        if (next.done) return false;
-        const r = await imports.commitBatch(collectionId, contract, next.value);
-        totals.batches++;
-        totals.persons += r.persons;
-        totals.faces += r.faces;
-        return true;
-      };
-      // Errors here are ordinary responses (status + envelope): nothing was acknowledged yet.
-      let more: boolean;
-      try {
-        more = await step();
-      } catch (e) {
-        await input.return(undefined);
-        throw e;
-      }
-      ctx.status = 200;
-      ctx.type = 'application/x-ndjson';
-      ctx.body = out;
-      write({ type: 'progress', ...progress() });
-      const finish = async () => {
+    {
+      method: 'post',
+      path: '/v1/collections/{collection_id}/import',
+      operationId: 'import_gallery_v1_collections__collection_id__import_post',
+      summary: 'Import Gallery',
+      tags: ['collections'],
+      description:
+        'Bulk import of persons with trusted embeddings (external_trusted semantics). Body: application/x-ndjson, one person per line: ' +
+        '{"id","name"?,"external_id"?,"metadata"?,"embeddings":[[...512 numbers] or "base64 of little-endian float32"]}. Batches of batch_size persons commit ' +
+        'all-or-nothing and are searchable before their progress line {"type":"progress",...} is written; the stream ends with {"type":"done",...} or {"type":"error","error":{...},"committed":{...}}.',
+      query: ImportQuery,
+      success: {
+        status: 200,
+        schema: null,
+        media: 'application/x-ndjson',
+        description: 'Progress lines, one per committed batch, then done or error.',
+      },
+      handler: async (ctx: AppContext) => {
+        const q = readQuery(ctx, ImportQuery);
+        const collectionId = ctx.params.collection_id!;
+        const c = imports.begin(collectionId, q.embedding_contract_id);
+        const contract = q.embedding_contract_id!;
+        const totals: ImportTotals = { batches: 0, persons: 0, faces: 0 };
+        const started = performance.now();
+        const progress = () => ({
+          ...totals,
+          faces_per_second: Math.round(totals.faces / Math.max(1e-3, (performance.now() - started) / 1000)),
+        });
+        const out = new PassThrough();
+        const write = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
+        // Lines are parsed and checked in a worker thread, one batch ahead of the commits (parseImportStream).
+        const input = parseImportStream(ctx.req as AsyncIterable<Buffer>, c.embedding_dimension, q.batch_size);
+        /** Commits the next batch (true) or finds the input ended (false). */
+        const step = async (): Promise<boolean> => {
+          const next = await input.next();
+          if (next.done) return false;
+          const r = await imports.commitBatch(collectionId, contract, next.value);
+          totals.batches++;
+          totals.persons += r.persons;
+          totals.faces += r.faces;
+          return true;
+        };
+        // Errors here are ordinary responses (status + envelope): nothing was acknowledged yet.
+        let more: boolean;
         try {
-          if (more) while (await step()) write({ type: 'progress', ...progress() });
-          write({ type: 'done', ...progress() });
+          more = await step();
         } catch (e) {
-          const err: ApiError = isApiError(e) ? e : Errors.internalError();
-          rt.log.warn({ collection_id: collectionId, code: err.code, committed: totals }, 'gallery import stopped');
-          write({ type: 'error', error: { code: err.code, message: err.message, details: err.details }, status: err.status, committed: progress(), request_id: ctx.state.requestId });
-          ctx.req.resume();
+          await input.return(undefined);
+          throw e;
         }
-        await input.return(undefined);
-        out.end();
-      };
-      void finish();
+        ctx.status = 200;
+        ctx.type = 'application/x-ndjson';
+        ctx.body = out;
+        write({ type: 'progress', ...progress() });
+        const finish = async () => {
+          try {
+            if (more) while (await step()) write({ type: 'progress', ...progress() });
+            write({ type: 'done', ...progress() });
+          } catch (e) {
+            const err: ApiError = isApiError(e) ? e : Errors.internalError();
+            rt.log.warn({ collection_id: collectionId, code: err.code, committed: totals }, 'gallery import stopped');
+            write({
+              type: 'error',
+              error: { code: err.code, message: err.message, details: err.details },
+              status: err.status,
+              committed: progress(),
+              request_id: ctx.state.requestId,
+            });
+            ctx.req.resume();
+          }
+          await input.return(undefined);
+          out.end();
+        };
+        void finish();
+      },
     },
-  }];
+  ];
 }

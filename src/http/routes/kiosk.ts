@@ -1,4 +1,10 @@
-import { KioskTokenCreate, KioskTokenCreatedResponse, KioskTokenListResponse, KioskTokenResponse, type KioskTokenCreateT } from '../../contract/kiosk.js';
+import {
+  KioskTokenCreate,
+  KioskTokenCreatedResponse,
+  KioskTokenListResponse,
+  KioskTokenResponse,
+  type KioskTokenCreateT,
+} from '../../contract/kiosk.js';
 import { readJson } from '../input.js';
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
@@ -11,25 +17,44 @@ export function kioskRoutes(rt: Runtime): RouteSpec[] {
   const maxBytes = rt.loaded.config.server.max_request_bytes;
   return [
     {
-      method: 'post', path: '/v1/kiosk-tokens', operationId: 'create_kiosk_token_v1_kiosk_tokens_post', summary: 'Create Kiosk Token', tags: ['kiosk'],
-      description: 'A token that opens GET /v1/monitors/{id}/state and /v1/monitors/{id}/preview.mjpeg of the listed monitors and nothing else. Stored hashed; survives restarts until revoked.',
-      body: { contentType: 'application/json', schema: KioskTokenCreate }, success: { status: 201, schema: KioskTokenCreatedResponse },
+      method: 'post',
+      path: '/v1/kiosk-tokens',
+      operationId: 'create_kiosk_token_v1_kiosk_tokens_post',
+      summary: 'Create Kiosk Token',
+      tags: ['kiosk'],
+      description:
+        'A token that opens GET /v1/monitors/{id}/state and /v1/monitors/{id}/preview.mjpeg of the listed monitors and nothing else. Stored hashed; survives restarts until revoked.',
+      body: { contentType: 'application/json', schema: KioskTokenCreate },
+      success: { status: 201, schema: KioskTokenCreatedResponse },
       handler: async (ctx) => {
         const body = (await readJson(ctx, KioskTokenCreate, maxBytes)) as KioskTokenCreateT;
         const { token, kiosk } = rt.kiosk.create(body.monitor_ids, body.label);
         ctx.status = 201;
-        ctx.body = { request_id: ctx.state.requestId, kiosk_token: kiosk, token, kiosk_paths: Object.fromEntries(kiosk.monitor_ids.map((m) => [m, kioskPath(m, token)])) };
+        ctx.body = {
+          request_id: ctx.state.requestId,
+          kiosk_token: kiosk,
+          token,
+          kiosk_paths: Object.fromEntries(kiosk.monitor_ids.map((m) => [m, kioskPath(m, token)])),
+        };
       },
     },
     {
-      method: 'get', path: '/v1/kiosk-tokens', operationId: 'list_kiosk_tokens_v1_kiosk_tokens_get', summary: 'List Kiosk Tokens', tags: ['kiosk'],
+      method: 'get',
+      path: '/v1/kiosk-tokens',
+      operationId: 'list_kiosk_tokens_v1_kiosk_tokens_get',
+      summary: 'List Kiosk Tokens',
+      tags: ['kiosk'],
       success: { status: 200, schema: KioskTokenListResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, kiosk_tokens: rt.kiosk.list() };
       },
     },
     {
-      method: 'delete', path: '/v1/kiosk-tokens/{token_id}', operationId: 'revoke_kiosk_token_v1_kiosk_tokens__token_id__delete', summary: 'Revoke Kiosk Token', tags: ['kiosk'],
+      method: 'delete',
+      path: '/v1/kiosk-tokens/{token_id}',
+      operationId: 'revoke_kiosk_token_v1_kiosk_tokens__token_id__delete',
+      summary: 'Revoke Kiosk Token',
+      tags: ['kiosk'],
       description: 'Revokes the token at once (its next request is 401); the record stays in the list with revoked_at.',
       success: { status: 200, schema: KioskTokenResponse },
       handler: async (ctx) => {

@@ -1,6 +1,16 @@
 import { MonitorCreate, MonitorPatch, type MonitorCreateT, type MonitorPatchT } from '../../contract/monitors.js';
 import type { PreviewViewer } from '../../monitors/previewHub.js';
-import { CapacityExhausted, FleetMonitorListResponse, FleetMonitorQuery, MonitorEventPageResponse, MonitorEventsQuery, MonitorListQuery, MonitorPageResponse, MonitorResponse, MonitorStateResponse } from '../../contract/monitors.js';
+import {
+  CapacityExhausted,
+  FleetMonitorListResponse,
+  FleetMonitorQuery,
+  MonitorEventPageResponse,
+  MonitorEventsQuery,
+  MonitorListQuery,
+  MonitorPageResponse,
+  MonitorResponse,
+  MonitorStateResponse,
+} from '../../contract/monitors.js';
 import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
 import type { RouteSpec } from '../route.js';
@@ -14,9 +24,16 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
   const monitors = rt.monitors;
   return [
     {
-      method: 'post', path: '/v1/monitors', operationId: 'create_monitor_v1_monitors_post', summary: 'Create Monitor', tags: ['monitors'],
-      description: 'Create an RTSP monitor. The URL (rtsp:// or rtsps://) is stored encrypted and always returned redacted. An enabled monitor starts at once; 429 when the stream capacity is used up.',
-      body: { contentType: 'application/json', schema: MonitorCreate }, success: { status: 201, schema: MonitorResponse }, extraResponses: CapacityExhausted,
+      method: 'post',
+      path: '/v1/monitors',
+      operationId: 'create_monitor_v1_monitors_post',
+      summary: 'Create Monitor',
+      tags: ['monitors'],
+      description:
+        'Create an RTSP monitor. The URL (rtsp:// or rtsps://) is stored encrypted and always returned redacted. An enabled monitor starts at once; 429 when the stream capacity is used up.',
+      body: { contentType: 'application/json', schema: MonitorCreate },
+      success: { status: 201, schema: MonitorResponse },
+      extraResponses: CapacityExhausted,
       handler: async (ctx) => {
         requireInference(rt);
         const body = (await readJson(ctx, MonitorCreate, maxBytes)) as MonitorCreateT;
@@ -25,8 +42,13 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'get', path: '/v1/monitors', operationId: 'list_monitors_v1_monitors_get', summary: 'List Monitors', tags: ['monitors'],
-      query: MonitorListQuery, success: { status: 200, schema: MonitorPageResponse },
+      method: 'get',
+      path: '/v1/monitors',
+      operationId: 'list_monitors_v1_monitors_get',
+      summary: 'List Monitors',
+      tags: ['monitors'],
+      query: MonitorListQuery,
+      success: { status: 200, schema: MonitorPageResponse },
       handler: async (ctx) => {
         const q = readQuery(ctx, MonitorListQuery);
         const page = monitors.list(q.cursor, q.limit);
@@ -34,25 +56,42 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'get', path: '/v1/fleet/monitors', operationId: 'list_fleet_monitors_v1_fleet_monitors_get', summary: 'List Fleet Monitors', tags: ['monitors'],
-      description: "Vigil extension. Fleet mode: every box's monitors (published by each box: name, collection, enabled, runtime status, never the URL), by box then id; box_id filters. Each box runs only its own monitors and they stay in its own file; change a monitor on its box. Sqlite mode, or the database unreachable: this box's own (fleet.source = local).",
-      query: FleetMonitorQuery, success: { status: 200, schema: FleetMonitorListResponse },
+      method: 'get',
+      path: '/v1/fleet/monitors',
+      operationId: 'list_fleet_monitors_v1_fleet_monitors_get',
+      summary: 'List Fleet Monitors',
+      tags: ['monitors'],
+      description:
+        "Vigil extension. Fleet mode: every box's monitors (published by each box: name, collection, enabled, runtime status, never the URL), by box then id; box_id filters. Each box runs only its own monitors and they stay in its own file; change a monitor on its box. Sqlite mode, or the database unreachable: this box's own (fleet.source = local).",
+      query: FleetMonitorQuery,
+      success: { status: 200, schema: FleetMonitorListResponse },
       handler: async (ctx) => {
         const q = readQuery(ctx, FleetMonitorQuery);
         ctx.body = { request_id: ctx.state.requestId, ...(await monitors.fleetList(q.box_id)) };
       },
     },
     {
-      method: 'get', path: M, operationId: 'get_monitor_v1_monitors__monitor_id__get', summary: 'Get Monitor', tags: ['monitors'],
+      method: 'get',
+      path: M,
+      operationId: 'get_monitor_v1_monitors__monitor_id__get',
+      summary: 'Get Monitor',
+      tags: ['monitors'],
       success: { status: 200, schema: MonitorResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, monitor: monitors.get(ctx.params.monitor_id!) };
       },
     },
     {
-      method: 'patch', path: M, operationId: 'patch_monitor_v1_monitors__monitor_id__patch', summary: 'Patch Monitor', tags: ['monitors'],
-      description: 'At least one field. Nulls are rejected except match_threshold (null inherits the collection threshold). Changing the URL, collection, inference_fps, match_threshold or event_policy restarts the session (new stream epoch); name, description, preview_enabled and event_buffer_size apply live.',
-      body: { contentType: 'application/json', schema: MonitorPatch }, success: { status: 200, schema: MonitorResponse }, extraResponses: CapacityExhausted,
+      method: 'patch',
+      path: M,
+      operationId: 'patch_monitor_v1_monitors__monitor_id__patch',
+      summary: 'Patch Monitor',
+      tags: ['monitors'],
+      description:
+        'At least one field. Nulls are rejected except match_threshold (null inherits the collection threshold). Changing the URL, collection, inference_fps, match_threshold or event_policy restarts the session (new stream epoch); name, description, preview_enabled and event_buffer_size apply live.',
+      body: { contentType: 'application/json', schema: MonitorPatch },
+      success: { status: 200, schema: MonitorResponse },
+      extraResponses: CapacityExhausted,
       handler: async (ctx) => {
         requireInference(rt);
         const body = (await readJson(ctx, MonitorPatch, maxBytes)) as MonitorPatchT;
@@ -60,7 +99,11 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'delete', path: M, operationId: 'delete_monitor_v1_monitors__monitor_id__delete', summary: 'Delete Monitor', tags: ['monitors'],
+      method: 'delete',
+      path: M,
+      operationId: 'delete_monitor_v1_monitors__monitor_id__delete',
+      summary: 'Delete Monitor',
+      tags: ['monitors'],
       success: { status: 204, schema: null },
       handler: async (ctx) => {
         monitors.delete(ctx.params.monitor_id!);
@@ -68,26 +111,49 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
       },
     },
     {
-      method: 'get', path: `${M}/state`, operationId: 'monitor_state_v1_monitors__monitor_id__state_get', summary: 'Monitor State', tags: ['monitors'], kiosk: true,
-      description: 'The current RTSP detection and recognition state: faces of the last processed frame, counters and the preview.',
+      method: 'get',
+      path: `${M}/state`,
+      operationId: 'monitor_state_v1_monitors__monitor_id__state_get',
+      summary: 'Monitor State',
+      tags: ['monitors'],
+      kiosk: true,
+      description:
+        'The current RTSP detection and recognition state: faces of the last processed frame, counters and the preview.',
       success: { status: 200, schema: MonitorStateResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, state: monitors.state(ctx.params.monitor_id!) };
       },
     },
     {
-      method: 'get', path: `${M}/events`, operationId: 'monitor_events_v1_monitors__monitor_id__events_get', summary: 'Monitor Events', tags: ['monitors'],
-      description: 'Events of the current stream epoch after the cursor. stream_reset: the cursor is from another epoch (the newest events are returned); truncated: events fell out of the ring before they were read.',
-      query: MonitorEventsQuery, success: { status: 200, schema: MonitorEventPageResponse },
+      method: 'get',
+      path: `${M}/events`,
+      operationId: 'monitor_events_v1_monitors__monitor_id__events_get',
+      summary: 'Monitor Events',
+      tags: ['monitors'],
+      description:
+        'Events of the current stream epoch after the cursor. stream_reset: the cursor is from another epoch (the newest events are returned); truncated: events fell out of the ring before they were read.',
+      query: MonitorEventsQuery,
+      success: { status: 200, schema: MonitorEventPageResponse },
       handler: async (ctx) => {
         const q = readQuery(ctx, MonitorEventsQuery);
         ctx.body = { request_id: ctx.state.requestId, ...monitors.events(ctx.params.monitor_id!, q.cursor, q.limit) };
       },
     },
     {
-      method: 'get', path: `${M}/preview.mjpeg`, operationId: 'monitor_preview_v1_monitors__monitor_id__preview_mjpeg_get', summary: 'Monitor Preview', tags: ['monitors'], kiosk: true,
-      description: 'Live Motion JPEG of the raw frames (no annotations; draw boxes from /state). Needs the Bearer header; the API key is never accepted in the URL.',
-      success: { status: 200, schema: null, media: 'multipart/x-mixed-replace', description: 'Live Motion JPEG preview stream.' },
+      method: 'get',
+      path: `${M}/preview.mjpeg`,
+      operationId: 'monitor_preview_v1_monitors__monitor_id__preview_mjpeg_get',
+      summary: 'Monitor Preview',
+      tags: ['monitors'],
+      kiosk: true,
+      description:
+        'Live Motion JPEG of the raw frames (no annotations; draw boxes from /state). Needs the Bearer header; the API key is never accepted in the URL.',
+      success: {
+        status: 200,
+        schema: null,
+        media: 'multipart/x-mixed-replace',
+        description: 'Live Motion JPEG preview stream.',
+      },
       handler: async (ctx) => {
         const session = monitors.previewSession(ctx.params.monitor_id!);
         const res = ctx.res;
@@ -95,10 +161,19 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
         ctx.respond = false;
         res.writeHead(200, {
           'Content-Type': 'multipart/x-mixed-replace; boundary=frame',
-          'Cache-Control': 'no-store, no-cache, must-revalidate', Pragma: 'no-cache', 'X-Accel-Buffering': 'no',
+          'Cache-Control': 'no-store, no-cache, must-revalidate',
+          Pragma: 'no-cache',
+          'X-Accel-Buffering': 'no',
         });
         const viewer: PreviewViewer = {
-          write: (jpeg) => res.write(Buffer.concat([Buffer.from(`--frame\r\nContent-Type: image/jpeg\r\nContent-Length: ${jpeg.length}\r\n\r\n`), jpeg, CRLF])),
+          write: (jpeg) =>
+            res.write(
+              Buffer.concat([
+                Buffer.from(`--frame\r\nContent-Type: image/jpeg\r\nContent-Length: ${jpeg.length}\r\n\r\n`),
+                jpeg,
+                CRLF,
+              ]),
+            ),
           onDrain: (listener) => res.on('drain', listener),
           end: () => res.end(),
         };

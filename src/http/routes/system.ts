@@ -11,14 +11,26 @@ import { requireInference } from '../ready.js';
 import { memoryAllocator } from '../../system/allocator.js';
 
 function pathState(path: string) {
-  const can = (mode: number) => { try { accessSync(path, mode); return true; } catch { return false; } };
+  const can = (mode: number) => {
+    try {
+      accessSync(path, mode);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   return { path, exists: existsSync(path), readable: can(constants.R_OK), writable: can(constants.W_OK) };
 }
 
 /** The data dir as writes see it: not writable while the disk is full, with the free space and the reason. */
 function storageState(rt: Runtime) {
   const st = rt.db.storage.status();
-  return { ...(st.writable ? {} : { writable: false }), free_bytes: st.free_bytes, reserve_bytes: st.reserve_bytes, full_reason: st.reason };
+  return {
+    ...(st.writable ? {} : { writable: false }),
+    free_bytes: st.free_bytes,
+    reserve_bytes: st.reserve_bytes,
+    full_reason: st.reason,
+  };
 }
 
 /**
@@ -28,14 +40,22 @@ function storageState(rt: Runtime) {
 function fleetHealth(rt: Runtime): { database_lost: boolean; body: Record<string, unknown> } {
   if (!rt.fleet) return { database_lost: false, body: {} };
   const f = rt.fleet.follower.snapshot();
-  return { database_lost: f.state !== 'connected', body: { fleet: { box_id: rt.fleet.boxId, database: f.state, since: f.since, last_error: f.last_error } } };
+  return {
+    database_lost: f.state !== 'connected',
+    body: { fleet: { box_id: rt.fleet.boxId, database: f.state, since: f.since, last_error: f.last_error } },
+  };
 }
 
 export function systemRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
   return [
     {
-      method: 'get', path: '/v1/health', operationId: 'health_v1_health_get', summary: 'Health', tags: ['system'], public: true,
+      method: 'get',
+      path: '/v1/health',
+      operationId: 'health_v1_health_get',
+      summary: 'Health',
+      tags: ['system'],
+      public: true,
       success: { status: 200, schema: HealthResponse },
       extraResponses: { 503: { schema: HealthResponse, description: 'The process is running but is not ready.' } },
       handler: async (ctx) => {
@@ -43,34 +63,69 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
         // Degraded = ready, but something needs the operator (a full disk): reads and deletes still work.
         const ready = rt.inference !== null && rt.db.integrity === 'ok';
         const storage = rt.db.storage.status();
-        const degraded = ready && !storage.writable ? [{ code: 'insufficient_storage', message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.` }] : [];
+        const degraded =
+          ready && !storage.writable
+            ? [
+                {
+                  code: 'insufficient_storage',
+                  message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.`,
+                },
+              ]
+            : [];
         ctx.status = ready ? 200 : 503;
         const fleet = fleetHealth(rt);
-        if (ready && fleet.database_lost) degraded.push({ code: 'store_unavailable', message: 'The shared database is unreachable: search and monitors run from this box\'s replica; writes answer 503 until it returns.' });
+        if (ready && fleet.database_lost)
+          degraded.push({
+            code: 'store_unavailable',
+            message:
+              "The shared database is unreachable: search and monitors run from this box's replica; writes answer 503 until it returns.",
+          });
         ctx.body = {
-          request_id: ctx.state.requestId, status: !ready ? 'not_ready' : degraded.length ? 'degraded' : 'ready', version: API_CONTRACT_VERSION, vigil_version: VERSION, auth_enabled: config.auth.enabled,
-          ...(degraded.length ? { reasons: degraded } : {}), ...fleet.body,
+          request_id: ctx.state.requestId,
+          status: !ready ? 'not_ready' : degraded.length ? 'degraded' : 'ready',
+          version: API_CONTRACT_VERSION,
+          vigil_version: VERSION,
+          auth_enabled: config.auth.enabled,
+          ...(degraded.length ? { reasons: degraded } : {}),
+          ...fleet.body,
         };
       },
     },
     {
-      method: 'get', path: '/v1/models', operationId: 'models_v1_models_get', summary: 'Models', tags: ['system'],
+      method: 'get',
+      path: '/v1/models',
+      operationId: 'models_v1_models_get',
+      summary: 'Models',
+      tags: ['system'],
       success: { status: 200, schema: ModelsResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
         ctx.body = {
-          request_id: ctx.state.requestId, models: inf.model.models, execution_provider: inf.model.provider, license: inf.model.license, model_id: inf.model.model_id, model_digest: inf.model.model_digest,
+          request_id: ctx.state.requestId,
+          models: inf.model.models,
+          execution_provider: inf.model.provider,
+          license: inf.model.license,
+          model_id: inf.model.model_id,
+          model_digest: inf.model.model_digest,
           ...(inf.model.addons ? { addons: inf.model.addons } : {}),
-          recommended_threshold: inf.model.recommended_threshold, default_threshold: inf.defaultThreshold.value, default_threshold_source: inf.defaultThreshold.source,
+          recommended_threshold: inf.model.recommended_threshold,
+          default_threshold: inf.defaultThreshold.value,
+          default_threshold_source: inf.defaultThreshold.source,
         };
       },
     },
     {
-      method: 'get', path: '/v1/system', operationId: 'system_v1_system_get', summary: 'System', tags: ['system'],
+      method: 'get',
+      path: '/v1/system',
+      operationId: 'system_v1_system_get',
+      summary: 'System',
+      tags: ['system'],
       success: { status: 200, schema: SystemResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
-        const s = config.server, inc = config.inference, det = config.detection;
+        const s = config.server,
+          inc = config.inference,
+          det = config.detection;
         ctx.body = {
           request_id: ctx.state.requestId,
           server_version: API_CONTRACT_VERSION,
@@ -116,33 +171,67 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           },
           execution_provider: inf.model.provider,
           model: inf.model,
-          database: { path: rt.db.path, quick_check: rt.db.integrity, migration_count: rt.db.migrationCount, wal: true },
+          database: {
+            path: rt.db.path,
+            quick_check: rt.db.integrity,
+            migration_count: rt.db.migrationCount,
+            wal: true,
+          },
           data: { ...pathState(s.data_dir), ...storageState(rt) },
           models: pathState(s.models_dir),
           stats: rt.collections.stats(),
           search: {
-            backend: 'usearch_exact', profiles: [...SEARCH_PROFILES], device: 'cpu', compute_capability: null, exact: true,
-            grouped_person_topk: true, grouped_person_topk_mode: 'host', threads: config.collections.search_threads,
+            backend: 'usearch_exact',
+            profiles: [...SEARCH_PROFILES],
+            device: 'cpu',
+            compute_capability: null,
+            exact: true,
+            grouped_person_topk: true,
+            grouped_person_topk_mode: 'host',
+            threads: config.collections.search_threads,
             collections: rt.collections.searchSummary(),
           },
           api_key: { authentication_enabled: config.auth.enabled, configured: rt.keys.hasActiveKey() },
           safe_config: {
-            max_image_bytes: s.max_image_bytes, max_image_pixels: s.max_image_pixels, max_registration_images: s.max_registration_images,
-            max_request_bytes: s.max_request_bytes, request_timeout_seconds: s.request_timeout_seconds,
-            inference_max_concurrency: inc.max_concurrency, inference_intra_op_threads: inc.intra_op_threads, model_pack: inc.model_pack,
-            addons: inc.addons, auto_download_addons: config.addons.auto_download, liveness_mode: inc.liveness_mode,
-            liveness_threshold: inc.liveness_threshold, liveness_compare_scope: inc.liveness_compare_scope, liveness_on_registration: inc.liveness_on_registration,
-            default_similarity_threshold: inf.defaultThreshold.value, save_face_crops: config.collections.save_face_crops,
-            default_search_profile: config.collections.default_search_profile, default_search_capacity_rows: config.collections.default_capacity_rows,
-            max_search_capacity_rows: config.collections.max_capacity_rows, default_max_faces_per_person: config.collections.default_max_faces_per_person,
-            default_search_load_policy: config.collections.default_load_policy, search_backend: 'usearch_exact', registration: config.registration, detector_input_sizes: det.input_sizes,
+            max_image_bytes: s.max_image_bytes,
+            max_image_pixels: s.max_image_pixels,
+            max_registration_images: s.max_registration_images,
+            max_request_bytes: s.max_request_bytes,
+            request_timeout_seconds: s.request_timeout_seconds,
+            inference_max_concurrency: inc.max_concurrency,
+            inference_intra_op_threads: inc.intra_op_threads,
+            model_pack: inc.model_pack,
+            addons: inc.addons,
+            auto_download_addons: config.addons.auto_download,
+            liveness_mode: inc.liveness_mode,
+            liveness_threshold: inc.liveness_threshold,
+            liveness_compare_scope: inc.liveness_compare_scope,
+            liveness_on_registration: inc.liveness_on_registration,
+            default_similarity_threshold: inf.defaultThreshold.value,
+            save_face_crops: config.collections.save_face_crops,
+            default_search_profile: config.collections.default_search_profile,
+            default_search_capacity_rows: config.collections.default_capacity_rows,
+            max_search_capacity_rows: config.collections.max_capacity_rows,
+            default_max_faces_per_person: config.collections.default_max_faces_per_person,
+            default_search_load_policy: config.collections.default_load_policy,
+            search_backend: 'usearch_exact',
+            registration: config.registration,
+            detector_input_sizes: det.input_sizes,
             // Upstream's shape: the detection profile itself ({input_sizes, threshold, nms_threshold, single_face_selection}).
-            detection: inf.systemProfile, search_device_id: 0, search_topk_mode: 'host',
-            rtsp_max_streams: config.monitors.max_streams, rtsp_preview_fps: config.monitors.preview_fps,
-            max_detected_faces: det.max_detected_faces, cors_origins: s.cors_origins, web_ui_disabled: config.web.disabled, config_file: rt.loaded.file,
+            detection: inf.systemProfile,
+            search_device_id: 0,
+            search_topk_mode: 'host',
+            rtsp_max_streams: config.monitors.max_streams,
+            rtsp_preview_fps: config.monitors.preview_fps,
+            max_detected_faces: det.max_detected_faces,
+            cors_origins: s.cors_origins,
+            web_ui_disabled: config.web.disabled,
+            config_file: rt.loaded.file,
           },
           recent_errors: rt.recentErrors.list(),
-          ...(rt.fleet ? { fleet: { box_id: rt.fleet.boxId, backend: 'postgres', ...rt.fleet.follower.snapshot() } } : {}),
+          ...(rt.fleet
+            ? { fleet: { box_id: rt.fleet.boxId, backend: 'postgres', ...rt.fleet.follower.snapshot() } }
+            : {}),
         };
       },
     },

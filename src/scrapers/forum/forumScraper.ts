@@ -2,14 +2,37 @@ import { Errors, isApiError, type ApiError } from '../../contract/errors.js';
 import type { ScrapeOutcome, SourceReportT, StopReason } from '../scrapeResult.js';
 import { addFiltered, addProblem, ItemSink, runSources, type Offer, type SourceWork } from '../sourceScheduler.js';
 import type { RequestScope } from '../tokenBucket.js';
-import { ForumItem, forumItemKey, mapComment, mapCommunity, mapPost, mapUser, type Draft, type ForumCommentT, type ForumItemT } from './items.js';
+import {
+  ForumItem,
+  forumItemKey,
+  mapComment,
+  mapCommunity,
+  mapPost,
+  mapUser,
+  type Draft,
+  type ForumCommentT,
+  type ForumItemT,
+} from './items.js';
 import type { RedditClient } from './redditClient.js';
 import type { ForumScrapeRequestT } from './request.js';
-import { commentSort, communitiesOf, isTimeOrdered, planSources, PSEUDO_COMMUNITIES, type ForumSource } from './sources.js';
+import {
+  commentSort,
+  communitiesOf,
+  isTimeOrdered,
+  planSources,
+  PSEUDO_COMMUNITIES,
+  type ForumSource,
+} from './sources.js';
 
 type Raw = Record<string, unknown>;
-interface Thing { kind: string; data: Raw }
-interface Listing { after: string | null; children: Thing[] }
+interface Thing {
+  kind: string;
+  data: Raw;
+}
+interface Listing {
+  after: string | null;
+  children: Thing[];
+}
 type Candidate = Draft<ForumItemT>;
 /** A generator of candidate items inside a source (posts, comments), returning `R` when done. */
 type Work<R> = AsyncGenerator<Candidate, R, Offer | undefined>;
@@ -32,7 +55,12 @@ export interface ForumRunOptions {
   maxMoreRequests?: number | undefined;
 }
 
-interface Stub { kind: 'load' | 'continue'; parentId: string; children: string[]; count: number }
+interface Stub {
+  kind: 'load' | 'continue';
+  parentId: string;
+  children: string[];
+  count: number;
+}
 
 /**
  * The forum (Reddit) scraper: plans sources from the request, pages listings with `after`, expands
@@ -65,7 +93,10 @@ export class ForumScraper {
 
   async run(): Promise<ScrapeOutcome> {
     const { reports, cancelled } = await runSources(planSources(this.req), {
-      sink: this.sink, runWide: RUN_WIDE, signal: this.o.signal, limitReason: this.limit < this.req.max_items ? 'quota' : 'max_items',
+      sink: this.sink,
+      runWide: RUN_WIDE,
+      signal: this.o.signal,
+      limitReason: this.limit < this.req.max_items ? 'quota' : 'max_items',
       open: (source, report) => this.source(source, report),
     });
     return { items: this.sink.items, sources: reports, warnings: this.warnings, hitLimit: this.sink.full, cancelled };
@@ -81,7 +112,12 @@ export class ForumScraper {
     const o = asObj(v);
     const data = asObj(o?.data);
     if (o?.kind !== 'Listing' || !data || !Array.isArray(data.children)) throw this.unexpected('expected a Listing', v);
-    return { after: typeof data.after === 'string' ? data.after : null, children: data.children.filter((c): c is Thing => !!asObj(c) && typeof (c as Thing).kind === 'string' && !!asObj((c as Thing).data)) };
+    return {
+      after: typeof data.after === 'string' ? data.after : null,
+      children: data.children.filter(
+        (c): c is Thing => !!asObj(c) && typeof (c as Thing).kind === 'string' && !!asObj((c as Thing).data),
+      ),
+    };
   }
 
   private thing(v: unknown, kind: string): Raw {
@@ -102,11 +138,19 @@ export class ForumScraper {
 
   private async *source(source: ForumSource, report: SourceReportT): SourceWork {
     if (this.postDateLimit !== null && source.kind !== 'post' && !isTimeOrdered(source)) {
-      this.warnings.push(`${source.label}: post_date_limit only filters with sort "${source.sort}"; every page up to the limits is still read (use sort "new" to stop early).`);
+      this.warnings.push(
+        `${source.label}: post_date_limit only filters with sort "${source.sort}"; every page up to the limits is still read (use sort "new" to stop early).`,
+      );
     }
     switch (source.kind) {
       case 'post': {
-        const [posts, tree] = this.thread(await this.client.get(`/comments/${source.postId}`, { sort: commentSort(this.req.sort), limit: this.commentLimit() }, this.scope));
+        const [posts, tree] = this.thread(
+          await this.client.get(
+            `/comments/${source.postId}`,
+            { sort: commentSort(this.req.sort), limit: this.commentLimit() },
+            this.scope,
+          ),
+        );
         const post = posts.children.find((c) => c.kind === 't3');
         if (!post) throw Errors.notFound('The post does not exist (or was removed).');
         yield* this.post(post.data, report, { tree, thread: true });
@@ -121,15 +165,30 @@ export class ForumScraper {
         if (about.is_suspended === true) throw Errors.userSuspended(source.name);
         if (asObj(about.subreddit)?.over_18 === true && !this.req.include_nsfw) addFiltered(report, 'nsfw');
         else yield mapUser(about, this.scrapedAt);
-        return yield* this.pages(`/user/${source.name}/${source.section}`, { sort: source.sort, t: source.t ?? undefined }, source, report);
+        return yield* this.pages(
+          `/user/${source.name}/${source.section}`,
+          { sort: source.sort, t: source.t ?? undefined },
+          source,
+          report,
+        );
       }
       case 'search': {
         let reason: StopReason = 'exhausted';
         for (const type of source.types) {
           const scoped = source.community !== null && type === 'link';
-          reason = yield* this.pages(scoped ? `/r/${source.community}/search` : '/search', {
-            q: source.q, sort: source.sort, t: source.t ?? undefined, type, restrict_sr: scoped ? 'on' : undefined, include_over_18: this.req.include_nsfw ? 'on' : undefined,
-          }, source, report);
+          reason = yield* this.pages(
+            scoped ? `/r/${source.community}/search` : '/search',
+            {
+              q: source.q,
+              sort: source.sort,
+              t: source.t ?? undefined,
+              type,
+              restrict_sr: scoped ? 'on' : undefined,
+              include_over_18: this.req.include_nsfw ? 'on' : undefined,
+            },
+            source,
+            report,
+          );
         }
         return reason;
       }
@@ -166,7 +225,12 @@ export class ForumScraper {
   }
 
   /** Pages a listing with `after` until it ends, repeats, the date limit passes or max_posts is reached. */
-  private async *pages(path: string, params: Record<string, string | undefined>, source: ForumSource, report: SourceReportT): Work<StopReason> {
+  private async *pages(
+    path: string,
+    params: Record<string, string | undefined>,
+    source: ForumSource,
+    report: SourceReportT,
+  ): Work<StopReason> {
     const maxPosts = this.req.max_posts ?? Number.POSITIVE_INFINITY;
     const seenAfter = new Set<string>();
     let posts = 0;
@@ -174,7 +238,9 @@ export class ForumScraper {
     for (;;) {
       const want = Math.min(this.sink.remaining, maxPosts - posts);
       if (posts >= maxPosts) return 'max_posts';
-      const listing = this.listing(await this.client.get(path, { ...params, limit: Math.min(PAGE_MAX, Math.max(want, 10)), after }, this.scope));
+      const listing = this.listing(
+        await this.client.get(path, { ...params, limit: Math.min(PAGE_MAX, Math.max(want, 10)), after }, this.scope),
+      );
       for (const child of listing.children) {
         if (posts >= maxPosts) return 'max_posts';
         const d = child.data;
@@ -202,7 +268,8 @@ export class ForumScraper {
   /** A comment from a user's comment listing (no tree around it). */
   private async *listedComment(d: Raw, report: SourceReportT): Work<void> {
     if (d.over_18 === true && !this.req.include_nsfw) return addFiltered(report, 'nsfw');
-    if (this.commentDateLimit !== null && typeof d.created_utc === 'number' && d.created_utc < this.commentDateLimit) return addFiltered(report, 'comment_date_limit');
+    if (this.commentDateLimit !== null && typeof d.created_utc === 'number' && d.created_utc < this.commentDateLimit)
+      return addFiltered(report, 'comment_date_limit');
     yield mapComment(d, this.scrapedAt);
   }
 
@@ -210,7 +277,11 @@ export class ForumScraper {
    * A post, then (once it was added) its comments. `thread`: the source is the post itself, so its
    * thread is read even when the post was delivered before (only_new then delivers new comments only).
    */
-  private async *post(d: Raw, report: SourceReportT, opts: { timeOrdered?: boolean; tree?: Listing; thread?: boolean }): Work<'emitted' | 'skipped' | 'stop'> {
+  private async *post(
+    d: Raw,
+    report: SourceReportT,
+    opts: { timeOrdered?: boolean; tree?: Listing; thread?: boolean },
+  ): Work<'emitted' | 'skipped' | 'stop'> {
     if (d.over_18 === true && !this.req.include_nsfw) {
       addFiltered(report, 'nsfw');
       return 'skipped';
@@ -244,7 +315,10 @@ export class ForumScraper {
     const linkId = typeof post.name === 'string' ? post.name : `t3_${id36}`;
     const budget = Math.min(this.req.max_comments ?? Number.POSITIVE_INFINITY, this.sink.remaining);
     const sort = commentSort(this.req.sort);
-    const context = { over18: typeof post.over_18 === 'boolean' ? post.over_18 : null, postTitle: typeof post.title === 'string' ? post.title : null };
+    const context = {
+      over18: typeof post.over_18 === 'boolean' ? post.over_18 : null,
+      postTitle: typeof post.title === 'string' ? post.title : null,
+    };
     const kept: Draft<ForumCommentT>[] = [];
     const seen = new Set<string>();
     const replies = new Map<string, Set<string>>();
@@ -262,7 +336,12 @@ export class ForumScraper {
             set.add(name);
             replies.set(d.parent_id, set);
           }
-          if (this.commentDateLimit !== null && typeof d.created_utc === 'number' && d.created_utc < this.commentDateLimit) addFiltered(report, 'comment_date_limit');
+          if (
+            this.commentDateLimit !== null &&
+            typeof d.created_utc === 'number' &&
+            d.created_utc < this.commentDateLimit
+          )
+            addFiltered(report, 'comment_date_limit');
           else kept.push(mapComment(d, this.scrapedAt, context));
           const nested = asObj(d.replies);
           if (nested) walk(this.listing(nested).children);
@@ -270,15 +349,24 @@ export class ForumScraper {
           const ids = Array.isArray(d.children) ? d.children.map(String) : [];
           const parentId = String(d.parent_id ?? linkId);
           // "continue this thread": id "_" and no children; the rest of the branch is under its parent's own thread.
-          if (ids.length === 0) stubs.push({ kind: 'continue', parentId, children: [], count: typeof d.count === 'number' ? d.count : 0 });
-          else stubs.push({ kind: 'load', parentId, children: ids.filter((x) => !seen.has(`t1_${x}`)), count: typeof d.count === 'number' ? d.count : ids.length });
+          if (ids.length === 0)
+            stubs.push({ kind: 'continue', parentId, children: [], count: typeof d.count === 'number' ? d.count : 0 });
+          else
+            stubs.push({
+              kind: 'load',
+              parentId,
+              children: ids.filter((x) => !seen.has(`t1_${x}`)),
+              count: typeof d.count === 'number' ? d.count : ids.length,
+            });
         }
       }
     };
 
     if (!tree) {
       try {
-        tree = this.thread(await this.client.get(`/comments/${id36}`, { sort, limit: this.commentLimit() }, this.scope))[1];
+        tree = this.thread(
+          await this.client.get(`/comments/${id36}`, { sort, limit: this.commentLimit() }, this.scope),
+        )[1];
       } catch (e) {
         if (!this.survivable(e)) throw e;
         addProblem(report, Errors.commentsUnavailable(linkId, e));
@@ -298,13 +386,27 @@ export class ForumScraper {
           const raw = await this.client.moreChildren(linkId, chunk, sort, this.scope);
           const doc = asObj(asObj(raw)?.json);
           const errors = doc?.errors;
-          if (Array.isArray(errors) && errors.length) throw Errors.upstreamError(`Reddit refused /api/morechildren: ${JSON.stringify(errors[0])}.`);
+          if (Array.isArray(errors) && errors.length)
+            throw Errors.upstreamError(`Reddit refused /api/morechildren: ${JSON.stringify(errors[0])}.`);
           const things = asObj(doc?.data)?.things;
           if (!Array.isArray(things)) throw this.unexpected('morechildren without data.things', raw);
           walk(things.filter((t): t is Thing => !!asObj(t) && !!asObj((t as Thing).data)));
-          if (stub.children.length > MORE_CHUNK) stubs.push({ ...stub, children: stub.children.slice(MORE_CHUNK), count: Math.max(0, stub.count - MORE_CHUNK) });
+          if (stub.children.length > MORE_CHUNK)
+            stubs.push({
+              ...stub,
+              children: stub.children.slice(MORE_CHUNK),
+              count: Math.max(0, stub.count - MORE_CHUNK),
+            });
         } else {
-          walk(this.thread(await this.client.get(`/comments/${id36}/_/${stub.parentId.replace(/^t1_/, '')}`, { sort, limit: this.commentLimit() }, this.scope))[1].children);
+          walk(
+            this.thread(
+              await this.client.get(
+                `/comments/${id36}/_/${stub.parentId.replace(/^t1_/, '')}`,
+                { sort, limit: this.commentLimit() },
+                this.scope,
+              ),
+            )[1].children,
+          );
         }
       } catch (e) {
         if (!this.survivable(e)) throw e;
@@ -315,7 +417,9 @@ export class ForumScraper {
       }
     }
     if (stubs.length > 0 && kept.length < budget && requests >= this.maxMoreRequests) {
-      this.warnings.push(`${linkId}: ${stubs.length} "more comments" branches were not expanded (at most ${this.maxMoreRequests} expansion requests per post).`);
+      this.warnings.push(
+        `${linkId}: ${stubs.length} "more comments" branches were not expanded (at most ${this.maxMoreRequests} expansion requests per post).`,
+      );
     }
     const declared = new Map<string, number>();
     for (const s of stubs) if (s.kind === 'load') declared.set(s.parentId, (declared.get(s.parentId) ?? 0) + s.count);

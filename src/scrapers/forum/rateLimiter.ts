@@ -1,4 +1,8 @@
-export interface RateLimitHeaders { remaining: number; used: number; reset: number }
+export interface RateLimitHeaders {
+  remaining: number;
+  used: number;
+  reset: number;
+}
 
 /** Reddit's accounting window (10 minutes). */
 const WINDOW_SECONDS = 600;

@@ -21,13 +21,17 @@ export interface RedditClientOptions {
   blockedCooldownMs: number;
 }
 
-export interface RedditClientStats { requests: number; retries: number; tokenFetches: number; rateLimitWaits: number }
+export interface RedditClientStats {
+  requests: number;
+  retries: number;
+  tokenFetches: number;
+  rateLimitWaits: number;
+}
 
 /** Statuses worth another try (prawcore's set); 429 is handled on its own, honouring retry-after. */
 const RETRY_STATUSES = new Set([408, 500, 502, 503, 504, 520, 522]);
 
-const blocked = (message: string, details: Record<string, unknown> = {}) =>
-  Errors.upstreamBlocked(message, details);
+const blocked = (message: string, details: Record<string, unknown> = {}) => Errors.upstreamBlocked(message, details);
 
 /** Seconds from Retry-After (delta seconds or an HTTP date). */
 export function retryAfterSeconds(value: string | undefined, now = Date.now()): number | null {
@@ -58,7 +62,12 @@ export class RedditClient {
       throw Errors.scraperNotConfigured();
     }
     this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
-    this.dispatcher = new Agent({ connections: 4, headersTimeout: o.requestTimeoutMs, bodyTimeout: o.requestTimeoutMs, connectTimeout: o.requestTimeoutMs });
+    this.dispatcher = new Agent({
+      connections: 4,
+      headersTimeout: o.requestTimeoutMs,
+      bodyTimeout: o.requestTimeoutMs,
+      connectTimeout: o.requestTimeoutMs,
+    });
   }
 
   async close(): Promise<void> {
@@ -72,7 +81,14 @@ export class RedditClient {
 
   /** /api/morechildren, one call at a time per credential. */
   moreChildren(linkId: string, children: string[], sort: string, scope?: RequestScope): Promise<unknown> {
-    const run = this.moreChain.then(() => this.call('GET', '/api/morechildren', { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' }, scope));
+    const run = this.moreChain.then(() =>
+      this.call(
+        'GET',
+        '/api/morechildren',
+        { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' },
+        scope,
+      ),
+    );
     this.moreChain = run.catch(() => undefined);
     return run;
   }
@@ -86,7 +102,12 @@ export class RedditClient {
     return u.toString();
   }
 
-  private async call(method: 'GET', path: string, params: Record<string, string | number | undefined>, scope?: RequestScope): Promise<unknown> {
+  private async call(
+    method: 'GET',
+    path: string,
+    params: Record<string, string | number | undefined>,
+    scope?: RequestScope,
+  ): Promise<unknown> {
     const signal = scope?.signal;
     const url = this.url(path, params);
     let refreshed = false;
@@ -105,7 +126,12 @@ export class RedditClient {
           await this.backoff(attempt, signal);
           continue;
         }
-        throw transportError(e, { upstream: 'Reddit', timeoutMs: this.o.requestTimeoutMs, attempts: attempt + 1, path });
+        throw transportError(e, {
+          upstream: 'Reddit',
+          timeoutMs: this.o.requestTimeoutMs,
+          attempts: attempt + 1,
+          path,
+        });
       }
       const h = (name: string) => headerOf(res.headers, name);
       const rateLimit = parseRateLimitHeaders(h);
@@ -158,10 +184,17 @@ export class RedditClient {
   private classify(status: number, type: string, body: string, location: string | undefined, path: string): ApiError {
     const json = type.includes('json') ? safeJson(body) : null;
     const reason = typeof json?.reason === 'string' ? json.reason : null;
-    if ((status === 403 && !json) || (status === 200 && !type.includes('json')) || (status >= 300 && status < 400 && /login/.test(location ?? ''))) {
+    if (
+      (status === 403 && !json) ||
+      (status === 200 && !type.includes('json')) ||
+      (status >= 300 && status < 400 && /login/.test(location ?? ''))
+    ) {
       // HTML where JSON was asked for: Reddit's network-policy block page or a login wall. Stop using
       // this credential for a while instead of hammering (and never report it as an empty success).
-      const e = blocked(`Reddit blocked the request (HTTP ${status}${/whoa there|blocked/i.test(body) ? ', "blocked due to a network policy"' : ''}).`, { status, path, cooldown_seconds: this.o.blockedCooldownMs / 1000 });
+      const e = blocked(
+        `Reddit blocked the request (HTTP ${status}${/whoa there|blocked/i.test(body) ? ', "blocked due to a network policy"' : ''}).`,
+        { status, path, cooldown_seconds: this.o.blockedCooldownMs / 1000 },
+      );
       this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
       this.blockedError = e;
       return e;
@@ -170,15 +203,25 @@ export class RedditClient {
     if (status === 403 && reason === 'quarantined') return Errors.communityQuarantined(path);
     if (status === 403) return Errors.upstreamForbidden(reason ?? undefined, path);
     if (status === 404 && reason === 'banned') return Errors.communityBanned(path);
-    if (status === 404 || (status >= 300 && status < 400)) return Errors.notFound('Reddit has nothing at this address.', { path });
-    if (status >= 500 || RETRY_STATUSES.has(status)) return Errors.upstreamUnavailable(`Reddit answered HTTP ${status} after ${this.o.maxRetries + 1} attempts.`, { status, path });
+    if (status === 404 || (status >= 300 && status < 400))
+      return Errors.notFound('Reddit has nothing at this address.', { path });
+    if (status >= 500 || RETRY_STATUSES.has(status))
+      return Errors.upstreamUnavailable(`Reddit answered HTTP ${status} after ${this.o.maxRetries + 1} attempts.`, {
+        status,
+        path,
+      });
     if (status === 401) return Errors.upstreamAuthFailed('Reddit rejected the access token twice.', { path });
-    return Errors.upstreamError(`Reddit answered HTTP ${status}${typeof json?.message === 'string' ? ` (${json.message})` : ''}.`, { status, path });
+    return Errors.upstreamError(
+      `Reddit answered HTTP ${status}${typeof json?.message === 'string' ? ` (${json.message})` : ''}.`,
+      { status, path },
+    );
   }
 
   private accessToken(signal?: AbortSignal): Promise<string> {
     if (this.token && Date.now() < this.token.expiresAt) return Promise.resolve(this.token.value);
-    this.tokenFetch ??= this.fetchToken(signal).finally(() => { this.tokenFetch = null; });
+    this.tokenFetch ??= this.fetchToken(signal).finally(() => {
+      this.tokenFetch = null;
+    });
     return this.tokenFetch;
   }
 
@@ -188,19 +231,31 @@ export class RedditClient {
     let res: Dispatcher.ResponseData;
     try {
       res = await request(this.o.tokenUrl, {
-        method: 'POST', dispatcher: this.dispatcher, signal,
-        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', 'user-agent': this.o.userAgent },
+        method: 'POST',
+        dispatcher: this.dispatcher,
+        signal,
+        headers: {
+          authorization: `Basic ${basic}`,
+          'content-type': 'application/x-www-form-urlencoded',
+          'user-agent': this.o.userAgent,
+        },
         body: 'grant_type=client_credentials',
       });
     } catch (e) {
       if (signal?.aborted) throw signal.reason;
-      throw Errors.upstreamUnreachable(`The Reddit token endpoint could not be reached: ${(e as { code?: string }).code ?? (e as Error).message}.`);
+      throw Errors.upstreamUnreachable(
+        `The Reddit token endpoint could not be reached: ${(e as { code?: string }).code ?? (e as Error).message}.`,
+      );
     }
     const text = await res.body.text();
     const json = safeJson(text);
     if (res.statusCode !== 200 || typeof json?.access_token !== 'string') {
-      if (res.statusCode === 403 && !json) throw blocked('Reddit blocked the token request (HTML 403).', { status: 403 });
-      throw Errors.upstreamAuthFailed(`Reddit refused the app credentials (HTTP ${res.statusCode}${typeof json?.error === 'string' ? `: ${json.error}` : ''}).`, { status: res.statusCode });
+      if (res.statusCode === 403 && !json)
+        throw blocked('Reddit blocked the token request (HTML 403).', { status: 403 });
+      throw Errors.upstreamAuthFailed(
+        `Reddit refused the app credentials (HTTP ${res.statusCode}${typeof json?.error === 'string' ? `: ${json.error}` : ''}).`,
+        { status: res.statusCode },
+      );
     }
     const ttl = typeof json.expires_in === 'number' ? json.expires_in : 3600;
     // Renew a minute early so a request never leaves with a token about to expire.

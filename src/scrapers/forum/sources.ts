@@ -12,14 +12,35 @@ export type ForumSource =
   | { kind: 'post'; label: string; postId: string }
   | { kind: 'community'; label: string; name: string; sort: ListingSort; t: TimeFilter | null }
   // `name` of a multi-community listing is "a+b" (one listing); its about pages are read one by one.
-  | { kind: 'user'; label: string; name: string; section: 'submitted' | 'comments' | 'overview'; sort: UserSort; t: TimeFilter | null }
-  | { kind: 'search'; label: string; q: string; community: string | null; types: SearchType[]; sort: SearchSort; t: TimeFilter | null };
+  | {
+      kind: 'user';
+      label: string;
+      name: string;
+      section: 'submitted' | 'comments' | 'overview';
+      sort: UserSort;
+      t: TimeFilter | null;
+    }
+  | {
+      kind: 'search';
+      label: string;
+      q: string;
+      community: string | null;
+      types: SearchType[];
+      sort: SearchSort;
+      t: TimeFilter | null;
+    };
 
 /** What a URL names, before the request's sort/time filter are applied. */
 export type UrlTarget =
   | { kind: 'post'; postId: string }
   | { kind: 'community'; name: string; sort: string | null; t: string | null }
-  | { kind: 'user'; name: string; section: 'submitted' | 'comments' | 'overview'; sort: string | null; t: string | null }
+  | {
+      kind: 'user';
+      name: string;
+      section: 'submitted' | 'comments' | 'overview';
+      sort: string | null;
+      t: string | null;
+    }
   | { kind: 'search'; q: string; community: string | null; types: SearchType[]; sort: string | null; t: string | null };
 
 const REDDIT_HOST = /^(?:(?:www|old|new|np|m|i)\.)?reddit\.com$/i;
@@ -51,21 +72,27 @@ export function classifyRedditUrl(raw: string): UrlTarget {
   if (a === 'search') return search(raw, q, null);
   if (a === 'r' && b) {
     const names = b.split('+');
-    if (names.length > MAX_MULTI_COMMUNITIES) throw unsupportedUrl(raw, `lists more than ${MAX_MULTI_COMMUNITIES} communities`);
+    if (names.length > MAX_MULTI_COMMUNITIES)
+      throw unsupportedUrl(raw, `lists more than ${MAX_MULTI_COMMUNITIES} communities`);
     if (names.some((n) => !NAME.test(n) || n.includes('-'))) throw unsupportedUrl(raw, 'does not name a community');
-    if (names.length > 1 && c !== undefined && !(LISTING_SORTS.has(c) && parts.length === 3)) throw unsupportedUrl(raw, 'is a multi-community page this scraper does not read (use the listing or a sort)');
+    if (names.length > 1 && c !== undefined && !(LISTING_SORTS.has(c) && parts.length === 3))
+      throw unsupportedUrl(raw, 'is a multi-community page this scraper does not read (use the listing or a sort)');
     if (c === 'comments' && d && ID36.test(d)) return { kind: 'post', postId: d.toLowerCase() };
     if (c === 's') throw unsupportedUrl(raw, 'is a share link: open it once and pass the post URL it redirects to');
     if (c === 'search') return search(raw, q, ['0', 'off', 'false'].includes(q.get('restrict_sr') ?? '') ? null : b);
     if (c === undefined || (LISTING_SORTS.has(c) && parts.length === 3)) {
       return { kind: 'community', name: b, sort: c === 'best' ? 'hot' : (c ?? null), t: q.get('t') };
     }
-    throw unsupportedUrl(raw, 'is a community page this scraper does not read (use the community, a sort, a post or a search)');
+    throw unsupportedUrl(
+      raw,
+      'is a community page this scraper does not read (use the community, a sort, a post or a search)',
+    );
   }
   if ((a === 'user' || a === 'u') && b) {
     if (!NAME.test(b)) throw unsupportedUrl(raw, 'does not name a user');
     const section = c ?? 'submitted';
-    if (section !== 'submitted' && section !== 'comments' && section !== 'overview') throw unsupportedUrl(raw, 'is a user page this scraper does not read (submitted, comments or overview)');
+    if (section !== 'submitted' && section !== 'comments' && section !== 'overview')
+      throw unsupportedUrl(raw, 'is a user page this scraper does not read (submitted, comments or overview)');
     return { kind: 'user', name: b, section, sort: q.get('sort'), t: q.get('t') };
   }
   throw unsupportedUrl(raw, 'is not a post, community, user or search URL');
@@ -75,15 +102,26 @@ function search(raw: string, q: URLSearchParams, community: string | null): UrlT
   const text = q.get('q')?.trim();
   if (!text) throw unsupportedUrl(raw, 'is a search URL without q');
   if (text.length > 512) throw unsupportedUrl(raw, 'has a query longer than 512 characters');
-  const types = (q.get('type') ?? 'link').split(',').map((t) => SEARCH_TYPES[t.trim()]).filter((t): t is SearchType => t !== undefined);
-  return { kind: 'search', q: text, community, types: types.length ? [...new Set(types)] : ['link'], sort: q.get('sort'), t: q.get('t') };
+  const types = (q.get('type') ?? 'link')
+    .split(',')
+    .map((t) => SEARCH_TYPES[t.trim()])
+    .filter((t): t is SearchType => t !== undefined);
+  return {
+    kind: 'search',
+    q: text,
+    community,
+    types: types.length ? [...new Set(types)] : ['link'],
+    sort: q.get('sort'),
+    t: q.get('t'),
+  };
 }
 
 const badSort = (label: string, message: string) => Errors.unsupportedSort(label, message);
 
 function timeFilter(label: string, raw: string | null): TimeFilter | null {
   if (raw === null) return null;
-  if (!(TIME_FILTERS as readonly string[]).includes(raw)) throw badSort(label, `time filter "${raw}" is not one of ${TIME_FILTERS.join(', ')}`);
+  if (!(TIME_FILTERS as readonly string[]).includes(raw))
+    throw badSort(label, `time filter "${raw}" is not one of ${TIME_FILTERS.join(', ')}`);
   return raw as TimeFilter;
 }
 
@@ -92,7 +130,11 @@ function listingSort(label: string, sort: string, t: TimeFilter | null, allowed:
     const hint = sort === 'relevance' || sort === 'comments' ? ' (it applies to searches only)' : '';
     throw badSort(label, `sort "${sort}" is not supported for this listing${hint}; use one of ${allowed.join(', ')}`);
   }
-  if (t && sort !== 'top' && sort !== 'controversial') throw badSort(label, `time_filter applies to top and controversial listings and to searches, not to sort "${sort}"`);
+  if (t && sort !== 'top' && sort !== 'controversial')
+    throw badSort(
+      label,
+      `time_filter applies to top and controversial listings and to searches, not to sort "${sort}"`,
+    );
 }
 
 /**
@@ -126,17 +168,35 @@ export function planSources(req: ForumScrapeRequestT): ForumSource[] {
       }
       case 'search': {
         const sort = target.sort ?? req.sort;
-        if (!['relevance', 'hot', 'top', 'new', 'comments'].includes(sort)) throw badSort(label, `sort "${sort}" is not supported for searches; use relevance, hot, top, new or comments`);
+        if (!['relevance', 'hot', 'top', 'new', 'comments'].includes(sort))
+          throw badSort(
+            label,
+            `sort "${sort}" is not supported for searches; use relevance, hot, top, new or comments`,
+          );
         const t = target.t !== null ? timeFilter(label, target.t) : reqT;
-        out.push({ kind: 'search', label, q: target.q, community: target.community, types: target.types, sort: sort as SearchSort, t });
+        out.push({
+          kind: 'search',
+          label,
+          q: target.q,
+          community: target.community,
+          types: target.types,
+          sort: sort as SearchSort,
+          t,
+        });
         break;
       }
     }
   }
-  const types = [...new Set(req.search_types.map((t) => (t === 'post' ? 'link' : t === 'community' ? 'sr' : 'user') as SearchType))];
+  const types = [
+    ...new Set(req.search_types.map((t) => (t === 'post' ? 'link' : t === 'community' ? 'sr' : 'user') as SearchType)),
+  ];
   for (const q of req.search_queries) {
     const label = `search:${q}`;
-    if (req.sort === 'rising') throw badSort(label, 'sort "rising" applies to listings only; use relevance, hot, top, new or comments for searches');
+    if (req.sort === 'rising')
+      throw badSort(
+        label,
+        'sort "rising" applies to listings only; use relevance, hot, top, new or comments for searches',
+      );
     out.push({ kind: 'search', label, q, community, types, sort: req.sort, t: reqT });
   }
   if (req.urls.length === 0 && req.search_queries.length === 0 && community) {
@@ -148,7 +208,8 @@ export function planSources(req: ForumScrapeRequestT): ForumSource[] {
 }
 
 /** Comment sort used for a post's thread, from the run's sort (Reddit's "best" is `confidence`). */
-export const commentSort = (sort: string): 'new' | 'top' | 'confidence' => (sort === 'new' ? 'new' : sort === 'top' ? 'top' : 'confidence');
+export const commentSort = (sort: string): 'new' | 'top' | 'confidence' =>
+  sort === 'new' ? 'new' : sort === 'top' ? 'top' : 'confidence';
 
 /** Sorts whose pages are ordered newest first, so a date limit can stop paging. */
 export const isTimeOrdered = (s: ForumSource): boolean => s.kind !== 'post' && s.sort === 'new';

@@ -10,9 +10,22 @@ const s = z.string().nullable();
 const n = z.number().nullable();
 
 export const REVIEWS_STATUS = [
-  'not_requested', 'complete', 'limited_by_max_reviews', 'limited_by_quota', 'limited_by_start_date', 'ended_early', 'unavailable_signed_out', 'failed',
+  'not_requested',
+  'complete',
+  'limited_by_max_reviews',
+  'limited_by_quota',
+  'limited_by_start_date',
+  'ended_early',
+  'unavailable_signed_out',
+  'failed',
 ] as const;
-export const IMAGES_STATUS = ['not_requested', 'complete', 'limited_by_max_images', 'none', 'unavailable_signed_out'] as const;
+export const IMAGES_STATUS = [
+  'not_requested',
+  'complete',
+  'limited_by_max_images',
+  'none',
+  'unavailable_signed_out',
+] as const;
 
 export const PlaceReview = z
   .object({
@@ -24,7 +37,13 @@ export const PlaceReview = z
     publishAt: s.describe('The relative date as Google shows it ("3 weeks ago"), localised.'),
     likesCount: n.describe('"Helpful" votes (`[4][2]` of the review element in the recorded format).'),
     language: s,
-    reviewer: z.object({ name: s, url: s, photoUrl: s, id: s, numberOfReviews: n.describe('Reviews the reviewer has written.') }),
+    reviewer: z.object({
+      name: s,
+      url: s,
+      photoUrl: s,
+      id: s,
+      numberOfReviews: n.describe('Reviews the reviewer has written.'),
+    }),
     ownerResponse: z.object({ text: s, publishedAtDate: s }).nullable(),
     imageUrls: z.array(z.string()),
   })
@@ -56,7 +75,15 @@ export const PlaceItem = z
     price: s,
     totalScore: n,
     reviewsCount: n,
-    reviewsDistribution: z.object({ oneStar: z.number(), twoStar: z.number(), threeStar: z.number(), fourStar: z.number(), fiveStar: z.number() }).nullable(),
+    reviewsDistribution: z
+      .object({
+        oneStar: z.number(),
+        twoStar: z.number(),
+        threeStar: z.number(),
+        fourStar: z.number(),
+        fiveStar: z.number(),
+      })
+      .nullable(),
     permanentlyClosed: z.boolean(),
     temporarilyClosed: z.boolean(),
     openingStatus: s.describe('The status line as Google shows it ("Open ⋅ Closes 6 pm"), localised.'),
@@ -64,14 +91,28 @@ export const PlaceItem = z
     description: s,
     imageUrl: s,
     imagesCount: n,
-    openingHours: z.array(z.object({ day: z.string(), hours: z.string() })).nullable().describe('include_details only.'),
-    popularTimes: z.array(z.object({ day: z.int().describe('1 = Monday … 7 = Sunday'), hours: z.array(z.object({ hour: z.int(), occupancyPercent: z.number() })) }))
-      .nullable().describe('include_details only; hidden from signed-out clients since 2026 (then null).'),
+    openingHours: z
+      .array(z.object({ day: z.string(), hours: z.string() }))
+      .nullable()
+      .describe('include_details only.'),
+    popularTimes: z
+      .array(
+        z.object({
+          day: z.int().describe('1 = Monday … 7 = Sunday'),
+          hours: z.array(z.object({ hour: z.int(), occupancyPercent: z.number() })),
+        }),
+      )
+      .nullable()
+      .describe('include_details only; hidden from signed-out clients since 2026 (then null).'),
     phoneInternational: s.describe('include_details only.'),
     ownerName: s.describe('include_details only.'),
     ownerId: s.describe('include_details only.'),
     reviews: z.array(PlaceReview),
-    reviewsStatus: z.enum(REVIEWS_STATUS).describe('Why `reviews` holds what it holds; unavailable_signed_out is Google withholding them, not "no reviews".'),
+    reviewsStatus: z
+      .enum(REVIEWS_STATUS)
+      .describe(
+        'Why `reviews` holds what it holds; unavailable_signed_out is Google withholding them, not "no reviews".',
+      ),
     images: z.array(z.object({ title: s, url: z.string() })),
     imagesStatus: z.enum(IMAGES_STATUS),
     isAdvertisement: z.boolean().describe('A sponsored result of the search (kept, flagged).'),
@@ -86,18 +127,29 @@ export type PlaceItemT = z.infer<typeof PlaceItem>;
 /** De-duplication and billing key: feature id, else place id, else cid. */
 export const placeItemKey = (item: unknown): string => {
   const p = item as PlaceItemT;
-  return p.fid ? `fid:${p.fid}` : p.placeId ? `pid:${p.placeId}` : p.cid ? `cid:${p.cid}` : `title:${p.title ?? ''}|${p.address ?? ''}`;
+  return p.fid
+    ? `fid:${p.fid}`
+    : p.placeId
+      ? `pid:${p.placeId}`
+      : p.cid
+        ? `cid:${p.cid}`
+        : `title:${p.title ?? ''}|${p.address ?? ''}`;
 };
 
 const strings = (v: unknown): string[] => (arr(v) ?? []).filter((x): x is string => typeof x === 'string' && x !== '');
-const micros = (v: unknown): string | null => { const x = num(v); return x !== null && x > 0 ? new Date(Math.floor(x / 1000)).toISOString() : null; };
+const micros = (v: unknown): string | null => {
+  const x = num(v);
+  return x !== null && x > 0 ? new Date(Math.floor(x / 1000)).toISOString() : null;
+};
 
 /** Google's website field may be a /url?q=… redirect; the target is what users want. */
 export function unwrapWebsite(v: unknown): string | null {
   const raw = str(v);
   if (!raw) return null;
   if (/^\/url\?|^https?:\/\/[^/]*google\.[^/]+\/url\?/.test(raw)) {
-    const target = new URL(raw, 'https://www.google.com').searchParams.get('q') ?? new URL(raw, 'https://www.google.com').searchParams.get('url');
+    const target =
+      new URL(raw, 'https://www.google.com').searchParams.get('q') ??
+      new URL(raw, 'https://www.google.com').searchParams.get('url');
     return target && /^https?:\/\//.test(target) ? target : null;
   }
   return /^https?:\/\//.test(raw) ? raw : null;
@@ -111,8 +163,10 @@ function address(place: unknown, title: string | null): string | null {
   return lines.length ? lines.join(', ') : null;
 }
 
-const CLOSED_PERMANENTLY = /permanently closed|dauerhaft geschlossen|définitivement fermé|cerrado permanentemente|chiuso definitivamente|permanentemente fechado/i;
-const CLOSED_TEMPORARILY = /temporarily closed|vorübergehend geschlossen|fermé temporairement|cerrado temporalmente|chiuso temporaneamente|temporariamente fechado/i;
+const CLOSED_PERMANENTLY =
+  /permanently closed|dauerhaft geschlossen|définitivement fermé|cerrado permanentemente|chiuso definitivamente|permanentemente fechado/i;
+const CLOSED_TEMPORARILY =
+  /temporarily closed|vorübergehend geschlossen|fermé temporairement|cerrado temporalmente|chiuso temporaneamente|temporariamente fechado/i;
 
 /**
  * One day of an hours block: `[day, dayNum, [y,m,d], [[text, [[h],[h]]], …]]` (the 2025 layout) or the
@@ -129,7 +183,9 @@ function dayHours(d: unknown): { day: string; hours: string } | null {
 /** The days of the first hours block that has any (`[203][0]`, else `[34][1]`), each day read in either layout. */
 function openingHours(place: unknown): PlaceItemT['openingHours'] {
   for (const path of [PATHS.hoursNew[0]!, PATHS.hoursOld[0]!]) {
-    const out = (arr(at(place, ...path)) ?? []).map(dayHours).filter((d): d is { day: string; hours: string } => d !== null);
+    const out = (arr(at(place, ...path)) ?? [])
+      .map(dayHours)
+      .filter((d): d is { day: string; hours: string } => d !== null);
     if (out.length) return out;
   }
   return null;
@@ -138,17 +194,26 @@ function openingHours(place: unknown): PlaceItemT['openingHours'] {
 function popularTimes(place: unknown): PlaceItemT['popularTimes'] {
   const days = arr(at(place, ...PATHS.popularTimes[0]!));
   if (!days || !days.length) return null;
-  const out = days.map((d) => {
-    const day = num(at(d, 0));
-    const hours = (arr(at(d, 1)) ?? []).map((h) => ({ hour: num(at(h, 0)), occupancyPercent: num(at(h, 1)) }))
-      .filter((h): h is { hour: number; occupancyPercent: number } => h.hour !== null && h.occupancyPercent !== null && Number.isInteger(h.hour));
-    return day !== null && Number.isInteger(day) && day >= 1 && day <= 7 ? { day, hours } : null;
-  }).filter((d): d is NonNullable<typeof d> => d !== null);
+  const out = days
+    .map((d) => {
+      const day = num(at(d, 0));
+      const hours = (arr(at(d, 1)) ?? [])
+        .map((h) => ({ hour: num(at(h, 0)), occupancyPercent: num(at(h, 1)) }))
+        .filter(
+          (h): h is { hour: number; occupancyPercent: number } =>
+            h.hour !== null && h.occupancyPercent !== null && Number.isInteger(h.hour),
+        );
+      return day !== null && Number.isInteger(day) && day >= 1 && day <= 7 ? { day, hours } : null;
+    })
+    .filter((d): d is NonNullable<typeof d> => d !== null);
   return out.length ? out : null;
 }
 
 function distribution(place: unknown): PlaceItemT['reviewsDistribution'] {
-  const d = firstAt(place, PATHS.distribution, (v) => { const a = arr(v); return a && a.length >= 5 && a.slice(0, 5).every((x) => num(x) !== null) ? (a as number[]) : null; });
+  const d = firstAt(place, PATHS.distribution, (v) => {
+    const a = arr(v);
+    return a && a.length >= 5 && a.slice(0, 5).every((x) => num(x) !== null) ? (a as number[]) : null;
+  });
   return d ? { oneStar: d[0]!, twoStar: d[1]!, threeStar: d[2]!, fourStar: d[3]!, fiveStar: d[4]! } : null;
 }
 
@@ -178,7 +243,10 @@ export interface PlaceContext {
  */
 export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
   const title = firstAt(place, PATHS.title, str);
-  const fid = firstAt(place, PATHS.fid, (v) => { const x = str(v); return x && cidFromFid(x) !== null ? x.toLowerCase() : null; });
+  const fid = firstAt(place, PATHS.fid, (v) => {
+    const x = str(v);
+    return x && cidFromFid(x) !== null ? x.toLowerCase() : null;
+  });
   const placeId = firstAt(place, PATHS.placeId, str);
   if (!title && !fid && !placeId) return null;
   const cid = ctx.cid ?? (fid ? cidFromFid(fid) : null);
@@ -186,15 +254,26 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
   const lng = firstAt(place, PATHS.lng, num);
   const status = firstAt(place, PATHS.statusText, str);
   const statuses = PATHS.statusText.map((p) => str(at(place, ...p))).filter((x): x is string => x !== null);
-  const link = firstAt(place, PATHS.link, (v) => { const x = str(v); return x && /^https?:\/\//.test(x) ? x : null; });
+  const link = firstAt(place, PATHS.link, (v) => {
+    const x = str(v);
+    return x && /^https?:\/\//.test(x) ? x : null;
+  });
   const details = ctx.includeDetails;
   return {
     title,
     categoryName: strings(at(place, ...PATHS.categories[0]!))[0] ?? null,
     categories: strings(at(place, ...PATHS.categories[0]!)),
-    placeId, cid, fid, kgmid: ctx.kgmid ?? null,
-    url: link ?? (placeId ? `https://www.google.com/maps/search/?api=1&query=${encodeURIComponent(title ?? '')}&query_place_id=${placeId}`
-      : cid ? `https://www.google.com/maps?cid=${cid}` : `https://www.google.com/maps/search/${encodeURIComponent(title ?? '')}`),
+    placeId,
+    cid,
+    fid,
+    kgmid: ctx.kgmid ?? null,
+    url:
+      link ??
+      (placeId
+        ? `https://www.google.com/maps/search/?api=1&query=${encodeURIComponent(title ?? '')}&query_place_id=${placeId}`
+        : cid
+          ? `https://www.google.com/maps?cid=${cid}`
+          : `https://www.google.com/maps/search/${encodeURIComponent(title ?? '')}`),
     address: address(place, title),
     neighborhood: firstAt(place, PATHS.neighborhood, str),
     street: firstAt(place, PATHS.street, str),
@@ -211,7 +290,8 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
     totalScore: firstAt(place, PATHS.totalScore, num),
     reviewsCount: firstAt(place, PATHS.reviewsCount, num),
     reviewsDistribution: distribution(place),
-    permanentlyClosed: firstAt(place, PATHS.closedFlag, str) === 'CLOSED' || statuses.some((x) => CLOSED_PERMANENTLY.test(x)),
+    permanentlyClosed:
+      firstAt(place, PATHS.closedFlag, str) === 'CLOSED' || statuses.some((x) => CLOSED_PERMANENTLY.test(x)),
     temporarilyClosed: statuses.some((x) => CLOSED_TEMPORARILY.test(x)),
     // The closure line wins over an "Open ⋅ …" line from the other block.
     openingStatus: statuses.find((x) => CLOSED_TEMPORARILY.test(x) || CLOSED_PERMANENTLY.test(x)) ?? status,
@@ -256,7 +336,11 @@ export function mapReview(el: unknown): PlaceReviewT | null {
     likesCount: num(at(el, 4, 2)),
     language: str(at(el, 2, 14, 0)),
     reviewer: {
-      name: str(at(el, 1, 4, 5, 0)), url: str(at(el, 1, 4, 2, 0)), photoUrl: str(at(el, 1, 4, 5, 1)), id: str(at(el, 1, 4, 5, 3)), numberOfReviews: num(at(el, 1, 4, 5, 5)),
+      name: str(at(el, 1, 4, 5, 0)),
+      url: str(at(el, 1, 4, 2, 0)),
+      photoUrl: str(at(el, 1, 4, 5, 1)),
+      id: str(at(el, 1, 4, 5, 3)),
+      numberOfReviews: num(at(el, 1, 4, 5, 5)),
     },
     ownerResponse: hasReply ? { text: str(at(reply, 14, 0, 0)), publishedAtDate: micros(at(reply, 1)) } : null,
     imageUrls: (arr(at(el, 2, 2)) ?? []).map((p) => str(at(p, 1, 6, 0))).filter((u): u is string => u !== null),

@@ -22,8 +22,16 @@ export interface MapsClientOptions {
   blockedCooldownMs: number;
 }
 
-export interface MapsClientStats { requests: number; retries: number; blocked: number }
-export interface MapsResponse { status: number; body: string; contentType: string }
+export interface MapsClientStats {
+  requests: number;
+  retries: number;
+  blocked: number;
+}
+export interface MapsResponse {
+  status: number;
+  body: string;
+  contentType: string;
+}
 
 const RETRY_STATUSES = new Set([408, 500, 502, 503, 504]);
 
@@ -42,8 +50,14 @@ export class MapsClient {
 
   constructor(private readonly o: MapsClientOptions) {
     this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
-    const timeouts = { headersTimeout: o.requestTimeoutMs, bodyTimeout: o.requestTimeoutMs, connectTimeout: o.requestTimeoutMs };
-    this.dispatcher = o.proxyUrl ? new ProxyAgent({ uri: o.proxyUrl, connections: 4, ...timeouts }) : new Agent({ connections: 4, ...timeouts });
+    const timeouts = {
+      headersTimeout: o.requestTimeoutMs,
+      bodyTimeout: o.requestTimeoutMs,
+      connectTimeout: o.requestTimeoutMs,
+    };
+    this.dispatcher = o.proxyUrl
+      ? new ProxyAgent({ uri: o.proxyUrl, connections: 4, ...timeouts })
+      : new Agent({ connections: 4, ...timeouts });
   }
 
   async close(): Promise<void> {
@@ -63,7 +77,11 @@ export class MapsClient {
       await this.limiter.acquire(scope);
       if (this.o.jitterMs > 0) await sleep(Math.round(Math.random() * this.o.jitterMs), undefined, { signal });
       this.stats.requests++;
-      const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: '*/*', 'accept-language': 'en' };
+      const headers: Record<string, string> = {
+        'user-agent': this.o.userAgent,
+        accept: '*/*',
+        'accept-language': 'en',
+      };
       if (this.o.cookie) headers.cookie = this.o.cookie;
       let res: Dispatcher.ResponseData;
       try {
@@ -74,7 +92,13 @@ export class MapsClient {
           await this.backoff(attempt, signal);
           continue;
         }
-        throw transportError(e, { upstream: 'Google', timeoutMs: this.o.requestTimeoutMs, attempts: attempt + 1, path: label, viaProxy: Boolean(this.o.proxyUrl) });
+        throw transportError(e, {
+          upstream: 'Google',
+          timeoutMs: this.o.requestTimeoutMs,
+          attempts: attempt + 1,
+          path: label,
+          viaProxy: Boolean(this.o.proxyUrl),
+        });
       }
       const h = (name: string) => headerOf(res.headers, name);
       const body = await res.body.text().catch((e: unknown) => {
@@ -86,7 +110,11 @@ export class MapsClient {
       const block = detectBlock({ status, location: h('location'), contentType, body });
       if (block) {
         this.stats.blocked++;
-        const err = block.error(block.message, { status, path: label, cooldown_seconds: this.o.blockedCooldownMs / 1000 });
+        const err = block.error(block.message, {
+          status,
+          path: label,
+          cooldown_seconds: this.o.blockedCooldownMs / 1000,
+        });
         this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
         this.blockedError = err;
         throw err;
@@ -95,7 +123,11 @@ export class MapsClient {
         await this.backoff(attempt, signal);
         continue;
       }
-      if (status >= 500 || RETRY_STATUSES.has(status)) throw Errors.upstreamUnavailable(`Google answered HTTP ${status} after ${attempt + 1} attempts.`, { status, path: label });
+      if (status >= 500 || RETRY_STATUSES.has(status))
+        throw Errors.upstreamUnavailable(`Google answered HTTP ${status} after ${attempt + 1} attempts.`, {
+          status,
+          path: label,
+        });
       return { status, body, contentType };
     }
   }

@@ -15,7 +15,11 @@ export function at(root: unknown, ...path: number[]): unknown {
 }
 
 /** The first path that yields a value accepted by `pick` (fallbacks for moved fields). */
-export function firstAt<T>(root: unknown, paths: readonly (readonly number[])[], pick: (v: unknown) => T | null): T | null {
+export function firstAt<T>(
+  root: unknown,
+  paths: readonly (readonly number[])[],
+  pick: (v: unknown) => T | null,
+): T | null {
   for (const p of paths) {
     const v = pick(at(root, ...p));
     if (v !== null) return v;
@@ -56,12 +60,18 @@ export const PATHS = {
   timezone: [[30]],
   description: [[32, 1, 1]],
   /** Every status line is read: a temporarily closed place can say "Open ⋅ …" in one block and "Temporarily closed" in the other. */
-  statusText: [[203, 1, 4, 0], [34, 4, 4]],
+  statusText: [
+    [203, 1, 4, 0],
+    [34, 4, 4],
+  ],
   closedFlag: [[88, 0]],
   hoursNew: [[203, 0]],
   hoursOld: [[34, 1]],
   popularTimes: [[84, 0]],
-  distribution: [[175, 3], [52, 3]],
+  distribution: [
+    [175, 3],
+    [52, 3],
+  ],
   imageUrl: [[72, 0, 1, 6, 0]],
   imageCategories: [[171, 0]],
   imagesCount: [[37, 1]],
@@ -93,7 +103,10 @@ export function parseGoogleJson(body: string): unknown {
 /** Place arrays of a search response: `data[0][1][i][14]` for i ≥ 1 (i = 0 is the query's metadata). */
 export function searchPlaces(data: unknown): unknown[] {
   const rows = arr(at(data, 0, 1)) ?? [];
-  return rows.slice(1).map((r) => at(r, 14)).filter((p): p is unknown[] => Array.isArray(p));
+  return rows
+    .slice(1)
+    .map((r) => at(r, 14))
+    .filter((p): p is unknown[] => Array.isArray(p));
 }
 
 /**
@@ -106,7 +119,8 @@ export function searchPlaces(data: unknown): unknown[] {
  * Sponsored places sit in `data[2][1][0][i][15]` (Apify's 2022 crawler reads them there; the recorded
  * payloads carry none).
  */
-export type SearchPage = { kind: 'places'; places: unknown[]; ads: unknown[] } | { kind: 'empty' } | { kind: 'unrecognised'; why: string };
+export type SearchPage =
+  { kind: 'places'; places: unknown[]; ads: unknown[] } | { kind: 'empty' } | { kind: 'unrecognised'; why: string };
 
 export function readSearchPage(data: unknown): SearchPage {
   const container = arr(at(data, 0));
@@ -116,7 +130,8 @@ export function readSearchPage(data: unknown): SearchPage {
   const places = searchPlaces(data);
   const ads = (arr(at(data, 2, 1, 0)) ?? []).map((r) => at(r, 15)).filter((p): p is unknown[] => Array.isArray(p));
   if (places.length || ads.length) return { kind: 'places', places, ads };
-  if (rows.length > 1) return { kind: 'unrecognised', why: `${rows.length - 1} result rows without a place array at [14]` };
+  if (rows.length > 1)
+    return { kind: 'unrecognised', why: `${rows.length - 1} result rows without a place array at [14]` };
   if (typeof at(container, 0) === 'string' && Array.isArray(rows[0])) return { kind: 'empty' };
   return { kind: 'unrecognised', why: 'a result list without its query metadata' };
 }

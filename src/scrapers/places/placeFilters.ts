@@ -1,7 +1,10 @@
 import type { PlaceItemT } from './items.js';
 import type { PlacesScrapeRequestT } from './request.js';
 
-type Filters = Pick<PlacesScrapeRequestT, 'skip_without_phone' | 'skip_without_website' | 'skip_without_reviews' | 'skip_closed' | 'min_rating' | 'categories'>;
+type Filters = Pick<
+  PlacesScrapeRequestT,
+  'skip_without_phone' | 'skip_without_website' | 'skip_without_reviews' | 'skip_closed' | 'min_rating' | 'categories'
+>;
 
 /**
  * Why a place is dropped by the request's filters (the `filtered` reason), or null to keep it. Pure:

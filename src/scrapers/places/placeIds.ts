@@ -23,7 +23,14 @@ export function fidFromCid(cid: string): string | null {
 export const isFid = (s: string): boolean => FID.test(s);
 
 export type MapsTarget =
-  | { kind: 'place'; fid: string | null; placeId: string | null; kgmid: string | null; name: string | null; path: string }
+  | {
+      kind: 'place';
+      fid: string | null;
+      placeId: string | null;
+      kgmid: string | null;
+      name: string | null;
+      path: string;
+    }
   | { kind: 'search'; query: string; lat: number | null; lng: number | null; zoom: number | null }
   | { kind: 'place_id'; placeId: string }
   | { kind: 'cid'; cid: string };
@@ -41,7 +48,13 @@ function viewport(path: string): { lat: number; lng: number; zoom: number | null
   return { lat, lng, zoom: m[3] ? Number(m[3]) : null };
 }
 
-const decode = (s: string): string => { try { return decodeURIComponent(s.replaceAll('+', ' ')); } catch { return s; } };
+const decode = (s: string): string => {
+  try {
+    return decodeURIComponent(s.replaceAll('+', ' '));
+  } catch {
+    return s;
+  }
+};
 
 /**
  * What a Maps URL points at: a place page (feature id, place id and kgmid from its `data=` blob), a
@@ -56,7 +69,8 @@ export function classifyMapsUrl(raw: string): MapsTarget {
     throw unsupported(raw, 'not a URL');
   }
   const host = u.hostname.toLowerCase();
-  if (host === 'maps.app.goo.gl' || host === 'goo.gl') throw unsupported(raw, 'short links are not followed; open it once and pass the long google.com/maps URL');
+  if (host === 'maps.app.goo.gl' || host === 'goo.gl')
+    throw unsupported(raw, 'short links are not followed; open it once and pass the long google.com/maps URL');
   if (!GOOGLE_HOST.test(host)) throw unsupported(raw, 'not a Google Maps URL');
   const path = u.pathname;
   const q = u.searchParams;
@@ -65,7 +79,7 @@ export function classifyMapsUrl(raw: string): MapsTarget {
     if (!fidFromCid(cid)) throw unsupported(raw, `cid "${cid}" is not a 64-bit decimal number`);
     return { kind: 'cid', cid: BigInt(cid).toString() };
   }
-  const placeParam = q.get('query_place_id') ?? (/^place_id:(.+)$/.exec(q.get('q') ?? '')?.[1] ?? null);
+  const placeParam = q.get('query_place_id') ?? /^place_id:(.+)$/.exec(q.get('q') ?? '')?.[1] ?? null;
   if (placeParam !== null) {
     if (!PLACE_ID.test(placeParam)) throw unsupported(raw, `"${placeParam}" is not a place id (ChIJ…)`);
     return { kind: 'place_id', placeId: placeParam };
@@ -77,11 +91,22 @@ export function classifyMapsUrl(raw: string): MapsTarget {
     const fid = /!1s(0x[0-9a-f]+:0x[0-9a-f]+)/i.exec(full)?.[1]?.toLowerCase() ?? null;
     const placeId = /!19s([A-Za-z0-9_-]+)/.exec(full)?.[1] ?? null;
     const kgmid = /!16s(%2F[gm]%2F[^!?/]+|\/[gm]\/[^!?/]+)/.exec(path + u.search)?.[1] ?? null;
-    if (!fid && !placeId) throw unsupported(raw, 'a place URL without its data= identifiers (!1s0x…:0x…); copy the full URL from the address bar');
-    return { kind: 'place', fid: fid && isFid(fid) ? fid : null, placeId: placeId && PLACE_ID.test(placeId) ? placeId : null, kgmid: kgmid ? decode(kgmid) : null, name: place ? decode(place[1]!) : null, path };
+    if (!fid && !placeId)
+      throw unsupported(
+        raw,
+        'a place URL without its data= identifiers (!1s0x…:0x…); copy the full URL from the address bar',
+      );
+    return {
+      kind: 'place',
+      fid: fid && isFid(fid) ? fid : null,
+      placeId: placeId && PLACE_ID.test(placeId) ? placeId : null,
+      kgmid: kgmid ? decode(kgmid) : null,
+      name: place ? decode(place[1]!) : null,
+      path,
+    };
   }
   const search = /^\/maps\/search\/([^/@]+)/.exec(path);
-  const query = search ? decode(search[1]!) : q.get('query') ?? q.get('q');
+  const query = search ? decode(search[1]!) : (q.get('query') ?? q.get('q'));
   if (query && query.trim()) {
     const vp = viewport(path);
     return { kind: 'search', query: query.trim(), lat: vp?.lat ?? null, lng: vp?.lng ?? null, zoom: vp?.zoom ?? null };

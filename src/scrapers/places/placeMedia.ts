@@ -6,7 +6,11 @@ import type { RequestScope } from '../tokenBucket.js';
 import { nextReviewToken, reviewPageSize, reviewsPath, type ReviewSort } from './mapsRequests.js';
 import { parseGoogleJson } from './placeArray.js';
 
-export interface ReviewsResult { reviews: PlaceReviewT[]; status: PlaceItemT['reviewsStatus']; note?: string }
+export interface ReviewsResult {
+  reviews: PlaceReviewT[];
+  status: PlaceItemT['reviewsStatus'];
+  note?: string;
+}
 export interface ReviewsRequest {
   /** Reviews wanted for this place (max_reviews, or less when the review quota runs short). */
   max: number;
@@ -17,7 +21,10 @@ export interface ReviewsRequest {
   /** Only reviews published at or after this (ms since epoch): newest-first paging stops at the first older one. */
   startDate: number | null;
 }
-export interface ImagesResult { images: PlaceItemT['images']; status: PlaceItemT['imagesStatus'] }
+export interface ImagesResult {
+  images: PlaceItemT['images'];
+  status: PlaceItemT['imagesStatus'];
+}
 
 /**
  * Where reviews and images come from. The HTTP provider below is the signed-out path; a signed-in
@@ -44,7 +51,8 @@ export class HttpPlaceMediaProvider implements PlaceMediaProvider {
     if (max <= 0) return { reviews: [], status: quotaCapped ? 'limited_by_quota' : 'not_requested' };
     if (place.reviewsCount === 0) return { reviews: [], status: 'complete' };
     const id = place.fid ?? place.placeId;
-    if (!id) return { reviews: [], status: 'failed', note: 'the place has no feature id or place id to ask reviews for' };
+    if (!id)
+      return { reviews: [], status: 'failed', note: 'the place has no feature id or place id to ask reviews for' };
     const requestId = randomBytes(16).toString('base64url').slice(0, 21);
     const out: PlaceReviewT[] = [];
     const seenIds = new Set<string>();
@@ -53,9 +61,17 @@ export class HttpPlaceMediaProvider implements PlaceMediaProvider {
     for (let page = 0; ; page++) {
       let doc: unknown;
       try {
-        const res = await this.client.get(reviewsPath(id, language, reviewPageSize(max - out.length), token, requestId, sort), scope);
+        const res = await this.client.get(
+          reviewsPath(id, language, reviewPageSize(max - out.length), token, requestId, sort),
+          scope,
+        );
         if (res.status === 401 || res.status === 403) {
-          return page === 0 ? { reviews: out, status: 'unavailable_signed_out', note: `Google refused reviews to a signed-out client (HTTP ${res.status})` }
+          return page === 0
+            ? {
+                reviews: out,
+                status: 'unavailable_signed_out',
+                note: `Google refused reviews to a signed-out client (HTTP ${res.status})`,
+              }
             : { reviews: out, status: 'ended_early', note: `Google refused page ${page + 1} (HTTP ${res.status})` };
         }
         if (res.status !== 200) throw Errors.upstreamError(`Google answered HTTP ${res.status} for reviews.`);
@@ -68,7 +84,11 @@ export class HttpPlaceMediaProvider implements PlaceMediaProvider {
       }
       const elements = reviewElements(doc);
       if (page === 0 && elements.length === 0 && (place.reviewsCount ?? 0) > 0) {
-        return { reviews: [], status: 'unavailable_signed_out', note: `the place has ${place.reviewsCount} reviews but Google returned none (signed-out limited view)` };
+        return {
+          reviews: [],
+          status: 'unavailable_signed_out',
+          note: `the place has ${place.reviewsCount} reviews but Google returned none (signed-out limited view)`,
+        };
       }
       let older = false;
       for (const el of elements) {
@@ -88,11 +108,20 @@ export class HttpPlaceMediaProvider implements PlaceMediaProvider {
       token = nextReviewToken(doc, seenTokens);
       if (out.length >= max) {
         const more = token !== null || (place.reviewsCount ?? 0) > out.length;
-        return { reviews: out, status: !more ? 'complete' : quotaCapped ? 'limited_by_quota' : 'limited_by_max_reviews' };
+        return {
+          reviews: out,
+          status: !more ? 'complete' : quotaCapped ? 'limited_by_quota' : 'limited_by_max_reviews',
+        };
       }
       if (token === null || elements.length === 0) {
         const short = place.reviewsCount !== null && out.length < place.reviewsCount;
-        return short ? { reviews: out, status: 'ended_early', note: `Google stopped paging after ${out.length} of ${place.reviewsCount} reviews` } : { reviews: out, status: 'complete' };
+        return short
+          ? {
+              reviews: out,
+              status: 'ended_early',
+              note: `Google stopped paging after ${out.length} of ${place.reviewsCount} reviews`,
+            }
+          : { reviews: out, status: 'complete' };
       }
     }
   }
@@ -100,7 +129,8 @@ export class HttpPlaceMediaProvider implements PlaceMediaProvider {
   images(place: PlaceItemT, placeArray: unknown, max: number): ImagesResult {
     if (max <= 0) return { images: [], status: 'not_requested' };
     const all = categoryImages(placeArray);
-    if (all.length === 0) return { images: [], status: (place.imagesCount ?? 0) > 0 ? 'unavailable_signed_out' : 'none' };
+    if (all.length === 0)
+      return { images: [], status: (place.imagesCount ?? 0) > 0 ? 'unavailable_signed_out' : 'none' };
     return { images: all.slice(0, max), status: all.length > max ? 'limited_by_max_images' : 'complete' };
   }
 }

@@ -69,10 +69,16 @@ export class PlacesScraper {
 
   async run(): Promise<ScrapeOutcome> {
     const { reports, cancelled } = await runSources(planPlacesSources(this.req), {
-      sink: this.sink, runWide: RUN_WIDE, signal: this.o.signal, limitReason: this.limits.places < this.req.max_places ? 'quota' : 'max_items',
+      sink: this.sink,
+      runWide: RUN_WIDE,
+      signal: this.o.signal,
+      limitReason: this.limits.places < this.req.max_places ? 'quota' : 'max_items',
       open: (source, report) => this.source(source, report),
     });
-    if (this.reviewsCappedByQuota) this.warnings.push(`The monthly review quota allowed ${this.limits.reviews} reviews for this run; places past it have reviewsStatus "limited_by_quota".`);
+    if (this.reviewsCappedByQuota)
+      this.warnings.push(
+        `The monthly review quota allowed ${this.limits.reviews} reviews for this run; places past it have reviewsStatus "limited_by_quota".`,
+      );
     return { items: this.sink.items, sources: reports, warnings: this.warnings, hitLimit: this.sink.full, cancelled };
   }
 
@@ -100,12 +106,25 @@ export class PlacesScraper {
     const res = await this.client.get(path, this.scope);
     if (res.status === 404) throw Errors.notFound(`Google has no ${what} at this address.`);
     if (res.status >= 300 && res.status < 400) throw Errors.unexpectedRedirect(what, res.status);
-    if (res.status !== 200) throw Errors.upstreamError(`Google answered HTTP ${res.status} for the ${what}.`, { status: res.status });
+    if (res.status !== 200)
+      throw Errors.upstreamError(`Google answered HTTP ${res.status} for the ${what}.`, { status: res.status });
     return res.body;
   }
 
-  private detail(d: { place: unknown[]; cid: string | null }, report: SourceReportT, extra: { kgmid: string | null }): Work<void> {
-    const item = mapPlace(d.place, { scrapedAt: this.scrapedAt, language: this.req.language, searchString: null, rank: null, includeDetails: this.req.include_details, cid: d.cid, kgmid: extra.kgmid });
+  private detail(
+    d: { place: unknown[]; cid: string | null },
+    report: SourceReportT,
+    extra: { kgmid: string | null },
+  ): Work<void> {
+    const item = mapPlace(d.place, {
+      scrapedAt: this.scrapedAt,
+      language: this.req.language,
+      searchString: null,
+      rank: null,
+      includeDetails: this.req.include_details,
+      cid: d.cid,
+      kgmid: extra.kgmid,
+    });
     if (!item) throw this.unexpected('a place document without a place', JSON.stringify(d.place));
     return this.place(item, d.place, report, false);
   }
@@ -119,15 +138,21 @@ export class PlacesScraper {
       try {
         data = parseGoogleJson(body);
       } catch {
-        throw this.unexpected('a search answer that is not its )]}\' JSON', body);
+        throw this.unexpected("a search answer that is not its )]}' JSON", body);
       }
       const read = readSearchPage(data);
-      if (read.kind === 'unrecognised') throw this.unexpected(`a search answer we do not recognise (${read.why})`, body);
+      if (read.kind === 'unrecognised')
+        throw this.unexpected(`a search answer we do not recognise (${read.why})`, body);
       if (read.kind === 'empty') {
         if (page === 0) this.warnings.push(`${source.label}: Google found no places.`);
         return 'exhausted';
       }
-      const ctx = { scrapedAt: this.scrapedAt, language: this.req.language, searchString: source.searchString, includeDetails: false };
+      const ctx = {
+        scrapedAt: this.scrapedAt,
+        language: this.req.language,
+        searchString: source.searchString,
+        includeDetails: false,
+      };
       const organic = read.places.map((p, i) => ({ array: p, item: mapPlace(p, { ...ctx, rank: offset + i + 1 }) }));
       const keys = organic.flatMap((m) => (m.item ? [placeItemKey(m.item)] : []));
       if (isRepeatedPage(keys, seenHere, page)) throw Errors.silentTruncation(page + 1, seenHere.size);
@@ -143,11 +168,16 @@ export class PlacesScraper {
       }
       // The end is a short (or empty) page; Google caps a search near ~120 places.
       if (read.places.length < SEARCH_PAGE_SIZE) {
-        if (offset + read.places.length >= SEARCH_CAP_HINT) this.warnings.push(`${source.label}: Google ended the search after ${offset + read.places.length} places (it stops near 120 per search); split it by location for more.`);
+        if (offset + read.places.length >= SEARCH_CAP_HINT)
+          this.warnings.push(
+            `${source.label}: Google ended the search after ${offset + read.places.length} places (it stops near 120 per search); split it by location for more.`,
+          );
         return 'exhausted';
       }
     }
-    this.warnings.push(`${source.label}: stopped after ${this.maxSearchPages} pages ([scrapers.places] max_search_pages).`);
+    this.warnings.push(
+      `${source.label}: stopped after ${this.maxSearchPages} pages ([scrapers.places] max_search_pages).`,
+    );
     return 'max_search_pages';
   }
 
@@ -175,14 +205,27 @@ export class PlacesScraper {
     if (this.req.max_reviews > 0) {
       const left = Math.max(0, this.limits.reviews - this.reviewsDelivered);
       const max = Math.min(this.req.max_reviews, left);
-      const r = await this.media.reviews(item, { max, quotaCapped: max < this.req.max_reviews, language: this.req.language, sort: this.req.reviews_sort, startDate: this.reviewsStart }, this.scope);
+      const r = await this.media.reviews(
+        item,
+        {
+          max,
+          quotaCapped: max < this.req.max_reviews,
+          language: this.req.language,
+          sort: this.req.reviews_sort,
+          startDate: this.reviewsStart,
+        },
+        this.scope,
+      );
       item.reviews = r.reviews;
       item.reviewsStatus = r.status;
       reviews = r.reviews.length;
       if (r.status === 'limited_by_quota') this.reviewsCappedByQuota = true;
-      if (r.note && r.status !== 'unavailable_signed_out') this.warnings.push(`reviews of "${item.title ?? key}": ${r.note}.`);
+      if (r.note && r.status !== 'unavailable_signed_out')
+        this.warnings.push(`reviews of "${item.title ?? key}": ${r.note}.`);
       if (r.status === 'unavailable_signed_out' && !this.warnings.some((w) => w.startsWith('reviews unavailable'))) {
-        this.warnings.push('reviews unavailable: Google withholds reviews from signed-out clients (limited view); see reviewsStatus per place.');
+        this.warnings.push(
+          'reviews unavailable: Google withholds reviews from signed-out clients (limited view); see reviewsStatus per place.',
+        );
       }
     }
     if (this.req.max_images > 0) {
@@ -195,13 +238,23 @@ export class PlacesScraper {
   }
 
   /** The search result re-read from its preview JSON (hours, popular times, contact); null keeps the search data. */
-  private async withDetails(item: PlaceItemT, report: SourceReportT): Promise<{ item: PlaceItemT; array: unknown[] } | null> {
+  private async withDetails(
+    item: PlaceItemT,
+    report: SourceReportT,
+  ): Promise<{ item: PlaceItemT; array: unknown[] } | null> {
     try {
       const d = this.parseDetail(await this.fetchOk(previewPath(item.fid!, this.req.language), 'place'), 'json');
       const detailed = mapPlace(d.place, {
-        scrapedAt: this.scrapedAt, language: this.req.language, searchString: item.searchString, rank: item.rank, includeDetails: true, cid: d.cid, isAdvertisement: item.isAdvertisement,
+        scrapedAt: this.scrapedAt,
+        language: this.req.language,
+        searchString: item.searchString,
+        rank: item.rank,
+        includeDetails: true,
+        cid: d.cid,
+        isAdvertisement: item.isAdvertisement,
       });
-      if (!detailed || (detailed.fid && detailed.fid !== item.fid)) throw this.unexpected('details of another place', JSON.stringify(d.place));
+      if (!detailed || (detailed.fid && detailed.fid !== item.fid))
+        throw this.unexpected('details of another place', JSON.stringify(d.place));
       return { item: detailed, array: d.place };
     } catch (e) {
       this.o.signal?.throwIfAborted();
@@ -220,7 +273,7 @@ export class PlacesScraper {
     try {
       jd = parseGoogleJson(json);
     } catch {
-      throw this.unexpected('place data that is not its )]}\' JSON', body);
+      throw this.unexpected("place data that is not its )]}' JSON", body);
     }
     const d = detailPlace(jd);
     if (!d) throw this.unexpected('place data without a place (jd[6])', body);

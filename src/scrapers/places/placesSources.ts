@@ -18,12 +18,24 @@ export function planPlacesSources(req: PlacesScrapeRequestT): PlacesSource[] {
   const coords = req.location ? parseCoordinates(req.location) : null;
   for (const q of req.search_queries) {
     const query = req.location && !coords ? `${q} in ${req.location}` : q;
-    out.push({ kind: 'search', label: `search:${q}`, query, searchString: q, viewport: coords ? { lat: coords.lat, lng: coords.lng, zoom: coords.zoom ?? 14 } : WORLD });
+    out.push({
+      kind: 'search',
+      label: `search:${q}`,
+      query,
+      searchString: q,
+      viewport: coords ? { lat: coords.lat, lng: coords.lng, zoom: coords.zoom ?? 14 } : WORLD,
+    });
   }
   for (const url of req.urls) {
     const t = classifyMapsUrl(url);
     if (t.kind === 'search') {
-      out.push({ kind: 'search', label: url, query: t.query, searchString: t.query, viewport: t.lat !== null && t.lng !== null ? { lat: t.lat, lng: t.lng, zoom: t.zoom ?? 14 } : WORLD });
+      out.push({
+        kind: 'search',
+        label: url,
+        query: t.query,
+        searchString: t.query,
+        viewport: t.lat !== null && t.lng !== null ? { lat: t.lat, lng: t.lng, zoom: t.zoom ?? 14 } : WORLD,
+      });
     } else if (t.kind === 'place') {
       out.push({ kind: 'place', label: url, path: t.path, fid: t.fid, placeId: t.placeId, kgmid: t.kgmid });
     } else if (t.kind === 'place_id') {

@@ -7,9 +7,18 @@ import { Errors, type ApiError } from '../../contract/errors.js';
 
 export type BlockCode = 'consent_wall' | 'unusual_traffic';
 /** A block page and the catalogue error it becomes. */
-export interface Block { code: BlockCode; message: string; error: (message: string, details: Record<string, unknown>) => ApiError }
+export interface Block {
+  code: BlockCode;
+  message: string;
+  error: (message: string, details: Record<string, unknown>) => ApiError;
+}
 
-export interface UpstreamAnswer { status: number; location?: string | undefined; contentType?: string | undefined; body: string }
+export interface UpstreamAnswer {
+  status: number;
+  location?: string | undefined;
+  contentType?: string | undefined;
+  body: string;
+}
 
 const CONSENT_HOST = /^https?:\/\/consent\.(?:google|youtube)\.[a-z.]+\//i;
 const SORRY_PATH = /^(?:https?:\/\/[^/]+)?\/sorry\//i;
@@ -25,16 +34,19 @@ export function detectBlock(a: UpstreamAnswer): Block | null {
   const html = !(a.contentType ?? '').includes('json') && /^\s*(?:<!doctype|<html|<head|<body|<div)/i.test(a.body);
   if (a.status === 429) return unusual(`HTTP 429${UNUSUAL.test(a.body) ? ' with the "unusual traffic" page' : ''}`);
   if (html && UNUSUAL.test(a.body)) return unusual(`HTTP ${a.status} with the "unusual traffic" page`);
-  if (html && /<base\s+href="https?:\/\/consent\.google\.|action="https?:\/\/consent\.google\./i.test(a.body)) return consent('the consent page');
+  if (html && /<base\s+href="https?:\/\/consent\.google\.|action="https?:\/\/consent\.google\./i.test(a.body))
+    return consent('the consent page');
   return null;
 }
 
 const consent = (how: string): Block => ({
-  code: Errors.consentWall.code, error: Errors.consentWall,
+  code: Errors.consentWall.code,
+  error: Errors.consentWall,
   message: `Google answered with its cookie consent wall (${how}) instead of results; set [scrapers.places] cookie to a SOCS consent cookie or use a non-EU egress.`,
 });
 const unusual = (how: string): Block => ({
-  code: Errors.unusualTraffic.code, error: Errors.unusualTraffic,
+  code: Errors.unusualTraffic.code,
+  error: Errors.unusualTraffic,
   message: `Google flagged the traffic as unusual (${how}); requests pause for the cool-down. Lower requests_per_minute or use another proxy.`,
 });
 
@@ -42,6 +54,10 @@ const unusual = (how: string): Block => ({
  * Silent truncation of a search: a page after the first whose places were all seen before (Google
  * serving the same page again instead of the next one). A short or empty page is the normal end.
  */
-export function isRepeatedPage(pageKeys: readonly string[], seenBefore: ReadonlySet<string>, pageIndex: number): boolean {
+export function isRepeatedPage(
+  pageKeys: readonly string[],
+  seenBefore: ReadonlySet<string>,
+  pageIndex: number,
+): boolean {
   return pageIndex > 0 && pageKeys.length > 0 && pageKeys.every((k) => seenBefore.has(k));
 }

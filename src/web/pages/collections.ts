@@ -1,4 +1,11 @@
-import type { CollectionPageResponse, CollectionResponse, CollectionT, PersonPageResponse, PersonRegistrationResponse, RejectedImageT } from '../../contract/collections.js';
+import type {
+  CollectionPageResponse,
+  CollectionResponse,
+  CollectionT,
+  PersonPageResponse,
+  PersonRegistrationResponse,
+  RejectedImageT,
+} from '../../contract/collections.js';
 import type { ModelsResponse } from '../../contract/system.js';
 import { ApiFailure, api, enc, type Wire } from '../api.js';
 import { facts, field, fmt, h, replace } from '../dom.js';
@@ -24,12 +31,44 @@ export function parseSizes(text: string): number[][] | undefined {
 /** The detection, threshold and crop fields shared by the create and edit forms. */
 function profileFields(c?: CollectionT) {
   const f = {
-    threshold: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.default_threshold ?? '', placeholder: 'server default' }),
+    threshold: h('input', {
+      type: 'number',
+      min: '0',
+      max: '1',
+      step: '0.01',
+      value: c?.default_threshold ?? '',
+      placeholder: 'server default',
+    }),
     crops: h('input', { type: 'checkbox', checked: c?.save_face_crops ?? false }),
-    detThreshold: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.detection?.threshold ?? '', placeholder: 'system default' }),
-    nms: h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: c?.detection?.nms_threshold ?? '', placeholder: 'system default' }),
-    sizes: h('input', { type: 'text', value: c ? c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ') : '', placeholder: 'e.g. 512x512, 96x96' }),
-    selection: h('select', null, h('option', { value: '' }, 'system default'), ['largest', 'center_largest'].map((v) => h('option', { value: v, selected: c?.detection?.single_face_selection === v }, v))),
+    detThreshold: h('input', {
+      type: 'number',
+      min: '0',
+      max: '1',
+      step: '0.01',
+      value: c?.detection?.threshold ?? '',
+      placeholder: 'system default',
+    }),
+    nms: h('input', {
+      type: 'number',
+      min: '0',
+      max: '1',
+      step: '0.01',
+      value: c?.detection?.nms_threshold ?? '',
+      placeholder: 'system default',
+    }),
+    sizes: h('input', {
+      type: 'text',
+      value: c ? c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ') : '',
+      placeholder: 'e.g. 512x512, 96x96',
+    }),
+    selection: h(
+      'select',
+      null,
+      h('option', { value: '' }, 'system default'),
+      ['largest', 'center_largest'].map((v) =>
+        h('option', { value: v, selected: c?.detection?.single_face_selection === v }, v),
+      ),
+    ),
   };
   const detection = () => {
     const d: Record<string, unknown> = {};
@@ -41,12 +80,30 @@ function profileFields(c?: CollectionT) {
     return d;
   };
   // The server default follows the model pack; show the number it would use.
-  if (!c) api<Wire<typeof ModelsResponse>>('GET', '/v1/models').then((m) => { f.threshold.placeholder = `server default (${m.default_threshold ?? 0.4})`; }, () => undefined);
+  if (!c)
+    api<Wire<typeof ModelsResponse>>('GET', '/v1/models').then(
+      (m) => {
+        f.threshold.placeholder = `server default (${m.default_threshold ?? 0.4})`;
+      },
+      () => undefined,
+    );
   const fields = [
     field('Match threshold', f.threshold, 'Similarity at or above this is a match (0–1).'),
-    h('div', { class: 'field inline' }, f.crops, h('label', { for: (f.crops.id = `crops${Math.random().toString(36).slice(2)}`) }, 'Save 112×112 face crops')),
-    h('fieldset', null, h('legend', null, 'Detection profile'),
-      field('Detection threshold', f.detThreshold), field('NMS threshold', f.nms), field('Input sizes', f.sizes, 'Multiples of 32, largest first.'), field('Single-face selection', f.selection)),
+    h(
+      'div',
+      { class: 'field inline' },
+      f.crops,
+      h('label', { for: (f.crops.id = `crops${Math.random().toString(36).slice(2)}`) }, 'Save 112×112 face crops'),
+    ),
+    h(
+      'fieldset',
+      null,
+      h('legend', null, 'Detection profile'),
+      field('Detection threshold', f.detThreshold),
+      field('NMS threshold', f.nms),
+      field('Input sizes', f.sizes, 'Multiples of 32, largest first.'),
+      field('Single-face selection', f.selection),
+    ),
   ];
   return { f, detection, fields };
 }
@@ -60,33 +117,87 @@ export async function collectionsPage(ctx: PageContext): Promise<HTMLElement> {
       if (pager.cursor) q.set('cursor', pager.cursor);
       const r = await api<Wire<typeof CollectionPageResponse>>('GET', `/v1/collections?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
-      list.replaceChildren(r.collections.length
-        ? h('table', { 'aria-label': 'Collections' },
-          h('thead', null, h('tr', null, ['ID', 'Name', 'Persons', 'Faces', 'Threshold', 'Search profile', 'Crops'].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, r.collections.map((c) => h('tr', null,
-            h('td', null, h('a', { href: `/collections/${enc(c.id)}` }, c.id)), h('td', null, c.name), h('td', null, c.person_count), h('td', null, c.face_count),
-            h('td', null, fmt.num(c.default_threshold, 2)), h('td', null, c.search_profile), h('td', null, c.save_face_crops ? 'yes' : 'no')))))
-        : h('p', { class: 'muted' }, 'No collections yet.'), pager.controls(() => void load()));
+      list.replaceChildren(
+        r.collections.length
+          ? h(
+              'table',
+              { 'aria-label': 'Collections' },
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  ['ID', 'Name', 'Persons', 'Faces', 'Threshold', 'Search profile', 'Crops'].map((t) =>
+                    h('th', { scope: 'col' }, t),
+                  ),
+                ),
+              ),
+              h(
+                'tbody',
+                null,
+                r.collections.map((c) =>
+                  h(
+                    'tr',
+                    null,
+                    h('td', null, h('a', { href: `/collections/${enc(c.id)}` }, c.id)),
+                    h('td', null, c.name),
+                    h('td', null, c.person_count),
+                    h('td', null, c.face_count),
+                    h('td', null, fmt.num(c.default_threshold, 2)),
+                    h('td', null, c.search_profile),
+                    h('td', null, c.save_face_crops ? 'yes' : 'no'),
+                  ),
+                ),
+              ),
+            )
+          : h('p', { class: 'muted' }, 'No collections yet.'),
+        pager.controls(() => void load()),
+      );
     } catch (e) {
       list.replaceChildren(errorBox(e));
     }
   };
   await load();
 
-  const id = h('input', { type: 'text', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}', autocomplete: 'off' });
+  const id = h('input', {
+    type: 'text',
+    required: true,
+    pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}',
+    autocomplete: 'off',
+  });
   const name = h('input', { type: 'text', required: true, maxlength: '200' });
   const description = h('textarea', { maxlength: '2000', rows: '2' });
-  const profile = h('select', null, PROFILES.map((p) => h('option', { value: p }, p)));
+  const profile = h(
+    'select',
+    null,
+    PROFILES.map((p) => h('option', { value: p }, p)),
+  );
   const { f, detection, fields } = profileFields();
   const messages = messageArea();
   const submit = h('button', { type: 'submit' }, 'Create collection');
-  const form = h('form', { class: 'card', 'aria-labelledby': 'new-col' }, h('h2', { id: 'new-col' }, 'New collection'),
-    field('ID', id, 'Letters, digits, . _ - (up to 64).'), field('Name', name), field('Description', description), ...fields,
-    field('Search profile', profile, 'Fixed once created. fp32 is exact; int8 profiles use less memory.'), submit, messages);
+  const form = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'new-col' },
+    h('h2', { id: 'new-col' }, 'New collection'),
+    field('ID', id, 'Letters, digits, . _ - (up to 64).'),
+    field('Name', name),
+    field('Description', description),
+    ...fields,
+    field('Search profile', profile, 'Fixed once created. fp32 is exact; int8 profiles use less memory.'),
+    submit,
+    messages,
+  );
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     void busy(submit, messages, async () => {
-      const body: Record<string, unknown> = { id: id.value.trim(), name: name.value.trim(), description: description.value, save_face_crops: f.crops.checked, search: { profile: profile.value } };
+      const body: Record<string, unknown> = {
+        id: id.value.trim(),
+        name: name.value.trim(),
+        description: description.value,
+        save_face_crops: f.crops.checked,
+        search: { profile: profile.value },
+      };
       if (num(f.threshold.value) !== undefined) body.threshold = num(f.threshold.value);
       const d = detection();
       if (Object.keys(d).length) body.detection = d;
@@ -109,11 +220,24 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   const { f, detection, fields } = profileFields(c);
   const editMessages = messageArea();
   const save = h('button', { type: 'submit' }, 'Save changes');
-  const edit = h('form', { class: 'card', 'aria-labelledby': 'edit-col' }, h('h2', { id: 'edit-col' }, 'Settings'), field('Name', name), field('Description', description), ...fields, save, editMessages);
+  const edit = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'edit-col' },
+    h('h2', { id: 'edit-col' }, 'Settings'),
+    field('Name', name),
+    field('Description', description),
+    ...fields,
+    save,
+    editMessages,
+  );
   edit.addEventListener('submit', (e) => {
     e.preventDefault();
     void busy(save, editMessages, async () => {
-      const patch: Record<string, unknown> = { name: name.value.trim(), description: description.value, save_face_crops: f.crops.checked };
+      const patch: Record<string, unknown> = {
+        name: name.value.trim(),
+        description: description.value,
+        save_face_crops: f.crops.checked,
+      };
       if (num(f.threshold.value) !== undefined) patch.threshold = num(f.threshold.value);
       const d = detection();
       if (Object.keys(d).length) patch.detection = d;
@@ -132,11 +256,26 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       } catch (e) {
         if (!(e instanceof ApiFailure) || e.code !== 'collection_not_empty') throw e;
         const force = h('button', { type: 'button', class: 'danger' }, 'Delete it with all its persons and faces');
-        force.addEventListener('click', () => void busy(force, top, async () => {
-          await api('DELETE', `${path}?force=true`);
-          navigate('/collections');
-        }));
-        top.show(h('div', { class: 'alert warn', role: 'alert' }, h('p', null, `${cid} still holds persons: deleting it removes them, their faces and crops. This cannot be undone.`), force));
+        force.addEventListener(
+          'click',
+          () =>
+            void busy(force, top, async () => {
+              await api('DELETE', `${path}?force=true`);
+              navigate('/collections');
+            }),
+        );
+        top.show(
+          h(
+            'div',
+            { class: 'alert warn', role: 'alert' },
+            h(
+              'p',
+              null,
+              `${cid} still holds persons: deleting it removes them, their faces and crops. This cannot be undone.`,
+            ),
+            force,
+          ),
+        );
         force.focus();
         return;
       }
@@ -145,12 +284,26 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   });
 
   const summary = h('section', { class: 'card' });
-  const renderSummary = (c: CollectionT) => replace(summary, facts([
-    ['ID', h('code', null, c.id)], ['Persons', c.person_count], ['Faces', c.face_count], ['Threshold', fmt.num(c.default_threshold, 2)],
-    ['Search profile', c.search_profile], ['Capacity', c.capacity_rows], ['Model', `${c.model_id} (${String(c.model_digest).slice(0, 12)})`],
-    ['Detection', `${c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ')}; threshold ${c.detection.threshold}; ${c.detection.single_face_selection}`],
-  ]), del);
-  const refreshSummary = async () => renderSummary((await api<Wire<typeof CollectionResponse>>('GET', path, undefined, ctx.signal)).collection);
+  const renderSummary = (c: CollectionT) =>
+    replace(
+      summary,
+      facts([
+        ['ID', h('code', null, c.id)],
+        ['Persons', c.person_count],
+        ['Faces', c.face_count],
+        ['Threshold', fmt.num(c.default_threshold, 2)],
+        ['Search profile', c.search_profile],
+        ['Capacity', c.capacity_rows],
+        ['Model', `${c.model_id} (${String(c.model_digest).slice(0, 12)})`],
+        [
+          'Detection',
+          `${c.detection.input_sizes.map((s: number[]) => s.join('x')).join(', ')}; threshold ${c.detection.threshold}; ${c.detection.single_face_selection}`,
+        ],
+      ]),
+      del,
+    );
+  const refreshSummary = async () =>
+    renderSummary((await api<Wire<typeof CollectionResponse>>('GET', path, undefined, ctx.signal)).collection);
   renderSummary(c);
 
   // Persons: search and pages.
@@ -164,11 +317,43 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       if (search.value.trim()) q.set('search', search.value.trim());
       const r = await api<Wire<typeof PersonPageResponse>>('GET', `${path}/persons?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
-      persons.replaceChildren(r.persons.length
-        ? h('table', { 'aria-label': 'Persons' }, h('thead', null, h('tr', null, ['ID', 'Name', 'External ID', 'Faces', 'Created'].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, r.persons.map((p) => h('tr', null, h('td', null, h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(p.id)}` }, p.id)),
-            h('td', null, p.name ?? '—'), h('td', null, p.external_id ?? '—'), h('td', null, p.face_count), h('td', null, fmt.time(p.created_at))))))
-        : h('p', { class: 'muted' }, search.value ? 'No person matches.' : 'No persons yet.'), pager.controls(() => void loadPersons()));
+      persons.replaceChildren(
+        r.persons.length
+          ? h(
+              'table',
+              { 'aria-label': 'Persons' },
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  ['ID', 'Name', 'External ID', 'Faces', 'Created'].map((t) => h('th', { scope: 'col' }, t)),
+                ),
+              ),
+              h(
+                'tbody',
+                null,
+                r.persons.map((p) =>
+                  h(
+                    'tr',
+                    null,
+                    h(
+                      'td',
+                      null,
+                      h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(p.id)}` }, p.id),
+                    ),
+                    h('td', null, p.name ?? '—'),
+                    h('td', null, p.external_id ?? '—'),
+                    h('td', null, p.face_count),
+                    h('td', null, fmt.time(p.created_at)),
+                  ),
+                ),
+              ),
+            )
+          : h('p', { class: 'muted' }, search.value ? 'No person matches.' : 'No persons yet.'),
+        pager.controls(() => void loadPersons()),
+      );
     } catch (e) {
       persons.replaceChildren(errorBox(e));
     }
@@ -176,21 +361,42 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   let searchTimer = 0;
   search.addEventListener('input', () => {
     clearTimeout(searchTimer);
-    searchTimer = window.setTimeout(() => { pager.reset(); void loadPersons(); }, 250);
+    searchTimer = window.setTimeout(() => {
+      pager.reset();
+      void loadPersons();
+    }, 250);
   });
   await loadPersons();
 
   // Enrol
-  const pid = h('input', { type: 'text', pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}', placeholder: 'generated when empty', autocomplete: 'off' });
+  const pid = h('input', {
+    type: 'text',
+    pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}',
+    placeholder: 'generated when empty',
+    autocomplete: 'off',
+  });
   const pname = h('input', { type: 'text', maxlength: '200' });
   const external = h('input', { type: 'text', maxlength: '200' });
-  const review = h('select', null, ['off', 'standard', 'strict'].map((v) => h('option', { value: v }, v)));
+  const review = h(
+    'select',
+    null,
+    ['off', 'standard', 'strict'].map((v) => h('option', { value: v }, v)),
+  );
   const picker = new ImagePicker('Photos of the person (one face each)');
   const enrolMessages = messageArea();
   const enrol = h('button', { type: 'submit' }, 'Enrol person');
-  const enrolForm = h('form', { class: 'card', 'aria-labelledby': 'enrol' }, h('h2', { id: 'enrol' }, 'Enrol a person'),
-    field('Person ID', pid), field('Name', pname), field('External ID', external), field('Review mode', review, 'standard/strict reject blurry, small or turned faces.'),
-    picker.element, enrol, enrolMessages);
+  const enrolForm = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'enrol' },
+    h('h2', { id: 'enrol' }, 'Enrol a person'),
+    field('Person ID', pid),
+    field('Name', pname),
+    field('External ID', external),
+    field('Review mode', review, 'standard/strict reject blurry, small or turned faces.'),
+    picker.element,
+    enrol,
+    enrolMessages,
+  );
   enrolForm.addEventListener('submit', (e) => {
     e.preventDefault();
     const files = picker.files;
@@ -208,21 +414,46 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       try {
         const r = await api<Wire<typeof PersonRegistrationResponse>>('POST', `${path}/persons`, fd);
         enrolmentResults(picker, files.length, r.faces, r.rejected_images);
-        enrolMessages.show(notice(h('span', null, `Enrolled ${r.person.name ?? r.person.id} with ${r.faces.length} of ${files.length} images. `,
-          h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(r.person.id)}` }, 'Open person'))));
+        enrolMessages.show(
+          notice(
+            h(
+              'span',
+              null,
+              `Enrolled ${r.person.name ?? r.person.id} with ${r.faces.length} of ${files.length} images. `,
+              h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(r.person.id)}` }, 'Open person'),
+            ),
+          ),
+        );
         pager.reset();
         await Promise.all([loadPersons(), refreshSummary()]);
       } catch (err) {
-        if (err instanceof ApiFailure && err.code === 'registration_failed') enrolmentResults(picker, files.length, [], (err.details.rejected_images as RejectedImageT[] | undefined) ?? []);
+        if (err instanceof ApiFailure && err.code === 'registration_failed')
+          enrolmentResults(
+            picker,
+            files.length,
+            [],
+            (err.details.rejected_images as RejectedImageT[] | undefined) ?? [],
+          );
         throw err;
       }
     });
   });
 
-  return h('div', null,
+  return h(
+    'div',
+    null,
     h('p', null, h('a', { href: '/collections' }, '← Collections')),
-    h('h1', null, `Collection ${c.name}`), top,
+    h('h1', null, `Collection ${c.name}`),
+    top,
     summary,
-    h('section', { class: 'card', 'aria-labelledby': 'persons' }, h('h2', { id: 'persons' }, 'Persons'), field('Search persons', search), persons),
-    enrolForm, edit);
+    h(
+      'section',
+      { class: 'card', 'aria-labelledby': 'persons' },
+      h('h2', { id: 'persons' }, 'Persons'),
+      field('Search persons', search),
+      persons,
+    ),
+    enrolForm,
+    edit,
+  );
 }

@@ -7,9 +7,21 @@ import type { PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
 import { reasonText } from './person.js';
 
-const TYPES: (typeof MONITOR_EVENT_TYPES)[number][] = ['person_enter', 'person_exit', 'unknown_enter', 'unknown_exit', 'monitor_error', 'monitor_recovered'];
+const TYPES: (typeof MONITOR_EVENT_TYPES)[number][] = [
+  'person_enter',
+  'person_exit',
+  'unknown_enter',
+  'unknown_exit',
+  'monitor_error',
+  'monitor_recovered',
+];
 const LABEL: Record<string, string> = {
-  person_enter: 'Arrived', person_exit: 'Left', unknown_enter: 'Unknown face arrived', unknown_exit: 'Unknown face left', monitor_error: 'Camera problem', monitor_recovered: 'Camera recovered',
+  person_enter: 'Arrived',
+  person_exit: 'Left',
+  unknown_enter: 'Unknown face arrived',
+  unknown_exit: 'Unknown face left',
+  monitor_error: 'Camera problem',
+  monitor_recovered: 'Camera recovered',
 };
 type Event = Wire<typeof HistoryEvent>;
 
@@ -24,9 +36,21 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
   let fleet = false;
   const pagerSlot = h('div');
 
-  const monitors = await api<Wire<typeof MonitorPageResponse>>('GET', '/v1/monitors?limit=100', undefined, ctx.signal).then((r) => r.monitors).catch(() => []);
-  const monitor = h('select', { name: 'monitor_id' }, h('option', { value: '' }, 'All monitors'), monitors.map((m) => h('option', { value: m.id }, m.name)));
-  const type = h('select', { name: 'type' }, h('option', { value: '' }, 'All types'), TYPES.map((t) => h('option', { value: t }, LABEL[t]!)));
+  const monitors = await api<Wire<typeof MonitorPageResponse>>('GET', '/v1/monitors?limit=100', undefined, ctx.signal)
+    .then((r) => r.monitors)
+    .catch(() => []);
+  const monitor = h(
+    'select',
+    { name: 'monitor_id' },
+    h('option', { value: '' }, 'All monitors'),
+    monitors.map((m) => h('option', { value: m.id }, m.name)),
+  );
+  const type = h(
+    'select',
+    { name: 'type' },
+    h('option', { value: '' }, 'All types'),
+    TYPES.map((t) => h('option', { value: t }, LABEL[t]!)),
+  );
   const unknownOnly = h('input', { type: 'checkbox', name: 'unknown_only' });
   const collection = h('input', { name: 'collection_id', placeholder: 'collection id', autocomplete: 'off' });
   const person = h('input', { name: 'person_id', placeholder: 'person id', autocomplete: 'off' });
@@ -40,7 +64,9 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
 
   const query = () => {
     const p = new URLSearchParams({ limit: '20' });
-    const set = (k: string, v: string) => { if (v) p.set(k, v); };
+    const set = (k: string, v: string) => {
+      if (v) p.set(k, v);
+    };
     set('monitor_id', monitor.value);
     set('type', type.value);
     if (unknownOnly.checked) p.set('unknown_only', 'true');
@@ -53,9 +79,19 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
   };
 
   const thumb = (e: Event) => {
-    const img = h('img', { class: 'event-crop', alt: e.person ? `Face of ${e.person.name ?? e.person.id}` : 'Unknown face', width: 96, height: 96 });
+    const img = h('img', {
+      class: 'event-crop',
+      alt: e.person ? `Face of ${e.person.name ?? e.person.id}` : 'Unknown face',
+      width: 96,
+      height: 96,
+    });
     if (e.snapshot.status === 'ready' && e.snapshot.crop_url) {
-      imageUrl(e.snapshot.crop_url, ctx.signal).then((u) => { urls.push(u); img.src = u; }).catch(() => img.replaceWith(h('span', { class: 'muted event-crop' }, 'no picture')));
+      imageUrl(e.snapshot.crop_url, ctx.signal)
+        .then((u) => {
+          urls.push(u);
+          img.src = u;
+        })
+        .catch(() => img.replaceWith(h('span', { class: 'muted event-crop' }, 'no picture')));
       return img;
     }
     return h('span', { class: 'muted event-crop' }, e.snapshot.status === 'none' ? '' : `picture ${e.snapshot.status}`);
@@ -68,18 +104,39 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
     const name = h('input', { name: 'name', autocomplete: 'off' });
     const create = h('input', { type: 'checkbox', name: 'create', checked: true });
     const submit = h('button', { type: 'submit' }, 'Enrol');
-    const f = h('form', { class: 'enrol', 'aria-label': 'Enrol this face' }, field('Collection', col), field('Person id', pid, 'A new person (keep "new person" ticked) or an existing one'),
-      field('Name', name), h('label', { class: 'check' }, create, ' new person'), submit, out);
+    const f = h(
+      'form',
+      { class: 'enrol', 'aria-label': 'Enrol this face' },
+      field('Collection', col),
+      field('Person id', pid, 'A new person (keep "new person" ticked) or an existing one'),
+      field('Name', name),
+      h('label', { class: 'check' }, create, ' new person'),
+      submit,
+      out,
+    );
     f.addEventListener('submit', (ev) => {
       ev.preventDefault();
       void busy(submit, out, async () => {
         const r = await api<Wire<typeof PersonRegistrationResponse>>('POST', `/v1/events/${enc(e.id)}/enrol`, {
-          collection_id: col.value.trim(), person_id: pid.value.trim(), create: create.checked, ...(name.value.trim() ? { name: name.value.trim() } : {}),
+          collection_id: col.value.trim(),
+          person_id: pid.value.trim(),
+          create: create.checked,
+          ...(name.value.trim() ? { name: name.value.trim() } : {}),
         });
         const p = r.person as { id: string; name?: string | null };
-        out.show(r.faces.length
-          ? notice(h('span', null, 'Enrolled into ', h('a', { href: `/collections/${enc(col.value.trim())}/persons/${enc(p.id)}` }, p.name ?? p.id), '.'))
-          : notice(`Not enrolled: ${r.rejected_images.map((x) => reasonText(x.reason)).join(', ')}`, 'warn'));
+        out.show(
+          r.faces.length
+            ? notice(
+                h(
+                  'span',
+                  null,
+                  'Enrolled into ',
+                  h('a', { href: `/collections/${enc(col.value.trim())}/persons/${enc(p.id)}` }, p.name ?? p.id),
+                  '.',
+                ),
+              )
+            : notice(`Not enrolled: ${r.rejected_images.map((x) => reasonText(x.reason)).join(', ')}`, 'warn'),
+        );
       });
     });
     replace(slot, f);
@@ -87,23 +144,74 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
   };
 
   const row = (e: Event) => {
-    const who = e.person ? h('a', { href: `/events?collection_id=${enc(e.collection_id ?? '')}&person_id=${enc(e.person.id)}` }, e.person.name ?? e.person.id) : e.error ? h('span', { class: 'error' }, e.error.message) : h('span', null, 'Unknown face');
+    const who = e.person
+      ? h(
+          'a',
+          { href: `/events?collection_id=${enc(e.collection_id ?? '')}&person_id=${enc(e.person.id)}` },
+          e.person.name ?? e.person.id,
+        )
+      : e.error
+        ? h('span', { class: 'error' }, e.error.message)
+        : h('span', null, 'Unknown face');
     const slot = h('div');
-    const actions = h('div', { class: 'actions' },
-      e.snapshot.status === 'ready' && e.snapshot.frame_url ? h('button', { type: 'button', class: 'small', onclick: () => void imageUrl(e.snapshot.frame_url!, ctx.signal).then((u) => {
-        urls.push(u);
-        replace(slot, h('img', { class: 'event-frame', src: u, alt: `Frame of ${fmt.time(e.occurred_at)}` }));
-      }, (err: unknown) => replace(slot, errorBox(err))) }, 'Show frame') : null,
-      e.type.startsWith('unknown_') && e.snapshot.status === 'ready' ? h('button', { type: 'button', class: 'small', onclick: () => enrolForm(e, slot) }, 'Enrol this face') : null,
-      h('button', { type: 'button', class: 'small danger', onclick: () => void busy(null, messages, async () => {
-        await api('DELETE', `/v1/events/${enc(e.id)}`);
-        li.remove();
-      }) }, 'Delete'));
-    const li = h('li', { class: `event ${e.type}`, 'data-event-id': e.id, 'data-type': e.type }, thumb(e),
-      h('div', { class: 'event-body' },
+    const actions = h(
+      'div',
+      { class: 'actions' },
+      e.snapshot.status === 'ready' && e.snapshot.frame_url
+        ? h(
+            'button',
+            {
+              type: 'button',
+              class: 'small',
+              onclick: () =>
+                void imageUrl(e.snapshot.frame_url!, ctx.signal).then(
+                  (u) => {
+                    urls.push(u);
+                    replace(
+                      slot,
+                      h('img', { class: 'event-frame', src: u, alt: `Frame of ${fmt.time(e.occurred_at)}` }),
+                    );
+                  },
+                  (err: unknown) => replace(slot, errorBox(err)),
+                ),
+            },
+            'Show frame',
+          )
+        : null,
+      e.type.startsWith('unknown_') && e.snapshot.status === 'ready'
+        ? h('button', { type: 'button', class: 'small', onclick: () => enrolForm(e, slot) }, 'Enrol this face')
+        : null,
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'small danger',
+          onclick: () =>
+            void busy(null, messages, async () => {
+              await api('DELETE', `/v1/events/${enc(e.id)}`);
+              li.remove();
+            }),
+        },
+        'Delete',
+      ),
+    );
+    const li = h(
+      'li',
+      { class: `event ${e.type}`, 'data-event-id': e.id, 'data-type': e.type },
+      thumb(e),
+      h(
+        'div',
+        { class: 'event-body' },
         h('div', null, h('strong', null, LABEL[e.type] ?? e.type), ' · ', who),
-        h('div', { class: 'muted' }, `${fmt.time(e.occurred_at)} · ${fleet ? `${e.box_id} / ` : ''}${e.monitor_id}${e.similarity !== null ? ` · similarity ${fmt.num(e.similarity)}` : ''}`),
-        actions, slot));
+        h(
+          'div',
+          { class: 'muted' },
+          `${fmt.time(e.occurred_at)} · ${fleet ? `${e.box_id} / ` : ''}${e.monitor_id}${e.similarity !== null ? ` · similarity ${fmt.num(e.similarity)}` : ''}`,
+        ),
+        actions,
+        slot,
+      ),
+    );
     return li;
   };
 
@@ -114,17 +222,29 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
       pager.next = r.next_cursor;
       // Fleet mode: events of every box (each names its box); the box's own history while the database is down.
       fleet = r.fleet !== undefined;
-      if (r.fleet?.degraded) messages.show(notice('The fleet database is unreachable: showing only this box\'s own events.', 'warn'));
+      if (r.fleet?.degraded)
+        messages.show(notice("The fleet database is unreachable: showing only this box's own events.", 'warn'));
       replace(list, r.events.length ? r.events.map(row) : h('li', { class: 'muted' }, 'No events match.'));
-      replace(pagerSlot, pager.controls(() => void load()));
+      replace(
+        pagerSlot,
+        pager.controls(() => void load()),
+      );
     } catch (e) {
       if (!ctx.signal.aborted) messages.show(errorBox(e));
     }
   };
-  const filters = h('form', { class: 'filters card', 'aria-label': 'Filter events' },
-    field('Monitor', monitor), field('Type', type), h('label', { class: 'check' }, unknownOnly, ' Unknown faces only'),
-    field('Collection', collection), field('Person', person), field('From', since), field('Until', until),
-    h('button', { type: 'submit' }, 'Apply'));
+  const filters = h(
+    'form',
+    { class: 'filters card', 'aria-label': 'Filter events' },
+    field('Monitor', monitor),
+    field('Type', type),
+    h('label', { class: 'check' }, unknownOnly, ' Unknown faces only'),
+    field('Collection', collection),
+    field('Person', person),
+    field('From', since),
+    field('Until', until),
+    h('button', { type: 'submit' }, 'Apply'),
+  );
   filters.addEventListener('submit', (ev) => {
     ev.preventDefault();
     pager.reset();

@@ -34,7 +34,10 @@ export function startKiosk(root: HTMLElement): void {
         names.replaceChildren(...faces.map((f) => h('li', { class: f.kind }, f.name)));
       },
     });
-    replace(root, h('main', { class: 'kiosk-main', 'aria-label': `Live view of ${monitorId}` }, preview.element, names, status));
+    replace(
+      root,
+      h('main', { class: 'kiosk-main', 'aria-label': `Live view of ${monitorId}` }, preview.element, names, status),
+    );
     current = preview.start();
     window.addEventListener('pagehide', () => preview.stop(), { once: true });
   };
@@ -47,7 +50,11 @@ export function startKiosk(root: HTMLElement): void {
     run();
   };
   // Typed here, the key is checked and the view starts; a rejected key later brings the form back.
-  const ask = () => replace(root, signInForm(run, `Kiosk for monitor ${monitorId}: paste the API key once. It stays in this window’s memory only.`));
+  const ask = () =>
+    replace(
+      root,
+      signInForm(run, `Kiosk for monitor ${monitorId}: paste the API key once. It stays in this window’s memory only.`),
+    );
   session.onUnauthorized(() => {
     current?.stop();
     current = null;
@@ -64,7 +71,18 @@ export function startKiosk(root: HTMLElement): void {
       current?.stop();
       current = null;
       started = false;
-      replace(root, h('main', { class: 'kiosk-main' }, h('p', { class: 'kiosk-status error', role: 'alert' }, `This kiosk link is not valid for monitor ${monitorId} (revoked?). Make a new one on the monitor's page or with vigil kiosk create.`)));
+      replace(
+        root,
+        h(
+          'main',
+          { class: 'kiosk-main' },
+          h(
+            'p',
+            { class: 'kiosk-status error', role: 'alert' },
+            `This kiosk link is not valid for monitor ${monitorId} (revoked?). Make a new one on the monitor's page or with vigil kiosk create.`,
+          ),
+        ),
+      );
     });
     run();
     return;
@@ -75,6 +93,8 @@ export function startKiosk(root: HTMLElement): void {
     window.addEventListener('message', fromOpener);
     (window.opener as Window).postMessage({ type: KIOSK_READY }, location.origin);
     // If the opener does not answer (closed, or another page), ask.
-    window.setTimeout(() => { if (!started) ask(); }, 2000);
+    window.setTimeout(() => {
+      if (!started) ask();
+    }, 2000);
   });
 }

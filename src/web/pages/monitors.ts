@@ -1,6 +1,12 @@
 import type { CollectionPageResponse } from '../../contract/collections.js';
 import type { KioskTokenCreatedResponse, KioskTokenListResponse } from '../../contract/kiosk.js';
-import type { MonitorEventPageResponse, MonitorPageResponse, MonitorResponse, MonitorStateResponse, MonitorT } from '../../contract/monitors.js';
+import type {
+  MonitorEventPageResponse,
+  MonitorPageResponse,
+  MonitorResponse,
+  MonitorStateResponse,
+  MonitorT,
+} from '../../contract/monitors.js';
 import { ApiFailure, api, enc, type Wire } from '../api.js';
 import { facts, field, fmt, h } from '../dom.js';
 import { openKiosk } from '../kioskHandoff.js';
@@ -11,36 +17,90 @@ import { Pager, busy, errorBox, every, messageArea, notice } from '../ui.js';
 /** 429 monitor_limit_exceeded gets its own wording: it is the one error installers hit in normal use. */
 export function monitorError(e: unknown): HTMLElement {
   if (e instanceof ApiFailure && e.code === 'monitor_limit_exceeded') {
-    return h('div', { class: 'alert error capacity', role: 'alert', 'data-code': e.code },
+    return h(
+      'div',
+      { class: 'alert error capacity', role: 'alert', 'data-code': e.code },
       h('strong', null, 'No stream capacity left. '),
-      `${e.message} Disable another monitor, or raise [monitors] max_streams if the hardware can take it.`, ' ', h('code', null, e.code));
+      `${e.message} Disable another monitor, or raise [monitors] max_streams if the hardware can take it.`,
+      ' ',
+      h('code', null, e.code),
+    );
   }
   return errorBox(e);
 }
 
 function statusBadge(status: string, connected: boolean): HTMLElement {
-  const level = status === 'running' && connected ? 'ok' : status === 'stopped' ? 'muted' : status === 'error' ? 'error' : 'warn';
+  const level =
+    status === 'running' && connected ? 'ok' : status === 'stopped' ? 'muted' : status === 'error' ? 'error' : 'warn';
   return h('span', { class: `badge ${level}` }, status);
 }
 
-async function monitorForm(signal: AbortSignal, m?: MonitorT): Promise<{ form: HTMLFormElement; body: () => Record<string, unknown> }> {
+async function monitorForm(
+  signal: AbortSignal,
+  m?: MonitorT,
+): Promise<{ form: HTMLFormElement; body: () => Record<string, unknown> }> {
   const cols = await api<Wire<typeof CollectionPageResponse>>('GET', '/v1/collections?limit=100', undefined, signal);
-  const id = h('input', { type: 'text', required: true, pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}', autocomplete: 'off', value: m?.id ?? '', disabled: !!m });
+  const id = h('input', {
+    type: 'text',
+    required: true,
+    pattern: '[A-Za-z0-9][A-Za-z0-9._\\-]{0,63}',
+    autocomplete: 'off',
+    value: m?.id ?? '',
+    disabled: !!m,
+  });
   const name = h('input', { type: 'text', required: true, maxlength: '200', value: m?.name ?? '' });
   // The stored URL is never shown with its credentials: edit shows the redacted form and sends a URL only when retyped.
-  const url = h('input', { type: 'text', required: !m, autocomplete: 'off', spellcheck: 'false', placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://user:password@camera/stream' });
-  const collection = h('select', { required: true }, cols.collections.map((c) => h('option', { value: c.id, selected: m?.collection_id === c.id }, `${c.name} (${c.id})`)));
+  const url = h('input', {
+    type: 'text',
+    required: !m,
+    autocomplete: 'off',
+    spellcheck: 'false',
+    placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://user:password@camera/stream',
+  });
+  const collection = h(
+    'select',
+    { required: true },
+    cols.collections.map((c) =>
+      h('option', { value: c.id, selected: m?.collection_id === c.id }, `${c.name} (${c.id})`),
+    ),
+  );
   const fps = h('input', { type: 'number', min: '0.1', max: '30', step: '0.1', value: m?.inference_fps ?? 2 });
-  const threshold = h('input', { type: 'number', min: '0', max: '1', step: '0.01', value: m?.match_threshold ?? '', placeholder: 'collection default' });
+  const threshold = h('input', {
+    type: 'number',
+    min: '0',
+    max: '1',
+    step: '0.01',
+    value: m?.match_threshold ?? '',
+    placeholder: 'collection default',
+  });
   const preview = h('input', { type: 'checkbox', checked: m ? m.preview_enabled : true, id: `pv${m ? 'e' : 'n'}` });
   const enabled = h('input', { type: 'checkbox', checked: m ? m.enabled : true, id: `en${m ? 'e' : 'n'}` });
-  const form = h('form', { class: 'card', 'aria-labelledby': m ? 'edit-mon' : 'new-mon' }, h('h2', { id: m ? 'edit-mon' : 'new-mon' }, m ? 'Settings' : 'New monitor'),
-    m ? null : field('ID', id), field('Name', name), field('RTSP URL', url, m ? 'Leave empty to keep the current URL (stored encrypted, shown without credentials).' : 'Stored encrypted; shown without credentials afterwards.'),
-    field('Collection', collection), field('Inference rate (frames/s)', fps), field('Match threshold', threshold),
+  const form = h(
+    'form',
+    { class: 'card', 'aria-labelledby': m ? 'edit-mon' : 'new-mon' },
+    h('h2', { id: m ? 'edit-mon' : 'new-mon' }, m ? 'Settings' : 'New monitor'),
+    m ? null : field('ID', id),
+    field('Name', name),
+    field(
+      'RTSP URL',
+      url,
+      m
+        ? 'Leave empty to keep the current URL (stored encrypted, shown without credentials).'
+        : 'Stored encrypted; shown without credentials afterwards.',
+    ),
+    field('Collection', collection),
+    field('Inference rate (frames/s)', fps),
+    field('Match threshold', threshold),
     h('div', { class: 'field inline' }, preview, h('label', { for: preview.id }, 'Live preview allowed')),
-    m ? null : h('div', { class: 'field inline' }, enabled, h('label', { for: enabled.id }, 'Start now')));
+    m ? null : h('div', { class: 'field inline' }, enabled, h('label', { for: enabled.id }, 'Start now')),
+  );
   const body = () => {
-    const b: Record<string, unknown> = { name: name.value.trim(), collection_id: collection.value, inference_fps: Number(fps.value), preview_enabled: preview.checked };
+    const b: Record<string, unknown> = {
+      name: name.value.trim(),
+      collection_id: collection.value,
+      inference_fps: Number(fps.value),
+      preview_enabled: preview.checked,
+    };
     if (!m) Object.assign(b, { id: id.value.trim(), enabled: enabled.checked });
     if (url.value.trim()) b.source = { url: url.value.trim() };
     if (threshold.value !== '') b.match_threshold = Number(threshold.value);
@@ -52,15 +112,19 @@ async function monitorForm(signal: AbortSignal, m?: MonitorT): Promise<{ form: H
 
 function enableToggle(m: MonitorT, messages: ReturnType<typeof messageArea>, after: () => void): HTMLButtonElement {
   const b = h('button', { type: 'button', class: 'small' }, m.enabled ? 'Disable' : 'Enable');
-  b.addEventListener('click', () => void busy(b, messages, async () => {
-    try {
-      await api('PATCH', `/v1/monitors/${enc(m.id)}`, { enabled: !m.enabled });
-      messages.clear();
-      after();
-    } catch (e) {
-      messages.show(monitorError(e));
-    }
-  }));
+  b.addEventListener(
+    'click',
+    () =>
+      void busy(b, messages, async () => {
+        try {
+          await api('PATCH', `/v1/monitors/${enc(m.id)}`, { enabled: !m.enabled });
+          messages.clear();
+          after();
+        } catch (e) {
+          messages.show(monitorError(e));
+        }
+      }),
+  );
   return b;
 }
 
@@ -74,13 +138,49 @@ export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
       if (pager.cursor) q.set('cursor', pager.cursor);
       const r = await api<Wire<typeof MonitorPageResponse>>('GET', `/v1/monitors?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
-      list.replaceChildren(r.monitors.length
-        ? h('table', { 'aria-label': 'Monitors' }, h('thead', null, h('tr', null, ['ID', 'Name', 'Status', 'Source', 'Collection', 'Preview', ''].map((t) => h('th', { scope: 'col' }, t)))),
-          h('tbody', null, r.monitors.map((m) => h('tr', null,
-            h('td', null, h('a', { href: `/monitors/${enc(m.id)}` }, m.id)), h('td', null, m.name), h('td', null, statusBadge(m.runtime.status, m.runtime.connected)),
-            h('td', null, h('code', null, m.source.url)), h('td', null, m.collection_id), h('td', null, m.preview_enabled ? 'allowed' : 'off'),
-            h('td', null, enableToggle(m, messages, () => void load()), ' ', h('button', { type: 'button', class: 'small', onclick: () => openKiosk(m.id) }, 'Kiosk'))))))
-        : h('p', { class: 'muted' }, 'No monitors yet.'), pager.controls(() => void load()));
+      list.replaceChildren(
+        r.monitors.length
+          ? h(
+              'table',
+              { 'aria-label': 'Monitors' },
+              h(
+                'thead',
+                null,
+                h(
+                  'tr',
+                  null,
+                  ['ID', 'Name', 'Status', 'Source', 'Collection', 'Preview', ''].map((t) =>
+                    h('th', { scope: 'col' }, t),
+                  ),
+                ),
+              ),
+              h(
+                'tbody',
+                null,
+                r.monitors.map((m) =>
+                  h(
+                    'tr',
+                    null,
+                    h('td', null, h('a', { href: `/monitors/${enc(m.id)}` }, m.id)),
+                    h('td', null, m.name),
+                    h('td', null, statusBadge(m.runtime.status, m.runtime.connected)),
+                    h('td', null, h('code', null, m.source.url)),
+                    h('td', null, m.collection_id),
+                    h('td', null, m.preview_enabled ? 'allowed' : 'off'),
+                    h(
+                      'td',
+                      null,
+                      enableToggle(m, messages, () => void load()),
+                      ' ',
+                      h('button', { type: 'button', class: 'small', onclick: () => openKiosk(m.id) }, 'Kiosk'),
+                    ),
+                  ),
+                ),
+              ),
+            )
+          : h('p', { class: 'muted' }, 'No monitors yet.'),
+        pager.controls(() => void load()),
+      );
     } catch (e) {
       list.replaceChildren(errorBox(e));
     }
@@ -107,7 +207,9 @@ export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
 }
 
 export function recognisedList(): HTMLElement & { set(faces: Recognised[]): void } {
-  const ul = Object.assign(h('ul', { class: 'recognised', 'aria-label': 'Recognised now', 'aria-live': 'polite' }), { set(_faces: Recognised[]): void {} });
+  const ul = Object.assign(h('ul', { class: 'recognised', 'aria-label': 'Recognised now', 'aria-live': 'polite' }), {
+    set(_faces: Recognised[]): void {},
+  });
   let last = '';
   ul.set = (faces) => {
     const key = faces.map((f) => `${f.kind}:${f.name}`).join('|');
@@ -126,12 +228,34 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   const details = h('section', { class: 'card' });
   const stateBox = h('div');
 
-  const renderDetails = () => details.replaceChildren(facts([
-    ['Status', statusBadge(m.runtime.status, m.runtime.connected)], ['Source', h('code', { 'data-testid': 'source-url' }, m.source.url)], ['Collection', m.collection_id],
-    ['Inference rate', `${m.inference_fps} fps`], ['Threshold', m.match_threshold === null ? 'collection default' : fmt.num(m.match_threshold, 2)],
-    ['Preview', m.preview_enabled ? 'allowed' : 'off'], ['Last error', m.runtime.last_error ? h('code', null, typeof m.runtime.last_error === 'string' ? m.runtime.last_error : lastErrorText(m.runtime.last_error)) : '—'],
-  ]), h('div', { class: 'actions' }, enableToggle(m, top, () => void reload()),
-    h('button', { type: 'button', onclick: () => openKiosk(mid) }, 'Open kiosk view'), del));
+  const renderDetails = () =>
+    details.replaceChildren(
+      facts([
+        ['Status', statusBadge(m.runtime.status, m.runtime.connected)],
+        ['Source', h('code', { 'data-testid': 'source-url' }, m.source.url)],
+        ['Collection', m.collection_id],
+        ['Inference rate', `${m.inference_fps} fps`],
+        ['Threshold', m.match_threshold === null ? 'collection default' : fmt.num(m.match_threshold, 2)],
+        ['Preview', m.preview_enabled ? 'allowed' : 'off'],
+        [
+          'Last error',
+          m.runtime.last_error
+            ? h(
+                'code',
+                null,
+                typeof m.runtime.last_error === 'string' ? m.runtime.last_error : lastErrorText(m.runtime.last_error),
+              )
+            : '—',
+        ],
+      ]),
+      h(
+        'div',
+        { class: 'actions' },
+        enableToggle(m, top, () => void reload()),
+        h('button', { type: 'button', onclick: () => openKiosk(mid) }, 'Open kiosk view'),
+        del,
+      ),
+    );
   const reload = async () => {
     try {
       m = (await api<Wire<typeof MonitorResponse>>('GET', path, undefined, ctx.signal)).monitor;
@@ -155,7 +279,10 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   const previewStatus = h('p', { class: 'muted', role: 'status', 'data-testid': 'preview-status' }, 'Connecting…');
   const names = recognisedList();
   const preview = new LivePreview(mid, {
-    onStatus: (text, level) => { previewStatus.textContent = text; previewStatus.className = level; },
+    onStatus: (text, level) => {
+      previewStatus.textContent = text;
+      previewStatus.className = level;
+    },
     onRecognised: (faces) => names.set(faces),
   });
   if (m.preview_enabled) {
@@ -181,8 +308,17 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
       eventNote.textContent = r.truncated ? 'Some events fell out of the buffer before they were shown.' : '';
       for (const ev of r.events) {
         const who = ev.person ? (ev.person.name ?? ev.person.id) : ev.error ? `${ev.error.code}` : '';
-        events.prepend(h('li', { class: ev.type }, h('time', { datetime: ev.occurred_at }, new Date(ev.occurred_at).toLocaleTimeString()), ' ',
-          h('strong', null, ev.type.replace('_', ' ')), who ? ` ${who}` : '', typeof ev.similarity === 'number' ? ` (${ev.similarity.toFixed(2)})` : ''));
+        events.prepend(
+          h(
+            'li',
+            { class: ev.type },
+            h('time', { datetime: ev.occurred_at }, new Date(ev.occurred_at).toLocaleTimeString()),
+            ' ',
+            h('strong', null, ev.type.replace('_', ' ')),
+            who ? ` ${who}` : '',
+            typeof ev.similarity === 'number' ? ` (${ev.similarity.toFixed(2)})` : '',
+          ),
+        );
       }
       while (events.children.length > 200) events.lastElementChild!.remove();
       cursor = r.next_cursor;
@@ -196,11 +332,22 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   const pollState = async () => {
     try {
       const s = (await api<Wire<typeof MonitorStateResponse>>('GET', `${path}/state`, undefined, ctx.signal)).state;
-      stateBox.replaceChildren(facts([
-        ['Connected', s.connected ? 'yes' : 'no'], ['Source', s.source.width ? `${s.source.width}×${s.source.height} @ ${fmt.num(s.source.source_fps, 1)} fps` : '—'],
-        ['Inference', `${fmt.num(s.inference.actual_fps, 1)} of ${s.inference.configured_fps} fps${s.inference.capacity_limited ? ' (capacity limited)' : ''}`],
-        ['Frames', `${s.inference.processed_frames} processed, ${s.inference.dropped_frames} skipped`], ['Reconnects', s.reconnects], ['Preview viewers', s.preview.viewers],
-      ]));
+      stateBox.replaceChildren(
+        facts([
+          ['Connected', s.connected ? 'yes' : 'no'],
+          [
+            'Source',
+            s.source.width ? `${s.source.width}×${s.source.height} @ ${fmt.num(s.source.source_fps, 1)} fps` : '—',
+          ],
+          [
+            'Inference',
+            `${fmt.num(s.inference.actual_fps, 1)} of ${s.inference.configured_fps} fps${s.inference.capacity_limited ? ' (capacity limited)' : ''}`,
+          ],
+          ['Frames', `${s.inference.processed_frames} processed, ${s.inference.dropped_frames} skipped`],
+          ['Reconnects', s.reconnects],
+          ['Preview viewers', s.preview.viewers],
+        ]),
+      );
     } catch {}
   };
   await Promise.all([pollEvents(), pollState()]);
@@ -226,10 +373,26 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   });
 
   const kiosk = await kioskLinks(mid, ctx.signal);
-  return h('div', null, h('p', null, h('a', { href: '/monitors' }, '← Monitors')), h('h1', null, m.name), top, details,
-    h('section', { class: 'card wide', 'aria-labelledby': 'live' }, h('h2', { id: 'live' }, 'Live'),
-      m.preview_enabled ? [preview.element, previewStatus, h('h3', null, 'Recognised now'), names] : h('p', { class: 'muted' }, 'The preview is off for this monitor: allow it in the settings below.'), stateBox),
-    h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events), kiosk, form);
+  return h(
+    'div',
+    null,
+    h('p', null, h('a', { href: '/monitors' }, '← Monitors')),
+    h('h1', null, m.name),
+    top,
+    details,
+    h(
+      'section',
+      { class: 'card wide', 'aria-labelledby': 'live' },
+      h('h2', { id: 'live' }, 'Live'),
+      m.preview_enabled
+        ? [preview.element, previewStatus, h('h3', null, 'Recognised now'), names]
+        : h('p', { class: 'muted' }, 'The preview is off for this monitor: allow it in the settings below.'),
+      stateBox,
+    ),
+    h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events),
+    kiosk,
+    form,
+  );
 }
 
 /**
@@ -244,34 +407,77 @@ async function kioskLinks(mid: string, signal: AbortSignal): Promise<HTMLElement
   const render = async () => {
     const r = await api<Wire<typeof KioskTokenListResponse>>('GET', '/v1/kiosk-tokens', undefined, signal);
     const mine = r.kiosk_tokens.filter((k) => k.monitor_ids.includes(mid) && !k.revoked_at);
-    list.replaceChildren(...(mine.length ? mine.map((k) => {
-      const revoke = h('button', { type: 'button', class: 'small danger' }, 'Revoke');
-      revoke.addEventListener('click', () => void busy(revoke, messages, async () => {
-        await api('DELETE', `/v1/kiosk-tokens/${enc(k.id)}`);
-        created.replaceChildren();
-        await render();
-      }));
-      return h('li', null, h('code', null, `${k.prefix}…`), ` ${k.label || '(no label)'} · last used ${k.last_used_at ? new Date(k.last_used_at).toLocaleString() : 'never'} `, revoke);
-    }) : [h('li', { class: 'muted' }, 'No kiosk links for this monitor.')]));
+    list.replaceChildren(
+      ...(mine.length
+        ? mine.map((k) => {
+            const revoke = h('button', { type: 'button', class: 'small danger' }, 'Revoke');
+            revoke.addEventListener(
+              'click',
+              () =>
+                void busy(revoke, messages, async () => {
+                  await api('DELETE', `/v1/kiosk-tokens/${enc(k.id)}`);
+                  created.replaceChildren();
+                  await render();
+                }),
+            );
+            return h(
+              'li',
+              null,
+              h('code', null, `${k.prefix}…`),
+              ` ${k.label || '(no label)'} · last used ${k.last_used_at ? new Date(k.last_used_at).toLocaleString() : 'never'} `,
+              revoke,
+            );
+          })
+        : [h('li', { class: 'muted' }, 'No kiosk links for this monitor.')]),
+    );
   };
   const create = h('button', { type: 'button' }, 'Create kiosk link');
-  create.addEventListener('click', () => void busy(create, messages, async () => {
-    const r = await api<Wire<typeof KioskTokenCreatedResponse>>('POST', '/v1/kiosk-tokens', { monitor_ids: [mid], label: label.value });
-    const url = location.origin + r.kiosk_paths[mid]!;
-    const out = h('input', { type: 'text', readonly: true, value: url, 'aria-label': 'Kiosk URL', 'data-testid': 'kiosk-url', class: 'wide-input' });
-    created.replaceChildren(notice('Kiosk link created. Copy it now: it is shown only once. It opens this monitor\'s preview and nothing else.'), out);
-    out.select();
-    label.value = '';
-    await render();
-  }));
+  create.addEventListener(
+    'click',
+    () =>
+      void busy(create, messages, async () => {
+        const r = await api<Wire<typeof KioskTokenCreatedResponse>>('POST', '/v1/kiosk-tokens', {
+          monitor_ids: [mid],
+          label: label.value,
+        });
+        const url = location.origin + r.kiosk_paths[mid]!;
+        const out = h('input', {
+          type: 'text',
+          readonly: true,
+          value: url,
+          'aria-label': 'Kiosk URL',
+          'data-testid': 'kiosk-url',
+          class: 'wide-input',
+        });
+        created.replaceChildren(
+          notice(
+            "Kiosk link created. Copy it now: it is shown only once. It opens this monitor's preview and nothing else.",
+          ),
+          out,
+        );
+        out.select();
+        label.value = '';
+        await render();
+      }),
+  );
   await render().catch((e: unknown) => messages.show(errorBox(e)));
-  return h('section', { class: 'card', 'aria-labelledby': 'kiosk-h' }, h('h2', { id: 'kiosk-h' }, 'Kiosk links'),
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'kiosk-h' },
+    h('h2', { id: 'kiosk-h' }, 'Kiosk links'),
     h('p', { class: 'muted' }, 'A preview-only link for a wall display: it keeps working after reboots until revoked.'),
-    field('Label', label), h('div', { class: 'actions' }, create), created, messages, list);
+    field('Label', label),
+    h('div', { class: 'actions' }, create),
+    created,
+    messages,
+    list,
+  );
 }
 
 /** "rtsp_source_unavailable (connection_refused): The RTSP source is unavailable: ..." */
 function lastErrorText(e: Record<string, unknown>): string {
   const cause = typeof e.cause === 'string' ? ` (${e.cause})` : '';
-  return typeof e.code === 'string' && typeof e.message === 'string' ? `${e.code}${cause}: ${e.message}` : JSON.stringify(e);
+  return typeof e.code === 'string' && typeof e.message === 'string'
+    ? `${e.code}${cause}: ${e.message}`
+    : JSON.stringify(e);
 }

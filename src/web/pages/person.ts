@@ -1,4 +1,10 @@
-import type { FacePageResponse, FaceRegistrationResponse, FaceSampleT, PersonResponse, RejectedImageT } from '../../contract/collections.js';
+import type {
+  FacePageResponse,
+  FaceRegistrationResponse,
+  FaceSampleT,
+  PersonResponse,
+  RejectedImageT,
+} from '../../contract/collections.js';
 import { api, enc, imageUrl, type Wire } from '../api.js';
 import { facts, field, fmt, h } from '../dom.js';
 import { ImagePicker, livenessLine } from '../images.js';
@@ -6,11 +12,20 @@ import { navigate, type PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
 
 const REASONS: Record<string, string> = {
-  face_not_found: 'No face found', multiple_faces: 'More than one face', low_detection_score: 'Face detection too uncertain',
-  low_quality: 'Image quality too low (blur, light)', face_too_small: 'Face too small', extreme_pose: 'Head turned too far', invalid_image: 'Not a readable image',
-  image_too_large: 'Image too large', invalid_landmarks: 'Face landmarks unusable', degenerate_landmarks: 'Face landmarks unusable',
-  invalid_embedding: 'No usable embedding', invalid_external_embedding: 'External embedding invalid',
-  liveness_fake: 'Liveness check failed (spoof suspected)', liveness_input_rejected: 'Liveness could not be checked on this image',
+  face_not_found: 'No face found',
+  multiple_faces: 'More than one face',
+  low_detection_score: 'Face detection too uncertain',
+  low_quality: 'Image quality too low (blur, light)',
+  face_too_small: 'Face too small',
+  extreme_pose: 'Head turned too far',
+  invalid_image: 'Not a readable image',
+  image_too_large: 'Image too large',
+  invalid_landmarks: 'Face landmarks unusable',
+  degenerate_landmarks: 'Face landmarks unusable',
+  invalid_embedding: 'No usable embedding',
+  invalid_external_embedding: 'External embedding invalid',
+  liveness_fake: 'Liveness check failed (spoof suspected)',
+  liveness_input_rejected: 'Liveness could not be checked on this image',
   identity_similarity_conflict: 'Looks like a different enrolled person',
 };
 export const reasonText = (code: string): string => `${REASONS[code] ?? 'Rejected'} (${code})`;
@@ -19,15 +34,31 @@ export const reasonText = (code: string): string => `${REASONS[code] ?? 'Rejecte
  * Puts each image's outcome next to it. Rejections carry their multipart index; accepted faces come back
  * in upload order, so they fill the indices that were not rejected.
  */
-export function enrolmentResults(picker: ImagePicker, count: number, faces: FaceSampleT[], rejected: RejectedImageT[]): void {
+export function enrolmentResults(
+  picker: ImagePicker,
+  count: number,
+  faces: FaceSampleT[],
+  rejected: RejectedImageT[],
+): void {
   const byIndex = new Map(rejected.map((r) => [r.index, r]));
   let next = 0;
   for (let i = 0; i < count; i++) {
     const r = byIndex.get(i);
-    if (r) picker.setResult(i, false, reasonText(r.reason) + (typeof r.detail === 'string' ? `: ${r.detail}` : ''), r.liveness);
+    if (r)
+      picker.setResult(
+        i,
+        false,
+        reasonText(r.reason) + (typeof r.detail === 'string' ? `: ${r.detail}` : ''),
+        r.liveness,
+      );
     else {
       const f = faces[next++];
-      picker.setResult(i, true, f ? `Accepted (quality ${f.quality?.score.toFixed(2) ?? '—'})` : 'Accepted', f?.liveness);
+      picker.setResult(
+        i,
+        true,
+        f ? `Accepted (quality ${f.quality?.score.toFixed(2) ?? '—'})` : 'Accepted',
+        f?.liveness,
+      );
     }
   }
 }
@@ -38,7 +69,9 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
   const person = (await api<Wire<typeof PersonResponse>>('GET', path, undefined, ctx.signal)).person;
   const top = messageArea();
   const urls: string[] = [];
-  ctx.signal.addEventListener('abort', () => { for (const u of urls) URL.revokeObjectURL(u); });
+  ctx.signal.addEventListener('abort', () => {
+    for (const u of urls) URL.revokeObjectURL(u);
+  });
 
   const pager = new Pager();
   const faces = h('div');
@@ -50,13 +83,17 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
       pager.next = r.next_cursor;
       for (const u of urls.splice(0)) URL.revokeObjectURL(u);
       const cards = r.faces.map((f) => {
-        const img = f.has_crop ? h('img', { alt: `Saved crop of face ${f.id}`, width: '112', height: '112' }) : h('div', { class: 'nocrop' }, 'No crop saved');
+        const img = f.has_crop
+          ? h('img', { alt: `Saved crop of face ${f.id}`, width: '112', height: '112' })
+          : h('div', { class: 'nocrop' }, 'No crop saved');
         if (f.has_crop) {
-          imageUrl(`${path}/faces/${enc(f.id)}/image`, ctx.signal).then((u) => {
-            if (ctx.signal.aborted) return URL.revokeObjectURL(u);
-            urls.push(u);
-            (img as HTMLImageElement).src = u;
-          }).catch(() => img.replaceWith(h('div', { class: 'nocrop' }, 'Crop unavailable')));
+          imageUrl(`${path}/faces/${enc(f.id)}/image`, ctx.signal)
+            .then((u) => {
+              if (ctx.signal.aborted) return URL.revokeObjectURL(u);
+              urls.push(u);
+              (img as HTMLImageElement).src = u;
+            })
+            .catch(() => img.replaceWith(h('div', { class: 'nocrop' }, 'Crop unavailable')));
         }
         const del = h('button', { type: 'button', class: 'small danger' }, 'Delete face');
         del.addEventListener('click', () => {
@@ -66,9 +103,19 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
             await loadFaces();
           });
         });
-        return h('li', { class: 'facecard' }, img, h('small', null, `score ${fmt.num(f.detection_score, 2)} · quality ${fmt.num(f.quality?.score, 2)}`), livenessLine(f.liveness), del);
+        return h(
+          'li',
+          { class: 'facecard' },
+          img,
+          h('small', null, `score ${fmt.num(f.detection_score, 2)} · quality ${fmt.num(f.quality?.score, 2)}`),
+          livenessLine(f.liveness),
+          del,
+        );
       });
-      faces.replaceChildren(cards.length ? h('ul', { class: 'faces' }, cards) : h('p', { class: 'muted' }, 'No faces.'), pager.controls(() => void loadFaces()));
+      faces.replaceChildren(
+        cards.length ? h('ul', { class: 'faces' }, cards) : h('p', { class: 'muted' }, 'No faces.'),
+        pager.controls(() => void loadFaces()),
+      );
     } catch (e) {
       faces.replaceChildren(errorBox(e));
     }
@@ -78,7 +125,14 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
   const picker = new ImagePicker('More photos of this person');
   const addMessages = messageArea();
   const add = h('button', { type: 'submit' }, 'Add faces');
-  const addForm = h('form', { class: 'card', 'aria-labelledby': 'addf' }, h('h2', { id: 'addf' }, 'Add faces'), picker.element, add, addMessages);
+  const addForm = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'addf' },
+    h('h2', { id: 'addf' }, 'Add faces'),
+    picker.element,
+    add,
+    addMessages,
+  );
   addForm.addEventListener('submit', (e) => {
     e.preventDefault();
     const files = picker.files;
@@ -98,7 +152,15 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
   const external = h('input', { type: 'text', maxlength: '200', value: person.external_id ?? '' });
   const editMessages = messageArea();
   const save = h('button', { type: 'submit' }, 'Save');
-  const edit = h('form', { class: 'card', 'aria-labelledby': 'editp' }, h('h2', { id: 'editp' }, 'Details'), field('Name', name), field('External ID', external), save, editMessages);
+  const edit = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'editp' },
+    h('h2', { id: 'editp' }, 'Details'),
+    field('Name', name),
+    field('External ID', external),
+    save,
+    editMessages,
+  );
   edit.addEventListener('submit', (e) => {
     e.preventDefault();
     void busy(save, editMessages, async () => {
@@ -116,11 +178,34 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
     });
   });
 
-  return h('div', null,
+  return h(
+    'div',
+    null,
     h('p', null, h('a', { href: `/collections/${enc(cid)}` }, `← ${cid}`)),
-    h('h1', null, person.name ?? pid), top,
-    h('p', null, h('a', { href: `/events?collection_id=${enc(cid)}&person_id=${enc(pid)}` }, 'History: when and where this person was seen')),
-    h('section', { class: 'card' }, facts([['ID', h('code', null, person.id)], ['External ID', person.external_id ?? '—'], ['Faces', person.face_count], ['Created', fmt.time(person.created_at)]]), del),
+    h('h1', null, person.name ?? pid),
+    top,
+    h(
+      'p',
+      null,
+      h(
+        'a',
+        { href: `/events?collection_id=${enc(cid)}&person_id=${enc(pid)}` },
+        'History: when and where this person was seen',
+      ),
+    ),
+    h(
+      'section',
+      { class: 'card' },
+      facts([
+        ['ID', h('code', null, person.id)],
+        ['External ID', person.external_id ?? '—'],
+        ['Faces', person.face_count],
+        ['Created', fmt.time(person.created_at)],
+      ]),
+      del,
+    ),
     h('section', { class: 'card', 'aria-labelledby': 'facesh' }, h('h2', { id: 'facesh' }, 'Saved faces'), faces),
-    addForm, edit);
+    addForm,
+    edit,
+  );
 }
