@@ -3,7 +3,7 @@
  * request's bytes built once and written in one call, the response read to its Content-Length. The
  * benches' clients share the daemon's cores (on a site they are other machines on the LAN), so what they
  * spend is taken from the daemon: node:http costs ~0.65-0.75 ms of CPU per photo in bench/inference.ts's
- * four-client runs, this ~0.3 (README, issue 23 tenth pass). Responses without Content-Length (chunked)
+ * four-client runs, this ~0.3 (docs/development/decisions.md, "Inference"). Responses without Content-Length (chunked)
  * are refused: the daemon's JSON answers always carry it.
  */
 import net from 'node:net';

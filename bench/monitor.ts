@@ -43,7 +43,7 @@ import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { memoryAllocator } from '../src/system/allocator.js';
 import { rerunAsDaemon } from './daemonProcess.js';
 
-// Each monitor parks a GStreamer pull in libuv's pool (see README): the pool size must be set before start,
+// Each monitor parks a GStreamer pull in libuv's pool (see docs/operations/systemd.md): the pool size must be set before start,
 // and the daemon runs in this process, so it is started again with the daemon's V8 flags and allocator too.
 rerunAsDaemon({ nodeFlags: DAEMON_NODE_FLAGS, env: { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' } });
 

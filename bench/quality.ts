@@ -164,7 +164,7 @@ const CONDITIONS: Condition[] = [
 // ---------------------------------------------------------------------------------------------------
 // Variants (issue item 3): what the pipeline does differently. Horizontal-flip test-time augmentation
 // was measured as a variant at commit 9ce0c1c (mean of the embeddings of the aligned face and its
-// mirror) and removed: no gain on any condition for +10 ms per face (README, "Recognition quality").
+// mirror) and removed: no gain on any condition for +10 ms per face (docs/development/decisions.md, "Recognition").
 
 interface Variant {
   name: string;

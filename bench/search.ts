@@ -792,7 +792,7 @@ async function measureHnsw(data: Float32Array, n: number, qs: QuerySet, truth: T
 /**
  * The issue's goal at n (p99 <= 2 ms with recall@10 >= 0.99), judged two ways and both printed: over face
  * queries (known persons' faces and strangers' faces, the queries a face service gets) and over every query,
- * the isotropic random vectors included (their exact top 10 are near-ties of noise; see the README).
+ * the isotropic random vectors included (their exact top 10 are near-ties of noise; see docs/performance.md).
  */
 const hnswGoal = (n: number, runs: Awaited<ReturnType<typeof measureHnsw>>['runs']) => {
   const passes = (p99: number, recall: number) => p99 <= 2 && recall >= 0.99;

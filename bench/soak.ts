@@ -1,5 +1,5 @@
 /**
- * Reliability soak: the figures of the README's "Reliability" section. Runs `vigil serve` as a child
+ * Reliability soak: the figures of docs/performance.md, "Reliability soak". Runs `vigil serve` as a child
  * process and measures, in one run:
  *   - fuzz: every operation in /openapi.json (test/helpers/fuzz.ts) -> requests, replies by status,
  *     5xx by cause, replies outside the envelope, requests without a reply, daemon crashes

@@ -1,5 +1,5 @@
 /**
- * Checks that every import in src/ points down the layer order (README "How it is built"). A folder may
+ * Checks that every import in src/ points down the layer order (docs/development/architecture.md, "Layers"). A folder may
  * import itself and any folder of a lower rank; folders of the same rank may not import each other.
  * The browser code (src/web) may only `import type` from the contract. Run by `npm run lint`.
  */

@@ -1,7 +1,7 @@
 import { isVigilError } from '../contract/errors.js';
 
 /**
- * Exit codes of `vigil` (documented in the README and used by systemd/vigil.service): the configuration
+ * Exit codes of `vigil` (documented in docs/operations/exit-codes.md and used by systemd/vigil.service): the configuration
  * ones are in RestartPreventExitStatus=, so systemd does not restart a misconfigured box forever.
  */
 export const EXIT = {

@@ -1,6 +1,6 @@
 /**
  * The error catalogue: every error code of the service is defined here once, with its HTTP status, what
- * it means (the README's error table is generated from this list) and how its message and details are
+ * it means (the error table of docs/api.md is generated from this list) and how its message and details are
  * built. Code anywhere throws `Errors.someCode(...)`; the HTTP layer shapes an `ApiError` once into the
  * `{error:{code,message,details},request_id}` envelope, MCP returns it as a tool error, and the CLI
  * prints `code: message`. `OperatorError`s are failures of configuration, the command line or files on
@@ -71,7 +71,7 @@ export const isApiError = (e: unknown): e is ApiError => e instanceof ApiError;
 export const isVigilError = (e: unknown): e is VigilError => e instanceof VigilError;
 
 /**
- * One catalogue entry, as the README's table lists it: an HTTP response (with its status), an operator
+ * One catalogue entry, as the error table of docs/api.md lists it: an HTTP response (with its status), an operator
  * error (CLI / start-up), or a condition reported in a monitor's state and events.
  */
 export interface ErrorSpec {
@@ -1270,7 +1270,7 @@ export const Errors = {
   ),
 } as const;
 
-/** Every code the service can report, in catalogue order (the README's error table). */
+/** Every code the service can report, in catalogue order (the error table of docs/api.md). */
 export function errorCatalogue(): readonly ErrorSpec[] {
   return specs;
 }

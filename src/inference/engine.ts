@@ -80,7 +80,7 @@ const REUSED_RAW_MAX_BYTES = 1920 * 1080 * 3;
 
 /**
  * "auto" sizing for this host, chosen by measurement on 2 cores (bench/inference.ts, bench/monitor.ts,
- * README "Throughput"). CPU provider: one single-threaded worker per core, each holding two jobs, so one
+ * docs/development/decisions.md, "Inference"). CPU provider: one single-threaded worker per core, each holding two jobs, so one
  * job's decode and resizes (libvips, on libuv's pool) run while the other's models hold the worker's
  * thread; with four clients this gave 0.89-0.92x the raw pipeline in two processes where three workers
  * of one job each gave 0.86-0.87x (three isolates collect garbage more, and three model threads share
@@ -219,8 +219,8 @@ export class InferenceEngine {
     // input comes again; here every decoded upload and every monitor frame is new, so the cache would
     // only hold memory. Process-wide: the workers share it.
     sharp.cache(false);
-    // One libvips thread per operation: the workers and their jobs are the parallelism (Layout in the
-    // README). sharp's own default is 1 under glibc's malloc but the core count under jemalloc
+    // One libvips thread per operation: the workers and their jobs are the parallelism (Layout in
+    // docs/development/architecture.md). sharp's own default is 1 under glibc's malloc but the core count under jemalloc
     // (src/system/allocator.ts), which would put more threads than cores on the decodes.
     sharp.concurrency(1);
     configureWorkerHeaps();

@@ -56,7 +56,7 @@ export const SourceReport = z
       .enum(STOP_REASONS)
       .optional()
       .describe(
-        'Why the source stopped: exhausted (the upstream had nothing more), max_items / quota (the run was full: the budget is shared, see the README), ' +
+        'Why the source stopped: exhausted (the upstream had nothing more), max_items / quota (the run was full: the budget is shared, see docs/scrapers/index.md), ' +
           'max_posts, date_limit (post_date_limit on a newest-first sort), max_search_pages, failed, cancelled.',
       ),
     problems: z

@@ -6,7 +6,7 @@
  * Why: the daemon has ~60 native threads (libuv's pool with the parked GStreamer pulls, GStreamer's
  * decoders, libvips, ONNX Runtime's pools, the inference workers). glibc gives threads up to 8 arenas per
  * core and keeps what they free: with four cameras 531 MB were taken from the system for 346 MB in use,
- * and `malloc_trim` gave back 83 MB of resident memory at once (README "Issue 23, ninth pass"). jemalloc
+ * and `malloc_trim` gave back 83 MB of resident memory at once (docs/development/decisions.md, "Inference"). jemalloc
  * returns freed pages after 10 s; the same 4-camera run is ~130 MB smaller with it and flat after warm-up.
  * The cost: uploads ~3 % slower (the raw pipeline the same).
  */

@@ -16,7 +16,7 @@ export function retryDelayMs(failedAttempts: number, p: RetryPolicy, random: () 
   return Math.max(0, Math.round(base * (1 + p.jitter * (2 * random() - 1))));
 }
 
-/** The nominal (jitter-free) delays of the first `n` retries, for the README and the API. */
+/** The nominal (jitter-free) delays of the first `n` retries, for the docs and the API. */
 export function nominalSchedule(p: RetryPolicy, n: number): number[] {
   return Array.from({ length: n }, (_, i) => retryDelayMs(i + 1, { ...p, jitter: 0 }));
 }

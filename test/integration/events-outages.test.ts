@@ -9,7 +9,7 @@ import { startReceiver } from '../helpers/webhookReceiver.js';
 
 /**
  * Nothing acknowledged to the history is lost by its outputs: a webhook receiver down for a while
- * (VIGIL_TEST_OUTAGE_SECONDS, default 20; the README reports a 600 s run), a broker down for as long,
+ * (VIGIL_TEST_OUTAGE_SECONDS, default 20; docs/development/tests.md notes a 600 s run), a broker down for as long,
  * and the daemon SIGKILLed while the receiver is down: afterwards every event of the history has been
  * delivered, in history order (duplicates allowed: at least once).
  */

@@ -153,7 +153,7 @@ export function scraperRoutes(rt: Runtime): RouteSpec[] {
       tags: ['scrapers'],
       auth: 'workspace',
       description:
-        "Streams the items as a JSON array, JSON Lines or CSV (one row per item; columns are the item schema's fields, nested objects flattened with dots, arrays as JSON; see the README).",
+        "Streams the items as a JSON array, JSON Lines or CSV (one row per item; columns are the item schema's fields, nested objects flattened with dots, arrays as JSON; see docs/scrapers/index.md).",
       query: ExportQuery,
       success: {
         status: 200,

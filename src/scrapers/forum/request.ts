@@ -64,7 +64,7 @@ export const ForumScrapeRequest = z
       .boolean()
       .default(false)
       .describe(
-        'Deliver (and bill) only posts, comments, communities and users this workspace was not delivered before (its bounded seen-set; see the README). A post URL still reads its thread for new comments.',
+        'Deliver (and bill) only posts, comments, communities and users this workspace was not delivered before (its bounded seen-set; see docs/scrapers/index.md). A post URL still reads its thread for new comments.',
       ),
   })
   .superRefine((r, ctx) => {

@@ -66,7 +66,7 @@ export const PlacesScrapeRequest = z
       .enum(REVIEW_SORTS)
       .default('newest')
       .describe(
-        'The order Google is asked to page reviews in (the encoding is unverified against live Google; see the README).',
+        'The order Google is asked to page reviews in (the encoding is unverified against live Google; see docs/scrapers/places.md).',
       ),
     reviews_start_date: z.iso
       .datetime({ offset: true })
@@ -107,7 +107,7 @@ export const PlacesScrapeRequest = z
       .boolean()
       .default(false)
       .describe(
-        'Deliver (and bill) only places this workspace was not delivered before (its bounded seen-set; see the README).',
+        'Deliver (and bill) only places this workspace was not delivered before (its bounded seen-set; see docs/scrapers/index.md).',
       ),
   })
   .superRefine((r, ctx) => {
