@@ -17,9 +17,9 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 import Database from 'better-sqlite3';
 import * as tar from 'tar';
 import { loadConfig } from '../config/load.js';
-import { Errors } from '../contract/errors.js';
+import { Errors, isVigilError } from '../contract/errors.js';
 import { VERSION } from '../contract/version.js';
-import { tryLockFile } from '../system/lockFile.js';
+import { acquireDataDirLock, LOCK_FILE } from '../store/dataDirLock.js';
 import type { CliIo } from './workspaces.js';
 
 /**
@@ -214,16 +214,17 @@ export async function restoreBackup(
 ): Promise<Manifest> {
   const log = opts.log ?? (() => undefined);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const lock = tryLockFile(join(dataDir, `${DB}.lock`));
-  if (!('release' in lock))
-    throw Errors.restoreTargetInUse(
-      `A Vigil daemon (pid ${lock.heldBy}) is running on ${dataDir}: stop it first (systemctl stop vigil).`,
-    );
+  const release = lockForRestore(dataDir);
   const stage = join(dataDir, `.restore-${process.pid}-${Date.now()}`);
   try {
     const manifest = await verifyBackup(file, stage);
     const current = readdirSync(dataDir).filter(
-      (n) => n !== `${DB}.lock` && !n.startsWith('.restore-') && !n.startsWith('.before-restore-'),
+      (n) =>
+        n !== LOCK_FILE &&
+        n !== `${LOCK_FILE}.pid` &&
+        n !== `${DB}.lock` &&
+        !n.startsWith('.restore-') &&
+        !n.startsWith('.before-restore-'),
     );
     if (current.length && !opts.force) {
       throw Errors.restoreTargetInUse(
@@ -250,7 +251,25 @@ export async function restoreBackup(
     return manifest;
   } finally {
     rmSync(stage, { recursive: true, force: true });
-    lock.release();
+    release();
+  }
+}
+
+/**
+ * Takes the kernel lock a daemon holds on its data dir for the whole restore (acquireDataDirLock), so no
+ * daemon can be running under it and none can start while files move; refused with data_dir_locked
+ * (exit 15) whenever one holds it, --force included.
+ */
+function lockForRestore(dataDir: string): () => void {
+  try {
+    return acquireDataDirLock(dataDir);
+  } catch (e) {
+    if (!isVigilError(e) || e.code !== 'data_dir_locked') throw e;
+    const pid = (e.details as { pid?: number } | undefined)?.pid ?? null;
+    throw Errors.dataDirLocked(
+      `A Vigil daemon${pid === null ? '' : ` (pid ${pid})`} is running on ${dataDir}: stop it first (systemctl stop vigil). Restore never replaces the files of a running daemon, with or without --force.`,
+      pid,
+    );
   }
 }
 

@@ -47,9 +47,11 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
     );
     manifest = await createBackup(aDir, archive);
     await load;
-    // A running daemon is never restored over.
-    const running = await t.throwsAsync(restoreBackup(aDir, archive));
-    t.is((running as any).code, 'restore_target_in_use');
+    // A running daemon is never restored over (its kernel lock on the data dir), --force included.
+    for (const force of [false, true]) {
+      const running = await t.throwsAsync(restoreBackup(aDir, archive, { force }));
+      t.is((running as any).code, 'data_dir_locked');
+    }
   } finally {
     await a.close();
   }
@@ -124,7 +126,7 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
   t.is((err as any).code, 'backup_invalid');
   t.regex(err!.message, /vigil\.db fails its SHA-256 checksum/);
   t.deepEqual(
-    (await import('node:fs')).readdirSync(empty).filter((n) => n !== 'vigil.db.lock'),
+    (await import('node:fs')).readdirSync(empty).filter((n) => n !== 'vigil.lock'),
     [],
   );
 });
