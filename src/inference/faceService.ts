@@ -153,19 +153,16 @@ export class FaceService {
   ) {
     const threshold = input.threshold ?? this.defaultThreshold;
     const scope = this.liveness?.compareScope ?? 'both';
-    // Both sides run concurrently; with more than one inference worker they really run in parallel.
-    const [source, target] = await Promise.all([
-      this.embedOne({ image: input.source, profile: input.profile, checkLiveness: scope !== 'target' }, signal).catch(
-        (e: unknown) => {
-          throw withSide(e, 'source');
-        },
-      ),
-      this.embedOne({ image: input.target, profile: input.profile, checkLiveness: scope !== 'source' }, signal).catch(
-        (e: unknown) => {
-          throw withSide(e, 'target');
-        },
-      ),
+    // Both sides run concurrently; with more than one inference worker they really run in parallel. When
+    // both fail, the source's error is the answer whichever finished first: upstream checks the source first.
+    const [sourceResult, targetResult] = await Promise.allSettled([
+      this.embedOne({ image: input.source, profile: input.profile, checkLiveness: scope !== 'target' }, signal),
+      this.embedOne({ image: input.target, profile: input.profile, checkLiveness: scope !== 'source' }, signal),
     ]);
+    if (sourceResult.status === 'rejected') throw withSide(sourceResult.reason, 'source');
+    if (targetResult.status === 'rejected') throw withSide(targetResult.reason, 'target');
+    const source = sourceResult.value,
+      target = targetResult.value;
     const similarity = cosineSimilarity(source.face.embedding, target.face.embedding);
     return { matched: similarity >= threshold, similarity, threshold, source, target };
   }

@@ -116,6 +116,14 @@ test('normal mode compare with scope both: either failing side is a 422 naming t
   t.like(ok.json.target_face.liveness, { is_live: true });
 });
 
+test('compare with both sides failing always answers the source and its verdict (as upstream, which checks it first)', async (t) => {
+  const replies = await Promise.all(
+    Array.from({ length: 32 }, () => post(normal, '/v1/compare', form({ source: PRINT, target: edge }))),
+  );
+  const seen = replies.map((r) => `${r.res.status} ${r.json.error?.code} ${r.json.error?.details?.side}`);
+  t.deepEqual([...new Set(seen)], ['422 liveness_fake source'], seen.join(', '));
+});
+
 test('scope target only evaluates the target; scope source only the source (observe)', async (t) => {
   const srcSpoof = await post(targetOnly, '/v1/compare', form({ source: PRINT, target: LIVE }));
   t.is(srcSpoof.res.status, 200);
