@@ -1,10 +1,11 @@
 # Vigil. `make run` installs everything and starts the daemon; `make test` runs the whole suite.
 SHELL := /bin/bash
 PACK ?= edge_s
-# The model mirror: ../shared/models beside the checkout here and in CI; a directory or URL elsewhere.
-MODEL_MIRROR ?= $(or $(VIGIL_MODEL_MIRROR),$(abspath ../shared/models))
+# The model mirror: ../shared/models beside the checkout here and in CI; a directory or URL elsewhere. Empty
+# (no ../shared/models, or MODEL_MIRROR=): the pack's pinned upstream sources.
+MODEL_MIRROR ?= $(or $(VIGIL_MODEL_MIRROR),$(if $(wildcard ../shared/models),$(abspath ../shared/models)))
 
-.PHONY: run deps node_modules build models test check lint typecheck bench clean
+.PHONY: run deps build models test check lint typecheck bench clean
 
 # `make run HOST=0.0.0.0` listens on the LAN (default: config/dev.toml's 127.0.0.1); PORT=… changes the port.
 run: deps build models
@@ -12,7 +13,9 @@ run: deps build models
 
 deps: node_modules
 
-# System packages first: npm ci compiles gstreamer-superficial against the GStreamer headers.
+# System packages first: npm ci compiles gstreamer-superficial against the GStreamer headers. A real target,
+# not .PHONY: npm ci runs again only when package-lock.json is newer than node_modules (it replaces the
+# native addons under a daemon that `make run` started from the same checkout).
 node_modules: package-lock.json
 	./scripts/install-system-deps.sh
 	npm ci --no-audit --no-fund
@@ -22,7 +25,8 @@ build: node_modules
 	npm run build
 
 models: build
-	node dist/cli/main.js models install $(PACK) --accept-license --from $(MODEL_MIRROR) --config config/dev.toml
+	@if [ -z "$(MODEL_MIRROR)" ]; then echo "make models: no ../shared/models beside the checkout and no MODEL_MIRROR: installing $(PACK) from its upstream sources"; fi
+	node dist/cli/main.js models install $(PACK) --accept-license $(if $(MODEL_MIRROR),--from $(MODEL_MIRROR)) --config config/dev.toml
 
 typecheck: node_modules
 	npm run typecheck
