@@ -43,6 +43,7 @@ import { CursorCodec } from '../store/cursors.js';
 import { errnoReason, openDatabase } from '../store/database.js';
 import { resolveBoxId } from '../store/boxIdentity.js';
 import { SearchIndexes } from '../search/indexManager.js';
+import { walkerProblem } from '../search/hnswGraph.js';
 import { RunStore } from '../scrapers/runStore.js';
 import { PgRunStore } from '../scrapers/pgRunStore.js';
 import type { RunRepository } from '../scrapers/runRepository.js';
@@ -479,6 +480,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         `glibc's malloc keeps what the daemon's threads free (about 130 MB more resident memory with four cameras): install libjemalloc2 and start with LD_PRELOAD=${DAEMON_ALLOCATOR_LIBRARY}, as the systemd unit does`,
       );
     }
+    if (walkerProblem)
+      log.warn(
+        { hnsw_walker: walkerProblem },
+        "HNSW collections are searched with usearch's own binding: the native walker (vigil-hnsw-walk) did not load",
+      );
     // Background writers start once the database passed its check.
     const startedScrapes = scrapes;
     void integrityOk.then((ok) => {

@@ -16,11 +16,28 @@ import type { CollectionIndex, RowHit } from './collectionIndex.js';
 import usearch, { type Index } from './usearchModule.js';
 
 /**
- * The native walker (native/hnsw-walk, built by `npm ci` with node-gyp from usearch's own headers): it
- * searches the file usearch saved with usearch's walk and kernels, prefetching each step's neighbour
- * vectors, from memory that may have huge pages; usearch's binding does neither (bench/search.ts measures both).
+ * The native walker (native/hnsw-walk, prebuilt in the package or built by `npm ci` with node-gyp from
+ * usearch's own headers): it searches the file usearch saved with usearch's walk and kernels, prefetching
+ * each step's neighbour vectors, from memory that may have huge pages; usearch's binding does neither
+ * (bench/search.ts measures both). It is an accelerator, not a requirement: when it cannot load (missing,
+ * built for another CPU or Node), graphs are searched with usearch's own binding and the daemon says so
+ * at start (`walkerProblem`).
  */
-const walker = createRequire(import.meta.url)('vigil-hnsw-walk') as typeof import('vigil-hnsw-walk');
+export type WalkerAddon = typeof import('vigil-hnsw-walk');
+export type WalkerLoad = { addon: WalkerAddon; problem: null } | { addon: null; problem: string };
+
+/** Loads the walker addon (a module name or a .node path), or says why it could not. */
+export function loadWalker(id = 'vigil-hnsw-walk'): WalkerLoad {
+  try {
+    return { addon: createRequire(import.meta.url)(id) as WalkerAddon, problem: null };
+  } catch (e) {
+    return { addon: null, problem: (e instanceof Error ? e.message : String(e)).split('\n')[0]! };
+  }
+}
+
+const nativeWalker = loadWalker();
+/** Why graphs are searched with usearch's own binding instead of the native walker; null when the walker serves. */
+export const walkerProblem: string | null = nativeWalker.problem;
 
 /**
  * A persisted HNSW graph of one collection: `<dir>/<collection>.hnsw` (usearch's own format) and its
@@ -171,8 +188,17 @@ export interface GraphWalker {
 /** Vectors prefetched ahead by default (bench/search.ts --hnsw-lags: 8 beat 0, 1, 2, 4 and 16 at 1M). */
 export const WALK_LAG = 8;
 
-/** Opens a graph file usearch saved; throws with the reason when it cannot. */
-export function openGraph(path: string, memory: GraphMemory, expansion: number): GraphWalker {
+/**
+ * Opens a graph file usearch saved; throws with the reason when it cannot. `walker` null (the addon did
+ * not load): usearch's own binding maps the file and searches it, held as `view` whatever `memory` asks.
+ */
+export function openGraph(
+  path: string,
+  memory: GraphMemory,
+  expansion: number,
+  walker: WalkerAddon | null = nativeWalker.addon,
+): GraphWalker {
+  if (!walker) return openWithUsearch(path, expansion);
   let current = walker.openGraph(path);
   const size = current.size;
   let held: GraphMemory = 'view';
@@ -223,6 +249,44 @@ export function openGraph(path: string, memory: GraphMemory, expansion: number):
   };
 }
 
+/**
+ * A graph searched by usearch's binding over its own mapping of the file. Its ef is fixed when the file is
+ * viewed: a changed `expansion` applies from the next open (a rebuild or a restart); `lag` has no effect.
+ */
+function openWithUsearch(path: string, expansion: number): GraphWalker {
+  // view() reads the dimensions, metric and scalar kind from the file's header.
+  let index: Index | null = new usearch.Index({
+    dimensions: 1,
+    metric: METRIC,
+    quantization: usearch.ScalarKind.I8,
+    connectivity: 0,
+    expansion_add: 0,
+    expansion_search: expansion,
+    multi: false,
+  });
+  index.view(path);
+  const size = index.size();
+  return {
+    size,
+    dimensions: index.dimensions(),
+    loaded: Promise.resolve(),
+    loadError: null,
+    memory: 'view',
+    hugePages: false,
+    expansion,
+    lag: WALK_LAG,
+    search(query, k) {
+      if (!index) throw new Error('the graph is closed');
+      if (size === 0 || k <= 0) return [];
+      return Array.from(index.search(query, Math.min(k, size), 1).keys, Number);
+    },
+    close() {
+      // usearch unmaps the file when the Index is collected; nothing searches it after this.
+      index = null;
+    },
+  };
+}
+
 export type LoadedGraph = { graph: GraphWalker; meta: HnswMeta } | { problem: string };
 
 /** Opens a persisted graph that fits the collection, held as `memory` says. */
@@ -266,13 +330,13 @@ export interface GraphView {
 
 /**
  * The best `want` rows for a query through the graph: graph candidates (over-asked by the deleted
- * count, which are filtered) plus the delta's exact top rows, all re-ranked exactly from `index`.
+ * count, which are filtered) plus the delta's exact top rows, all re-ranked exactly from `index` (from its
+ * re-rank copy when it has one, as exact searches are).
  */
 export function graphTopRows(index: CollectionIndex, g: GraphView, query: Float32Array, want: number): RowHit[] {
   const keys = graphCandidates(g.graph, query, want + g.deleted);
-  const q = index.encodeQuery(query);
-  const hits = index.scoreFaces(q, keys);
-  if (g.delta.size) hits.push(...g.delta.topRows(q, want));
+  const hits = index.scoreFaces(query, keys);
+  if (g.delta.size) hits.push(...g.delta.rankRows(query, want));
   return hits.sort((a, b) => b.score - a.score || a.faceKey - b.faceKey);
 }
 

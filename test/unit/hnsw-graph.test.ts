@@ -7,6 +7,7 @@ import {
   graphProblem,
   graphTopRows,
   HNSW_QUANTIZATION,
+  loadWalker,
   newGraph,
   openGraph,
   saveGraph,
@@ -292,4 +293,38 @@ test('the copy is of the graph that was mapped, even when a rebuild renames a ne
     expected,
   );
   walker.close();
+});
+
+test('a walker addon that cannot load is reported with its reason, not thrown', (t) => {
+  const dir = tempDir(t, 'vigil-walker-');
+  // What a box sees with an addon built for another CPU or a damaged file: dlopen refuses it.
+  const broken = join(dir, 'hnsw_walk.node');
+  writeFileSync(broken, Buffer.alloc(4096, 1));
+  const load = loadWalker(broken);
+  t.is(load.addon, null);
+  t.regex(load.problem!, /hnsw_walk\.node/);
+  t.like(loadWalker(join(dir, 'missing.node')), { addon: null });
+  t.truthy(loadWalker().addon, 'the walker this checkout built loads');
+});
+
+test("without the native walker a graph is searched with usearch's own binding, with the same answers", async (t) => {
+  const dim = 32;
+  const { file, base } = savedGraph(t, 1500, 21, dim);
+  const native = openGraph(file, 'view', 40);
+  const fallback = openGraph(file, 'huge_pages', 40, null);
+  t.is(fallback.size, 1500);
+  t.is(fallback.dimensions, dim);
+  await fallback.loaded;
+  t.is(fallback.memory, 'view', 'usearch maps the file; no copy, no huge pages');
+  t.false(fallback.hugePages);
+  native.lag = -1;
+  const queries = unitVectors(40, 22, dim);
+  const same = queries.filter((q) => JSON.stringify(fallback.search(q, 10)) === JSON.stringify(native.search(q, 10)));
+  t.is(same.length, queries.length);
+  t.is(fallback.search(base[3]!, 1)[0], 4, 'a stored vector finds itself');
+  t.deepEqual(fallback.search(base[0]!, 0), []);
+  native.close();
+  fallback.close();
+  t.throws(() => fallback.search(base[0]!, 5), { message: /closed/ });
+  t.throws(() => openGraph(join(tempDir(t, 'vigil-walker-'), 'missing.hnsw'), 'view', 40, null));
 });
