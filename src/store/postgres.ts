@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
 import { Errors } from '../contract/errors.js';
 import { migrationFiles } from './database.js';
 
@@ -32,8 +33,10 @@ export function storePassword(o: Pick<PgOptions, 'password' | 'passwordFile'>): 
 
 export function clientConfig(o: PgOptions): pg.ClientConfig {
   const password = storePassword(o);
+  // The URL is parsed here, not by pg: pg lets every field of a connectionString win over the config's
+  // own, so the empty password of a URL without one (the documented form) hid the file's or env's.
   return {
-    connectionString: o.url,
+    ...parseIntoClientConfig(o.url),
     ...(password !== undefined ? { password } : {}),
     types,
     application_name: o.applicationName ?? 'vigil',

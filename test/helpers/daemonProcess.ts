@@ -116,14 +116,17 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
   };
 }
 
-/** `vigil serve --config FILE` as a child process (VIGIL_API_KEY = TEST_KEY); `url` resolves when it logs "listening". */
-export function startChild(config: string): { child: ChildProcess; url: Promise<string> } {
+/**
+ * `vigil serve --config FILE` as a child process (VIGIL_API_KEY = TEST_KEY, plus `env`); `url` resolves when
+ * it logs "listening".
+ */
+export function startChild(config: string, env: NodeJS.ProcessEnv = {}): { child: ChildProcess; url: Promise<string> } {
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', join(REPO, 'src/cli/main.ts'), 'serve', '--config', config],
     {
       cwd: REPO,
-      env: { ...process.env, VIGIL_API_KEY: TEST_KEY },
+      env: { ...process.env, VIGIL_API_KEY: TEST_KEY, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );

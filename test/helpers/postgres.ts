@@ -9,13 +9,17 @@ import { removeDir } from './tempDir.js';
  * A throw-away PostgreSQL cluster, started the way users run Debian's `postgresql` package: initdb and
  * pg_ctl from /usr/lib/postgresql/<major>/bin (VIGIL_PG_BIN overrides), as a non-root user (PostgreSQL
  * refuses root; as root the helper runs them as `nobody` through runuser), on a loopback port, with its
- * data in a temp dir removed by stop(). Password authentication (scram) over TCP, as a real fleet would.
+ * data in a temp dir removed by stop(). Password authentication (scram) over TCP, as a real fleet would:
+ * initdb --auth=scram-sha-256 writes every pg_hba.conf line (local and host) with scram-sha-256, so a
+ * client without the right password is refused.
  */
 export interface PgCluster {
   port: number;
   /** postgres://vigil:<password>@127.0.0.1:<port>/<database> */
   url: string;
   password: string;
+  /** postgres://vigil@127.0.0.1:<port>/<database>: the form the docs prescribe (the password comes from elsewhere). */
+  urlWithoutPassword(database: string): string;
   /** A fresh database on the cluster (one per test keeps tests independent). */
   createDatabase(name: string): string;
   /** pg_ctl stop -m fast / start: a database restart as an operator does one. */
@@ -120,11 +124,13 @@ export async function startPostgres(): Promise<PgCluster> {
     if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
   };
   const url = (db: string) => `postgres://vigil:${password}@127.0.0.1:${port}/${db}`;
+  const urlWithoutPassword = (db: string) => `postgres://vigil@127.0.0.1:${port}/${db}`;
   let stopped = false;
   return {
     port,
     password,
     url: url('postgres'),
+    urlWithoutPassword,
     createDatabase(name) {
       psql(`CREATE DATABASE "${name}"`);
       return url(name);

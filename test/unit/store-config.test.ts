@@ -1,9 +1,10 @@
 import test from 'ava';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { OperatorError } from '../../src/contract/errors.js';
 import { loadConfig } from '../../src/config/load.js';
-import { storePassword } from '../../src/store/postgres.js';
+import { clientConfig, storePassword } from '../../src/store/postgres.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 const dir = fileTempDir('vigil-store-config-');
@@ -46,6 +47,19 @@ test('the store password comes from the environment first, then the password fil
   t.is(storePassword({ password: 'env', passwordFile: pw }), 'env');
   t.is(storePassword({ passwordFile: pw }), 's3cret');
   t.is(storePassword({}), undefined);
+});
+
+test("the password pg connects with is the env's or the file's, also with a URL that has none (the documented form)", (t) => {
+  const pw = file('pw2', 'from-file\n');
+  // What pg itself resolves from the config (a connectionString's fields would win over ours).
+  const used = (o: Parameters<typeof clientConfig>[0]) =>
+    (new pg.Client(clientConfig(o)) as unknown as { password: unknown }).password;
+  const url = 'postgres://vigil@db.lan:5433/fleet?application_name=x';
+  t.is(used({ url, passwordFile: pw, poolSize: 1 }), 'from-file');
+  t.is(used({ url, password: 'from-env', passwordFile: pw, poolSize: 1 }), 'from-env');
+  t.is(used({ url: 'postgres://vigil:in-url@db.lan/fleet', passwordFile: pw, poolSize: 1 }), 'from-file');
+  t.is(used({ url: 'postgres://vigil:in-url@db.lan/fleet', poolSize: 1 }), 'in-url');
+  t.like(clientConfig({ url, poolSize: 1 }), { host: 'db.lan', port: 5433, user: 'vigil', database: 'fleet' });
 });
 
 test('[store] change-log pruning: a week of retention, pruned every 10 minutes by default; 0 turns pruning off', (t) => {

@@ -1,0 +1,115 @@
+import test, { type ExecutionContext } from 'ava';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pg from 'pg';
+import { modelsDirWith } from '../helpers/daemon.js';
+import { startChild } from '../helpers/daemonProcess.js';
+import { pgStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
+import { eventually } from '../helpers/shared.js';
+import { tempDir } from '../helpers/tempDir.js';
+
+/**
+ * A fleet box's start against a PostgreSQL that requires a password (scram-sha-256), as `vigil serve` runs
+ * under systemd: the password from `[store] password_file` or VIGIL_STORE_PASSWORD with a URL that has
+ * none (the only form the docs allow).
+ */
+let cluster: PgCluster;
+let models: string;
+let dbs = 0;
+test.before(async () => {
+  cluster = await startPostgres();
+  models = await modelsDirWith('edge_s');
+});
+test.after.always(() => {
+  cluster?.stop();
+});
+
+/** A fresh database on the cluster, named by its URL without the password. */
+function database(): string {
+  const name = `start_${process.pid}_${++dbs}`;
+  cluster.createDatabase(name);
+  return cluster.urlWithoutPassword(name);
+}
+
+/** A box's server.toml in a temp dir: port 0, the shared models, and the given `[store]` section. */
+function boxConfig(t: ExecutionContext, store: string): { file: string; dir: string } {
+  const dir = tempDir(t, 'vigil-fleet-start-');
+  const file = join(dir, 'server.toml');
+  writeFileSync(
+    file,
+    [
+      '[server]',
+      'host = "127.0.0.1"',
+      'port = 0',
+      'log_level = "info"',
+      `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
+      `models_dir = ${JSON.stringify(models)}`,
+      store,
+    ].join('\n'),
+  );
+  return { file, dir };
+}
+
+function passwordFile(dir: string, content: string): string {
+  const file = join(dir, 'pg-password');
+  writeFileSync(file, content, { mode: 0o600 });
+  return file;
+}
+
+/** `vigil serve` that is expected to run: its health once `ok` holds, and what it wrote on stderr. */
+async function serveRuns(
+  file: string,
+  env: NodeJS.ProcessEnv,
+  ok: (health: { fleet?: { database?: string } }) => boolean,
+): Promise<{ health: { status: string; fleet?: { database?: string } }; stderr: string }> {
+  const { child, url } = startChild(file, env);
+  let stderr = '';
+  child.stderr!.on('data', (b: Buffer) => {
+    stderr += b.toString();
+  });
+  try {
+    const base = await url.catch((e: Error) => {
+      throw new Error(`${e.message}: ${stderr}`);
+    });
+    const health = await eventually(
+      () =>
+        fetch(`${base}/v1/health`).then((r) => r.json() as Promise<{ status: string; fleet?: { database?: string } }>),
+      ok,
+      600,
+    );
+    return { health, stderr };
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  }
+}
+
+const connected = (h: { fleet?: { database?: string } }) => h.fleet?.database === 'connected';
+
+test.serial('the test cluster requires a password (scram-sha-256): a client without one is refused', async (t) => {
+  const c = new pg.Client({ connectionString: cluster.urlWithoutPassword('postgres') });
+  c.on('error', () => undefined);
+  await t.throwsAsync(c.connect());
+  await c.end().catch(() => undefined);
+});
+
+test.serial(
+  '[store] password_file with a URL without password: the box connects (a trailing newline is not part of it)',
+  async (t) => {
+    const url = database();
+    const { file, dir } = boxConfig(t, '');
+    const pw = passwordFile(dir, `${cluster.password}\n`);
+    writeFileSync(file, `\n${pgStoreToml(url, `password_file = ${JSON.stringify(pw)}\n`)}`, { flag: 'a' });
+    const { health, stderr } = await serveRuns(file, {}, connected);
+    t.is(health.fleet?.database, 'connected', stderr);
+  },
+);
+
+test.serial('VIGIL_STORE_PASSWORD with a URL without password: the box connects', async (t) => {
+  const { file } = boxConfig(t, pgStoreToml(database()));
+  const { health, stderr } = await serveRuns(file, { VIGIL_STORE_PASSWORD: cluster.password }, connected);
+  t.is(health.fleet?.database, 'connected', stderr);
+});
