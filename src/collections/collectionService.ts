@@ -136,7 +136,7 @@ export class CollectionService {
     const search = body.search ?? {};
     const capacity = search.capacity_rows ?? d.default_capacity_rows;
     if (capacity > d.max_capacity_rows) {
-      throw Errors.searchCapacityTooLarge(d.max_capacity_rows, capacity);
+      throw Errors.searchCapacityTooLarge(d.max_capacity_rows);
     }
     const sys = this.defaults.systemProfile;
     const det = body.detection ?? {};
@@ -181,7 +181,7 @@ export class CollectionService {
       updated_at: at,
     };
     const inserted = await this.writer.createCollection(row);
-    if (!inserted) throw Errors.collectionExists(body.id);
+    if (!inserted) throw Errors.collectionExists();
     const created = this.get(body.id);
     if (created.load_policy === 'eager') {
       try {
@@ -231,7 +231,7 @@ export class CollectionService {
         const s = body.search;
         if (s.capacity_rows !== undefined) {
           const max = this.defaults.collections.max_capacity_rows;
-          if (s.capacity_rows > max) throw Errors.searchCapacityTooLarge(max, s.capacity_rows);
+          if (s.capacity_rows > max) throw Errors.searchCapacityTooLarge(max);
           if (s.capacity_rows < c.face_count) {
             throw Errors.collectionCapacityExceeded(s.capacity_rows, c.face_count, true);
           }

@@ -1,5 +1,6 @@
 import type { CollectionT, PersonT } from '../contract/collections.js';
 import type { FaceService } from '../inference/faceService.js';
+import type { CollectionIndex, RowHit } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { clipSimilarity } from '../search/profiles.js';
 import type { CollectionStore } from './collectionStore.js';
@@ -76,7 +77,7 @@ export class SearchService {
     collectionId = '',
   ): SearchMatch[] {
     const started = performance.now();
-    const hits = index.searchPersons(embedding, limit, { minScore: threshold }).filter((h) => h.score >= threshold);
+    const hits = tiedPersons(index, embedding, limit, threshold);
     this.observer?.('search', collectionId, (performance.now() - started) / 1000);
     const persons = this.store.personsBySeq(hits.map((h) => h.personKey));
     const faceIds = this.store.faceIdsBySeq(hits.map((h) => h.faceKey));
@@ -99,9 +100,11 @@ export class SearchService {
     if (embeddings.length === 0) return [];
     const index = this.indexes.ready(collection);
     const started = performance.now();
-    const hits = embeddings.map(
-      (e) => index.searchPersons(e, 1, { minScore: threshold }).find((h) => h.score >= threshold) ?? null,
-    );
+    const hits = embeddings.map((e) => {
+      const found = tiedPersons(index, e, 1, threshold);
+      const top = found.filter((h) => h.score === found[0]!.score);
+      return top.length > 1 ? this.lowestPersonId(top) : (top[0] ?? null);
+    });
     this.observer?.('identify', collection.id, (performance.now() - started) / 1000);
     const found = hits.filter((h) => h !== null);
     const persons = this.store.personsBySeq(found.map((h) => h.personKey));
@@ -111,5 +114,33 @@ export class SearchService {
         f = h && faceIds.get(h.faceKey);
       return h && p && f ? { person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f } : null;
     });
+  }
+
+  /** Of hits tied at the top, the one whose person id sorts first (the contract's tie-break). */
+  private lowestPersonId(tied: RowHit[]): RowHit {
+    const persons = this.store.personsBySeq(tied.map((h) => h.personKey));
+    const id = (h: RowHit) => persons.get(h.personKey)?.person.id;
+    return tied.reduce((best, h) => {
+      const a = id(h),
+        b = id(best);
+      return a !== undefined && (b === undefined || a < b) ? h : best;
+    });
+  }
+}
+
+/**
+ * The persons at or above `threshold` among the best `limit`, plus every person tied with the `limit`-th:
+ * the index breaks ties by its own numeric keys, the contract by person id, so a cut at `limit` before the
+ * ids are known could drop a person that sorts first (the caller sorts by similarity, then id, then cuts).
+ */
+export function tiedPersons(
+  index: CollectionIndex,
+  embedding: Float32Array,
+  limit: number,
+  threshold: number,
+): RowHit[] {
+  for (let k = limit; ; k *= 2) {
+    const hits = index.searchPersons(embedding, k, { minScore: threshold }).filter((h) => h.score >= threshold);
+    if (hits.length < k || hits[k - 1]!.score !== hits[limit - 1]!.score) return hits;
   }
 }

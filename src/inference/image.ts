@@ -4,8 +4,9 @@
  * Contract (public HTTP behaviour):
  * - empty input → 422 invalid_image "The image is empty.";
  * - more than `maxBytes` bytes → 413 image_too_large {max_image_bytes};
- * - the format is sniffed from magic bytes only: JPEG, PNG, WebP, BMP; anything else → 422
- *   invalid_image "Only JPEG, PNG, WebP, and BMP images are supported.";
+ * - the format is sniffed from magic bytes only: JPEG, PNG, WebP, BMP; another image format (GIF, TIFF, …)
+ *   → 422 invalid_image "Only JPEG, PNG, WebP, and BMP images are supported."; bytes of no known image
+ *   format → "The image could not be decoded." (upstream's Pillow cannot identify them either);
  * - the pixel limit is checked from the header before any full decode (a decompression bomb costs
  *   no memory) → 413 image_too_large {max_image_pixels, width, height}; sharp also gets
  *   `limitInputPixels` as a second line of defence;
@@ -87,6 +88,32 @@ export function sniffImageFormat(bytes: Uint8Array): ImageFormat | null {
   return null;
 }
 
+const ascii = (b: Uint8Array, at: number, text: string) =>
+  b.length >= at + text.length && [...text].every((c, i) => b[at + i] === c.charCodeAt(0));
+
+/**
+ * Whether the bytes start like an image format we do not accept (ones Pillow, upstream's decoder,
+ * identifies): those are "unsupported", anything else "could not be decoded".
+ */
+export function isOtherImageFormat(b: Uint8Array): boolean {
+  const starts = (...bytes: number[]) => b.length >= bytes.length && bytes.every((v, i) => b[i] === v);
+  return (
+    ascii(b, 0, 'GIF87a') ||
+    ascii(b, 0, 'GIF89a') ||
+    starts(0x49, 0x49, 0x2a, 0x00) || // TIFF, little-endian
+    starts(0x4d, 0x4d, 0x00, 0x2a) || // TIFF, big-endian
+    starts(0x00, 0x00, 0x01, 0x00) || // ICO
+    ascii(b, 0, '8BPS') || // Photoshop
+    starts(0x00, 0x00, 0x00, 0x0c, 0x6a, 0x50, 0x20, 0x20) || // JPEG 2000 (JP2)
+    starts(0xff, 0x4f, 0xff, 0x51) || // JPEG 2000 codestream
+    (ascii(b, 4, 'ftyp') && (ascii(b, 8, 'avif') || ascii(b, 8, 'avis'))) ||
+    ascii(b, 0, 'DDS ') ||
+    ascii(b, 0, 'qoif') ||
+    ascii(b, 0, 'icns') ||
+    (b.length >= 3 && b[0] === 0x50 && b[1]! >= 0x31 && b[1]! <= 0x36 && /\s/.test(String.fromCharCode(b[2]!))) // PNM P1-P6
+  );
+}
+
 /**
  * Stored (not EXIF-rotated) dimensions from the header bytes, without libvips: JPEG (first SOFn), PNG
  * (IHDR), WebP (VP8 / VP8L / VP8X). Null when the header is not where it should be. Width x height,
@@ -160,7 +187,7 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
     throw Errors.imageTooLarge({ maxBytes: limits.maxBytes, bytes: bytes.length });
   }
   const format = sniffImageFormat(bytes);
-  if (format === null) throw Errors.invalidImage('unsupported');
+  if (format === null) throw Errors.invalidImage(isOtherImageFormat(bytes) ? 'unsupported' : 'undecodable');
 
   const maxPixels = Math.max(1, Math.floor(limits.maxPixels));
 

@@ -416,10 +416,23 @@ export function l2Normalize(v: Float32Array, dimension: number): Float32Array {
 }
 
 /** Raw cosine of two L2-normalised vectors, clipped to [-1, 1] (unrounded: thresholds use this value). */
+/**
+ * The cosine of two embeddings, clipped to [-1, 1]. They are unit vectors stored as float32, whose squared
+ * norm is 1 only to float32 precision (0.99999999895 for one face): dividing by the norms, in double
+ * precision, makes a face compared with itself exactly 1 (sqrt(x * x) === x in IEEE arithmetic) and moves
+ * any other score by less than 1e-8.
+ */
 export function cosineSimilarity(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  for (let i = 0; i < a.length; i++) dot += a[i]! * b[i]!;
-  return Math.min(1, Math.max(-1, dot));
+  let dot = 0,
+    aa = 0,
+    bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    aa += a[i]! * a[i]!;
+    bb += b[i]! * b[i]!;
+  }
+  const norms = Math.sqrt(aa * bb);
+  return norms > 0 ? Math.min(1, Math.max(-1, dot / norms)) : 0;
 }
 
 /**

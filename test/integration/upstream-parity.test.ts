@@ -235,3 +235,89 @@ test("limit errors carry upstream's texts (request_too_large, image_too_large by
     await small.close();
   }
 });
+
+test('search with tied similarities sorts by similarity, then person id, and only then cuts to limit', async (t) => {
+  const c = (await call(d, 'POST', '/v1/collections', { id: 'ties', name: 'ties' })).json.collection;
+  const image = face('identities/obama/1.jpg');
+  const embedding = (await post(d, '/v1/embeddings', form({ image }))).json.faces[0].embedding as number[];
+  // Seven persons with the very same vector, registered in an order that is not their id order.
+  for (const id of ['p1', 'p3', 'p5', 'p6', 'p7', 'p2', 'p4']) {
+    const r = await post(
+      d,
+      '/v1/collections/ties/persons',
+      form({
+        id,
+        images: image,
+        embedding_mode: 'external_trusted',
+        embedding_contract_id: c.embedding_contract_id,
+        external_embeddings: JSON.stringify([embedding]),
+      }),
+    );
+    t.is(r.res.status, 201, JSON.stringify(r.json));
+  }
+  const r = await post(d, '/v1/collections/ties/search', form({ image, limit: '5' }));
+  t.is(r.res.status, 200);
+  const sims = new Set(r.json.matches.map((m: { similarity: number }) => m.similarity));
+  t.is(sims.size, 1, 'the seven similarities are one tie');
+  t.deepEqual(
+    r.json.matches.map((m: { person: { id: string } }) => m.person.id),
+    ['p1', 'p2', 'p3', 'p4', 'p5'],
+  );
+});
+
+test('an unknown monitor is 404 with the same quoting and empty details as every upstream not-found', async (t) => {
+  const r = await call(d, 'GET', '/v1/monitors/nope');
+  t.is(r.status, 404);
+  t.deepEqual(r.json.error, { code: 'monitor_not_found', message: "Monitor 'nope' was not found.", details: {} });
+});
+
+test("search_capacity_too_large and collection_exists carry upstream's texts and details", async (t) => {
+  const big = await call(d, 'POST', '/v1/collections', {
+    id: 'too-large',
+    name: 'Too large',
+    search: { capacity_rows: 10_000_001 },
+  });
+  t.is(big.status, 400);
+  t.deepEqual(big.json.error, {
+    code: 'search_capacity_too_large',
+    message: "capacity_rows exceeds this deployment's configured maximum.",
+    details: { max_capacity_rows: 10_000_000 },
+  });
+  t.is((await call(d, 'POST', '/v1/collections', { id: 'bounded', name: 'Bounded' })).status, 201);
+  const patch = await call(d, 'PATCH', '/v1/collections/bounded', { search: { capacity_rows: 10_000_001 } });
+  t.is(patch.status, 400);
+  t.deepEqual(patch.json.error, big.json.error);
+  const again = await call(d, 'POST', '/v1/collections', { id: 'bounded', name: 'Duplicate' });
+  t.is(again.status, 409);
+  t.deepEqual(again.json.error, { code: 'collection_exists', message: 'The collection already exists.', details: {} });
+});
+
+test('bytes that are no image at all are "could not be decoded" (as Pillow answers them); a known other format is unsupported', async (t) => {
+  for (const bytes of [Buffer.from('not-an-image'), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a])]) {
+    const r = await post(d, '/v1/detect', form({ image: bytes }));
+    t.is(r.res.status, 422);
+    t.deepEqual(r.json.error, { code: 'invalid_image', message: 'The image could not be decoded.', details: {} });
+  }
+  const gif = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
+  const r = await post(d, '/v1/detect', form({ image: gif }));
+  t.is(r.res.status, 422);
+  t.is(r.json.error.message, 'Only JPEG, PNG, WebP, and BMP images are supported.');
+});
+
+test('a face compared with itself is exactly 1.0', async (t) => {
+  const image = face('identities/obama/1.jpg');
+  const r = await post(d, '/v1/compare', form({ source: image, target: image }));
+  t.is(r.res.status, 200);
+  t.is(r.json.similarity, 1);
+});
+
+test("/openapi.json documents the enable endpoint's 415 json_required and 403 origin_not_allowed", async (t) => {
+  const o = (await call(d, 'GET', '/openapi.json')).json;
+  const responses = o.paths['/v1/addons/liveness/enable'].post.responses;
+  for (const status of ['403', '415'])
+    t.deepEqual(
+      responses[status]?.content?.['application/json']?.schema,
+      { $ref: '#/components/schemas/ErrorEnvelope' },
+      status,
+    );
+});

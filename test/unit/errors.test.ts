@@ -55,3 +55,17 @@ test("docs/api.md's error table is the generated one", (t) => {
   t.true(page.includes(errorTable()), 'run npm run docs:errors');
   t.is(withErrorTable(page), page);
 });
+
+test("every not-found message quotes the id one way, upstream's: Resource 'id'", (t) => {
+  // route_not_found names no id; not_found is a scrape source's upstream page (its own message).
+  const noId = new Set(['route_not_found', 'not_found']);
+  let checked = 0;
+  for (const [name, maker] of Object.entries(Errors)) {
+    const make = maker as unknown as ((...args: unknown[]) => ApiError) & { code?: string };
+    if (!make.code?.endsWith('_not_found') || noId.has(make.code)) continue;
+    const e = make.code === 'face_not_found' ? make({ faceId: 'the-id' }) : make('the-id', 'the-id');
+    t.true(e.message.includes("'the-id'") && !e.message.includes('"'), `${name}: ${e.message}`);
+    checked++;
+  }
+  t.true(checked >= 10, `${checked} not-found makers`);
+});

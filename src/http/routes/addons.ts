@@ -2,7 +2,7 @@ import { Errors } from '../../contract/errors.js';
 import { readBodyText } from '../input.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
-import { EmptyBody } from '../../contract/common.js';
+import { EmptyBody, ErrorEnvelope } from '../../contract/common.js';
 import { LivenessManagementResponse } from '../../contract/system.js';
 
 /**
@@ -51,6 +51,10 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
         'for the next start, keeping comments and other values. The running service is unchanged until it restarts.',
       body: { contentType: 'application/json', schema: EmptyBody },
       success: { status: 202, schema: LivenessManagementResponse },
+      extraResponses: {
+        403: { schema: ErrorEnvelope, description: 'origin_not_allowed: a browser page of another origin sent it.' },
+        415: { schema: ErrorEnvelope, description: 'json_required: the body is not sent as application/json.' },
+      },
       handler: async (ctx) => {
         if (!ctx.is('application/json')) throw Errors.jsonRequired();
         const text = await readBodyText(ctx, 1024);
