@@ -22,10 +22,22 @@ export const EXIT = {
   portInUse: 14,
   /** Another Vigil process holds the data directory. */
   dataDirLocked: 15,
+  /**
+   * Fleet mode: PostgreSQL refuses this box (password, database, role, privilege). Not retried: a restart
+   * asks the same question and gets the same answer. An unreachable database is no exit at all: the box
+   * starts degraded on its replica and reconnects by itself (docs/operations/exit-codes.md says why).
+   */
+  storeMisconfigured: 16,
 } as const;
 
 /** The configuration exit codes (systemd must not restart on these). */
-export const CONFIG_EXIT_CODES = [EXIT.config, EXIT.unknownPack, EXIT.modelsMissing, EXIT.dataDir];
+export const CONFIG_EXIT_CODES = [
+  EXIT.config,
+  EXIT.unknownPack,
+  EXIT.modelsMissing,
+  EXIT.dataDir,
+  EXIT.storeMisconfigured,
+];
 
 export function exitCodeFor(e: unknown): number {
   if (!isVigilError(e)) {
@@ -55,6 +67,8 @@ export function exitCodeFor(e: unknown): number {
     case 'data_dir_locked':
     case 'restore_target_in_use':
       return EXIT.dataDirLocked;
+    case 'store_misconfigured':
+      return EXIT.storeMisconfigured;
     case 'backup_invalid':
       return EXIT.failure;
     default:

@@ -38,7 +38,14 @@ import type { GalleryWriter } from '../collections/galleryWriter.js';
 import { SqliteGallery } from '../collections/sqliteGallery.js';
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { isConnectionError, migratePostgres, openPool, type PgOptions } from '../store/postgres.js';
+import {
+  isConnectionError,
+  migratePostgres,
+  openPool,
+  storeRefusal,
+  storeServer,
+  type PgOptions,
+} from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
 import { errnoReason, openDatabase } from '../store/database.js';
 import { resolveBoxId } from '../store/boxIdentity.js';
@@ -194,9 +201,16 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         const n = await migratePostgres(pool);
         if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
       } catch (e) {
-        // An unreachable database at startup: the box serves its replica (degraded) and the follower retries.
+        // Refused (password, database, privilege): configuration, exit 16, which the unit does not restart.
+        const refused = storeRefusal(e, pgOptions.url);
+        if (refused) throw refused;
+        // Unreachable (down, restarting, not up yet at boot): transient. The box serves its replica (degraded)
+        // and the follower reconnects by itself, so no restart is needed; stderr says so for the journal.
         if (!isConnectionError(e)) throw e;
         log.warn({ err: e }, 'fleet: the gallery database is unreachable at startup; serving the local replica');
+        process.stderr.write(
+          `vigil: warning: ${Errors.storeUnavailable.code}: [store] PostgreSQL at ${storeServer(pgOptions.url)} is unreachable (${(e as Error).message}); serving the local replica (degraded) and reconnecting every second\n`,
+        );
         // The follower applies the migrations (new tables of this version included) when it connects.
       }
       let follower: GalleryFollower | null = null;

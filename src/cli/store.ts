@@ -6,7 +6,7 @@ import { CollectionStore } from '../collections/collectionStore.js';
 import { loadConfig } from '../config/load.js';
 import { Errors } from '../contract/errors.js';
 import { openDatabase } from '../store/database.js';
-import { migratePostgres, openPool, withTransaction } from '../store/postgres.js';
+import { migratePostgres, openPool, storeRefusal, withTransaction } from '../store/postgres.js';
 import type { CliIo } from './workspaces.js';
 
 const USAGE = `Usage:
@@ -207,7 +207,9 @@ export async function runStoreCommand(argv: string[], io: CliIo = process): Prom
   });
   try {
     const store = new CollectionStore(db.db);
-    await migratePostgres(pool);
+    await migratePostgres(pool).catch((e: unknown) => {
+      throw storeRefusal(e, url) ?? e;
+    });
     const local = {} as Record<Table, Record<string, unknown>[]>;
     for (const table of Object.keys(TABLES) as Table[]) local[table] = store.allRows(table);
     const ids = local.collections.map((c) => c.id as string);

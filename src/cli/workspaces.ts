@@ -3,7 +3,7 @@ import { loadConfig } from '../config/load.js';
 import { Errors } from '../contract/errors.js';
 import { PgUsageMeter } from '../scrapers/pgRunStore.js';
 import { openDatabase, type OpenedDatabase } from '../store/database.js';
-import { migratePostgres, openPool } from '../store/postgres.js';
+import { migratePostgres, openPool, storeRefusal } from '../store/postgres.js';
 import { PgWorkspaceStore } from '../workspaces/pgWorkspaceStore.js';
 import type { UsageReader, WorkspaceRepository } from '../workspaces/repository.js';
 import { billingPeriod, UsageMeter } from '../workspaces/usageMeter.js';
@@ -77,7 +77,10 @@ export async function runWorkspacesCommand(
         poolSize: 2,
         applicationName: 'vigil-workspaces',
       });
-      await migratePostgres(pool);
+      const url = config.store.url!;
+      await migratePostgres(pool).catch((e: unknown) => {
+        throw storeRefusal(e, url) ?? e;
+      });
       store = new PgWorkspaceStore(pool, null, null);
       meter = new PgUsageMeter(pool, config.scrapers.free_items_per_month, config.scrapers.free_reviews_per_month);
     } else {

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
-import { Errors } from '../contract/errors.js';
-import { migrationFiles } from './database.js';
+import { Errors, isVigilError, type VigilError } from '../contract/errors.js';
+import { errnoReason, migrationFiles } from './database.js';
 
 export const PG_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
 
@@ -27,8 +27,16 @@ export interface PgOptions {
 /** The password: VIGIL_STORE_PASSWORD, else the password file (trailing newline dropped), else the URL's own. */
 export function storePassword(o: Pick<PgOptions, 'password' | 'passwordFile'>): string | undefined {
   if (o.password) return o.password;
-  if (o.passwordFile) return readFileSync(o.passwordFile, 'utf8').replace(/\r?\n$/, '');
-  return undefined;
+  if (!o.passwordFile) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(o.passwordFile, 'utf8');
+  } catch (e) {
+    throw Errors.storeMisconfigured(`password_file ${o.passwordFile} cannot be read: ${errnoReason(e)}.`);
+  }
+  const password = text.replace(/\r?\n$/, '');
+  if (!password) throw Errors.storeMisconfigured(`password_file ${o.passwordFile} is empty.`);
+  return password;
 }
 
 export function clientConfig(o: PgOptions): pg.ClientConfig {
@@ -43,6 +51,47 @@ export function clientConfig(o: PgOptions): pg.ClientConfig {
     connectionTimeoutMillis: 5000,
     keepAlive: true,
   };
+}
+
+/** host:port of the URL, for messages (never the password). */
+export function storeServer(url: string): string {
+  const c = parseIntoClientConfig(url);
+  return `${c.host || 'localhost'}:${c.port ?? 5432}`;
+}
+
+/**
+ * The database's refusals of this box that a retry cannot cure, as store_misconfigured: authentication
+ * (SQLSTATE class 28, or no password where the server asks for one), a missing database (3D000), a missing
+ * privilege (42501), TLS the server does not offer. Anything else (unreachable, restarting) is null.
+ */
+export function storeRefusal(e: unknown, url: string): VigilError | null {
+  if (isVigilError(e)) return e.code === Errors.storeMisconfigured.code ? e : null;
+  const err = e as { code?: string; message?: string } | null;
+  const code = err?.code ?? '';
+  const message = (err?.message ?? '').replace(/\.$/, '');
+  const at = `PostgreSQL at ${storeServer(url)}`;
+  if (code.startsWith('28'))
+    return Errors.storeMisconfigured(
+      `${at} refused the login: ${message}. Check the user in [store] url and the password in [store] password_file or VIGIL_STORE_PASSWORD.`,
+      code,
+    );
+  if (code === '3D000')
+    return Errors.storeMisconfigured(
+      `${at}: ${message}. Create it (createdb -O <user> <name>) or fix the database name in [store] url.`,
+      code,
+    );
+  if (code === '42501')
+    return Errors.storeMisconfigured(
+      `${at}: ${message}. The role in [store] url needs to own the database (or CREATE on it and its public schema).`,
+      code,
+    );
+  if (/client password must be a string/.test(message))
+    return Errors.storeMisconfigured(
+      `${at} asks for a password and there is no password: set [store] password_file or VIGIL_STORE_PASSWORD.`,
+    );
+  if (/does not support SSL/.test(message))
+    return Errors.storeMisconfigured(`${at}: ${message}. Remove sslmode from [store] url or enable TLS on the server.`);
+  return null;
 }
 
 export function openPool(o: PgOptions): pg.Pool {

@@ -2,9 +2,10 @@ import test from 'ava';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
+import { EXIT, exitCodeFor } from '../../src/cli/exitCodes.js';
 import { OperatorError } from '../../src/contract/errors.js';
 import { loadConfig } from '../../src/config/load.js';
-import { clientConfig, storePassword } from '../../src/store/postgres.js';
+import { clientConfig, storePassword, storeRefusal } from '../../src/store/postgres.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 const dir = fileTempDir('vigil-store-config-');
@@ -60,6 +61,44 @@ test("the password pg connects with is the env's or the file's, also with a URL 
   t.is(used({ url: 'postgres://vigil:in-url@db.lan/fleet', passwordFile: pw, poolSize: 1 }), 'from-file');
   t.is(used({ url: 'postgres://vigil:in-url@db.lan/fleet', poolSize: 1 }), 'in-url');
   t.like(clientConfig({ url, poolSize: 1 }), { host: 'db.lan', port: 5433, user: 'vigil', database: 'fleet' });
+});
+
+test('an unreadable or empty password_file is store_misconfigured (exit 16), naming the file', (t) => {
+  for (const [passwordFile, re] of [
+    [join(dir, 'absent'), /^\[store\] password_file .*absent cannot be read/],
+    [file('empty', '\n'), /^\[store\] password_file .*empty is empty/],
+  ] as const) {
+    const err = t.throws(() => storePassword({ passwordFile }));
+    t.is((err as OperatorError).code, 'store_misconfigured');
+    t.regex(err!.message, re);
+    t.is(exitCodeFor(err), EXIT.storeMisconfigured);
+  }
+});
+
+test('refusals a restart cannot cure are store_misconfigured; unreachable or restarting is not', (t) => {
+  const url = 'postgres://vigil@db.lan:5433/fleet';
+  const pgErr = (code: string, message: string) => Object.assign(new Error(message), { code });
+  for (const [e, re] of [
+    [pgErr('28P01', 'password authentication failed for user "vigil"'), /refused the login: password authentication/],
+    [pgErr('28000', 'no pg_hba.conf entry for host "10.0.0.2"'), /refused the login: no pg_hba\.conf entry/],
+    [pgErr('3D000', 'database "fleet" does not exist'), /database "fleet" does not exist\. Create it/],
+    [pgErr('42501', 'permission denied for schema public'), /permission denied for schema public/],
+    [new Error('SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string'), /there is no password/],
+  ] as const) {
+    const refused = storeRefusal(e, url);
+    t.is(refused?.code, 'store_misconfigured', e.message);
+    t.regex(refused!.message, /^\[store\] /);
+    t.regex(refused!.message, /db\.lan:5433/);
+    t.regex(refused!.message, re);
+    t.is(exitCodeFor(refused), EXIT.storeMisconfigured);
+  }
+  for (const e of [
+    pgErr('ECONNREFUSED', 'connect ECONNREFUSED 10.0.0.1:5432'),
+    pgErr('57P03', 'the database system is starting up'),
+    pgErr('53300', 'sorry, too many clients already'),
+    new Error('timeout exceeded when trying to connect'),
+  ])
+    t.is(storeRefusal(e, url), null, e.message);
 });
 
 test('[store] change-log pruning: a week of retention, pruned every 10 minutes by default; 0 turns pruning off', (t) => {
