@@ -460,9 +460,9 @@ export const Errors = {
     message: `Person ${sq(id)} was not found.`,
     details: {},
   })),
-  collectionExists: api('collection_exists', 409, 'A collection with this id exists.', (id: string) => ({
-    message: `Collection ${q(id)} already exists.`,
-    details: { collection_id: id },
+  // Upstream's text and empty details.
+  collectionExists: api('collection_exists', 409, 'A collection with this id exists.', () => ({
+    message: 'The collection already exists.',
   })),
   collectionModelMismatch: api(
     'collection_model_mismatch',
@@ -507,9 +507,10 @@ export const Errors = {
     'search_capacity_too_large',
     400,
     '`capacity_rows` is over `[collections] max_capacity_rows`.',
-    (max: number, requested: number) => ({
-      message: `capacity_rows may not exceed ${max} on this deployment.`,
-      details: { max_capacity_rows: max, capacity_rows: requested },
+    // Upstream's text and details.
+    (max: number) => ({
+      message: "capacity_rows exceeds this deployment's configured maximum.",
+      details: { max_capacity_rows: max },
     }),
   ),
   invalidDetectionProfile: api(
@@ -611,7 +612,7 @@ export const Errors = {
     404,
     'The face has no stored crop (its collection did not save crops).',
     (faceId: string) => ({
-      message: `Face ${q(faceId)} has no stored crop (the collection did not save crops when it was registered).`,
+      message: `Face ${sq(faceId)} has no stored crop (the collection did not save crops when it was registered).`,
       details: { face_id: faceId },
     }),
   ),
@@ -665,9 +666,9 @@ export const Errors = {
   ),
 
   // ---- monitors ----
+  // Upstream's not-found: its text and empty details.
   monitorNotFound: api('monitor_not_found', 404, 'No monitor with this id.', (id: string) => ({
-    message: `Monitor ${q(id)} was not found.`,
-    details: { monitor_id: id },
+    message: `Monitor ${sq(id)} was not found.`,
   })),
   monitorExists: api('monitor_exists', 409, 'A monitor with this id exists.', (id: string) => ({
     message: `Monitor ${q(id)} already exists.`,
@@ -719,14 +720,14 @@ export const Errors = {
     'event_not_found',
     404,
     'No event with this id in the history (deleted, or removed by retention).',
-    (id: string) => ({ message: `Event ${q(id)} was not found.`, details: { event_id: id } }),
+    (id: string) => ({ message: `Event ${sq(id)} was not found.`, details: { event_id: id } }),
   ),
   eventSnapshotNotFound: api(
     'event_snapshot_not_found',
     404,
     'The event has no snapshot picture (`details.snapshot` says why: none, pending, failed, expired).',
     (id: string, snapshot: string) => ({
-      message: `Event ${q(id)} has no snapshot (${snapshot}).`,
+      message: `Event ${sq(id)} has no snapshot (${snapshot}).`,
       details: { event_id: id, snapshot },
     }),
   ),
@@ -749,7 +750,7 @@ export const Errors = {
     }),
   ),
   webhookNotFound: api('webhook_not_found', 404, 'No webhook endpoint with this id.', (id: string) => ({
-    message: `Webhook ${q(id)} was not found.`,
+    message: `Webhook ${sq(id)} was not found.`,
     details: { webhook_id: id },
   })),
   webhookLimitReached: api(
@@ -905,13 +906,13 @@ export const Errors = {
     'workspace_not_found',
     404,
     'No such workspace, or the key is not one of its keys.',
-    (id: string) => ({ message: `Workspace "${id}" does not exist or this key does not belong to it.` }),
+    (id: string) => ({ message: `Workspace ${sq(id)} does not exist or this key does not belong to it.` }),
   ),
   workspaceExists: api('workspace_exists', 409, 'A workspace with this id exists.', (id: string) => ({
     message: `Workspace "${id}" already exists.`,
   })),
   keyNotFound: api('key_not_found', 404, 'No workspace key with this id.', (keyId: string) => ({
-    message: `No workspace key "${keyId}".`,
+    message: `Workspace key ${sq(keyId)} was not found.`,
   })),
   keyAlreadyRevoked: api('key_already_revoked', 409, 'The workspace key was already revoked.', (keyId: string) => ({
     message: `Key "${keyId}" was already revoked.`,
@@ -933,7 +934,7 @@ export const Errors = {
     }),
   ),
   runNotFound: api('run_not_found', 404, 'No such run in this workspace.', (id: string, inWorkspace = true) => ({
-    message: inWorkspace ? `No run "${id}" in this workspace.` : `No run "${id}".`,
+    message: inWorkspace ? `Run ${sq(id)} was not found in this workspace.` : `Run ${sq(id)} was not found.`,
   })),
   runInterrupted: api(
     'run_interrupted',
@@ -1203,7 +1204,7 @@ export const Errors = {
     fixed('/metrics is served to this host only ([metrics] auth = "loopback").'),
   ),
   kioskTokenNotFound: api('kiosk_token_not_found', 404, 'No kiosk token with this id.', (id: string) => ({
-    message: `No kiosk token "${id}".`,
+    message: `Kiosk token ${sq(id)} was not found.`,
     details: { token_id: id },
   })),
   kioskTokenRevoked: api('kiosk_token_revoked', 409, 'The kiosk token was already revoked.', (id: string) => ({
