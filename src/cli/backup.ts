@@ -18,7 +18,7 @@ import Database from 'better-sqlite3';
 import * as tar from 'tar';
 import { loadConfig } from '../config/load.js';
 import { Errors, isVigilError } from '../contract/errors.js';
-import { VERSION } from '../contract/version.js';
+import { buildCommit, VERSION } from '../contract/version.js';
 import { acquireDataDirLock, LOCK_FILE } from '../store/dataDirLock.js';
 import type { CliIo } from './workspaces.js';
 
@@ -36,6 +36,8 @@ const TREES = ['events'];
 export interface Manifest {
   format: string;
   vigil_version: string;
+  /** The build's git commit (archives of versions before 0.3 lack it). */
+  vigil_commit?: string;
   created_at: string;
   source_data_dir: string;
   counts: Record<string, number>;
@@ -140,6 +142,7 @@ export async function createBackup(
     const manifest: Manifest = {
       format: BACKUP_FORMAT,
       vigil_version: VERSION,
+      vigil_commit: buildCommit(),
       created_at: new Date().toISOString(),
       source_data_dir: resolve(dataDir),
       counts,

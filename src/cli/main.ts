@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config/load.js';
 import { Errors, isVigilError } from '../contract/errors.js';
-import { VERSION } from '../contract/version.js';
+import { buildCommit, VERSION } from '../contract/version.js';
 import { EXIT, exitCodeFor } from './exitCodes.js';
 
 const USAGE = `vigil ${VERSION}
@@ -219,7 +219,7 @@ async function main(argv: string[]): Promise<number> {
     case '--version':
     case '-v':
     case 'version':
-      process.stdout.write(`${VERSION}\n`);
+      process.stdout.write(`vigil ${VERSION} (commit ${buildCommit()})\n`);
       return EXIT.ok;
     case undefined:
     case '--help':

@@ -3,7 +3,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type Koa from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { Errors } from '../contract/errors.js';
-import { VERSION } from '../contract/version.js';
+import { buildCommit, VERSION } from '../contract/version.js';
 import type { HistoryOutput } from '../events/eventHistory.js';
 import type { StoredEvent } from '../events/historyStore.js';
 import type { EngineObserver } from '../inference/engine.js';
@@ -106,10 +106,10 @@ export class VigilMetrics {
       this.registry.removeSingleMetric(name);
     new Gauge({
       name: 'vigil_build_info',
-      help: 'Version of the running daemon (value 1).',
-      labelNames: ['version', 'node_version'] as const,
+      help: 'Version and git commit of the running daemon (value 1).',
+      labelNames: ['version', 'commit', 'node_version'] as const,
       registers: [this.registry],
-    }).set({ version: VERSION, node_version: process.version }, 1);
+    }).set({ version: VERSION, commit: buildCommit(), node_version: process.version }, 1);
     this.stateCollectors();
   }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import * as tar from 'tar';
 import Database from 'better-sqlite3';
 import { createBackup, restoreBackup } from '../../src/cli/backup.js';
+import { buildCommit, VERSION } from '../../src/contract/version.js';
 import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { enrollObamaBiden } from '../helpers/monitors.js';
 import { tempDir } from '../helpers/tempDir.js';
@@ -56,6 +57,8 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
     await a.close();
   }
   t.is(manifest.format, 'vigil-backup-1');
+  t.is(manifest.vigil_version, VERSION);
+  t.is(manifest.vigil_commit, buildCommit());
   t.true(manifest.files.some((f) => f.path === 'vigil.db'));
   t.true(manifest.files.some((f) => f.path === 'cursor.key'));
   t.is(manifest.counts.collections, 2);

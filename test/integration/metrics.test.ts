@@ -59,7 +59,7 @@ test.serial(
     const before = await scrapeMetrics();
     t.is(promtool(before).status, 0, promtool(before).out);
     t.is(value(before, 'vigil_ready'), 1);
-    t.regex(before, /^vigil_build_info\{version="[^"]+",node_version="v[^"]+"\} 1$/m);
+    t.regex(before, /^vigil_build_info\{version="[^"]+",commit="[^"]+",node_version="v[^"]+"\} 1$/m);
     t.true((value(before, 'process_resident_memory_bytes') ?? 0) > 0);
     t.not(value(before, 'nodejs_eventloop_lag_seconds'), undefined);
     t.is(value(before, 'vigil_search_rows{collection="gallery"}'), 3);

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildCommit } from '../../src/contract/version.js';
 import { call, face, form, post, REPO, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 
 // Behaviours upstream's own server tests (InsightFace Server 0.3.x, server/tests/api) assert over HTTP.
@@ -52,6 +53,7 @@ test("versions: the API contract version upstream clients gate on (0.3.1), Vigil
   const s = await call(d, 'GET', '/v1/system');
   t.is(s.json.server_version, '0.3.1');
   t.is(s.json.vigil_version, pkgVersion);
+  t.is(s.json.vigil_commit, buildCommit(), 'the git commit the build came from, beside the version');
   const o = await call(d, 'GET', '/openapi.json');
   t.is(o.json.info.version, '0.3.1');
 });

@@ -2,7 +2,7 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { freemem, loadavg, totalmem } from 'node:os';
 import { hostProviderReport } from '../../inference/providers.js';
 import { SEARCH_PROFILES } from '../../contract/collections.js';
-import { API_CONTRACT_VERSION, VERSION } from '../../contract/version.js';
+import { API_CONTRACT_VERSION, buildCommit, VERSION } from '../../contract/version.js';
 import { onnxRuntimeVersion } from '../../inference/sessions.js';
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
@@ -130,6 +130,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           request_id: ctx.state.requestId,
           server_version: API_CONTRACT_VERSION,
           vigil_version: VERSION,
+          vigil_commit: buildCommit(),
           os: rt.host.os,
           architecture: rt.host.architecture,
           cpu: rt.host.cpu,
