@@ -173,6 +173,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const cc = config.collections;
     const indexes = new SearchIndexes(store, {
       threads: cc.search_threads,
+      int8Rerank: cc.int8_rerank,
       dir: join(config.server.data_dir, 'search-indexes'),
       dbPath: db.path,
       buildThreads: cc.index_build_threads,

@@ -106,6 +106,8 @@ export interface SearchIndexOptions {
   graphMemory?: GraphMemory;
   /** Rewrite a collection's vector snapshot after this many changed rows; 0 = no snapshots. Default 10,000. */
   snapshotAfterChanges?: number;
+  /** int8 profiles keep an fp16 copy of the rows and re-rank their candidates from it (default true). */
+  int8Rerank?: boolean;
   /** The rows' checksum of a loaded snapshot is checked once this settles (the daemon: models loaded). */
   verifyAfter?: Promise<unknown>;
 }
@@ -174,6 +176,11 @@ export class SearchIndexes {
     return e;
   }
 
+  /** How the collection's rows are stored and scored (its profile; the int8 re-rank copy as configured). */
+  private codecOf(c: CollectionT): ProfileCodec {
+    return profileCodec(c.search_profile as SearchProfile, { rerank: this.opts.int8Rerank ?? true });
+  }
+
   /** An index at the collection's committed revision, built from SQLite when needed; 503 when that fails. */
   ready(c: CollectionT): CollectionIndex {
     const e = this.entry(c.id);
@@ -194,7 +201,7 @@ export class SearchIndexes {
       const index =
         fromFile ??
         new CollectionIndex(
-          profileCodec(c.search_profile as SearchProfile),
+          this.codecOf(c),
           c.embedding_dimension,
           Math.max(c.capacity_rows, c.face_count),
           this.opts.threads,
@@ -348,7 +355,7 @@ export class SearchIndexes {
   private loadSnapshot(c: CollectionT, e: Entry): CollectionIndex | null {
     const epoch = this.source.indexEpoch(c.id);
     if (epoch === null) return null;
-    const codec = profileCodec(c.search_profile as SearchProfile);
+    const codec = this.codecOf(c);
     const loaded = readSnapshot(
       this.opts.dir,
       {

@@ -16,21 +16,61 @@ export interface ProfileCodec {
   /** INT8 scale S: q = clamp(round_half_away(x*S), -128, 127), score = int_dot / S^2. */
   scale: number;
   bytesPerScalar: number;
+  /**
+   * 'f16': every row is also kept as fp16 (2 bytes per value), and the scan's candidates are re-ranked by
+   * the float32 query against it (the int8 profiles: their scan score is ~5e-4 off the true cosine, more
+   * than the gaps between look-alikes in a large gallery). null: the scan score is the answer.
+   */
+  rerank: 'f16' | null;
 }
 
-export function profileCodec(profile: SearchProfile): ProfileCodec {
+/** Re-ranking is the default of the int8 profiles; `rerank: false` keeps their scan score as the answer. */
+export function profileCodec(profile: SearchProfile, opts: { rerank?: boolean } = {}): ProfileCodec {
+  const int8 = (scale: number): ProfileCodec => ({
+    profile,
+    storage: 'i8',
+    scale,
+    bytesPerScalar: 1,
+    rerank: (opts.rerank ?? true) ? 'f16' : null,
+  });
   switch (profile) {
     case 'fp32_v1':
-      return { profile, storage: 'f32', scale: 1, bytesPerScalar: 4 };
+      return { profile, storage: 'f32', scale: 1, bytesPerScalar: 4, rerank: null };
     case 'fp16_v1':
-      return { profile, storage: 'f16', scale: 1, bytesPerScalar: 2 };
+      return { profile, storage: 'f16', scale: 1, bytesPerScalar: 2, rerank: null };
     case 'bf16_v1':
-      return { profile, storage: 'bf16', scale: 1, bytesPerScalar: 2 };
+      return { profile, storage: 'bf16', scale: 1, bytesPerScalar: 2, rerank: null };
     case 'int8_x736_v1':
-      return { profile, storage: 'i8', scale: 736, bytesPerScalar: 1 };
+      return int8(736);
     case 'int8_x1000_v1':
-      return { profile, storage: 'i8', scale: 1000, bytesPerScalar: 1 };
+      return int8(1000);
   }
+}
+
+/** The codec of a re-rank copy (fp16 rows, scored as stored). */
+export const RERANK_F16: ProfileCodec = {
+  profile: 'fp16_v1',
+  storage: 'f16',
+  scale: 1,
+  bytesPerScalar: 2,
+  rerank: null,
+};
+
+/**
+ * How far an int8 scan score may be from the float32 cosine and still be expected: 6 standard deviations
+ * of the rounding error of query and row (each value off by at most 0.5/S, uniformly: sd 1/(S*sqrt(12)),
+ * so the dot of two unit vectors is off by sqrt(2)/(S*sqrt(12)) in sd). A row that scanned below the
+ * weakest candidate by more than this cannot outrank the candidates once re-ranked.
+ */
+export const scanErrorBound = (codec: ProfileCodec): number =>
+  codec.storage === 'i8' ? (6 * Math.SQRT2) / (codec.scale * Math.sqrt(12)) : 0;
+
+/** The dot product of a float32 query with an fp16 row (re-ranking), in double precision. */
+export function dotHalf(query: Float32Array, row: Uint16Array, offset: number): number {
+  const t = halfTable();
+  let dot = 0;
+  for (let i = 0; i < query.length; i++) dot += query[i]! * t[row[offset + i]!]!;
+  return dot;
 }
 
 export function allocate(storage: Storage, length: number): StoredVectors {

@@ -2,7 +2,7 @@ import { closeSync, existsSync, fsyncSync, fstatSync, openSync, readSync, rename
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { CollectionIndex } from './collectionIndex.js';
+import { CollectionIndex, type Plane } from './collectionIndex.js';
 import { mapFileRange } from './halfScan.js';
 import type { ProfileCodec, StoredVectors } from './profiles.js';
 
@@ -10,7 +10,8 @@ import type { ProfileCodec, StoredVectors } from './profiles.js';
  * A persisted snapshot of one collection's exact index, so a restart does not rebuild it row by row from
  * SQLite: `<dir>/<collection>.vectors` =
  *   4096-byte header (magic `VIGILVS1`, u32 JSON length, JSON SnapshotHeader, zero padding)
- *   face keys (float64 × rows) · person keys (float64 × rows) · encoded rows (the profile's storage, row-major).
+ *   face keys (float64 × rows) · person keys (float64 × rows) · encoded rows (the profile's storage, row-major)
+ *   · with `rerank` "f16", the re-rank copy of the rows (fp16, row-major).
  * It is derived data: used only when its revision, collection incarnation, profile, dimension and row
  * count equal what SQLite says now, else the index is built from SQLite as before. Written to a temp
  * file, fsynced, renamed. The keys' CRC-32 is checked at load (a wrong key would name a wrong person);
@@ -24,6 +25,8 @@ export interface SnapshotHeader {
   /** The collection's search_revision the rows are exactly. */
   revision: number;
   profile: string;
+  /** The re-rank copy the file holds after the rows (absent in files written before there was one: none). */
+  rerank?: 'f16' | null;
   dimension: number;
   rows: number;
   keys_crc32: number;
@@ -66,7 +69,10 @@ function headerBytes(h: SnapshotHeader): Uint8Array {
 /** The index's parts in file order; the key arrays and row views are the index's own memory (no copies). */
 function parts(index: CollectionIndex): { keys: Uint8Array[]; rows: Uint8Array[] } {
   const k = index.keyArrays();
-  return { keys: [bytesOf(k.faceKeys), bytesOf(k.personKeys)], rows: index.encodedRowViews().map(bytesOf) };
+  return {
+    keys: [bytesOf(k.faceKeys), bytesOf(k.personKeys)],
+    rows: [...index.encodedRowViews('rows'), ...index.encodedRowViews('rerank')].map(bytesOf),
+  };
 }
 
 /**
@@ -90,6 +96,7 @@ export async function writeSnapshot(
     format: 1,
     ...meta,
     profile: index.codec.profile,
+    rerank: index.codec.rerank,
     dimension: index.dimension,
     rows: index.size,
     keys_crc32: keysCrc,
@@ -187,10 +194,12 @@ export function readSnapshot(
   }
   try {
     const h = readHeader(fd);
-    const problem = snapshotProblem(h, want);
+    const problem =
+      snapshotProblem(h, want) ?? ((h.rerank ?? null) !== codec.rerank ? 'the re-rank copy differs' : null);
     if (problem) return { problem };
     const rowBytes = h.dimension * codec.bytesPerScalar;
-    const size = HEADER_BYTES + h.rows * 16 + h.rows * rowBytes;
+    const fineBytes = codec.rerank ? h.dimension * 2 : 0;
+    const size = HEADER_BYTES + h.rows * 16 + h.rows * (rowBytes + fineBytes);
     if (fstatSync(fd).size !== size) return { problem: 'the snapshot file has the wrong size' };
     const faceKeys = new Float64Array(h.rows),
       personKeys = new Float64Array(h.rows);
@@ -199,6 +208,11 @@ export function readSnapshot(
     if (crc32(bytesOf(personKeys), crc32(bytesOf(faceKeys))) !== h.keys_crc32)
       return { problem: 'the snapshot keys fail their checksum' };
     const rowsAt = HEADER_BYTES + h.rows * 16;
+    // Where a plane's block starts in the file, and its bytes: the re-rank copy follows all the rows.
+    const range = (firstRow: number, rows: number, plane: Plane) =>
+      plane === 'rows'
+        ? { at: rowsAt + firstRow * rowBytes, bytes: rows * rowBytes }
+        : { at: rowsAt + h.rows * rowBytes + firstRow * fineBytes, bytes: rows * fineBytes };
     const index =
       (opts.rows ?? 'map') === 'map'
         ? CollectionIndex.fromBlocks(
@@ -208,11 +222,11 @@ export function readSnapshot(
             threads,
             faceKeys,
             personKeys,
-            (firstRow, rows) =>
-              typedView(
-                codec,
-                mapFileRange(path, rowsAt + firstRow * rowBytes, rows * rowBytes, opts.populate ?? false),
-              ),
+            (firstRow, rows, plane) => {
+              const r = range(firstRow, rows, plane);
+              const ab = mapFileRange(path, r.at, r.bytes, opts.populate ?? false);
+              return plane === 'rows' ? typedView(codec, ab) : new Uint16Array(ab);
+            },
             undefined,
             true,
           )
@@ -223,8 +237,9 @@ export function readSnapshot(
             threads,
             faceKeys,
             personKeys,
-            (block, firstRow, rows) => {
-              readFully(fd, bytesOf(block).subarray(0, rows * rowBytes), rowsAt + firstRow * rowBytes);
+            (block, firstRow, rows, plane) => {
+              const r = range(firstRow, rows, plane);
+              readFully(fd, bytesOf(block).subarray(0, r.bytes), r.at);
             },
           );
     return { index, header: h };
@@ -247,9 +262,10 @@ function typedView(codec: ProfileCodec, ab: ArrayBuffer): StoredVectors {
   }
 }
 
-/** Where a snapshot's rows are in its file (the verify worker reads them back). */
+/** Where a snapshot's rows (and the re-rank copy after them) are in its file (the verify worker reads them back). */
 export function snapshotRowsRange(h: SnapshotHeader, codec: ProfileCodec): { offset: number; length: number } {
-  return { offset: HEADER_BYTES + h.rows * 16, length: h.rows * h.dimension * codec.bytesPerScalar };
+  const perRow = h.dimension * (codec.bytesPerScalar + (h.rerank ? 2 : 0));
+  return { offset: HEADER_BYTES + h.rows * 16, length: h.rows * perRow };
 }
 
 /** Test helper: a snapshot's header as stored. */

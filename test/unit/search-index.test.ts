@@ -72,15 +72,24 @@ const fromBits = (bits: number) => new Float32Array(Uint32Array.of(bits).buffer)
 
 test('profileCodec: storage, scale and bytes per scalar of every profile', (t) => {
   t.deepEqual(SEARCH_PROFILES, ['fp32_v1', 'fp16_v1', 'bf16_v1', 'int8_x736_v1', 'int8_x1000_v1']);
-  t.deepEqual(profileCodec('fp32_v1'), { profile: 'fp32_v1', storage: 'f32', scale: 1, bytesPerScalar: 4 });
-  t.deepEqual(profileCodec('fp16_v1'), { profile: 'fp16_v1', storage: 'f16', scale: 1, bytesPerScalar: 2 });
-  t.deepEqual(profileCodec('bf16_v1'), { profile: 'bf16_v1', storage: 'bf16', scale: 1, bytesPerScalar: 2 });
-  t.deepEqual(profileCodec('int8_x736_v1'), { profile: 'int8_x736_v1', storage: 'i8', scale: 736, bytesPerScalar: 1 });
-  t.deepEqual(profileCodec('int8_x1000_v1'), {
+  const none = { rerank: null };
+  t.deepEqual(profileCodec('fp32_v1'), { profile: 'fp32_v1', storage: 'f32', scale: 1, bytesPerScalar: 4, ...none });
+  t.deepEqual(profileCodec('fp16_v1'), { profile: 'fp16_v1', storage: 'f16', scale: 1, bytesPerScalar: 2, ...none });
+  t.deepEqual(profileCodec('bf16_v1'), { profile: 'bf16_v1', storage: 'bf16', scale: 1, bytesPerScalar: 2, ...none });
+  // The int8 profiles keep an fp16 re-rank copy unless told not to.
+  t.deepEqual(profileCodec('int8_x736_v1'), {
+    profile: 'int8_x736_v1',
+    storage: 'i8',
+    scale: 736,
+    bytesPerScalar: 1,
+    rerank: 'f16',
+  });
+  t.deepEqual(profileCodec('int8_x1000_v1', { rerank: false }), {
     profile: 'int8_x1000_v1',
     storage: 'i8',
     scale: 1000,
     bytesPerScalar: 1,
+    rerank: null,
   });
   t.true(encode(profileCodec('int8_x736_v1'), new Float32Array(3)) instanceof Int8Array);
   t.true(encode(profileCodec('fp16_v1'), new Float32Array(3)) instanceof Uint16Array);
@@ -147,8 +156,8 @@ test('int8 scores divide the integer dot product by S^2 (541696 and 1,000,000)',
   // Offsets select rows of a matrix.
   const m = encode(c736, Float32Array.from([0, 0, 0, 10 / 736, 20 / 736, -3 / 736]));
   t.is(score(c736, m, 3, b, 0, 3), -123 / 541696);
-  // The same through the index: scorePair quantises both sides.
-  const idx = new CollectionIndex(c736, 3, 10);
+  // The same through an index without a re-rank copy: scorePair quantises both sides.
+  const idx = new CollectionIndex(profileCodec('int8_x736_v1', { rerank: false }), 3, 10);
   t.is(
     idx.scorePair(Float32Array.from([10 / 736, 20 / 736, -3 / 736]), Float32Array.from([5 / 736, -7 / 736, 11 / 736])),
     -123 / 541696,
@@ -586,7 +595,7 @@ test('every profile agrees with a brute-force fp32 reference on random 512-d uni
   }
 });
 
-test('int8 index scores equal the reference integer dot product / S^2', (t) => {
+test('int8 index scores equal the reference integer dot product / S^2 without a re-rank copy, the query against fp16 rows with one', (t) => {
   const dim = 512;
   const rand = prng(77);
   const rows: IndexRow[] = Array.from({ length: 50 }, (_, i) => ({
@@ -598,7 +607,7 @@ test('int8 index scores equal the reference integer dot product / S^2', (t) => {
   for (const profile of ['int8_x736_v1', 'int8_x1000_v1'] as const) {
     const S = profileCodec(profile).scale;
     const qi = Array.from(query, (x) => refInt8(x, S));
-    const idx = new CollectionIndex(profileCodec(profile), dim, 100);
+    const idx = new CollectionIndex(profileCodec(profile, { rerank: false }), dim, 100);
     idx.add(rows);
     const hits = idx.searchPersons(query, 50);
     t.is(hits.length, 50);
@@ -607,6 +616,14 @@ test('int8 index scores equal the reference integer dot product / S^2', (t) => {
       let d = 0;
       for (let i = 0; i < dim; i++) d += qi[i]! * refInt8(v[i]!, S);
       t.is(h.score, d / (S * S), `${profile} face ${h.faceKey}`);
+    }
+    const reranked = new CollectionIndex(profileCodec(profile), dim, 100);
+    reranked.add(rows);
+    for (const h of reranked.searchPersons(query, 50)) {
+      const v = rows[h.faceKey - 1]!.vector;
+      let d = 0;
+      for (let i = 0; i < dim; i++) d += query[i]! * halfToFloat(toHalf(v[i]!));
+      t.true(Math.abs(h.score - d) < 1e-12, `${profile} face ${h.faceKey} re-ranked`);
     }
   }
 });
@@ -682,4 +699,38 @@ test('presize: exactly sized blocks for a known row count, and adds beyond it st
   t.is(idx.size, 170);
   for (const r of rows) t.is(idx.exactSearchPersons(r.vector, 1)[0]?.faceKey, r.faceKey);
   t.throws(() => idx.presize(10), { message: /empty/ });
+});
+
+test('int8 re-rank: a near tie the int8 scan orders wrongly (10th and 11th person 0.0003 apart) is ordered by the fp16 copy', (t) => {
+  const dim = 512;
+  const rand = prng(2024);
+  const query = randomUnit(rand, dim);
+  /** A unit row at cosine `cos` to the query (the rest orthogonal to it, random). */
+  const at = (cos: number) => {
+    const u = randomUnit(rand, dim);
+    const along = dot(u, query);
+    const ortho = normalize(u.map((x, i) => x - along * query[i]!));
+    return normalize(ortho.map((x, i) => cos * query[i]! + Math.sqrt(1 - cos * cos) * x));
+  };
+  const int8 = profileCodec('int8_x736_v1', { rerank: false });
+  const scan = (v: Float32Array) => score(int8, encode(int8, query), 0, encode(int8, v), 0, dim);
+  const rows: IndexRow[] = [];
+  for (let p = 1; p <= 10; p++) rows.push({ faceKey: p, personKey: p, vector: at(0.5 - 0.003 * p) });
+  // Person 11 is 0.0003 below person 10 in truth; draw it until the int8 scan puts it above person 10.
+  let eleventh = at(0.5 - 0.003 * 10 - 0.0003);
+  while (scan(eleventh) <= scan(rows[9]!.vector)) eleventh = at(0.5 - 0.003 * 10 - 0.0003);
+  rows.push({ faceKey: 11, personKey: 11, vector: eleventh });
+  t.true(dot(query, eleventh) < dot(query, rows[9]!.vector), 'person 11 is below person 10 in float32');
+
+  const persons = (idx: CollectionIndex) => idx.searchPersons(query, 10).map((h) => h.personKey);
+  const plain = new CollectionIndex(int8, dim, 100);
+  plain.add(rows);
+  t.true(persons(plain).includes(11), 'the int8 scan alone answers person 11 instead of person 10');
+  const reranked = new CollectionIndex(profileCodec('int8_x736_v1'), dim, 100);
+  reranked.add(rows);
+  t.deepEqual(persons(reranked), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+  // The HNSW path re-ranks its candidates the same way (scoreFaces), and so does strict review (scorePair).
+  const graphHits = reranked.scoreFaces(query, [10, 11]);
+  t.true(graphHits[0]!.score > graphHits[1]!.score);
+  t.true(reranked.scorePair(query, rows[9]!.vector) > reranked.scorePair(query, eleventh));
 });

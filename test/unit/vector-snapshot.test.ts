@@ -146,3 +146,28 @@ test('a mapped snapshot indexes its keys in the background after the load; looku
   for (const q of unitVectors(3, 96, DIM))
     t.deepEqual(late.index.exactSearchPersons(q, 10), early.index.exactSearchPersons(q, 10));
 });
+
+test('int8: the re-rank copy is in the file (read or mapped); a file without it is refused by an index that keeps one', async (t) => {
+  const dir = join(root, `d${n++}`);
+  mkdirSync(dir);
+  const plain = profileCodec('int8_x736_v1', { rerank: false });
+  const rows = unitVectors(120, 7, DIM).map((vector, i) => ({ faceKey: i + 1, personKey: i + 1, vector }));
+  const old = new CollectionIndex(plain, DIM, 200, 0, 100);
+  old.add(rows);
+  await writeSnapshot(dir, old, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true);
+  const refused = readSnapshot(dir, expect('c', 'int8_x736_v1', 120), profileCodec('int8_x736_v1'), 200, 0);
+  t.deepEqual(refused, { problem: 'the re-rank copy differs' });
+  t.true('index' in readSnapshot(dir, expect('c', 'int8_x736_v1', 120), plain, 200, 0));
+
+  const { index } = indexOf('int8_x736_v1', 257);
+  await writeSnapshot(dir, index, { collection_id: 'c', index_epoch: 'e1', revision: 7 }, () => true);
+  for (const mode of ['read', 'map'] as const) {
+    const want = expect('c', 'int8_x736_v1', index.size);
+    const loaded = readSnapshot(dir, want, profileCodec('int8_x736_v1'), 400, 0, { rows: mode });
+    if (!('index' in loaded)) return t.fail(loaded.problem);
+    // One byte per value of int8 rows and two of the fp16 copy, plus 16 bytes of keys per row.
+    t.is(loaded.index.bytes, index.size * (DIM * 3 + 16), mode);
+    for (const q of unitVectors(5, 99, DIM))
+      t.deepEqual(loaded.index.exactSearchPersons(q, 10), index.exactSearchPersons(q, 10), mode);
+  }
+});
