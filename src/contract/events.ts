@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { formField, formInt, requestId, schemaId as id } from './common.js';
 import { ID_PATTERN, isValidId } from './collections.js';
 import { FaceObservation } from './faces.js';
-import { MonitorPerson } from './monitors.js';
+import { EXIT_REASONS, MonitorPerson } from './monitors.js';
 
 /**
  * The durable event history (/v1/events): every monitor event, in the order the monitors pushed them,
@@ -62,6 +62,17 @@ export const HistoryEvent = z
     matched_face_id: z.string().nullable(),
     face: FaceObservation.nullable(),
     error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+    reason: z
+      .enum(EXIT_REASONS)
+      .nullable()
+      .describe(
+        'Exit events: why the track ended (absent, identity_changed, monitor_disabled, monitor_restarted, monitor_deleted, daemon_stopped, daemon_restarted); null for other events.',
+      ),
+    synthetic: z
+      .boolean()
+      .describe(
+        'True for an exit made at start for a track that the previous process left open (it died: reason daemon_restarted); occurred_at is then when it was closed, not when the person left.',
+      ),
     snapshot: EventSnapshot,
   })
   .meta(id('HistoryEvent'));

@@ -263,6 +263,31 @@ export const MonitorState = z
   })
   .meta(id('MonitorState'));
 
+/**
+ * Why a track's exit happened: `absent` (unseen for absence_timeout_seconds), `identity_changed` (the face
+ * became another person or unknown), the monitor's session ended with the face in view (`monitor_disabled`,
+ * `monitor_restarted` by a patch of a restart field, `monitor_deleted`, `daemon_stopped`), or
+ * `daemon_restarted`: the process that saw the enter died without closing it and the next start closed it
+ * (a synthetic exit: when the person left is not known).
+ */
+export const EXIT_REASONS = [
+  'absent',
+  'identity_changed',
+  'monitor_disabled',
+  'monitor_restarted',
+  'monitor_deleted',
+  'daemon_stopped',
+  'daemon_restarted',
+] as const;
+export type ExitReason = (typeof EXIT_REASONS)[number];
+/** The reasons a running session ends for (its open tracks end with them). */
+export type SessionEndReason = Extract<
+  ExitReason,
+  'monitor_disabled' | 'monitor_restarted' | 'monitor_deleted' | 'daemon_stopped'
+>;
+/** The one reason whose exits no process witnessed. */
+export const SYNTHETIC_EXIT_REASON: ExitReason = 'daemon_restarted';
+
 export const MonitorEvent = z
   .looseObject({
     id: z.uuid(),
@@ -277,6 +302,7 @@ export const MonitorEvent = z
     threshold: z.number().nullable().optional(),
     matched_face_id: z.string().nullable().optional(),
     face: FaceObservation.nullable().optional(),
+    reason: z.enum(EXIT_REASONS).nullable().optional().describe('Exit events: why the track ended.'),
     error: z
       .looseObject({
         code: z.string(),

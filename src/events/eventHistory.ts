@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { IDENTITY_EVENT_TYPES } from '../contract/events.js';
-import type { MonitorEventT } from '../contract/monitors.js';
+import { SYNTHETIC_EXIT_REASON, type MonitorEventT } from '../contract/monitors.js';
 import type { EventFrame, MonitorEventSink } from '../monitors/eventSink.js';
 import type { HistoryStore, NewEvent, StoredEvent } from './historyStore.js';
+import { isStorageFull, type StorageGuard } from '../store/storageGuard.js';
 import type { SnapshotFiles, SnapshotStore } from './snapshotStore.js';
 
 /**
@@ -25,6 +27,8 @@ export interface HistoryOptions {
   retention: { maxAgeDays: number; maxEvents: number; maxSnapshotBytes: number; intervalMs: number };
   /** The box that records ([server] box_id): stamped on every event. */
   boxId: string;
+  /** The data dir's full-disk guard: a batch that fails for lack of space marks it full (its reserve goes to deletes). */
+  storage?: StorageGuard;
 }
 
 type Pending =
@@ -56,6 +60,7 @@ export function toRow(e: MonitorEventT, collectionId: string, snapshot: NewEvent
     occurred_ms: Number.isFinite(ms) ? ms : Date.now(),
     face_json: e.face ? JSON.stringify(e.face) : null,
     error_json: e.error ? JSON.stringify(e.error) : null,
+    reason: e.reason ?? null,
     snapshot,
     snapshot_path: null,
     snapshot_bytes: 0,
@@ -83,6 +88,8 @@ export class EventHistory implements MonitorEventSink {
   private trashTimer: NodeJS.Timeout | null = null;
   private closed = false;
   private outputs: HistoryOutput[] = [];
+  /** Stream epochs of this process's sessions (their open tracks are not a previous process's). */
+  private readonly epochsSeen = new Set<string>();
   /** Events written by this process, and the time from `event()` to the commit (ms) of the last ones. */
   readonly counters = { written: 0, snapshotsFailed: 0, flushes: 0 };
   /** Called after each committed batch (the bench measures with it). */
@@ -108,15 +115,7 @@ export class EventHistory implements MonitorEventSink {
     for (const row of this.store.pendingSnapshots()) {
       // A pending row never got its path recorded; the files, if whole, are under the event's day.
       const path = `${row.occurred_at.slice(0, 10)}/${row.id}`;
-      this.store.setSnapshot(row.id, {
-        snapshot: 'failed',
-        snapshot_path: null,
-        snapshot_bytes: 0,
-        snapshot_width: null,
-        snapshot_height: null,
-        crop_width: null,
-        crop_height: null,
-      });
+      this.store.setSnapshot(row.id, { ...snapshotColumns(null), snapshot: 'failed' });
       onDisk.delete(path); // removed below as an orphan
       this.snapshots.remove(path);
     }
@@ -132,7 +131,46 @@ export class EventHistory implements MonitorEventSink {
     this.sweepTrash();
   }
 
+  /**
+   * Exits for the tracks a previous process left open (it died before their exit was written: SIGKILL, a
+   * crash, power loss), queued before any event of this process: synthetic (reason daemon_restarted, no
+   * picture), at the time of this start, in the enter's stream epoch after its last sequence. Runs once the
+   * outputs are attached, so webhooks and MQTT get them too. Returns how many.
+   */
+  closeOpenTracks(): number {
+    const enters = this.store.openEnters().filter((e) => !this.epochsSeen.has(e.stream_epoch));
+    if (!enters.length) return 0;
+    const now = new Date();
+    const next = new Map<string, number>();
+    for (const enter of enters) {
+      const key = `${enter.monitor_id}\0${enter.stream_epoch}`;
+      const sequence = (next.get(key) ?? this.store.lastSequence(enter.monitor_id, enter.stream_epoch)) + 1;
+      next.set(key, sequence);
+      const { seq: _seq, ...rest } = enter;
+      const row: NewEvent = {
+        ...rest,
+        ...snapshotColumns(null),
+        id: randomUUID(),
+        type: enter.type === 'person_enter' ? 'person_exit' : 'unknown_exit',
+        sequence,
+        occurred_at: now.toISOString(),
+        occurred_ms: now.getTime(),
+        error_json: null,
+        reason: SYNTHETIC_EXIT_REASON,
+        box_id: this.o.boxId,
+      };
+      this.pending.push({ kind: 'event', row, queuedAt: performance.now(), snapshot: null });
+    }
+    this.log.warn(
+      { tracks: enters.length, monitors: [...new Set(enters.map((e) => e.monitor_id))] },
+      'closed the tracks the previous process left open (it did not stop cleanly) with synthetic exits',
+    );
+    this.schedule();
+    return enters.length;
+  }
+
   start(): void {
+    this.closeOpenTracks();
     const every = this.o.retention.intervalMs;
     const tick = () => {
       this.retentionTimer = setTimeout(() => {
@@ -161,6 +199,7 @@ export class EventHistory implements MonitorEventSink {
 
   event(e: MonitorEventT, ctx: { collectionId: string; frame: EventFrame | null }): void {
     if (this.closed) return;
+    this.epochsSeen.add(e.stream_epoch);
     const identity = IDENTITY_EVENT_TYPES.includes(e.type);
     const box = e.face?.bbox.pixels;
     const wantPicture = this.o.snapshots && identity && ctx.frame !== null && box !== undefined;
@@ -240,6 +279,10 @@ export class EventHistory implements MonitorEventSink {
               ? { ...p.row, ...snapshotColumns(files) }
               : { ...p.row, snapshot: p.snapshot === 'failed' ? 'failed' : p.row.snapshot };
             const stored = { ...row, seq: this.store.insert(row) };
+            if (stored.track_id !== null) {
+              if (stored.type.endsWith('_enter')) this.store.trackOpened(stored);
+              else if (stored.type.endsWith('_exit')) this.store.trackClosed(stored);
+            }
             written.push(stored);
             for (const o of this.outputs) o.recorded(stored);
             if (files) for (const o of this.outputs) o.snapshotReady?.(stored, files.frameJpeg);
@@ -249,6 +292,8 @@ export class EventHistory implements MonitorEventSink {
       } catch (e) {
         // The batch stays queued and is retried at the next flush (e.g. SQLITE_BUSY, a full disk).
         this.attachments.unshift(...attach);
+        if (isStorageFull(e))
+          this.o.storage?.markFull(`the event history could not be written: ${(e as { code: string }).code}`);
         this.log.error({ err: e, events: batch.length }, 'event history write failed; retrying');
         this.schedule();
         return;
@@ -264,15 +309,7 @@ export class EventHistory implements MonitorEventSink {
   /** Inside a flush transaction: a late snapshot joins its row, or its files go when the row is gone. */
   private attach(id: string, files: SnapshotFiles | null): void {
     if (!files) {
-      this.store.setSnapshot(id, {
-        snapshot: 'failed',
-        snapshot_path: null,
-        snapshot_bytes: 0,
-        snapshot_width: null,
-        snapshot_height: null,
-        crop_width: null,
-        crop_height: null,
-      });
+      this.store.setSnapshot(id, { ...snapshotColumns(null), snapshot: 'failed' });
       return;
     }
     if (!this.store.setSnapshot(id, snapshotColumns(files))) {
@@ -330,12 +367,15 @@ export class EventHistory implements MonitorEventSink {
   }
 }
 
-const snapshotColumns = (f: SnapshotFiles) => ({
-  snapshot: 'ready' as const,
-  snapshot_path: f.path,
-  snapshot_bytes: f.bytes,
-  snapshot_width: f.width,
-  snapshot_height: f.height,
-  crop_width: f.cropWidth,
-  crop_height: f.cropHeight,
-});
+/** The picture columns of a row: its files, or none. */
+function snapshotColumns(f: SnapshotFiles | null) {
+  return {
+    snapshot: f ? ('ready' as const) : ('none' as const),
+    snapshot_path: f?.path ?? null,
+    snapshot_bytes: f?.bytes ?? 0,
+    snapshot_width: f?.width ?? null,
+    snapshot_height: f?.height ?? null,
+    crop_width: f?.cropWidth ?? null,
+    crop_height: f?.cropHeight ?? null,
+  };
+}

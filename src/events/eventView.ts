@@ -1,4 +1,5 @@
 import type { HistoryEventT } from '../contract/events.js';
+import { SYNTHETIC_EXIT_REASON } from '../contract/monitors.js';
 import type { StoredEvent } from './historyStore.js';
 
 /** A history row as the API, webhooks and MQTT show it. */
@@ -21,6 +22,8 @@ export function eventView(r: StoredEvent): HistoryEventT {
     matched_face_id: r.matched_face_id,
     face: r.face_json ? (JSON.parse(r.face_json) as HistoryEventT['face']) : null,
     error: r.error_json ? (JSON.parse(r.error_json) as HistoryEventT['error']) : null,
+    reason: (r.reason ?? null) as HistoryEventT["reason"],
+    synthetic: r.reason === SYNTHETIC_EXIT_REASON,
     snapshot: {
       status: r.snapshot,
       frame_url: ready || r.snapshot === 'pending' ? `${base}/snapshot.jpg` : null,

@@ -21,6 +21,8 @@ export interface StoredEvent {
   occurred_ms: number;
   face_json: string | null;
   error_json: string | null;
+  /** Exits: why the track ended (ExitReason); null otherwise. */
+  reason: string | null;
   snapshot: 'none' | 'pending' | 'ready' | 'failed' | 'expired';
   snapshot_path: string | null;
   snapshot_bytes: number;
@@ -97,6 +99,7 @@ export const COLUMNS = [
   'occurred_ms',
   'face_json',
   'error_json',
+  'reason',
   'snapshot',
   'snapshot_path',
   'snapshot_bytes',
@@ -324,6 +327,58 @@ export class HistoryStore {
         'INSERT INTO event_counters (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = value + excluded.value',
       )
       .run(name, by);
+  }
+
+  // ---- open tracks (an enter written, its exit not yet) ----
+
+  /** Inside the flush transaction: an enter opens its track, an exit closes it. */
+  trackOpened(e: Pick<StoredEvent, 'id' | 'stream_epoch' | 'track_id'>): void {
+    this.db
+      .prepare('INSERT OR REPLACE INTO event_open_tracks (stream_epoch, track_id, enter_id) VALUES (?, ?, ?)')
+      .run(e.stream_epoch, e.track_id, e.id);
+  }
+
+  trackClosed(e: Pick<StoredEvent, 'stream_epoch' | 'track_id'>): void {
+    this.db
+      .prepare('DELETE FROM event_open_tracks WHERE stream_epoch = ? AND track_id = ?')
+      .run(e.stream_epoch, e.track_id);
+  }
+
+  /** The enters of every open track, oldest first. */
+  openEnters(): StoredEvent[] {
+    return this.db
+      .prepare('SELECT e.* FROM event_open_tracks o JOIN events e ON e.id = o.enter_id ORDER BY e.seq')
+      .all() as StoredEvent[];
+  }
+
+  /** The highest ring sequence a monitor's stream epoch reached. */
+  lastSequence(monitorId: string, epoch: string): number {
+    return (
+      this.db
+        .prepare('SELECT coalesce(max(sequence), 0) AS n FROM events WHERE monitor_id = ? AND stream_epoch = ?')
+        .get(monitorId, epoch) as { n: number }
+    ).n;
+  }
+
+  /** The person of the monitor's newest person_enter (its "last person"), or null. */
+  lastPerson(monitorId: string): { id: string; name: string | null; at: string } | null {
+    const r = this.db
+      .prepare(
+        "SELECT person_id, person_name, occurred_at FROM events WHERE monitor_id = ? AND type = 'person_enter' AND person_id IS NOT NULL ORDER BY seq DESC LIMIT 1",
+      )
+      .get(monitorId) as { person_id: string; person_name: string | null; occurred_at: string } | undefined;
+    return r ? { id: r.person_id, name: r.person_name, at: r.occurred_at } : null;
+  }
+
+  /** Every person a monitor's events name (their MQTT presence topics exist). */
+  personsSeen(monitorId: string): string[] {
+    return (
+      this.db
+        .prepare(
+          "SELECT DISTINCT person_id FROM events WHERE monitor_id = ? AND person_id IS NOT NULL AND type IN ('person_enter', 'person_exit')",
+        )
+        .all(monitorId) as { person_id: string }[]
+    ).map((r) => r.person_id);
   }
 
   /** Persons whose last event on a monitor is an enter (present when the previous process stopped). */

@@ -18,6 +18,6 @@ export interface MonitorEventSink {
    * seen in (its box is `event.face.bbox.pixels` in that frame); null for other events.
    */
   event(event: MonitorEventT, context: { collectionId: string; frame: EventFrame | null }): void;
-  /** The session ended (stopped, restarted or deleted): its open tracks end without exit events. */
+  /** The session ended (stopped, restarted or deleted), after the exits of its open tracks. */
   sessionEnded(monitorId: string, epoch: string): void;
 }

@@ -3,7 +3,13 @@ import { Errors } from '../contract/errors.js';
 import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
 import type { EventFrame, MonitorEventSink } from './eventSink.js';
 import type { FacePayload, KnownTrack, ProcessedFrame } from './frameProcessor.js';
-import type { MonitorEventT, MonitorFaceT, MonitorStateT, RtspCause } from '../contract/monitors.js';
+import type {
+  MonitorEventT,
+  MonitorFaceT,
+  MonitorStateT,
+  RtspCause,
+  SessionEndReason,
+} from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { Tracker, type TrackEvent } from './tracker.js';
 
@@ -143,6 +149,13 @@ export class MonitorActivity {
     for (const [id, f] of this.trackFrames) if (f.at < stale) this.trackFrames.delete(id);
   }
 
+  /** The session ends: every announced track exits now, with `reason` (an enter never stays without its exit). */
+  end(reason: SessionEndReason): void {
+    this.emitTrackEvents(this.tracker.end(reason), null);
+    this.trackFrames.clear();
+    this.faces = [];
+  }
+
   inferenceFailed(message: string): void {
     this.inferenceErrors++;
     this.faces = [];
@@ -237,6 +250,7 @@ export class MonitorActivity {
           threshold: p.threshold,
           matched_face_id: p.matched_face_id,
           face: p.face,
+          ...(exit ? { reason: e.reason ?? null } : {}),
         },
         frame,
       );

@@ -14,6 +14,7 @@ import type {
   MonitorRuntimeT,
   MonitorStateT,
   MonitorT,
+  SessionEndReason,
 } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { MonitorSession, type SessionDeps } from './monitorSession.js';
@@ -150,7 +151,7 @@ export class MonitorManager {
     try {
       session.start();
     } catch (e) {
-      session.stop();
+      session.stop('monitor_disabled'); // never ran: nothing to close
       this.log.error({ monitor_id: record.id, err: (e as Error).message }, 'monitor pipeline could not be built');
       throw Errors.monitorStartFailed(record.id, (e as Error).message);
     }
@@ -287,10 +288,10 @@ export class MonitorManager {
     if (next.enabled && (!running || restart)) started = this.startSession(next); // throws before anything is written
     this.store.update(next);
     if (started) {
-      this.retire(running);
+      this.retire(running, 'monitor_restarted');
       this.sessions.set(id, started);
     } else if (!next.enabled && running) {
-      this.retire(running);
+      this.retire(running, 'monitor_disabled');
       this.sessions.delete(id);
     } else running?.applyLive(next);
     if (started || !next.enabled) this.restoreErrors.delete(id);
@@ -301,7 +302,7 @@ export class MonitorManager {
 
   delete(id: string): void {
     this.record(id);
-    this.retire(this.sessions.get(id));
+    this.retire(this.sessions.get(id), 'monitor_deleted');
     this.sessions.delete(id);
     this.restoreErrors.delete(id);
     this.store.delete(id);
@@ -431,19 +432,19 @@ export class MonitorManager {
       );
   }
 
-  /** Stops every session and waits until none has an inference in flight. */
+  /** Stops every session (their faces in view exit: daemon_stopped) and waits until none has an inference in flight. */
   async close(): Promise<void> {
     const all = [...this.sessions.values(), ...this.stopping];
-    for (const s of all) s.stop();
+    for (const s of all) s.stop('daemon_stopped');
     this.sessions.clear();
     await Promise.all(all.map((s) => s.finished));
   }
 
   /** Sessions stopped by patch/delete whose last inference may still be running. */
   private readonly stopping = new Set<MonitorSession>();
-  private retire(s: MonitorSession | undefined): void {
+  private retire(s: MonitorSession | undefined, reason: SessionEndReason): void {
     if (!s) return;
-    s.stop();
+    s.stop(reason);
     this.stopping.add(s);
     void s.finished.then(() => this.stopping.delete(s));
   }

@@ -7,7 +7,7 @@ import type { Frame } from './frameSource.js';
 import type { EventPage, EventPosition } from './eventRing.js';
 import type { MonitorEventSink } from './eventSink.js';
 import { MonitorActivity, isoOrNull } from './monitorActivity.js';
-import type { MonitorEventT, MonitorRuntimeT, MonitorStateT } from '../contract/monitors.js';
+import type { MonitorEventT, MonitorRuntimeT, MonitorStateT, SessionEndReason } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import { PreviewHub } from './previewHub.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
@@ -98,9 +98,14 @@ export class MonitorSession {
     return this.loop;
   }
 
-  stop(): void {
+  /**
+   * Ends the session; the faces in view exit now with `reason` (before the sink hears the session ended), so
+   * no enter is left without its exit. An inference still running is discarded.
+   */
+  stop(reason: SessionEndReason): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.activity.end(reason);
     this.deps.events?.sessionEnded(this.record.id, this.epoch);
     this.abort.abort(new Error('monitor stopped'));
     this.reader.stop();

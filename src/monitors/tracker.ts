@@ -1,4 +1,4 @@
-import type { EventPolicy } from '../contract/monitors.js';
+import type { EventPolicy, ExitReason } from '../contract/monitors.js';
 
 /** What one face is, for tracking: a recognised person, an unknown face, or one blocked by liveness. */
 export type FaceKind = 'matched' | 'unknown' | 'liveness_blocked';
@@ -17,6 +17,8 @@ export interface TrackEvent<P> {
   trackId: string;
   personId: string | null;
   payload: P;
+  /** Exits only: why the track ended. */
+  reason?: ExitReason;
 }
 
 interface Track<P> {
@@ -100,7 +102,7 @@ export class Tracker<P> {
         trackOf[d] = track;
       } else if (track.kind !== det.kind || track.personId !== det.personId) {
         // Identity changed: close what was confirmed, then confirm the new identity from scratch.
-        this.close(track, now, events);
+        this.close(track, 'identity_changed', events);
         Object.assign(track, {
           kind: det.kind,
           personId: det.personId,
@@ -128,9 +130,17 @@ export class Tracker<P> {
     const timeout = this.policy.absence_timeout_seconds * 1000;
     this.tracks = this.tracks.filter((t) => {
       if (now - t.lastSeen < timeout) return true;
-      this.close(t, now, events);
+      this.close(t, 'absent', events);
       return false;
     });
+    return events;
+  }
+
+  /** Ends every track (the session ends with faces in view): the exits of the announced ones, with `reason`. */
+  end(reason: ExitReason): TrackEvent<P>[] {
+    const events: TrackEvent<P>[] = [];
+    for (const t of this.tracks) this.close(t, reason, events);
+    this.tracks = [];
     return events;
   }
 
@@ -153,13 +163,14 @@ export class Tracker<P> {
   }
 
   /** An announced enter always gets its exit (no cooldown), so clients never see an enter without an exit. */
-  private close(t: Track<P>, now: number, events: TrackEvent<P>[]): void {
+  private close(t: Track<P>, reason: ExitReason, events: TrackEvent<P>[]): void {
     if (t.confirmed && t.announced)
       events.push({
         type: t.kind === 'matched' ? 'person_exit' : 'unknown_exit',
         trackId: t.id,
         personId: t.personId,
         payload: t.payload,
+        reason,
       });
   }
 

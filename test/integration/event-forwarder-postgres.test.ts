@@ -76,6 +76,7 @@ const row = (o: Partial<NewEvent> = {}): NewEvent => ({
   occurred_ms: Date.now(),
   face_json: null,
   error_json: null,
+  reason: null,
   snapshot: 'none',
   snapshot_path: null,
   snapshot_bytes: 0,

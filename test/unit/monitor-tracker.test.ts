@@ -105,3 +105,30 @@ test('missed frames inside the timeout keep the track; a gap longer than it spli
   t.not(c.trackIds[0], a.trackIds[0]);
   t.deepEqual(types(c.events), ['person_exit:ann']);
 });
+
+test('end() closes every announced track with the reason given; ordinary exits say why they happened', (t) => {
+  const tr = new Tracker<string>({ ...policy, confirm_frames: 1 });
+  tr.update([det('matched', 'ann', 0.1, 0.1), det('unknown', null, 0.7, 0.7)], 0);
+  tr.update([det('matched', 'bob', 0.4, 0.4)], 100); // not yet the absence timeout: three open tracks
+  const ended = tr.end('monitor_disabled');
+  t.deepEqual(types(ended).sort(), ['person_exit:ann', 'person_exit:bob', 'unknown_exit:-']);
+  t.true(ended.every((e) => e.reason === 'monitor_disabled'));
+  t.is(tr.size, 0);
+  t.deepEqual(tr.end('daemon_stopped'), [], 'nothing is open any more');
+
+  const timed = new Tracker<string>({ ...policy, confirm_frames: 1 });
+  timed.update([det('unknown', null)], 0);
+  const changed = timed.update([det('matched', 'ann')], 100).events;
+  t.deepEqual(
+    changed.map((e) => `${e.type}:${e.reason ?? '-'}`),
+    ['unknown_exit:identity_changed', 'person_enter:-'],
+  );
+  t.deepEqual(
+    timed.expire(1200).map((e) => `${e.type}:${e.reason}`),
+    ['person_exit:absent'],
+  );
+  // A track that never confirmed (or whose enter the cooldown swallowed) has nothing to close.
+  const quiet = new Tracker<string>(policy);
+  quiet.update([det('matched', 'ann')], 0);
+  t.deepEqual(quiet.end('monitor_deleted'), []);
+});
