@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { VERSION } from '../contract/version.js';
 
 /**
@@ -20,6 +21,19 @@ export interface DiscoveryMessage {
 
 /** node_id and object_id allow only [a-zA-Z0-9_-] (HA's discovery topic rule). */
 export const haId = (s: string): string => s.replace(/[^a-zA-Z0-9_-]/g, '_');
+
+/**
+ * A monitor's object id (its entities' topics and unique ids). An id HA accepts as it is stays itself, so
+ * entities keep their unique ids across upgrades. Any other (a '.' in it) is sanitised, prefixed with '_'
+ * and suffixed with a hash of the real id: `side.gate` -> `_side_gate_<hash>`. Monitor ids start with a
+ * letter or digit, so no kept id can equal a hashed one, and two hashed ones differ unless their hashes
+ * collide (`side.gate` and `side_gate` were one object before).
+ */
+export function monitorObjectId(monitorId: string): string {
+  const safe = haId(monitorId);
+  if (safe === monitorId) return monitorId;
+  return `_${safe}_${createHash('sha256').update(monitorId).digest('hex').slice(0, 12)}`;
+}
 
 export const topics = (prefix: string) => ({
   availability: `${prefix}/available`,
@@ -61,7 +75,21 @@ export function boxDiscovery(c: DiscoveryContext): DiscoveryMessage[] {
 
 /** The three entities of one monitor (their config topics). */
 export function monitorDiscoveryTopics(c: DiscoveryContext, monitorId: string): string[] {
-  const o = haId(monitorId);
+  return objectTopics(c, monitorObjectId(monitorId));
+}
+
+/**
+ * Config topics that earlier versions used for monitors whose object id is now hashed (see
+ * monitorObjectId), unless a current monitor owns that object id: their retained configs are cleared so
+ * Home Assistant drops the old entities instead of keeping a duplicate of each.
+ */
+export function staleDiscoveryTopics(c: DiscoveryContext, monitorIds: string[]): string[] {
+  const current = new Set(monitorIds.map(monitorObjectId));
+  const stale = new Set(monitorIds.map(haId).filter((o) => !current.has(o)));
+  return [...stale].flatMap((o) => objectTopics(c, o));
+}
+
+function objectTopics(c: DiscoveryContext, o: string): string[] {
   return [
     `${c.discoveryPrefix}/binary_sensor/${c.nodeId}/${o}_occupancy/config`,
     `${c.discoveryPrefix}/sensor/${c.nodeId}/${o}_last_person/config`,
@@ -71,7 +99,7 @@ export function monitorDiscoveryTopics(c: DiscoveryContext, monitorId: string): 
 
 export function monitorDiscovery(c: DiscoveryContext, monitor: { id: string; name: string }): DiscoveryMessage[] {
   const t = topics(c.prefix);
-  const o = haId(monitor.id);
+  const o = monitorObjectId(monitor.id);
   const uid = `${c.nodeId}_${o}`;
   const device = {
     identifiers: [uid],

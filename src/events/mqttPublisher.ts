@@ -12,6 +12,7 @@ import {
   haId,
   monitorDiscovery,
   monitorDiscoveryTopics,
+  staleDiscoveryTopics,
   topics,
   type DiscoveryContext,
 } from './homeAssistant.js';
@@ -49,6 +50,8 @@ interface Presence {
 
 const WINDOW = 64;
 const DROPPED = 'mqtt_dropped';
+/** How often the presence topics of deleted persons are looked for (rows their delete's trigger wrote). */
+const CLEAR_INTERVAL_MS = 2000;
 
 /** The broker URL without credentials. */
 export function redactBrokerUrl(url: string): string {
@@ -85,6 +88,11 @@ export class MqttPublisher implements HistoryOutput {
   private dropped: number;
   private lastDropLog = 0;
   private readonly presence = new Map<string, Presence>();
+  /** Monitors deleted while this process runs: their topics are cleared, later events of them are not published. */
+  private readonly deletedMonitors = new Set<string>();
+  /** Persons shown present when the last process stopped (read before this process writes any event). */
+  private readonly presentAtBoot: { monitor_id: string; person_id: string }[];
+  private clearTimer: NodeJS.Timeout | null = null;
   /** Rejects when the current connection closes, so a window waiting for acknowledgements gives up. */
   private lost: Promise<never> = new Promise<never>(() => undefined);
   private markLost: (e: Error) => void = () => undefined;
@@ -112,11 +120,12 @@ export class MqttPublisher implements HistoryOutput {
     this.t = topics(o.topicPrefix);
     this.queued = (db.prepare('SELECT count(*) AS n FROM mqtt_queue').get() as { n: number }).n;
     this.dropped = history.counter(DROPPED);
+    this.presentAtBoot = history.lastPresent();
   }
 
   /** Persons shown present when the last process stopped are absent now (their sessions ended with it). */
   private resetPresenceFromHistory(): void {
-    const present = this.history.lastPresent();
+    const present = this.presentAtBoot;
     if (!present.length) return;
     this.history.transaction(() => {
       for (const p of present) this.enqueue(this.t.person(p.monitor_id, p.person_id), 'OFF', true);
@@ -127,14 +136,28 @@ export class MqttPublisher implements HistoryOutput {
 
   start(): void {
     this.resetPresenceFromHistory();
+    this.clearDeletedPersons();
+    this.clearTimer = setInterval(() => {
+      try {
+        this.clearDeletedPersons();
+      } catch (e) {
+        this.log.error({ err: e }, 'clearing the presence topics of deleted persons failed');
+      }
+    }, CLEAR_INTERVAL_MS);
+    this.clearTimer.unref();
     this.connect();
   }
 
   // ---- outputs of the history (inside its transaction) ----
 
   recorded(e: StoredEvent): void {
+    // A deleted monitor's exits (its session ended with the delete) would bring its cleared topics back.
+    if (this.deletedMonitors.has(e.monitor_id)) return;
     const view = eventView(e);
     this.enqueue(this.t.events(e.monitor_id), JSON.stringify(view), this.o.retain);
+    // The exit of an earlier session (closed at start for a process that died): that presence is reset already.
+    const current = this.presence.get(e.monitor_id);
+    if (current && current.epoch !== e.stream_epoch && e.type.endsWith('_exit')) return;
     const p = this.presenceOf(e.monitor_id, e.stream_epoch);
     const track = e.track_id ?? '';
     let personChanged: { id: string; on: boolean } | null = null;
@@ -144,8 +167,10 @@ export class MqttPublisher implements HistoryOutput {
       p.lastPerson = { id: e.person_id, name: e.person_name, at: e.occurred_at };
       if (!wasPresent) personChanged = { id: e.person_id, on: true };
     } else if (e.type === 'person_exit' && e.person_id) {
-      p.tracks.delete(track);
-      if (![...p.tracks.values()].some((x) => x.id === e.person_id)) personChanged = { id: e.person_id, on: false };
+      // Only a track shown present turns its person OFF: a deleted person's topic, cleared with its tracks,
+      // is not published again by the exit that follows the delete.
+      if (p.tracks.delete(track) && ![...p.tracks.values()].some((x) => x.id === e.person_id))
+        personChanged = { id: e.person_id, on: false };
     } else if (e.type === 'unknown_enter') p.unknownTracks.add(track);
     else if (e.type === 'unknown_exit') p.unknownTracks.delete(track);
     else return;
@@ -175,7 +200,7 @@ export class MqttPublisher implements HistoryOutput {
   private presenceOf(monitorId: string, epoch: string): Presence {
     let p = this.presence.get(monitorId);
     if (!p) {
-      p = { epoch, tracks: new Map(), unknownTracks: new Set(), lastPerson: null };
+      p = { epoch, tracks: new Map(), unknownTracks: new Set(), lastPerson: this.history.lastPerson(monitorId) };
       this.presence.set(monitorId, p);
     } else if (p.epoch !== epoch) {
       // A new session: the old one's tracks ended with it.
@@ -196,7 +221,8 @@ export class MqttPublisher implements HistoryOutput {
       person_count: persons.length,
       unknown_count: unknown,
       persons: persons.map((x) => ({ id: x.id, name: x.name, since: x.since })),
-      last_person: p?.lastPerson ?? null,
+      // Before this process saw an event of the monitor: the history's (so a restart keeps it).
+      last_person: p ? p.lastPerson : this.history.lastPerson(monitorId),
       updated_at: new Date().toISOString(),
     };
   }
@@ -204,6 +230,7 @@ export class MqttPublisher implements HistoryOutput {
   // ---- monitors (Home Assistant entities) ----
 
   monitorChanged(m: MonitorT): void {
+    this.deletedMonitors.delete(m.id);
     if (this.o.discovery && this.connected) this.publishDiscovery([m]);
   }
 
@@ -211,14 +238,48 @@ export class MqttPublisher implements HistoryOutput {
   monitorDeleted(id: string): void {
     const p = this.presence.get(id);
     this.presence.delete(id);
+    this.deletedMonitors.add(id);
     this.history.transaction(() => {
-      for (const pid of new Set([...(p?.tracks.values() ?? [])].map((x) => x.id)))
-        this.enqueue(this.t.person(id, pid), '', true);
+      // Every person the monitor ever showed (present or OFF), not only those present now.
+      const persons = new Set([...(p?.tracks.values() ?? [])].map((x) => x.id));
+      for (const pid of this.history.personsSeen(id)) persons.add(pid);
+      for (const pid of persons) this.enqueue(this.t.person(id, pid), '', true);
       this.enqueue(this.t.state(id), '', true);
       this.enqueue(this.t.snapshot(id), '', true);
       if (this.o.discovery) for (const topic of monitorDiscoveryTopics(this.ctx, id)) this.enqueue(topic, '', true);
     });
     this.drain();
+  }
+
+  /**
+   * Clears the retained presence topic of every deleted person (rows the person delete's trigger wrote, see
+   * migration 0017): an empty retained message, their tracks off the state, and the monitor's last person
+   * from the history again when it was them.
+   */
+  private clearDeletedPersons(): void {
+    if (this.closed) return;
+    const rows = this.db.prepare('SELECT monitor_id, person_id FROM mqtt_person_topics_cleared LIMIT 500').all() as {
+      monitor_id: string;
+      person_id: string;
+    }[];
+    if (!rows.length) return;
+    const live = new Set(this.monitors().map((m) => m.id));
+    const remove = this.db.prepare('DELETE FROM mqtt_person_topics_cleared WHERE monitor_id = ? AND person_id = ?');
+    this.history.transaction(() => {
+      const changed = new Set<string>();
+      for (const r of rows) {
+        this.enqueue(this.t.person(r.monitor_id, r.person_id), '', true);
+        remove.run(r.monitor_id, r.person_id);
+        const p = this.presence.get(r.monitor_id);
+        if (p) {
+          for (const [track, x] of p.tracks) if (x.id === r.person_id) p.tracks.delete(track);
+          if (p.lastPerson?.id === r.person_id) p.lastPerson = this.history.lastPerson(r.monitor_id);
+        }
+        if (live.has(r.monitor_id)) changed.add(r.monitor_id);
+      }
+      for (const m of changed) this.enqueue(this.t.state(m), JSON.stringify(this.stateOf(m)), true);
+    });
+    if (rows.length === 500) setImmediate(() => this.clearDeletedPersons());
   }
 
   // ---- the durable queue ----
@@ -383,6 +444,12 @@ export class MqttPublisher implements HistoryOutput {
       ...monitors.flatMap((m) => monitorDiscovery(this.ctx, m)),
     ];
     for (const m of messages) client.publish(m.topic, JSON.stringify(m.payload), { qos: 1, retain: true });
+    if (withBox)
+      for (const topic of staleDiscoveryTopics(
+        this.ctx,
+        monitors.map((m) => m.id),
+      ))
+        client.publish(topic, '', { qos: 1, retain: true });
     // Retained state exists for every monitor, so entities are never "unknown".
     if (withBox) {
       this.history.transaction(() => {
@@ -413,6 +480,7 @@ export class MqttPublisher implements HistoryOutput {
   async close(): Promise<void> {
     this.closed = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.clearTimer) clearInterval(this.clearTimer);
     const client = this.client;
     this.client = null;
     if (!client) return;

@@ -1,7 +1,13 @@
 import test from 'ava';
 import { cropRect, fitInside } from '../../src/events/snapshotStore.js';
 import { filterSql } from '../../src/events/historyStore.js';
-import { monitorDiscovery, boxDiscovery, haId } from '../../src/events/homeAssistant.js';
+import {
+  monitorDiscovery,
+  monitorDiscoveryTopics,
+  boxDiscovery,
+  haId,
+  staleDiscoveryTopics,
+} from '../../src/events/homeAssistant.js';
 import { webhookTypeOf } from '../../src/contract/events.js';
 import { validateDiscovery } from '../helpers/homeAssistantSchema.js';
 
@@ -43,4 +49,36 @@ test('discovery payloads meet the Home Assistant schema for any monitor id', (t)
   t.is(c.nodeId, 'vigil-box_lan');
   for (const m of [...boxDiscovery(c), ...monitorDiscovery(c, { id: 'front.door_2', name: 'Front door' })])
     t.deepEqual(validateDiscovery(m.topic, m.payload), [], m.topic);
+});
+
+test('discovery ids are distinct for monitor ids that sanitise alike; ids that need no sanitising keep theirs', (t) => {
+  const c = { prefix: 'vigil', discoveryPrefix: 'homeassistant', nodeId: 'box', boxName: 'Vigil box' };
+  const ids = ['side.gate', 'side_gate', 'side-gate', 'a.b_c', 'a_b.c', 'a_b_c', 'door'];
+  const uniqueIds = ids.map((id) => monitorDiscovery(c, { id, name: id }).map((m) => String(m.payload.unique_id)));
+  const topics = ids.map((id) => monitorDiscoveryTopics(c, id));
+  t.is(new Set(uniqueIds.flat()).size, ids.length * 3, JSON.stringify(uniqueIds));
+  t.is(new Set(topics.flat()).size, ids.length * 3, JSON.stringify(topics));
+  t.is(new Set(ids.map((id) => monitorDiscovery(c, { id, name: id })[0]!.payload.device)).size, ids.length);
+  // Upgrades: monitors whose id is already a valid object id keep their entities' unique ids.
+  t.deepEqual(uniqueIds[ids.indexOf('side_gate')], [
+    'box_side_gate_occupancy',
+    'box_side_gate_last_person',
+    'box_side_gate_snapshot',
+  ]);
+  t.deepEqual(uniqueIds[ids.indexOf('door')], ['box_door_occupancy', 'box_door_last_person', 'box_door_snapshot']);
+  t.deepEqual(
+    monitorDiscovery(c, { id: 'side.gate', name: 'x' }),
+    monitorDiscovery(c, { id: 'side.gate', name: 'x' }),
+    'stable',
+  );
+  for (const id of ids)
+    for (const m of monitorDiscovery(c, { id, name: id }))
+      t.deepEqual(validateDiscovery(m.topic, m.payload), [], m.topic);
+  // After an upgrade the config topics side.gate had before are cleared, unless side_gate owns them.
+  t.deepEqual(staleDiscoveryTopics(c, ['side.gate', 'door']), [
+    'homeassistant/binary_sensor/box/side_gate_occupancy/config',
+    'homeassistant/sensor/box/side_gate_last_person/config',
+    'homeassistant/camera/box/side_gate_snapshot/config',
+  ]);
+  t.deepEqual(staleDiscoveryTopics(c, ['side.gate', 'side_gate']), []);
 });
