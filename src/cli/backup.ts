@@ -4,6 +4,7 @@ import {
   createReadStream,
   existsSync,
   linkSync,
+  chmodSync,
   copyFileSync,
   mkdirSync,
   readFileSync,
@@ -19,6 +20,7 @@ import * as tar from 'tar';
 import { loadConfig } from '../config/load.js';
 import { Errors, isVigilError } from '../contract/errors.js';
 import { buildCommit, VERSION } from '../contract/version.js';
+import { BOX_KEY_FILE } from '../store/credentialCipher.js';
 import { acquireDataDirLock, LOCK_FILE } from '../store/dataDirLock.js';
 import type { CliIo } from './workspaces.js';
 
@@ -30,7 +32,7 @@ import type { CliIo } from './workspaces.js';
  */
 export const BACKUP_FORMAT = 'vigil-backup-1';
 const DB = 'vigil.db';
-const KEY_FILES = ['cursor.key', 'monitor-credentials.key'];
+const KEY_FILES = ['cursor.key', BOX_KEY_FILE];
 const TREES = ['events'];
 
 export interface Manifest {
@@ -41,8 +43,13 @@ export interface Manifest {
   created_at: string;
   source_data_dir: string;
   counts: Record<string, number>;
-  files: { path: string; bytes: number; sha256: string }[];
+  /** `mode`: the file's permission bits in the source data dir, octal ("0600"); archives of older versions lack it. */
+  files: { path: string; bytes: number; sha256: string; mode?: string }[];
 }
+
+/** Every file of a data dir holds keys or faces: restored files without a recorded mode get this one. */
+const PRIVATE_FILE = 0o600;
+const octal = (mode: number) => `0${(mode & 0o777).toString(8)}`;
 
 function sha256File(path: string): Promise<string> {
   return new Promise((res, rej) => {
@@ -108,6 +115,8 @@ export async function createBackup(
     } finally {
       src.close();
     }
+    // SQLite creates the copy with its default mode; the archive records the source's.
+    chmodSync(join(stage, DB), statSync(dbPath).mode & 0o777);
     const copy = new Database(join(stage, DB), { readonly: true });
     try {
       counts = databaseCounts(copy);
@@ -133,12 +142,15 @@ export async function createBackup(
     }
     const present = rel.filter((r) => existsSync(join(stage, r)));
     const files = [];
-    for (const r of present)
+    for (const r of present) {
+      const st = statSync(join(stage, r));
       files.push({
         path: r.split(sep).join('/'),
-        bytes: statSync(join(stage, r)).size,
+        bytes: st.size,
         sha256: await sha256File(join(stage, r)),
+        mode: octal(st.mode),
       });
+    }
     const manifest: Manifest = {
       format: BACKUP_FORMAT,
       vigil_version: VERSION,
@@ -149,8 +161,14 @@ export async function createBackup(
       files,
     };
     writeFileSync(join(stage, 'manifest.json'), JSON.stringify(manifest, null, 2));
+    // The archive holds the keys and every face: 0600 whatever the umask (a leftover .partial is made anew).
     const tmp = `${file}.partial`;
-    await tar.c({ gzip: true, file: tmp, cwd: stage, portable: true }, ['manifest.json', ...present]);
+    rmSync(tmp, { force: true });
+    await tar.c({ gzip: true, file: tmp, cwd: stage, portable: true, mode: PRIVATE_FILE }, [
+      'manifest.json',
+      ...present,
+    ]);
+    chmodSync(tmp, PRIVATE_FILE);
     renameSync(tmp, file);
     log(
       `backup ${file}: ${files.length} files, ${Object.entries(counts)
@@ -184,6 +202,7 @@ export async function verifyBackup(file: string, dir: string): Promise<Manifest>
     const p = join(dir, f.path);
     if (!resolve(p).startsWith(resolve(dir) + sep)) throw bad(`a path leaves the archive (${f.path})`);
     if (!existsSync(p)) throw bad(`${f.path} is missing`);
+    if (f.mode !== undefined && !/^0[0-7]{3}$/.test(f.mode)) throw bad(`${f.path} has an invalid mode "${f.mode}"`);
     if (statSync(p).size !== f.bytes || (await sha256File(p)) !== f.sha256)
       throw bad(`${f.path} fails its SHA-256 checksum`);
   }
@@ -243,6 +262,8 @@ export async function restoreBackup(
     for (const f of manifest.files) {
       mkdirSync(dirname(join(dataDir, f.path)), { recursive: true, mode: 0o700 });
       renameSync(join(stage, f.path), join(dataDir, f.path));
+      // As in the source (extraction applied the umask); private when the archive recorded no mode.
+      chmodSync(join(dataDir, f.path), f.mode === undefined ? PRIVATE_FILE : parseInt(f.mode, 8));
     }
     log(
       `restored ${file} (taken ${manifest.created_at}, vigil ${manifest.vigil_version}): ${manifest.files.length} files verified, ${Object.entries(

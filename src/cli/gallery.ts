@@ -1,4 +1,4 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, fchmodSync, openSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -141,7 +141,10 @@ export async function runGalleryExport(
       ctl.enqueue(chunk);
     },
   });
-  await pipeline(Readable.fromWeb(res.body.pipeThrough(counter) as never), createWriteStream(a.file));
+  // The export holds every embedding and face crop: 0600 whatever the umask (an existing file keeps its mode on open).
+  const fd = openSync(a.file, 'w', 0o600);
+  fchmodSync(fd, 0o600);
+  await pipeline(Readable.fromWeb(res.body.pipeThrough(counter) as never), createWriteStream('', { fd }));
   out.write(`exported ${Math.max(0, persons - 1)} persons of ${a.collection} to ${a.file}\n`);
   return 0;
 }

@@ -60,7 +60,7 @@ import { ScrapeWorker } from '../scrapers/scrapeWorker.js';
 import { UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';
 import { PgWorkspaceStore } from '../workspaces/pgWorkspaceStore.js';
-import { CredentialCipher } from '../monitors/credentialCipher.js';
+import { CredentialCipher } from '../store/credentialCipher.js';
 import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
 import { MonitorStore } from '../monitors/monitorStore.js';
@@ -270,8 +270,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     );
     let monitorDeps: SessionDeps | null = null;
     const mc = config.monitors;
+    // The box key: camera credentials and webhook signing secrets are stored encrypted with it.
+    const boxCipher = CredentialCipher.open(config.server.data_dir);
     const monitors = new MonitorManager(
-      new MonitorStore(db.db, CredentialCipher.open(config.server.data_dir)),
+      new MonitorStore(db.db, boxCipher),
       collections,
       cursors,
       mc.max_streams,
@@ -320,7 +322,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       log,
     );
     history.recover();
-    const webhookStore = new WebhookStore(db.db);
+    const webhookStore = new WebhookStore(db.db, boxCipher);
+    const encryptedSecrets = webhookStore.encryptPlaintextSecrets();
+    if (encryptedSecrets) log.info({ webhooks: encryptedSecrets }, 'webhook signing secrets encrypted at rest');
     const retry = {
       firstRetryMs: wh.first_retry_seconds * 1000,
       maxDelayMs: wh.max_retry_delay_seconds * 1000,

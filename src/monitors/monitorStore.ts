@@ -1,5 +1,5 @@
 import type { Db } from '../store/database.js';
-import type { CredentialCipher } from './credentialCipher.js';
+import type { CredentialCipher } from '../store/credentialCipher.js';
 import type { MonitorRecord } from './model.js';
 
 interface MonitorRow {
@@ -35,7 +35,7 @@ export class MonitorStore {
       name: r.name,
       description: r.description,
       enabled: r.enabled === 1,
-      url: this.cipher.decrypt(r.source_url_encrypted, r.id),
+      url: this.cipher.decrypt(r.source_url_encrypted, `monitor:${r.id}`),
       collection_id: r.collection_id,
       inference_fps: r.inference_fps,
       match_threshold: r.match_threshold,
@@ -59,7 +59,7 @@ export class MonitorStore {
       name: m.name,
       description: m.description,
       enabled: m.enabled ? 1 : 0,
-      source_url_encrypted: this.cipher.encrypt(m.url, m.id),
+      source_url_encrypted: this.cipher.encrypt(m.url, `monitor:${m.id}`),
       collection_id: m.collection_id,
       inference_fps: m.inference_fps,
       match_threshold: m.match_threshold,

@@ -1,6 +1,7 @@
+import { CredentialCipher } from '../store/credentialCipher.js';
 import type { Db } from '../store/database.js';
 
-/** One endpoint as stored (the secret included: it is needed to sign). */
+/** One endpoint as stored (the secret included, decrypted: it is needed to sign). */
 export interface WebhookEndpoint {
   id: string;
   scope: string;
@@ -54,14 +55,14 @@ interface EndpointDbRow extends Omit<WebhookEndpoint, 'event_types' | 'filters' 
   enabled: number;
 }
 
-const toEndpoint = (r: EndpointDbRow): WebhookEndpoint => ({
+const toEndpoint = (r: EndpointDbRow, secret: string): WebhookEndpoint => ({
   id: r.id,
   scope: r.scope,
   url: r.url,
   description: r.description,
   event_types: JSON.parse(r.event_types_json) as string[],
   filters: JSON.parse(r.filters_json) as Record<string, string[]>,
-  secret: r.secret,
+  secret,
   enabled: r.enabled === 1,
   disabled_reason: r.disabled_reason,
   disabled_at: r.disabled_at,
@@ -72,9 +73,46 @@ const toEndpoint = (r: EndpointDbRow): WebhookEndpoint => ({
   updated_at: r.updated_at,
 });
 
-/** SQL of webhook endpoints, the outbox and the delivery log (no rules here). */
+/** The AAD of an endpoint's secret: the ciphertext belongs to this row only. */
+const secretAad = (endpointId: string) => `webhook:${endpointId}`;
+
+/**
+ * SQL of webhook endpoints, the outbox and the delivery log (no rules here). Signing secrets are stored
+ * encrypted with the box key (CredentialCipher, as monitor URLs): encrypted on the way in, decrypted on the
+ * way out, so the database file and its backups hold ciphertext only.
+ */
 export class WebhookStore {
-  constructor(readonly db: Db) {}
+  constructor(
+    readonly db: Db,
+    private readonly cipher: CredentialCipher,
+  ) {}
+
+  private endpoint = (r: EndpointDbRow): WebhookEndpoint =>
+    toEndpoint(r, this.cipher.decrypt(r.secret, secretAad(r.id)));
+
+  /**
+   * Start-up: encrypts the plaintext secrets an older version stored (idempotent: rows already encrypted are
+   * left alone; one transaction, so a crash leaves every row either plaintext or encrypted, and the next
+   * start finishes). secure_delete zeroes the plaintext's old bytes in the file, so backups never carry it.
+   * Returns how many rows it encrypted.
+   */
+  encryptPlaintextSecrets(): number {
+    const rows = (
+      this.db.prepare('SELECT id, secret FROM webhook_endpoints').all() as { id: string; secret: string }[]
+    ).filter((r) => !CredentialCipher.isToken(r.secret));
+    if (rows.length === 0) return 0;
+    const secureDelete = this.db.pragma('secure_delete', { simple: true }) as number;
+    this.db.pragma('secure_delete = ON');
+    try {
+      const update = this.db.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ? AND secret = ?');
+      this.transaction(() => {
+        for (const r of rows) update.run(this.cipher.encrypt(r.secret, secretAad(r.id)), r.id, r.secret);
+      });
+    } finally {
+      this.db.pragma(`secure_delete = ${secureDelete}`);
+    }
+    return rows.length;
+  }
 
   transaction<T>(fn: () => T): T {
     return this.db.transaction(fn).immediate();
@@ -93,7 +131,7 @@ export class WebhookStore {
         e.description,
         JSON.stringify(e.event_types),
         JSON.stringify(e.filters),
-        e.secret,
+        this.cipher.encrypt(e.secret, secretAad(e.id)),
         e.enabled ? 1 : 0,
         e.disabled_reason,
         e.disabled_at,
@@ -127,7 +165,7 @@ export class WebhookStore {
 
   getEndpoint(id: string): WebhookEndpoint | null {
     const r = this.db.prepare('SELECT * FROM webhook_endpoints WHERE id = ?').get(id) as EndpointDbRow | undefined;
-    return r ? toEndpoint(r) : null;
+    return r ? this.endpoint(r) : null;
   }
 
   listEndpoints(scope: string, after: string | null, limit: number): WebhookEndpoint[] {
@@ -135,13 +173,13 @@ export class WebhookStore {
       this.db
         .prepare('SELECT * FROM webhook_endpoints WHERE scope = ? AND id > ? ORDER BY id LIMIT ?')
         .all(scope, after ?? '', limit) as EndpointDbRow[]
-    ).map(toEndpoint);
+    ).map(this.endpoint);
   }
 
   enabledEndpoints(): WebhookEndpoint[] {
     return (
       this.db.prepare('SELECT * FROM webhook_endpoints WHERE enabled = 1 ORDER BY id').all() as EndpointDbRow[]
-    ).map(toEndpoint);
+    ).map(this.endpoint);
   }
 
   summary(scope: string): { endpoints: number; enabled: number; pending_messages: number } {

@@ -1,12 +1,19 @@
 import test from 'ava';
+import Database from 'better-sqlite3';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { createBackup } from '../../src/cli/backup.js';
+import * as tar from 'tar';
+import { createBackup, restoreBackup } from '../../src/cli/backup.js';
 import { EXIT } from '../../src/cli/exitCodes.js';
+import { runGalleryExport } from '../../src/cli/gallery.js';
 import { REPO, TEST_KEY } from '../helpers/daemon.js';
 import { startDaemonProcess, type DaemonProcess } from '../helpers/daemonProcess.js';
+import { waitFor } from '../helpers/monitors.js';
+import { Sink } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tempDir.js';
+import { startReceiver } from '../helpers/webhookReceiver.js';
 
 /**
  * Backup and restore against a real daemon process (its own pid, the kernel lock it holds on the data dir):
@@ -66,5 +73,86 @@ test.serial(
     await d.restart();
     const ids = (await api('GET', '/v1/collections')).json.collections.map((c: { id: string }) => c.id);
     t.true(ids.includes('before') && ids.includes('after'), JSON.stringify(ids));
+  },
+);
+
+test.serial(
+  'backups and gallery exports are 0600 under umask 022; restored files get the modes of the source',
+  async (t) => {
+    const previous = process.umask(0o022);
+    try {
+      t.is((await api('POST', '/v1/collections', { id: 'modes', name: 'modes' })).status, 201);
+      const dir = tempDir(t, 'vigil-modes-');
+      const archive = join(dir, 'box.tar.gz');
+      await createBackup(d.dataDir, archive);
+      t.is(statSync(archive).mode & 0o777, 0o600);
+      const exported = join(dir, 'modes.ndjson');
+      t.is(
+        await runGalleryExport({ url: d.url, key: TEST_KEY, collection: 'modes', file: exported }, new Sink() as never),
+        0,
+      );
+      t.is(statSync(exported).mode & 0o777, 0o600);
+
+      const target = join(dir, 'restored');
+      const manifest = await restoreBackup(target, archive);
+      for (const f of manifest.files) {
+        const source = statSync(join(d.dataDir, f.path)).mode & 0o777;
+        t.is(statSync(join(target, f.path)).mode & 0o777, source, f.path);
+      }
+      t.is(statSync(join(target, 'vigil.db')).mode & 0o777, 0o600);
+      t.is(statSync(join(target, 'monitor-credentials.key')).mode & 0o777, 0o600);
+    } finally {
+      process.umask(previous);
+    }
+  },
+);
+
+test.serial(
+  'webhook signing secrets are encrypted at rest with the box key, plaintext ones of an older box are encrypted at start, backups carry ciphertext only',
+  async (t) => {
+    const receiver = await startReceiver();
+    t.teardown(() => receiver.close());
+    const db = () => new Database(join(d.dataDir, 'vigil.db'), { readonly: true });
+    const stored = (id: string) => {
+      const conn = db();
+      try {
+        return (conn.prepare('SELECT secret FROM webhook_endpoints WHERE id = ?').get(id) as { secret: string }).secret;
+      } finally {
+        conn.close();
+      }
+    };
+    const delivered = async (id: string, secret: string) => {
+      receiver.secret = secret;
+      const before = receiver.received.length;
+      t.is((await api('POST', `/v1/webhooks/${id}/test`)).status, 202);
+      await waitFor('the test delivery', async () => (receiver.received.length > before ? true : undefined), 15_000);
+      t.is(receiver.rejected, 0, 'every delivery is signed with the secret the endpoint was given');
+    };
+
+    const hook = await api('POST', '/v1/webhooks', { url: `${receiver.url}/hook` });
+    t.is(hook.status, 201, JSON.stringify(hook.json));
+    const id = hook.json.webhook.id as string;
+    const secret = hook.json.secret as string;
+    t.regex(stored(id), /^v1\./);
+    t.false(stored(id).includes(secret.slice('whsec_'.length)));
+    await delivered(id, secret);
+
+    // An older box kept the secret in plaintext: the next start encrypts it and deliveries keep their signature.
+    const old = `whsec_${randomBytes(32).toString('base64')}`;
+    await d.stop();
+    const rw = new Database(join(d.dataDir, 'vigil.db'));
+    rw.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(old, id);
+    rw.close();
+    await d.start();
+    t.regex(stored(id), /^v1\./);
+    await delivered(id, old);
+
+    // The backup's database holds neither secret anywhere in its bytes (free space included).
+    const dir = tempDir(t, 'vigil-secret-backup-');
+    await createBackup(d.dataDir, join(dir, 'box.tar.gz'));
+    await tar.x({ file: join(dir, 'box.tar.gz'), cwd: dir });
+    const bytes = readFileSync(join(dir, 'vigil.db'));
+    for (const s of [secret, old])
+      t.false(bytes.includes(s.slice('whsec_'.length)), 'no plaintext secret in the backup');
   },
 );

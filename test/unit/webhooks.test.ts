@@ -4,6 +4,7 @@ import { nominalSchedule, retryDelayMs } from '../../src/webhooks/retrySchedule.
 import { newWebhookSecret, signWebhook } from '../../src/webhooks/signature.js';
 import { endpointMatches, WebhookOutbox, webhookBody } from '../../src/webhooks/webhookOutbox.js';
 import { WebhookStore, type WebhookEndpoint } from '../../src/webhooks/webhookStore.js';
+import { CredentialCipher } from '../../src/store/credentialCipher.js';
 import { openDatabase } from '../../src/store/database.js';
 import { startReceiver, verifyStandardWebhook } from '../helpers/webhookReceiver.js';
 import { waitFor } from '../helpers/monitors.js';
@@ -87,8 +88,9 @@ test('endpoint matching: scope, types (empty = all) and tag filters', (t) => {
 });
 
 function outboxWith(o: Partial<ConstructorParameters<typeof WebhookOutbox>[1]> = {}) {
-  const db = openDatabase(fileTempDir('vigil-wh-'));
-  const store = new WebhookStore(db.db);
+  const dir = fileTempDir('vigil-wh-');
+  const db = openDatabase(dir);
+  const store = new WebhookStore(db.db, CredentialCipher.open(dir));
   const outbox = new WebhookOutbox(
     store,
     {
@@ -127,6 +129,30 @@ function outboxWith(o: Partial<ConstructorParameters<typeof WebhookOutbox>[1]> =
   };
   return { db, store, outbox, add };
 }
+
+test('signing secrets are stored encrypted with the box key; plaintext ones of an older version are encrypted once', (t) => {
+  const { db, store, add } = outboxWith();
+  t.teardown(() => db.close());
+  const e = add('http://127.0.0.1:9/hook');
+  const raw = () =>
+    (db.db.prepare('SELECT secret FROM webhook_endpoints WHERE id = ?').get(e.id) as { secret: string }).secret;
+  t.true(CredentialCipher.isToken(raw()));
+  t.false(raw().includes(e.secret.slice('whsec_'.length)));
+  t.is(store.getEndpoint(e.id)!.secret, e.secret);
+  t.is(store.encryptPlaintextSecrets(), 0, 'nothing to do');
+
+  // A row as an older version wrote it: encrypted at the next start, then left alone.
+  const old = newWebhookSecret();
+  db.db.prepare('UPDATE webhook_endpoints SET secret = ? WHERE id = ?').run(old, e.id);
+  t.is(store.encryptPlaintextSecrets(), 1);
+  const once = raw();
+  t.true(CredentialCipher.isToken(once));
+  t.is(store.getEndpoint(e.id)!.secret, old);
+  t.is(store.enabledEndpoints().find((x) => x.id === e.id)!.secret, old);
+  t.is(store.encryptPlaintextSecrets(), 0);
+  t.is(raw(), once);
+  t.is(db.db.pragma('secure_delete', { simple: true }), 0, "the connection's setting is restored");
+});
 
 test('the outbox delivers in order, retries a failing head before anything behind it, and logs every attempt', async (t) => {
   const r = await startReceiver();
