@@ -22,6 +22,7 @@ import { Errors, isVigilError } from '../contract/errors.js';
 import { buildCommit, VERSION } from '../contract/version.js';
 import { BOX_KEY_FILE } from '../store/credentialCipher.js';
 import { acquireDataDirLock, LOCK_FILE } from '../store/dataDirLock.js';
+import { isProcessAlive } from '../system/processes.js';
 import type { CliIo } from './workspaces.js';
 
 /**
@@ -75,6 +76,38 @@ function walk(dir: string, base: string, out: string[]): void {
   }
 }
 
+/**
+ * The staging folders of a backup or restore in the data dir: `<prefix><pid>-<ms>`. A backup holds a full
+ * copy of the database there until its archive is written; one killed mid-way leaves it behind.
+ */
+const BACKUP_STAGING = '.backup-staging-';
+const RESTORE_STAGING = '.restore-';
+/** Earlier versions named the backup's folder `.backup-<pid>-<ms>`. */
+const STAGING = /^(?:\.backup-staging-|\.backup-|\.restore-)(\d+)-\d+$/;
+
+/**
+ * Removes the staging folders of backups and restores whose process is gone (killed mid-way: each can hold a
+ * copy of the whole database). Run at the daemon's start and before each backup; a folder of a backup still
+ * running (its pid alive) is left alone. Returns what was removed.
+ */
+export function removeStaleStaging(dataDir: string, log: (s: string) => void = () => undefined): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dataDir);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const pid = STAGING.exec(name)?.[1];
+    if (pid === undefined || Number(pid) === process.pid || isProcessAlive(Number(pid))) continue;
+    rmSync(join(dataDir, name), { recursive: true, force: true });
+    removed.push(name);
+    log(`removed ${join(dataDir, name)}, left by a backup or restore that did not finish\n`);
+  }
+  return removed;
+}
+
 /** What the restored box must show again (the round-trip test compares these). */
 export function databaseCounts(db: Database.Database): Record<string, number> {
   const count = (table: string) => {
@@ -104,7 +137,8 @@ export async function createBackup(
   const dbPath = join(dataDir, DB);
   if (!existsSync(dbPath)) throw Errors.dataDirUnusable(dataDir, `there is no ${DB} to back up`);
   // Staging inside the data dir, so snapshot files are hard links (instant, and immune to retention deleting them meanwhile).
-  const stage = join(dataDir, `.backup-${process.pid}-${Date.now()}`);
+  removeStaleStaging(dataDir, log);
+  const stage = join(dataDir, `${BACKUP_STAGING}${process.pid}-${Date.now()}`);
   mkdirSync(stage, { mode: 0o700 });
   try {
     const src = new Database(dbPath, { readonly: true, fileMustExist: true });
@@ -237,7 +271,8 @@ export async function restoreBackup(
   const log = opts.log ?? (() => undefined);
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const release = lockForRestore(dataDir);
-  const stage = join(dataDir, `.restore-${process.pid}-${Date.now()}`);
+  removeStaleStaging(dataDir, log);
+  const stage = join(dataDir, `${RESTORE_STAGING}${process.pid}-${Date.now()}`);
   try {
     const manifest = await verifyBackup(file, stage);
     const current = readdirSync(dataDir).filter(
@@ -245,7 +280,7 @@ export async function restoreBackup(
         n !== LOCK_FILE &&
         n !== `${LOCK_FILE}.pid` &&
         n !== `${DB}.lock` &&
-        !n.startsWith('.restore-') &&
+        !n.startsWith(RESTORE_STAGING) &&
         !n.startsWith('.before-restore-'),
     );
     if (current.length && !opts.force) {

@@ -61,6 +61,7 @@ import { UsageMeter } from '../workspaces/usageMeter.js';
 import { WorkspaceStore } from '../workspaces/workspaceStore.js';
 import { PgWorkspaceStore } from '../workspaces/pgWorkspaceStore.js';
 import { CredentialCipher } from '../store/credentialCipher.js';
+import { removeStaleStaging } from './backup.js';
 import { MonitorManager } from '../monitors/monitorManager.js';
 import type { SessionDeps } from '../monitors/monitorSession.js';
 import { MonitorStore } from '../monitors/monitorStore.js';
@@ -116,6 +117,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     integrityAfter: modelsLoaded,
     reserveBytes: config.server.storage_reserve_bytes,
   });
+  // What a backup or restore killed mid-way left in the data dir (a copy of the whole database each).
+  const staleStaging = removeStaleStaging(config.server.data_dir);
+  if (staleStaging.length) log.info({ removed: staleStaging }, 'removed the staging folders of unfinished backups');
   const integrityOk = db.integrityChecked.then((result) => {
     if (result === 'ok')
       log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
@@ -304,6 +308,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       cropMargin: ev.crop_margin,
       cropMaxSide: ev.crop_max_side,
       quality: ev.jpeg_quality,
+      storage: db.storage,
     });
     const history = new EventHistory(
       historyStore,
@@ -318,6 +323,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
           intervalMs: ev.retention_interval_seconds * 1000,
         },
         boxId,
+        storage: db.storage,
       },
       log,
     );

@@ -1,8 +1,9 @@
 import { mkdirSync, readdirSync, unlinkSync, rmdirSync } from 'node:fs';
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
 import type { EventFrame } from '../monitors/eventSink.js';
+import { isStorageFull, type StorageGuard } from '../store/storageGuard.js';
 
 export interface SnapshotOptions {
   /** Longest side of the frame JPEG (never upscaled). */
@@ -14,6 +15,11 @@ export interface SnapshotOptions {
   /** Encodes at once; more wait, and past `maxQueued` a snapshot is skipped (counted). */
   concurrency?: number;
   maxQueued?: number;
+  /**
+   * The data dir's full-disk guard: no picture is made while it reports the disk full, and a picture that
+   * fails for lack of space marks it full (which releases its reserve for deletes, and pictures stay off it).
+   */
+  storage?: StorageGuard;
 }
 
 /** What was written: `path` is the base name under the snapshot folder (`<day>/<event id>`). */
@@ -76,6 +82,8 @@ export class SnapshotStore {
   private readonly waiting: (() => void)[] = [];
   /** Snapshots skipped because too many were waiting to be encoded. */
   skipped = 0;
+  /** Snapshots skipped because the data dir was full (its space reserve is kept for deletes). */
+  skippedFull = 0;
 
   constructor(
     dataDir: string,
@@ -90,8 +98,12 @@ export class SnapshotStore {
     return join(this.root, kind === 'frame' ? `${path}.jpg` : `${path}.crop.jpg`);
   }
 
-  /** Null when the encoder queue is full (the event is recorded without a picture). */
+  /** Null when the encoder queue or the disk is full (the event is recorded without a picture). */
   make(eventId: string, occurredAt: string, frame: EventFrame, box: PixelBox): Promise<SnapshotFiles> | null {
+    if (this.o.storage?.isFull()) {
+      this.skippedFull++;
+      return null;
+    }
     if (this.waiting.length >= (this.o.maxQueued ?? 64)) {
       this.skipped++;
       return null;
@@ -129,11 +141,24 @@ export class SnapshotStore {
         .toBuffer(),
     ]);
     const path = `${dayOf(occurredAt)}/${eventId}`;
-    mkdirSync(join(this.root, dayOf(occurredAt)), { recursive: true, mode: 0o700 });
-    await Promise.all([
-      this.writeAtomic(this.file(path, 'frame'), frameJpeg),
-      this.writeAtomic(this.file(path, 'crop'), cropJpeg),
-    ]);
+    // Checked again after encoding: the disk may have filled while this picture waited for the encoder.
+    if (this.o.storage?.isFull()) {
+      this.skippedFull++;
+      throw new Error('the data directory is full: event picture skipped');
+    }
+    try {
+      mkdirSync(join(this.root, dayOf(occurredAt)), { recursive: true, mode: 0o700 });
+      await Promise.all([
+        this.writeAtomic(this.file(path, 'frame'), frameJpeg),
+        this.writeAtomic(this.file(path, 'crop'), cropJpeg),
+      ]);
+    } catch (e) {
+      // Half a picture is no picture (and its bytes are what deletes need now).
+      this.remove(path);
+      if (isStorageFull(e))
+        this.o.storage?.markFull(`an event picture could not be written: ${(e as { code: string }).code}`);
+      throw e;
+    }
     return {
       path,
       bytes: frameJpeg.length + cropJpeg.length,
@@ -147,7 +172,12 @@ export class SnapshotStore {
 
   private async writeAtomic(file: string, data: Buffer): Promise<void> {
     const tmp = `${file}.tmp`;
-    await writeFile(tmp, data, { mode: 0o600 });
+    try {
+      await writeFile(tmp, data, { mode: 0o600 });
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
     await rename(tmp, file);
   }
 

@@ -1,8 +1,8 @@
 import test from 'ava';
 import Database from 'better-sqlite3';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as tar from 'tar';
 import { createBackup, restoreBackup } from '../../src/cli/backup.js';
@@ -154,5 +154,59 @@ test.serial(
     const bytes = readFileSync(join(dir, 'vigil.db'));
     for (const s of [secret, old])
       t.false(bytes.includes(s.slice('whsec_'.length)), 'no plaintext secret in the backup');
+  },
+);
+
+test.serial(
+  'a backup killed mid-way leaves its database copy in a recognisable folder, removed at the next start',
+  async (t) => {
+    // A database big enough that its online copy takes a while (the test's own table, 96 MB).
+    await d.stop();
+    const rw = new Database(join(d.dataDir, 'vigil.db'));
+    rw.exec('CREATE TABLE IF NOT EXISTS test_filler (b BLOB)');
+    const insert = rw.prepare('INSERT INTO test_filler VALUES (?)');
+    for (let i = 0; i < 96; i++) insert.run(randomBytes(1024 * 1024));
+    rw.close();
+
+    const archive = join(tempDir(t, 'vigil-killed-backup-'), 'box.tar.gz');
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { createBackup } = await import(${JSON.stringify(join(REPO, 'src/cli/backup.ts'))}); await createBackup(process.argv[1], process.argv[2]);`,
+        d.dataDir,
+        archive,
+      ],
+      { cwd: REPO, stdio: 'ignore' },
+    );
+    const exited = new Promise((r) => child.once('exit', r));
+    const staging = () => readdirSync(d.dataDir).filter((n) => n.startsWith('.backup-staging-'));
+    // Killed while it copies the database into its staging folder.
+    const copying = await waitFor(
+      'the backup copying the database',
+      async () => {
+        const dirs = staging();
+        const copy = dirs.length ? join(d.dataDir, dirs[0]!, 'vigil.db') : null;
+        return copy && existsSync(copy) && statSync(copy).size > 0 ? dirs[0] : undefined;
+      },
+      60_000,
+      5,
+    );
+    child.kill('SIGKILL');
+    await exited;
+    t.true(existsSync(join(d.dataDir, copying)), 'the killed backup left its staging folder');
+    t.false(existsSync(archive));
+    // And one of an earlier version's name, of a process that is gone too.
+    const legacy = join(d.dataDir, `.backup-${child.pid}-1700000000000`);
+    mkdirSync(legacy);
+    writeFileSync(join(legacy, 'vigil.db'), 'x');
+
+    await d.start();
+    t.deepEqual(staging(), []);
+    t.false(existsSync(legacy));
+    t.regex(d.output(), /removed the staging folders of unfinished backups/);
   },
 );
