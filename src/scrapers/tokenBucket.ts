@@ -30,13 +30,15 @@ export async function waitFor(ms: number, scope?: RequestScope): Promise<void> {
 /**
  * One per upstream credential or egress: a token bucket at the configured rate with a small burst, plus
  * pauses from the upstream's own signals (rate-limit headers, retry-after), which can only slow it down.
+ * A pause holds every caller at once, so each waits it out itself (and its run says so); only the tokens
+ * are handed out in turn.
  */
 export class TokenBucket {
   private tokens: number;
   private last: number;
   private notBefore = 0;
-  /** Requests admitted one at a time, so waiting callers keep their order. */
-  private chain: Promise<void> = Promise.resolve();
+  /** Tokens are handed out one caller at a time, so callers waiting for one keep their order. */
+  private chain: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly perMinute: number,
@@ -47,10 +49,14 @@ export class TokenBucket {
     this.last = now();
   }
 
-  acquire(scope?: RequestScope): Promise<void> {
-    const turn = this.chain.then(() => this.take(scope));
-    this.chain = turn.catch(() => undefined);
-    return turn;
+  async acquire(scope?: RequestScope): Promise<void> {
+    for (;;) {
+      await this.untilResumed(scope);
+      const turn = this.chain.then(() => this.take(scope));
+      this.chain = turn.catch(() => undefined);
+      // False: a pause began while this caller was in line; it waits that out on its own, then queues again.
+      if (await turn) return;
+    }
   }
 
   /** Postpones every request by `ms` from now (rate-limit headers, a 429's retry-after). */
@@ -63,18 +69,22 @@ export class TokenBucket {
     return this.notBefore > this.now() ? this.notBefore : 0;
   }
 
-  private async take(scope?: RequestScope): Promise<void> {
+  private async untilResumed(scope?: RequestScope): Promise<void> {
+    for (let ms = this.notBefore - this.now(); ms > 0; ms = this.notBefore - this.now()) await waitFor(ms, scope);
+  }
+
+  private async take(scope?: RequestScope): Promise<boolean> {
     for (;;) {
       scope?.signal?.throwIfAborted();
       const now = this.now();
+      if (this.notBefore > now) return false;
       this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 60_000) * this.perMinute);
       this.last = now;
-      const wait = Math.max(this.notBefore - now, this.tokens >= 1 ? 0 : ((1 - this.tokens) / this.perMinute) * 60_000);
-      if (wait <= 0) {
+      if (this.tokens >= 1) {
         this.tokens -= 1;
-        return;
+        return true;
       }
-      await waitFor(wait, scope);
+      await waitFor(((1 - this.tokens) / this.perMinute) * 60_000, scope);
     }
   }
 }

@@ -188,3 +188,29 @@ test('the token bucket admits a burst, then paces at the configured rate', async
   await p;
   t.true(third);
 });
+
+test('37.9a an upstream pause is reported to every caller waiting for it, not only to the first in line', async (t) => {
+  const limiter = new TokenBucket(60_000, 10);
+  limiter.pause(30_000);
+  const waits: Record<string, (Date | null)[]> = { a: [], b: [], c: [] };
+  const runs = Object.keys(waits).map((name) => {
+    const controller = new AbortController();
+    const done = limiter.acquire({ signal: controller.signal, onWait: (at) => waits[name]!.push(at) });
+    return {
+      controller,
+      done: done.then(
+        () => 'admitted',
+        () => 'cancelled',
+      ),
+    };
+  });
+  await new Promise((r) => setTimeout(r, 50));
+  // Before: only "a" heard of the wait; "b" and "c" queued behind it without a word.
+  for (const name of Object.keys(waits)) {
+    t.is(waits[name]!.length, 1, name);
+    t.true(Math.abs(waits[name]![0]!.getTime() - limiter.pausedUntil) < 50, name);
+  }
+  for (const r of runs) r.controller.abort();
+  t.deepEqual(await Promise.all(runs.map((r) => r.done)), ['cancelled', 'cancelled', 'cancelled']);
+  for (const name of Object.keys(waits)) t.is(waits[name]!.at(-1), null, `${name}: the wait is cleared`);
+});
