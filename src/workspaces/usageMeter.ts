@@ -14,7 +14,7 @@ export interface UsageSnapshot {
   quota: number;
   /** Billed units of finished runs in the period. */
   used: number;
-  /** Units held by queued/running runs (released when they finish). */
+  /** Units held by active runs (queued, running, waiting for a rate limit; released when they finish). */
   reserved: number;
   remaining: number;
   resets_at: string;
@@ -87,9 +87,11 @@ export class UsageMeter implements UsageReader {
         'SELECT kind, units, runs, review_units FROM usage_monthly WHERE workspace_id = ? AND period = ? ORDER BY kind',
       )
       .all(workspaceId, period) as { kind: string; units: number; runs: number; review_units: number }[];
+    // Every active status holds its reservation (the scrapers' ACTIVE_STATUSES): a run waiting for an
+    // upstream's rate limit still delivers and bills afterwards.
     const held = this.db
       .prepare(
-        "SELECT COALESCE(SUM(reserved_units), 0) AS units, COALESCE(SUM(reserved_reviews), 0) AS reviews FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running')",
+        "SELECT COALESCE(SUM(reserved_units), 0) AS units, COALESCE(SUM(reserved_reviews), 0) AS reviews FROM scrape_runs WHERE workspace_id = ? AND period = ? AND status IN ('queued', 'running', 'waiting_for_rate_limit')",
       )
       .get(workspaceId, period) as { units: number; reviews: number };
     return usageSnapshotOf(

@@ -11,16 +11,20 @@ export interface ScraperDaemon {
   close(): Promise<void>;
 }
 
-/** `scrapers` is the body of the `[scrapers]` section; `toml` adds further sections. */
+/**
+ * `scrapers` is the body of the `[scrapers]` section, `forum` extra lines of `[scrapers.forum]`; `toml` adds
+ * further sections.
+ */
 export async function startScraperDaemon(o: {
   workspaces: string[];
   scrapers: string;
+  forum?: string;
   toml?: string;
 }): Promise<ScraperDaemon> {
   const reddit = await FakeReddit.start();
   const maps = await FakeMaps.start();
   const d = await startTestDaemon({
-    toml: `[scrapers]\n${o.scrapers}\n${reddit.toml()}\n${maps.toml()}${o.toml ? `\n${o.toml}` : ''}`,
+    toml: `[scrapers]\n${o.scrapers}\n${reddit.toml(o.forum)}\n${maps.toml()}${o.toml ? `\n${o.toml}` : ''}`,
   });
   const keys: Record<string, string> = {};
   for (const id of o.workspaces) {
