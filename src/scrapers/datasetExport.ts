@@ -18,8 +18,8 @@ interface ZodNode {
 
 /**
  * The CSV columns of an item schema, in schema order: one per scalar field, nested objects flattened
- * with dots (`location.lat`, `reviewsDistribution.fiveStar`), arrays as one column holding their JSON
- * (`categories`, `reviews`, `openingHours`). Unions (the forum's dataTypes) contribute every column of
+ * with dots (`location.lat`, `reviewsDistribution.fiveStar`), arrays and records (whose keys vary) as one
+ * column holding their JSON (`categories`, `reviews`, `openingHours`, `additionalOpeningHours`). Unions (the forum's dataTypes) contribute every column of
  * every member, first seen first. Derived from the schema, not the data, so the header is known before
  * the first row is read.
  */

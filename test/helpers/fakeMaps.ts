@@ -174,14 +174,13 @@ export class FakeMaps {
       const q = u.searchParams.get('q') ?? '';
       if (q.includes('consent')) return this.failWith(res, { kind: 'consent' });
       if (q.includes('sorry')) return this.failWith(res, { kind: 'sorry' });
-      // The XHR variant; "xhr trailing": with the closing /*""*/ the browser's XHR answers carry.
-      if (q.includes('xhr') && !/!8i[1-9]/.test(pb))
-        return this.send(
-          res,
-          200,
-          'application/json; charset=UTF-8',
-          gmapsText('search_tbm_map_xhr_variant.txt') + (q.includes('trailing') ? '/*""*/' : ''),
-        );
+      // The XHR variant; "xhr trailing": with the closing /*""*/ the browser's XHR answers carry; "xhr trailing
+      // only": that closing mark without the leading one.
+      if (q.includes('xhr') && !/!8i[1-9]/.test(pb)) {
+        const wrapped = gmapsText('search_tbm_map_xhr_variant.txt');
+        const body = q.includes('trailing only') ? wrapped.trimStart().slice('/*""*/'.length) : wrapped;
+        return this.send(res, 200, 'application/json; charset=UTF-8', body + (q.includes('trailing') ? '/*""*/' : ''));
+      }
       const offset = Number(/!8i(\d+)/.exec(pb)?.[1] ?? 0);
       const size = Number(/!7i(\d+)/.exec(pb)?.[1] ?? 20);
       return this.send(

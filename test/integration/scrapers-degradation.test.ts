@@ -313,6 +313,14 @@ test.serial(
       ['Blue Fern Coffee', 'Sourdough Lab'],
       'the XHR wrapper with its trailing /*""*/',
     );
+    // 37.9b: before, only a leading mark made the body an XHR wrapper; a trailing one alone was unexpected_document.
+    const trailingOnly = await places('empty', { search_queries: ['xhr trailing only'] });
+    t.is(trailingOnly.status, 'succeeded');
+    t.deepEqual(
+      trailingOnly.items.map((i: any) => i.title),
+      ['Blue Fern Coffee', 'Sourdough Lab'],
+      'the XHR wrapper with only its trailing /*""*/',
+    );
   },
 );
 

@@ -64,6 +64,17 @@ test('both search payload variants parse to the same two place arrays', (t) => {
   t.deepEqual(searchPlaces({}), []);
 });
 
+test('37.9b the XHR wrapper with only its trailing /*""*/ (no leading one) parses like the others', (t) => {
+  const mark = '/*""*/';
+  const wrapped = gmapsText('search_tbm_map_xhr_variant.txt').trim();
+  t.true(wrapped.startsWith(mark), 'the recorded variant leads with the mark');
+  const trailingOnly = `${wrapped.slice(mark.length)}${mark}`;
+  // Before: SyntaxError (the wrapper was only unwrapped when the mark led).
+  t.deepEqual(searchPlaces(parseGoogleJson(trailingOnly)), search());
+  t.deepEqual(searchPlaces(parseGoogleJson(`${wrapped}${mark}\n`)), search(), 'both marks');
+  t.deepEqual(searchPlaces(parseGoogleJson(wrapped.slice(mark.length))), search(), 'no mark at all');
+});
+
 test('a search place maps to every item field of the seed', (t) => {
   const item = mapPlace(search()[0], ctx())!;
   t.like(item, {
@@ -143,6 +154,42 @@ test('website is exactly null when absent, a closed place is flagged, details ar
   const temp = mapPlace(p, ctx())!;
   t.true(temp.temporarilyClosed);
   t.false(temp.permanentlyClosed);
+});
+
+test('37.9c secondary opening hours at [118] are additionalOpeningHours, per kind, in either day layout', (t) => {
+  // Derived from the recorded place: its own day rows ([203][0], the 2025 layout; [34][1], the older one) under
+  // the labels Google shows ("Delivery", "Takeout"); the label may come before or after the days.
+  const p = structuredClone(search()[0]) as any[];
+  const days2025 = structuredClone(p[203][0]);
+  days2025[0][3] = [
+    ['11 am–2 pm', [[11], [14]]],
+    ['5–9 pm', [[17], [21]]],
+  ];
+  const daysOld = structuredClone(p[34][1]);
+  p[118] = [
+    ['Delivery', days2025],
+    [daysOld, 2, 'Takeout'],
+  ];
+  const item = mapPlace(p, ctx())!;
+  // Before: the field did not exist and [118] was never read.
+  t.deepEqual(item.additionalOpeningHours, {
+    Delivery: [
+      { day: 'Monday', hours: '11 am–2 pm, 5–9 pm' },
+      { day: 'Tuesday', hours: '7 am–6 pm' },
+      { day: 'Sunday', hours: 'Closed' },
+    ],
+    Takeout: [
+      { day: 'Monday', hours: '7 am–6 pm' },
+      { day: 'Tuesday', hours: '7 am–6 pm' },
+      { day: 'Sunday', hours: 'Closed' },
+    ],
+  });
+  t.true(PlaceItem.safeParse(item).success);
+  t.is(mapPlace(p, ctx({ includeDetails: false }))!.additionalOpeningHours, null, 'include_details only');
+  t.is(mapPlace(search()[0], ctx())!.additionalOpeningHours, null, 'none at [118]: null');
+  const odd = structuredClone(search()[0]) as any[];
+  odd[118] = [['Delivery'], [null, []], 'x', [daysOld]];
+  t.is(mapPlace(odd, ctx())!.additionalOpeningHours, null, 'blocks without a label or days are not hours');
 });
 
 test('missing or moved indexes give nulls, never a throw; an array without title or id is not a place', (t) => {

@@ -50,6 +50,8 @@ export const PlaceReview = z
   .meta({ id: 'PlaceReview' });
 export type PlaceReviewT = z.infer<typeof PlaceReview>;
 
+const DayHours = z.object({ day: z.string(), hours: z.string() });
+
 export const PlaceItem = z
   .object({
     title: s,
@@ -91,10 +93,13 @@ export const PlaceItem = z
     description: s,
     imageUrl: s,
     imagesCount: n,
-    openingHours: z
-      .array(z.object({ day: z.string(), hours: z.string() }))
+    openingHours: z.array(DayHours).nullable().describe('include_details only.'),
+    additionalOpeningHours: z
+      .record(z.string(), z.array(DayHours))
       .nullable()
-      .describe('include_details only.'),
+      .describe(
+        'include_details only: secondary hours by the kind Google labels them with ("Delivery", "Takeout", "Kitchen"…), as Apify names them; null when the place lists none.',
+      ),
     popularTimes: z
       .array(
         z.object({
@@ -183,12 +188,32 @@ function dayHours(d: unknown): { day: string; hours: string } | null {
 /** The days of the first hours block that has any (`[203][0]`, else `[34][1]`), each day read in either layout. */
 function openingHours(place: unknown): PlaceItemT['openingHours'] {
   for (const path of [PATHS.hoursNew[0]!, PATHS.hoursOld[0]!]) {
-    const out = (arr(at(place, ...path)) ?? [])
-      .map(dayHours)
-      .filter((d): d is { day: string; hours: string } => d !== null);
+    const out = dayList(at(place, ...path));
     if (out.length) return out;
   }
   return null;
+}
+
+const dayList = (v: unknown): { day: string; hours: string }[] =>
+  (arr(v) ?? []).map(dayHours).filter((d): d is { day: string; hours: string } => d !== null);
+
+/**
+ * Secondary hours (`[118]`): labelled blocks, each with its label (a string of the block, or of a part of
+ * it such as `[label, kind]`) and its day rows (a part of the block, either day layout). The position is
+ * derived from public reports, not from the recordings, so the block is read by shape, not by index.
+ */
+function additionalOpeningHours(place: unknown): PlaceItemT['additionalOpeningHours'] {
+  const out: Record<string, { day: string; hours: string }[]> = {};
+  for (const block of arr(at(place, ...PATHS.hoursSecondary[0]!)) ?? []) {
+    const parts = arr(block) ?? [];
+    const days = parts.map(dayList).find((d) => d.length > 0);
+    const label =
+      parts.map(str).find((x) => x !== null) ??
+      parts.flatMap((part) => (dayList(part).length ? [] : strings(part))).at(0) ??
+      null;
+    if (days && label && !(label in out)) out[label] = days;
+  }
+  return Object.keys(out).length ? out : null;
 }
 
 function popularTimes(place: unknown): PlaceItemT['popularTimes'] {
@@ -300,6 +325,7 @@ export function mapPlace(place: unknown, ctx: PlaceContext): PlaceItemT | null {
     imageUrl: firstAt(place, PATHS.imageUrl, str),
     imagesCount: firstAt(place, PATHS.imagesCount, num),
     openingHours: details ? openingHours(place) : null,
+    additionalOpeningHours: details ? additionalOpeningHours(place) : null,
     popularTimes: details ? popularTimes(place) : null,
     phoneInternational: details ? firstAt(place, PATHS.phoneInternational, str) : null,
     ownerName: details ? firstAt(place, PATHS.ownerName, str) : null,

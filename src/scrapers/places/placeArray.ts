@@ -67,6 +67,8 @@ export const PATHS = {
   closedFlag: [[88, 0]],
   hoursNew: [[203, 0]],
   hoursOld: [[34, 1]],
+  /** Secondary hours (delivery, takeout, kitchen…): a list of labelled blocks (not in the recordings). */
+  hoursSecondary: [[118]],
   popularTimes: [[84, 0]],
   distribution: [
     [175, 3],
@@ -84,14 +86,14 @@ export const PATHS = {
 const XHR_MARK = '/*""*/';
 
 /**
- * Parses past Google's anti-JSON-hijacking prefix `)]}'`; also unwraps the XHR variant (a `/*""*` + `/`
- * comment, then `{"c":0,"d":")]}'\n…"}`, sometimes followed by the same comment again).
+ * Parses past Google's anti-JSON-hijacking prefix `)]}'`; also unwraps the XHR variant, `{"c":0,"d":")]}'\n…"}`
+ * with a `/*""*` + `/` comment before it, after it, or both (each mark is optional on its own).
  */
 export function parseGoogleJson(body: string): unknown {
   let text = body.trim();
-  if (text.startsWith(XHR_MARK)) {
-    text = text.slice(XHR_MARK.length).trimStart();
-    if (text.endsWith(XHR_MARK)) text = text.slice(0, -XHR_MARK.length).trimEnd();
+  if (text.startsWith(XHR_MARK)) text = text.slice(XHR_MARK.length).trimStart();
+  if (text.endsWith(XHR_MARK)) text = text.slice(0, -XHR_MARK.length).trimEnd();
+  if (text.startsWith('{')) {
     const outer = JSON.parse(text) as { d?: unknown };
     if (typeof outer.d !== 'string') throw new SyntaxError('XHR wrapper without a "d" string');
     text = outer.d.trimStart();
