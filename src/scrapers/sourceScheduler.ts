@@ -43,6 +43,11 @@ export class ItemSink {
     return Math.max(0, this.limit - this.items.length);
   }
 
+  /** Whether the workspace was delivered an item with this key before (only_new). */
+  deliveredBefore(key: string): boolean {
+    return this.seenBefore.has(key);
+  }
+
   /** Whether an item with this key would be added now (checked before expensive work such as reviews). */
   wouldAdd(key: string): boolean {
     return !this.full && !this.keys.has(key) && !this.seenBefore.has(key);

@@ -75,6 +75,139 @@ const listing = (children: any[], after: string | null = null) => ({
   data: { after, dist: children.length, modhash: '', geo_filter: null, children, before: null },
 });
 
+/** The shape of a synthetic long thread (see FakeReddit.longThread). */
+export interface LongThreadShape {
+  /** Top-level comments, each the head of a reply chain. */
+  topLevel: number;
+  /** Replies in each chain (depth 1 … chain). */
+  chain: number;
+  /** Top-level comments in the first answer; the rest are behind one "load more comments" stub. */
+  shownTopLevel: number;
+  /** Deepest depth in a tree answer; deeper replies are behind a "continue this thread" stub. */
+  shownDepth: number;
+}
+
+interface ThreadComment {
+  data: any;
+  children: string[];
+}
+
+/**
+ * A long thread in Reddit's formats, derived from the fixture's post and comment records: what
+ * /comments/<id> answers (a depth-capped tree, a "load more comments" stub listing every id behind it,
+ * "continue this thread" stubs), what /comments/<id>/_/<comment> answers (that comment at depth 0 with its
+ * branch) and what /api/morechildren answers (the asked ids, flat, pre-order).
+ */
+class LongThread {
+  readonly comments = new Map<string, ThreadComment>();
+  readonly order: string[] = [];
+  readonly topLevel: string[] = [];
+  readonly post: any;
+
+  constructor(
+    readonly postId: string,
+    readonly shape: LongThreadShape,
+  ) {
+    const thread = fixture('comments_1q2w3e4.json');
+    const base = thread[1].data.children[0].data;
+    const total = shape.topLevel * (1 + shape.chain);
+    this.post = {
+      ...thread[0].data.children[0].data,
+      id: postId,
+      name: `t3_${postId}`,
+      num_comments: total,
+      permalink: `/r/typescript/comments/${postId}/long_thread/`,
+    };
+    let n = 0;
+    const add = (id: string, parent: string, depth: number) => {
+      this.order.push(id);
+      this.comments.set(id, {
+        children: [],
+        data: {
+          ...base,
+          id,
+          name: `t1_${id}`,
+          parent_id: parent,
+          link_id: `t3_${postId}`,
+          depth,
+          body: `Comment ${id}.`,
+          created_utc: base.created_utc + n++,
+          permalink: `${this.post.permalink}${id}/`,
+          replies: '',
+        },
+      });
+      if (parent.startsWith('t1_')) this.comments.get(parent.slice(3))!.children.push(id);
+    };
+    for (let i = 0; i < shape.topLevel; i++) {
+      const top = `${postId}c${i.toString(36)}`;
+      this.topLevel.push(top);
+      add(top, `t3_${postId}`, 0);
+      let parent = top;
+      for (let j = 1; j <= shape.chain; j++) {
+        const id = `${top}r${j}`;
+        add(id, `t1_${parent}`, j);
+        parent = id;
+      }
+    }
+  }
+
+  /** Every comment id under (and including) `id`, pre-order. */
+  private branch(id: string): string[] {
+    return [id, ...this.comments.get(id)!.children.flatMap((c) => this.branch(c))];
+  }
+
+  /** A comment with its replies down to `maxDepth` (relative depth from `base`), then a continue stub. */
+  private node(id: string, depth: number, maxDepth: number): any {
+    const c = this.comments.get(id)!;
+    let replies: any = '';
+    if (c.children.length && depth < maxDepth)
+      replies = listing(c.children.map((k) => this.node(k, depth + 1, maxDepth)));
+    else if (c.children.length)
+      replies = listing([
+        {
+          kind: 'more',
+          data: { count: 0, name: 't1__', id: '_', parent_id: `t1_${id}`, depth: depth + 1, children: [] },
+        },
+      ]);
+    return { kind: 't1', data: { ...c.data, depth, replies } };
+  }
+
+  tree(): any {
+    const shown = this.topLevel.slice(0, this.shape.shownTopLevel);
+    const hidden = this.topLevel.slice(this.shape.shownTopLevel);
+    const children = shown.map((id) => this.node(id, 0, this.shape.shownDepth));
+    if (hidden.length) {
+      const ids = hidden.flatMap((id) => this.branch(id));
+      children.push({
+        kind: 'more',
+        data: {
+          count: ids.length,
+          name: `t1_${ids[0]}`,
+          id: ids[0],
+          parent_id: `t3_${this.postId}`,
+          depth: 0,
+          children: ids,
+        },
+      });
+    }
+    return [listing([{ kind: 't3', data: { ...this.post, num_duplicates: 0 } }]), listing(children)];
+  }
+
+  continued(id: string): any {
+    if (!this.comments.has(id)) return undefined;
+    return [listing([{ kind: 't3', data: this.post }]), listing([this.node(id, 0, Number.POSITIVE_INFINITY)])];
+  }
+
+  more(ids: string[]): any {
+    if (ids.length > 100)
+      return { json: { errors: [['TOO_MANY_CHILDREN', 'at most 100 children', 'children']], data: {} } };
+    const things = ids
+      .filter((id) => this.comments.has(id))
+      .map((id) => ({ kind: 't1', data: this.comments.get(id)!.data }));
+    return { json: { errors: [], data: { things } } };
+  }
+}
+
 /**
  * A local fake of oauth.reddit.com + the token endpoint, replaying the fixture payloads and recording
  * what it receives, so tests can check OAuth, raw_json, paging cursors, sorts and morechildren ids.
@@ -91,6 +224,7 @@ export class FakeReddit {
   latencyMs = 0;
   private readonly faults: { match: RegExp; fault: Fault; times: number }[] = [];
   private readonly posts = knownPosts();
+  private readonly threads = new Map<string, LongThread>();
   private server!: Server;
   url = '';
 
@@ -115,6 +249,13 @@ export class FakeReddit {
   /** The next `times` requests whose path matches fail this way. */
   fault(match: RegExp, fault: Fault, times = 1): void {
     this.faults.push({ match, fault, times });
+  }
+
+  /** Serves a long thread under post `postId`; returns every comment fullname in thread order. */
+  longThread(postId: string, shape: LongThreadShape): string[] {
+    const thread = new LongThread(postId, shape);
+    this.threads.set(postId, thread);
+    return thread.order.map((id) => `t1_${id}`);
   }
 
   /** The current token stops working (as when it expires); the next token request gets a new one. */
@@ -195,6 +336,8 @@ export class FakeReddit {
       this.maxMoreInFlight = Math.max(this.maxMoreInFlight, this.moreInFlight);
       await new Promise((r) => setTimeout(r, 20));
       this.moreInFlight--;
+      const long = this.threads.get((u.searchParams.get('link_id') ?? '').replace(/^t3_/, ''));
+      if (long) return this.serve(res, u, long.more((u.searchParams.get('children') ?? '').split(',')));
       const doc = fixture('morechildren.json');
       const wanted = new Set((u.searchParams.get('children') ?? '').split(','));
       doc.json.data.things = doc.json.data.things.filter((t: any) => wanted.has(t.data.id));
@@ -237,6 +380,10 @@ export class FakeReddit {
     if (p === '/user/ts_dev_42/about') return fixture('user_ts_dev_42_about.json');
     if (p === '/user/ts_dev_42/submitted') return fixture('user_ts_dev_42_submitted.json');
     if (p === '/user/ts_dev_42/comments') return userCommentsListing();
+    if ((m = /^\/comments\/([a-z0-9]+)(?:\/_\/([a-z0-9]+))?$/.exec(p)) && this.threads.has(m[1]!)) {
+      const thread = this.threads.get(m[1]!)!;
+      return m[2] ? thread.continued(m[2]) : thread.tree();
+    }
     if (p === '/comments/1q2w3e4/_/kq2b') return fixture('comments_1q2w3e4_continue_kq2b.json');
     if (p === '/comments/1q2w3e4') return fixture('comments_1q2w3e4.json');
     if ((m = /^\/comments\/([a-z0-9]+)$/.exec(p)) && this.posts.has(m[1]!)) {

@@ -11,7 +11,7 @@ let reddit: FakeReddit;
 let maps: FakeMaps;
 let d: TestDaemon;
 const keys: Record<string, string> = {};
-const WORKSPACES = ['pages', 'other', 'export', 'retain', 'cancel', 'fresh', 'thread'];
+const WORKSPACES = ['pages', 'other', 'export', 'retain', 'cancel', 'fresh', 'thread', 'long'];
 
 let fakes: ScraperDaemon;
 test.before(async () => {
@@ -265,6 +265,39 @@ test.serial('only_new on a post URL re-reads its thread and delivers only the ne
   }
   t.is(fixture('comments_1q2w3e4.json')[1].data.children.length, 2, 'the fixture itself is untouched');
 });
+
+test.serial(
+  '37.8 only_new on a long thread: each run delivers the next unseen comments, behind "more" and "continue" stubs too',
+  async (t) => {
+    // 470 comments: 20 chains shown down to depth 2 (their last 2 replies behind "continue this thread"), the
+    // other 74 chains behind one "load more comments" stub.
+    const all = reddit.longThread('l0ngthr', { topLevel: 94, chain: 4, shownTopLevel: 20, shownDepth: 2 });
+    t.is(all.length, 470);
+    const body = { urls: ['https://www.reddit.com/r/typescript/comments/l0ngthr/long_thread/'], max_items: 100 };
+    const first = await scrape('long', 'forum', body);
+    t.is(first.items.length, 100);
+    const delivered = new Set<string>(first.items.map((i: any) => i.id));
+    const counts: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const run = await scrape('long', 'forum', { ...body, only_new: true });
+      t.is(run.status, 'succeeded');
+      counts.push(run.items.length);
+      for (const item of run.items) {
+        t.false(delivered.has(item.id), `${item.id} was delivered before`);
+        delivered.add(item.id);
+      }
+    }
+    // Before: 1, 0, 0, 0, 0 (every run re-read the first 100 comments of the thread and stopped there).
+    t.deepEqual(counts, [100, 100, 100, 71, 0]);
+    t.deepEqual(
+      [...delivered].filter((id) => id.startsWith('t1_')).sort(),
+      [...all].sort(),
+      'every comment of the thread, once',
+    );
+    const u = await usage('long');
+    t.is(u.used, 471);
+  },
+);
 
 test.serial(
   'the seen-set is bounded: past seen_items_per_kind the least recently delivered keys are forgotten (and can be billed again)',

@@ -307,8 +307,11 @@ export class ForumScraper {
   /**
    * A post's comment tree, flattened depth-first, with `more` stubs expanded largest first (PRAW's
    * order) until the budget (max_comments, the run's remaining items) or the request budget is spent.
-   * numberOfReplies counts the direct replies read plus the counts Reddit declares in stubs left
-   * unexpanded, so a cut tree does not under-count.
+   * The budget counts comments this run can deliver: comments the workspace was delivered before
+   * (only_new) are passed over and the expansion goes on, so a long thread is delivered a budget at a
+   * time by successive runs; ids of a "load more" stub that were delivered before are not asked for
+   * again. numberOfReplies counts the direct replies read (also those behind "continue this thread")
+   * plus the counts Reddit declares in stubs left unexpanded, so a cut tree does not under-count.
    */
   private async *comments(post: Raw, report: SourceReportT, tree?: Listing): Work<void> {
     const id36 = String(post.id);
@@ -320,29 +323,40 @@ export class ForumScraper {
       postTitle: typeof post.title === 'string' ? post.title : null,
     };
     const kept: Draft<ForumCommentT>[] = [];
+    /** Kept comments this run can still deliver (not delivered before, not already taken). */
+    let fresh = 0;
     const seen = new Set<string>();
     const replies = new Map<string, Set<string>>();
+    const declared = new Map<string, number>();
     const stubs: Stub[] = [];
+    const commentKey = (fullname: string) => forumItemKey({ dataType: 'comment', id: fullname });
 
     const walk = (children: Thing[]) => {
       for (const child of children) {
         const d = child.data;
         if (child.kind === 't1') {
           const name = typeof d.name === 'string' ? d.name : `t1_${String(d.id)}`;
-          if (seen.has(name)) continue;
-          seen.add(name);
-          if (typeof d.parent_id === 'string') {
-            const set = replies.get(d.parent_id) ?? new Set<string>();
-            set.add(name);
-            replies.set(d.parent_id, set);
+          // A comment read before in this run comes back as the head of its own "continue this thread"
+          // document: only its replies there are new.
+          if (!seen.has(name)) {
+            seen.add(name);
+            if (typeof d.parent_id === 'string') {
+              const set = replies.get(d.parent_id) ?? new Set<string>();
+              set.add(name);
+              replies.set(d.parent_id, set);
+            }
+            if (
+              this.commentDateLimit !== null &&
+              typeof d.created_utc === 'number' &&
+              d.created_utc < this.commentDateLimit
+            )
+              addFiltered(report, 'comment_date_limit');
+            else {
+              const c = mapComment(d, this.scrapedAt, context);
+              kept.push(c);
+              if (c.id && this.sink.wouldAdd(commentKey(c.id))) fresh++;
+            }
           }
-          if (
-            this.commentDateLimit !== null &&
-            typeof d.created_utc === 'number' &&
-            d.created_utc < this.commentDateLimit
-          )
-            addFiltered(report, 'comment_date_limit');
-          else kept.push(mapComment(d, this.scrapedAt, context));
           const nested = asObj(d.replies);
           if (nested) walk(this.listing(nested).children);
         } else if (child.kind === 'more') {
@@ -375,14 +389,27 @@ export class ForumScraper {
     }
     walk(tree.children);
     let requests = 0;
-    while (kept.length < budget && stubs.length > 0 && requests < this.maxMoreRequests) {
+    while (fresh < budget && stubs.length > 0 && requests < this.maxMoreRequests) {
       stubs.sort((a, b) => b.count - a.count);
       const stub = stubs.shift()!;
+      let chunk: string[] = [];
+      if (stub.kind === 'load') {
+        // Stubs list every id of their branch: ids delivered before are passed over without a request (they
+        // still count as declared replies, as Reddit gave them but they were not read).
+        const known = stub.children.filter((x) => this.sink.deliveredBefore(commentKey(`t1_${x}`)));
+        for (let i = 0; i < known.length; i++) addFiltered(report, 'seen');
+        if (known.length) declared.set(stub.parentId, (declared.get(stub.parentId) ?? 0) + known.length);
+        const unseen = known.length
+          ? stub.children.filter((x) => !this.sink.deliveredBefore(commentKey(`t1_${x}`)))
+          : stub.children;
+        chunk = unseen.slice(0, MORE_CHUNK);
+        if (chunk.length === 0) continue;
+        stub.children = unseen;
+        stub.count = Math.max(0, stub.count - known.length);
+      }
       requests++;
       try {
         if (stub.kind === 'load') {
-          const chunk = stub.children.slice(0, MORE_CHUNK);
-          if (chunk.length === 0) continue;
           const raw = await this.client.moreChildren(linkId, chunk, sort, this.scope);
           const doc = asObj(asObj(raw)?.json);
           const errors = doc?.errors;
@@ -416,16 +443,17 @@ export class ForumScraper {
         break;
       }
     }
-    if (stubs.length > 0 && kept.length < budget && requests >= this.maxMoreRequests) {
+    if (stubs.length > 0 && fresh < budget && requests >= this.maxMoreRequests) {
       this.warnings.push(
         `${linkId}: ${stubs.length} "more comments" branches were not expanded (at most ${this.maxMoreRequests} expansion requests per post).`,
       );
     }
-    const declared = new Map<string, number>();
     for (const s of stubs) if (s.kind === 'load') declared.set(s.parentId, (declared.get(s.parentId) ?? 0) + s.count);
-    for (const c of kept.slice(0, budget)) {
+    let delivered = 0;
+    for (const c of kept) {
+      if (delivered >= budget) break;
       if (c.id) c.numberOfReplies = (replies.get(c.id)?.size ?? 0) + (declared.get(c.id) ?? 0);
-      yield c;
+      if ((yield c) === 'added') delivered++;
     }
   }
 }
