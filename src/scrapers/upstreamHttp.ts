@@ -58,3 +58,45 @@ export function headerOf(headers: IncomingHttpHeaders, name: string): string | u
   const v = headers[name];
   return Array.isArray(v) ? v[0] : v;
 }
+
+/**
+ * The rest a credential (Reddit) or egress (Google) takes after a block page: for the cool-down every
+ * request fails fast without reaching the upstream. Runs during the rest are told why and until when
+ * (the block's own code, `resume_at`, `blocked_at`), not the error of the run that met the block, whose
+ * message and path belong to that run.
+ */
+export class BlockCooldown {
+  private until = 0;
+  private block: {
+    at: string;
+    status: unknown;
+    make: (message: string, details: Record<string, unknown>) => ApiError;
+  } | null = null;
+
+  constructor(
+    /** "Reddit blocked this app's credential", "Google flagged this egress (IP or proxy)". */
+    private readonly blockedWhat: string,
+    private readonly ms: number,
+  ) {}
+
+  /** A block page was met: rest for the cool-down. `make` builds the block's catalogue error. */
+  trip(e: ApiError, make: (message: string, details: Record<string, unknown>) => ApiError): void {
+    this.until = Date.now() + this.ms;
+    this.block = { at: new Date().toISOString(), status: e.details.status ?? null, make };
+  }
+
+  /** Throws while resting. */
+  check(): void {
+    if (Date.now() >= this.until || !this.block) return;
+    const resumeAt = new Date(this.until).toISOString();
+    throw this.block.make(
+      `${this.blockedWhat} at ${this.block.at}; it rests until ${resumeAt} ([scrapers] blocked_cooldown_seconds), so no request was sent.`,
+      {
+        resume_at: resumeAt,
+        blocked_at: this.block.at,
+        blocked_status: this.block.status,
+        cooldown_seconds: this.ms / 1000,
+      },
+    );
+  }
+}

@@ -180,6 +180,46 @@ test.serial(
   },
 );
 
+test.serial('37.9d the branch behind "continue this thread" is delivered and counted in numberOfReplies', async (t) => {
+  // As Reddit answers /comments/<post>/_/<comment>: the comment at depth 0 with its replies nested (derived
+  // from the fixture's continue document and its comment records).
+  fake.transform = (path, _q, doc) => {
+    if (path !== '/comments/1q2w3e4/_/kq2b') return doc;
+    const focal = doc[1].data.children[0];
+    const reply = (id: string, parent: string, depth: number, replies: unknown = '') => ({
+      kind: 't1',
+      data: {
+        ...focal.data,
+        id,
+        name: `t1_${id}`,
+        parent_id: parent,
+        depth,
+        body: `Reply ${id}.`,
+        permalink: focal.data.permalink.replace('kq2b', id),
+        replies,
+      },
+    });
+    const nested = (children: unknown[]) => ({ kind: 'Listing', data: { after: null, children } });
+    focal.data.replies = nested([
+      reply('kq4d', 't1_kq2b', 1, nested([reply('kq6f', 't1_kq4d', 2)])),
+      reply('kq5e', 't1_kq2b', 1),
+    ]);
+    return doc;
+  };
+  try {
+    const { out } = await scrape({ urls: ['https://redd.it/1q2w3e4'] });
+    // Before: kq2b was already read, so its replies in the continue document were skipped: 0 replies, and
+    // kq4d, kq5e and kq6f were never delivered.
+    t.like(byId(out.items, 't1_kq2b'), { numberOfReplies: 2 });
+    t.like(byId(out.items, 't1_kq4d'), { parentId: 't1_kq2b', numberOfReplies: 1 });
+    t.like(byId(out.items, 't1_kq6f'), { parentId: 't1_kq4d', numberOfReplies: 0 });
+    t.like(byId(out.items, 't1_kq5e'), { parentId: 't1_kq2b', numberOfReplies: 0 });
+    t.is(ids(out.items).length, 9, 'the post, the 5 comments of the fixture thread and the 3 of the branch');
+  } finally {
+    fake.transform = (_p, _q, d) => d;
+  }
+});
+
 test.serial(
   'post URLs (www, old, redd.it) give the post and its comments; max_comments caps per post; skip_comments fetches none',
   async (t) => {
@@ -507,6 +547,28 @@ test.serial(
     t.regex(out.sources[0]!.problem!.message, /blocked due to a network policy/);
     t.is(requests.length, 1, 'no request after the block (circuit open)');
     t.deepEqual(out.items, []);
+  },
+);
+
+test.serial(
+  "37.9e a run during the block cool-down says the credential rests until when, not the earlier run's error and path",
+  async (t) => {
+    fake.fault(/^\/r\/typescript\/about$/, { kind: 'blocked' });
+    const c = client({ blocked_cooldown_seconds: 60 });
+    const blockedAt = Date.now();
+    const first = await scrape({ urls: ['https://www.reddit.com/r/typescript'] }, { c });
+    t.like(first.out.sources[0]!.problem, { code: 'upstream_blocked', details: { path: '/r/typescript/about' } });
+    const later = await scrape({ urls: ['https://redd.it/1q2w3e5'] }, { c });
+    t.is(later.requests.length, 0, 'nothing was sent during the cool-down');
+    const problem = later.out.sources[0]!.problem!;
+    // Before: the first run's problem verbatim ("Reddit blocked the request (HTTP 403…)", path /r/typescript/about).
+    t.is(problem.code, 'upstream_blocked');
+    t.is(problem.details!.path, undefined, 'no path of another run');
+    const resumeAt = Date.parse(problem.details!.resume_at as string);
+    t.true(resumeAt >= blockedAt + 60_000 && resumeAt <= Date.now() + 60_000, String(problem.details!.resume_at));
+    t.like(problem.details, { blocked_status: 403, cooldown_seconds: 60 });
+    t.true(Date.parse(problem.details!.blocked_at as string) >= blockedAt - 1000);
+    t.regex(problem.message, new RegExp(`rests until ${problem.details!.resume_at as string}`));
   },
 );
 

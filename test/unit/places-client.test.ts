@@ -75,7 +75,13 @@ test.serial(
       t.is(first.sources[0]!.problem!.code, 'unusual_traffic');
       const before = fake.requests.length;
       const second = await run(client, { search_queries: [REAL_QUERY] });
-      t.is(second.sources[0]!.problem!.code, 'unusual_traffic', 'a later run gets the same problem');
+      // 37.9e: before, a later run got the first run's problem verbatim (its message, status and path).
+      const problem = second.sources[0]!.problem!;
+      t.is(problem.code, 'unusual_traffic', 'a later run is told why the egress rests');
+      t.is(problem.details!.path, undefined, 'no path of another run');
+      t.like(problem.details, { blocked_status: 429, cooldown_seconds: 60 });
+      t.true(Date.parse(problem.details!.resume_at as string) > Date.now() + 55_000);
+      t.regex(problem.message, /rests until \d{4}-\d\d-\d\dT/);
       t.is(second.items.length, 0);
       t.is(fake.requests.length, before, 'nothing was sent during the cool-down');
       t.is(client.stats.blocked, 1);

@@ -1,7 +1,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import { type ApiError, Errors } from '../../contract/errors.js';
 import { TokenBucket, waitFor, type RequestScope } from '../tokenBucket.js';
-import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
+import { BlockCooldown, backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { headerDelaySeconds, parseRateLimitHeaders } from './rateLimiter.js';
 
 export interface RedditClientOptions {
@@ -52,16 +52,20 @@ export class RedditClient {
   private readonly dispatcher: Dispatcher;
   private token: { value: string; expiresAt: number } | null = null;
   private tokenFetch: Promise<string> | null = null;
-  private blockedUntil = 0;
-  private blockedError: ApiError | null = null;
-  /** /api/morechildren must not run concurrently per credential (Reddit's rule). */
-  private moreChain: Promise<unknown> = Promise.resolve();
+  private readonly cooldown: BlockCooldown;
+  /**
+   * /api/morechildren must not run concurrently per credential (Reddit's rule): its requests take turns
+   * here, after the rate limiter, so a run waiting for its turn never waits behind another run's rate-limit
+   * pause without saying so (each waits out a pause in the limiter, visibly).
+   */
+  private moreTurn: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: RedditClientOptions) {
     if (o.authMode === 'oauth' && (!o.clientId || !o.clientSecret)) {
       throw Errors.scraperNotConfigured();
     }
     this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
+    this.cooldown = new BlockCooldown("Reddit blocked this app's credential", o.blockedCooldownMs);
     this.dispatcher = new Agent({
       connections: 4,
       headersTimeout: o.requestTimeoutMs,
@@ -79,18 +83,22 @@ export class RedditClient {
     return this.call('GET', path, params, scope);
   }
 
-  /** /api/morechildren, one call at a time per credential. */
+  /** /api/morechildren, one request at a time per credential. */
   moreChildren(linkId: string, children: string[], sort: string, scope?: RequestScope): Promise<unknown> {
-    const run = this.moreChain.then(() =>
-      this.call(
-        'GET',
-        '/api/morechildren',
-        { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' },
-        scope,
-      ),
+    return this.call(
+      'GET',
+      '/api/morechildren',
+      { api_type: 'json', link_id: linkId, children: children.join(','), sort, limit_children: 'false' },
+      scope,
+      true,
     );
-    this.moreChain = run.catch(() => undefined);
-    return run;
+  }
+
+  /** Runs `send` when the previous one-at-a-time request has ended. */
+  private inTurn<T>(send: () => Promise<T>): Promise<T> {
+    const turn = this.moreTurn.then(send);
+    this.moreTurn = turn.catch(() => undefined);
+    return turn;
   }
 
   private url(path: string, params: Record<string, string | number | undefined>): string {
@@ -102,24 +110,30 @@ export class RedditClient {
     return u.toString();
   }
 
+  /** `oneAtATime`: the request (not its rate-limit wait) takes turns with the other such requests. */
   private async call(
     method: 'GET',
     path: string,
     params: Record<string, string | number | undefined>,
     scope?: RequestScope,
+    oneAtATime = false,
   ): Promise<unknown> {
     const signal = scope?.signal;
     const url = this.url(path, params);
     let refreshed = false;
     for (let attempt = 0; ; attempt++) {
-      if (Date.now() < this.blockedUntil) throw this.blockedError!;
+      this.cooldown.check();
       const headers: Record<string, string> = { 'user-agent': this.o.userAgent, accept: 'application/json' };
       if (this.o.authMode === 'oauth') headers.authorization = `bearer ${await this.accessToken(signal)}`;
       await this.limiter.acquire(scope);
       this.stats.requests++;
-      let res: Dispatcher.ResponseData;
+      const send = async () => {
+        const res = await request(url, { method, headers, dispatcher: this.dispatcher, signal });
+        return { statusCode: res.statusCode, headers: res.headers, body: await res.body.text() };
+      };
+      let res: { statusCode: number; headers: Dispatcher.ResponseData['headers']; body: string };
       try {
-        res = await request(url, { method, headers, dispatcher: this.dispatcher, signal });
+        res = await (oneAtATime ? this.inTurn(send) : send());
       } catch (e) {
         if (signal?.aborted) throw signal.reason;
         if (isRetryableTransportError(e) && attempt < this.o.maxRetries) {
@@ -138,10 +152,7 @@ export class RedditClient {
       if (rateLimit) this.limiter.pause(headerDelaySeconds(rateLimit) * 1000);
       const type = h('content-type') ?? '';
       const status = res.statusCode;
-      const body = await res.body.text().catch((e: unknown) => {
-        if (signal?.aborted) throw signal.reason;
-        throw e;
-      });
+      const body = res.body;
       if (status === 200 && type.includes('json')) {
         try {
           return JSON.parse(body) as unknown;
@@ -195,8 +206,7 @@ export class RedditClient {
         `Reddit blocked the request (HTTP ${status}${/whoa there|blocked/i.test(body) ? ', "blocked due to a network policy"' : ''}).`,
         { status, path, cooldown_seconds: this.o.blockedCooldownMs / 1000 },
       );
-      this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
-      this.blockedError = e;
+      this.cooldown.trip(e, blocked);
       return e;
     }
     if (status === 403 && reason === 'private') return Errors.communityPrivate(path);

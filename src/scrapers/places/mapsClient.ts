@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, ProxyAgent, request, type Dispatcher } from 'undici';
-import { type ApiError, Errors } from '../../contract/errors.js';
+import { Errors } from '../../contract/errors.js';
 import { TokenBucket, type RequestScope } from '../tokenBucket.js';
-import { backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
+import { BlockCooldown, backoff, headerOf, isRetryableTransportError, transportError } from '../upstreamHttp.js';
 import { detectBlock } from './upstreamProblems.js';
 
 export interface MapsClientOptions {
@@ -45,11 +45,11 @@ export class MapsClient {
   readonly stats: MapsClientStats = { requests: 0, retries: 0, blocked: 0 };
   private readonly limiter: TokenBucket;
   private readonly dispatcher: Dispatcher;
-  private blockedUntil = 0;
-  private blockedError: ApiError | null = null;
+  private readonly cooldown: BlockCooldown;
 
   constructor(private readonly o: MapsClientOptions) {
     this.limiter = new TokenBucket(o.requestsPerMinute, o.burst);
+    this.cooldown = new BlockCooldown('Google refused this egress (IP or proxy)', o.blockedCooldownMs);
     const timeouts = {
       headersTimeout: o.requestTimeoutMs,
       bodyTimeout: o.requestTimeoutMs,
@@ -73,7 +73,7 @@ export class MapsClient {
     const url = this.o.baseUrl.replace(/\/+$/, '') + path;
     const label = path.split('?')[0]!;
     for (let attempt = 0; ; attempt++) {
-      if (Date.now() < this.blockedUntil) throw this.blockedError!;
+      this.cooldown.check();
       await this.limiter.acquire(scope);
       if (this.o.jitterMs > 0) await sleep(Math.round(Math.random() * this.o.jitterMs), undefined, { signal });
       this.stats.requests++;
@@ -115,8 +115,7 @@ export class MapsClient {
           path: label,
           cooldown_seconds: this.o.blockedCooldownMs / 1000,
         });
-        this.blockedUntil = Date.now() + this.o.blockedCooldownMs;
-        this.blockedError = err;
+        this.cooldown.trip(err, block.error);
         throw err;
       }
       if (RETRY_STATUSES.has(status) && attempt < this.o.maxRetries) {
