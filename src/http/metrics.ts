@@ -13,9 +13,12 @@ import { parseBearer } from './auth.js';
 import type { AppState } from './route.js';
 import type { Runtime } from './runtime.js';
 import type { FollowerStatus } from '../collections/fleetFollower.js';
+import type { WebhookEndpointHealth } from '../webhooks/webhookStore.js';
 
 /** Per-collection series stop here, so a box with thousands of collections cannot flood the scrape. */
 const MAX_COLLECTION_SERIES = 200;
+/** Per-webhook-endpoint series stop here (workspaces may each register endpoints). */
+const MAX_WEBHOOK_SERIES = 200;
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 const SEARCH_BUCKETS = [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
@@ -113,9 +116,15 @@ export class VigilMetrics {
     this.stateCollectors();
   }
 
-  /** The daemon's services, read at scrape time. */
+  /**
+   * The daemon's services, read at scrape time. Families of features that are off are not registered at
+   * all (no `vigil_mqtt_connected 0` without MQTT, no fleet series on a one-box daemon).
+   */
   attach(rt: Runtime): void {
     this.rt = rt;
+    if (rt.events.status().mqtt.enabled) this.mqttCollectors();
+    if (rt.fleet) this.fleetCollectors();
+    this.webhookCollectors();
   }
 
   /** Koa middleware counting every request by its route template (unmatched paths share one label). */
@@ -388,9 +397,15 @@ export class VigilMetrics {
         this.set(Number((outputs()?.history as { events?: number } | undefined)?.events) || 0);
       },
     });
+  }
+
+  /** [mqtt] enabled: the MQTT output's queue and connection, from the status /v1/events/status shows. */
+  private mqttCollectors(): void {
+    const reg = [this.registry];
+    const outputs = () => this.rt?.events.status() ?? null;
     new Gauge({
       name: 'vigil_mqtt_connected',
-      help: 'Whether the MQTT output is connected (0 when disabled).',
+      help: 'Whether the MQTT output is connected to its broker.',
       registers: reg,
       collect() {
         this.set(outputs()?.mqtt.connected ? 1 : 0);
@@ -413,15 +428,6 @@ export class VigilMetrics {
         this.inc(outputs()?.mqtt.published ?? 0);
       },
     });
-    // Fleet mode: local events not yet in the fleet's database (0 in sqlite mode).
-    new Gauge({
-      name: 'vigil_fleet_event_backlog',
-      help: 'Fleet mode: events recorded locally and not yet forwarded to the fleet database.',
-      registers: reg,
-      collect() {
-        this.set((outputs() as { fleet?: { backlog?: number } } | null)?.fleet?.backlog ?? 0);
-      },
-    });
     new Counter({
       name: 'vigil_mqtt_dropped_total',
       help: 'MQTT messages dropped because the queue was full.',
@@ -431,9 +437,69 @@ export class VigilMetrics {
         this.inc(outputs()?.mqtt.dropped ?? 0);
       },
     });
+  }
 
-    // Fleet mode ([store] backend = "postgres"): the follower of the shared gallery. Labelled by box so a
-    // fleet's series aggregate; absent on a one-box (SQLite) daemon.
+  /**
+   * Webhook endpoints (admin and workspace scopes): enabled or not, messages waiting, failure streak; per
+   * endpoint (generated ids, at most MAX_WEBHOOK_SERIES of them) and the totals by state.
+   */
+  private webhookCollectors(): void {
+    const reg = [this.registry];
+    const health = () => this.rt?.webhooks.health(MAX_WEBHOOK_SERIES) ?? null;
+    const perEndpoint = (name: string, help: string, value: (e: WebhookEndpointHealth) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['endpoint', 'scope'] as const,
+        registers: reg,
+        collect() {
+          this.reset();
+          for (const e of health()?.endpoints ?? []) this.set({ endpoint: e.id, scope: e.scope }, value(e));
+        },
+      });
+    perEndpoint(
+      'vigil_webhook_endpoint_enabled',
+      'Whether the webhook endpoint is enabled (0: disabled, see its disabled_reason).',
+      (e) => (e.enabled ? 1 : 0),
+    );
+    perEndpoint(
+      'vigil_webhook_pending_messages',
+      "Messages waiting in the outbox for the endpoint (delivered in order; a disabled endpoint's wait until it is enabled).",
+      (e) => e.pending,
+    );
+    perEndpoint(
+      'vigil_webhook_failure_streak',
+      'Consecutive failed delivery attempts of the endpoint ([webhooks] disable_after_failures disables it).',
+      (e) => e.failure_streak,
+    );
+    new Gauge({
+      name: 'vigil_webhook_endpoints',
+      help: 'Webhook endpoints by state.',
+      labelNames: ['state'] as const,
+      registers: reg,
+      collect() {
+        const h = health();
+        this.set({ state: 'enabled' }, h?.enabled ?? 0);
+        this.set({ state: 'disabled' }, h?.disabled ?? 0);
+      },
+    });
+  }
+
+  /** Fleet mode ([store] backend = "postgres"): event forwarding and the gallery follower. */
+  private fleetCollectors(): void {
+    const reg = [this.registry];
+    const rt = () => this.rt;
+    const outputs = () => rt()?.events.status() ?? null;
+    // Local events not yet in the fleet's database.
+    new Gauge({
+      name: 'vigil_fleet_event_backlog',
+      help: 'Fleet mode: events recorded locally and not yet forwarded to the fleet database.',
+      registers: reg,
+      collect() {
+        this.set((outputs() as { fleet?: { backlog?: number } } | null)?.fleet?.backlog ?? 0);
+      },
+    });
+    // The follower of the shared gallery, labelled by box so a fleet's series aggregate.
     const follower = () => {
       const f = rt()?.fleet;
       return f ? { box: f.boxId, s: f.follower.snapshot() } : null;

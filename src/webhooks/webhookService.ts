@@ -141,6 +141,11 @@ export class WebhookService {
     this.outbox.invalidate();
   }
 
+  /** Every scope's endpoints (the first `limit` by id) with their backlog and failure streak, and the totals. */
+  health(limit: number) {
+    return this.store.health(limit);
+  }
+
   /** Queues a `webhook.test` message for this endpoint only (behind anything already waiting, like any message). */
   sendTest(scope: string, id: string): { message_id: string } {
     const e = this.endpoint(scope, id);

@@ -22,6 +22,15 @@ export interface WebhookEndpoint {
   updated_at: string;
 }
 
+/** What /metrics shows of one endpoint. */
+export interface WebhookEndpointHealth {
+  id: string;
+  scope: string;
+  enabled: boolean;
+  failure_streak: number;
+  pending: number;
+}
+
 /** One queued message for one endpoint. */
 export interface OutboxRow {
   seq: number;
@@ -192,6 +201,22 @@ export class WebhookStore {
       )
       .get(scope) as { n: number };
     return { endpoints: e.n, enabled: e.on_, pending_messages: p.n };
+  }
+
+  /** Endpoints of every scope (the first `limit` by id) with their queued messages, and the totals by state. */
+  health(limit: number): { endpoints: WebhookEndpointHealth[]; enabled: number; disabled: number } {
+    const endpoints = (
+      this.db
+        .prepare(
+          `SELECT id, scope, enabled, failure_streak, (SELECT count(*) FROM webhook_outbox o WHERE o.endpoint_id = e.id) AS pending
+      FROM webhook_endpoints e ORDER BY id LIMIT ?`,
+        )
+        .all(limit) as (Omit<WebhookEndpointHealth, 'enabled'> & { enabled: number })[]
+    ).map((r) => ({ ...r, enabled: r.enabled === 1 }));
+    const totals = this.db
+      .prepare('SELECT coalesce(sum(enabled), 0) AS on_, count(*) AS n FROM webhook_endpoints')
+      .get() as { on_: number; n: number };
+    return { endpoints, enabled: totals.on_, disabled: totals.n - totals.on_ };
   }
 
   deleteEndpoint(id: string): boolean {

@@ -2,6 +2,7 @@ import test from 'ava';
 import { spawnSync } from 'node:child_process';
 import { call, face, form, post, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FakeReddit } from '../helpers/fakeReddit.js';
+import { freePort } from '../helpers/shared.js';
 import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 
@@ -142,6 +143,63 @@ test.serial(
     await call(d, 'DELETE', '/v1/monitors/door');
   },
 );
+
+test.serial(
+  'features that are off export no families: no MQTT series without MQTT, no fleet series on one box',
+  async (t) => {
+    const text = await scrapeMetrics();
+    t.notRegex(text, /vigil_mqtt_/);
+    t.notRegex(text, /vigil_fleet_/);
+    t.regex(text, /^vigil_webhook_endpoints\{state="enabled"\} 0$/m, 'webhook families are always there');
+  },
+);
+
+test('webhook endpoints: messages waiting, failure streak and disabled endpoints; MQTT on exports its connection', async (t) => {
+  const dead = await freePort(); // nothing listens there
+  const box = await startTestDaemon({
+    toml: [
+      '[mqtt]',
+      'enabled = true',
+      `url = "mqtt://127.0.0.1:${await freePort()}"`,
+      '[webhooks]',
+      'first_retry_seconds = 0.1',
+      'max_retry_delay_seconds = 0.2',
+      'disable_after_failures = 3',
+    ].join('\n'),
+  });
+  try {
+    const hook = await call(box, 'POST', '/v1/webhooks', { url: `http://127.0.0.1:${dead}/hook` });
+    t.is(hook.status, 201, JSON.stringify(hook.json));
+    const id = hook.json.webhook.id as string;
+    const series = (name: string) => `${name}{endpoint="${id}",scope="admin"}`;
+    const fresh = await scrapeMetrics(box.auth, box);
+    t.is(value(fresh, series('vigil_webhook_endpoint_enabled')), 1);
+    t.is(value(fresh, series('vigil_webhook_pending_messages')), 0);
+    t.is(value(fresh, series('vigil_webhook_failure_streak')), 0);
+    t.is(value(fresh, 'vigil_mqtt_connected'), 0, 'MQTT on and its broker away');
+    t.not(value(fresh, 'vigil_mqtt_queued_messages'), undefined);
+
+    t.is((await call(box, 'POST', `/v1/webhooks/${id}/test`)).status, 202);
+    await call(box, 'POST', `/v1/webhooks/${id}/test`);
+    const text = await waitFor(
+      'the endpoint disabled',
+      async () => {
+        const m = await scrapeMetrics(box.auth, box);
+        return value(m, series('vigil_webhook_endpoint_enabled')) === 0 ? m : undefined;
+      },
+      20_000,
+      200,
+    );
+    t.is(value(text, series('vigil_webhook_failure_streak')), 3);
+    t.is(value(text, series('vigil_webhook_pending_messages')), 2, 'its messages wait for it');
+    t.is(value(text, 'vigil_webhook_endpoints{state="disabled"}'), 1);
+    t.is(value(text, 'vigil_webhook_endpoints{state="enabled"}'), 0);
+    const check = promtool(text);
+    t.is(check.status, 0, check.out);
+  } finally {
+    await box.close();
+  }
+});
 
 test.serial('auth: the admin key by default; no key is 401', async (t) => {
   const res = await fetch(`${d.url}/metrics`);
