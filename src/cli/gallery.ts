@@ -11,6 +11,8 @@ export interface GalleryImportArgs {
   contractId: string | null;
   batchSize: number;
   requestPersons?: number;
+  /** skip: resume an import that was cut off (see POST /v1/collections/{id}/import, on_conflict). */
+  onConflict?: 'error' | 'skip';
 }
 
 /**
@@ -57,8 +59,16 @@ export async function runGalleryImport(
   const lines = createInterface({ input: createReadStream(a.file), crlfDelay: Infinity })[Symbol.asyncIterator]();
   const perRequest = a.requestPersons ?? REQUEST_PERSONS;
   let ended = false;
-  let last: { type?: string; batches?: number; persons?: number; faces?: number } = {};
-  const total = { batches: 0, persons: 0, faces: 0, requests: 0 };
+  let last: {
+    type?: string;
+    batches?: number;
+    persons?: number;
+    faces?: number;
+    skipped?: number;
+    conflicts?: number;
+  } = {};
+  const skip = a.onConflict === 'skip';
+  const total = { batches: 0, persons: 0, faces: 0, requests: 0, ...(skip ? { skipped: 0, conflicts: 0 } : {}) };
   const started = performance.now();
   while (!ended) {
     // One request streams the next `perRequest` lines of the file.
@@ -82,7 +92,7 @@ export async function runGalleryImport(
       },
     });
     const res = await fetch(
-      `${col}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${a.batchSize}`,
+      `${col}/import?embedding_contract_id=${encodeURIComponent(contract)}&batch_size=${a.batchSize}${skip ? '&on_conflict=skip' : ''}`,
       {
         method: 'POST',
         headers: { ...headers, 'content-type': 'application/x-ndjson' },
@@ -114,11 +124,14 @@ export async function runGalleryImport(
     total.batches += last.batches ?? 0;
     total.persons += last.persons ?? 0;
     total.faces += last.faces ?? 0;
+    if (total.skipped !== undefined) total.skipped += last.skipped ?? 0;
+    if (total.conflicts !== undefined) total.conflicts += last.conflicts ?? 0;
   }
   out.write(
     `${JSON.stringify({ type: 'done', ...total, faces_per_second: Math.round(total.faces / Math.max(1e-3, (performance.now() - started) / 1000)) })}\n`,
   );
-  return 0;
+  // A person left as it is (a conflict line each) is a partial import.
+  return total.conflicts ? 1 : 0;
 }
 
 /** `vigil gallery export COLLECTION FILE`: streams GET /v1/collections/{id}/export into FILE. */
@@ -178,7 +191,8 @@ async function reembedImport(
   const col = `${a.url.replace(/\/$/, '')}/v1/collections/${encodeURIComponent(a.collection)}`;
   let done = 0,
     failed = 0,
-    noCrops = 0;
+    noCrops = 0,
+    existing = 0;
   const rl = createInterface({ input: createReadStream(a.file), crlfDelay: Infinity });
   let first = true;
   for await (const line of rl) {
@@ -212,13 +226,24 @@ async function reembedImport(
     const res = await fetch(`${col}/persons`, { method: 'POST', headers, body: fd });
     if (res.status === 201) done++;
     else {
-      failed++;
       const body = (await res.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+      // A re-run of a re-embedding import that was cut off: the persons it registered are there (their
+      // embeddings come from this box's model, so only their presence can be checked).
+      if (a.onConflict === 'skip' && body.error?.code === 'person_exists') {
+        existing++;
+        out.write(
+          `${JSON.stringify({ type: 'skipped', id: p.id, reason: 'already in the collection (on_conflict=skip)' })}\n`,
+        );
+        continue;
+      }
+      failed++;
       out.write(`${JSON.stringify({ type: 'failed', id: p.id, status: res.status, error: body.error ?? null })}\n`);
     }
     if ((done + failed) % 10 === 0)
       out.write(`${JSON.stringify({ type: 'progress', reembedded: done, failed, skipped: noCrops, of: total })}\n`);
   }
-  out.write(`${JSON.stringify({ type: 'done', mode: 'reembedded', persons: done, failed, skipped: noCrops })}\n`);
+  out.write(
+    `${JSON.stringify({ type: 'done', mode: 'reembedded', persons: done, failed, skipped: noCrops, ...(a.onConflict === 'skip' ? { existing } : {}) })}\n`,
+  );
   return failed === 0 && noCrops === 0 ? 0 : 1;
 }

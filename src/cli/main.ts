@@ -60,6 +60,8 @@ Options:
   --url URL           the daemon (default: http://<[server] host>:<port> from the config)
   --contract ID       embedding_contract_id of the file's embeddings
   --batch-size N      rows per request (default 1000)
+  --on-conflict MODE  error (default): stop at a person the collection has; skip: resume an import that was
+                      cut off (persons already there with the file's faces are skipped, others reported)
   -c, --config FILE   server.toml
   -h, --help          this help
 `,
@@ -161,6 +163,7 @@ async function main(argv: string[]): Promise<number> {
           url: { type: 'string' },
           contract: { type: 'string' },
           'batch-size': { type: 'string', default: '1000' },
+          'on-conflict': { type: 'string', default: 'error' },
         },
       });
       if (positionals[0] === 'export' && positionals.length === 3) {
@@ -180,6 +183,9 @@ async function main(argv: string[]): Promise<number> {
       const batchSize = Number(values['batch-size']);
       if (!Number.isInteger(batchSize) || batchSize < 1)
         throw Errors.usageError(`--batch-size must be a positive integer (got "${values['batch-size']}")`);
+      const onConflict = values['on-conflict'];
+      if (onConflict !== 'error' && onConflict !== 'skip')
+        throw Errors.usageError(`--on-conflict must be error or skip (got "${onConflict}")`);
       const { config } = loadConfig(configFile(values.config));
       const { runGalleryImport } = await import('./gallery.js');
       return runGalleryImport({
@@ -189,6 +195,7 @@ async function main(argv: string[]): Promise<number> {
         file: positionals[2]!,
         contractId: values.contract ?? null,
         batchSize,
+        onConflict,
       });
     }
     case 'store':

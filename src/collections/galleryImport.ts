@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CollectionT } from '../contract/collections.js';
-import { Errors } from '../contract/errors.js';
+import { type ApiError, Errors } from '../contract/errors.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import type { CollectionStore } from './collectionStore.js';
 import type { CollectionService } from './collectionService.js';
@@ -21,6 +21,34 @@ export interface ImportTotals {
   batches: number;
   persons: number;
   faces: number;
+}
+
+/**
+ * What an import does with a person of the file that the collection has: `error` (the default) stops the
+ * import with person_exists; `skip` skips it when its faces are the file's (a re-run of an import that was
+ * cut off) and reports it with import_person_conflict otherwise, going on with the rest.
+ */
+export const IMPORT_ON_CONFLICT = ['error', 'skip'] as const;
+export type ImportOnConflict = (typeof IMPORT_ON_CONFLICT)[number];
+
+/** One batch's outcome: what it added, and (on_conflict=skip) the persons skipped and the conflicts reported. */
+export interface BatchOutcome {
+  persons: number;
+  faces: number;
+  skipped: number;
+  conflicts: ApiError[];
+}
+
+/** Whether two face lists hold the same embeddings (any order; float32 values within 1e-6). */
+export function sameFaces(stored: Float32Array[], file: Float32Array[]): boolean {
+  if (stored.length !== file.length) return false;
+  const left = [...stored];
+  return file.every((v) => {
+    const i = left.findIndex((s) => s.length === v.length && s.every((x, k) => Math.abs(x - v[k]!) <= 1e-6));
+    if (i < 0) return false;
+    left.splice(i, 1);
+    return true;
+  });
 }
 
 /**
@@ -98,13 +126,18 @@ export class GalleryImportService {
     return c;
   }
 
-  /** Commits one batch, all or nothing; returns what it added. */
+  /** Commits one batch, all or nothing; returns what it added (and with `skip`, what it skipped and why). */
   async commitBatch(
     collectionId: string,
     contractId: string,
-    batch: ImportPerson[],
-  ): Promise<{ persons: number; faces: number }> {
-    if (batch.length === 0) return { persons: 0, faces: 0 };
+    persons: ImportPerson[],
+    onConflict: ImportOnConflict = 'error',
+  ): Promise<BatchOutcome> {
+    const { batch, skipped, conflicts } =
+      onConflict === 'skip'
+        ? this.withoutExisting(collectionId, persons)
+        : { batch: persons, skipped: 0, conflicts: [] };
+    if (batch.length === 0) return { persons: 0, faces: 0, skipped, conflicts };
     // The batch reaches this box's search index before it is acknowledged (as every other write).
     const faces = await this.writer.importBatch(
       collectionId,
@@ -117,7 +150,44 @@ export class GalleryImportService {
       },
       this.newFaceId,
     );
-    return { persons: batch.length, faces };
+    return { persons: batch.length, faces, skipped, conflicts };
+  }
+
+  /**
+   * on_conflict=skip: the batch less the persons the collection has (read before the batch's transaction;
+   * a person added meanwhile still fails the batch with person_exists, and a re-run skips it). Those with the
+   * file's faces are skipped; those with other faces, and new persons whose external_id is taken, are conflicts.
+   */
+  private withoutExisting(
+    collectionId: string,
+    persons: ImportPerson[],
+  ): { batch: ImportPerson[]; skipped: number; conflicts: ApiError[] } {
+    const taken = this.store.takenPersonKeys(
+      collectionId,
+      persons.map((p) => p.id),
+      persons.flatMap((p) => (p.external_id === null ? [] : [p.external_id])),
+    );
+    const batch: ImportPerson[] = [];
+    const conflicts: ApiError[] = [];
+    let skipped = 0;
+    for (const p of persons) {
+      const stored = taken.ids.has(p.id) ? this.store.getPerson(collectionId, p.id) : null;
+      if (stored) {
+        const faces = this.store.personEmbeddings(stored.seq);
+        if (sameFaces(faces, p.embeddings)) skipped++;
+        else
+          conflicts.push(
+            Errors.importPersonConflict(p.id, {
+              reason: 'faces_differ',
+              stored_faces: faces.length,
+              file_faces: p.embeddings.length,
+            }),
+          );
+      } else if (p.external_id !== null && taken.externals.has(p.external_id)) {
+        conflicts.push(Errors.importPersonConflict(p.id, { reason: 'external_id_taken', external_id: p.external_id }));
+      } else batch.push(p);
+    }
+    return { batch, skipped, conflicts };
   }
 }
 

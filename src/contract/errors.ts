@@ -649,6 +649,23 @@ export const Errors = {
     'A line of a gallery import is not a valid person with trusted embeddings (`details.line`, `details.problem`); its batch changed nothing.',
     (line: number, problem: string) => ({ message: `Line ${line}: ${problem}`, details: { line, problem } }),
   ),
+  importPersonConflict: api(
+    'import_person_conflict',
+    409,
+    'A gallery import with `on_conflict=skip` found a person of the file in the collection with other faces (`details.reason` `faces_differ`), or a new person whose external_id another person has (`external_id_taken`): it is left as it is and reported on a `conflict` line; the import goes on.',
+    (
+      personId: string,
+      conflict:
+        | { reason: 'faces_differ'; stored_faces: number; file_faces: number }
+        | { reason: 'external_id_taken'; external_id: string },
+    ) => ({
+      message:
+        conflict.reason === 'faces_differ'
+          ? `Person ${q(personId)} exists with other faces than the file's (${conflict.stored_faces} stored, ${conflict.file_faces} in the file); it was left as it is.`
+          : `External id ${q(conflict.external_id)} of person ${q(personId)} belongs to another person of the collection; ${q(personId)} was not imported.`,
+      details: { person_id: personId, ...conflict },
+    }),
+  ),
   invalidExternalEmbeddings: api(
     'invalid_external_embeddings',
     400,

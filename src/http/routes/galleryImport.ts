@@ -1,6 +1,6 @@
 import { PassThrough, Readable } from 'node:stream';
 import { z } from 'zod';
-import type { ImportTotals } from '../../collections/galleryImport.js';
+import { IMPORT_ON_CONFLICT, type ImportTotals } from '../../collections/galleryImport.js';
 import { parseImportStream } from '../../collections/importStream.js';
 import { ApiError, Errors, isApiError } from '../../contract/errors.js';
 import { readQuery } from '../input.js';
@@ -10,6 +10,8 @@ import type { Runtime } from '../runtime.js';
 const ImportQuery = z.strictObject({
   embedding_contract_id: z.string().max(256).optional(),
   batch_size: z.coerce.number().int().min(1).max(100_000).default(1000),
+  /** skip: resume an import that was cut off (persons already there with the file's faces are skipped). */
+  on_conflict: z.enum(IMPORT_ON_CONFLICT).default('error'),
 });
 
 /** The path is exempt from [server].max_request_bytes: the stream is bounded per line and per batch instead. */
@@ -63,7 +65,9 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       description:
         'Bulk import of persons with trusted embeddings (external_trusted semantics). Body: application/x-ndjson, one person per line: ' +
         '{"id","name"?,"external_id"?,"metadata"?,"embeddings":[[...512 numbers] or "base64 of little-endian float32"]}. Batches of batch_size persons commit ' +
-        'all-or-nothing and are searchable before their progress line {"type":"progress",...} is written; the stream ends with {"type":"done",...} or {"type":"error","error":{...},"committed":{...}}.',
+        'all-or-nothing and are searchable before their progress line {"type":"progress",...} is written; the stream ends with {"type":"done",...} or {"type":"error","error":{...},"committed":{...}}. ' +
+        'on_conflict=skip resumes an import that was cut off: a person the collection has with the same faces is skipped (counted in "skipped"), one with other faces or a new person whose external_id is taken ' +
+        'is left as it is and reported on a {"type":"conflict","person_id",...,"error":{"code":"import_person_conflict",...}} line (counted in "conflicts"); the default (error) stops at the first existing person (person_exists).',
       query: ImportQuery,
       success: {
         status: 200,
@@ -77,23 +81,41 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
         const c = imports.begin(collectionId, q.embedding_contract_id);
         const contract = q.embedding_contract_id!;
         const totals: ImportTotals = { batches: 0, persons: 0, faces: 0 };
+        const skipping = q.on_conflict === 'skip';
+        const resumed = { skipped: 0, conflicts: 0 };
         const started = performance.now();
         const progress = () => ({
           ...totals,
+          ...(skipping ? resumed : {}),
           faces_per_second: Math.round(totals.faces / Math.max(1e-3, (performance.now() - started) / 1000)),
         });
         const out = new PassThrough();
         const write = (o: unknown) => out.write(`${JSON.stringify(o)}\n`);
+        /** The conflicts of the last batch, written before its progress line (the first one once the status is sent). */
+        let conflictLines: unknown[] = [];
+        const writeProgress = () => {
+          for (const c of conflictLines) write(c);
+          conflictLines = [];
+          write({ type: 'progress', ...progress() });
+        };
         // Lines are parsed and checked in a worker thread, one batch ahead of the commits (parseImportStream).
         const input = parseImportStream(ctx.req as AsyncIterable<Buffer>, c.embedding_dimension, q.batch_size);
         /** Commits the next batch (true) or finds the input ended (false). */
         const step = async (): Promise<boolean> => {
           const next = await input.next();
           if (next.done) return false;
-          const r = await imports.commitBatch(collectionId, contract, next.value);
+          const r = await imports.commitBatch(collectionId, contract, next.value, q.on_conflict);
           totals.batches++;
           totals.persons += r.persons;
           totals.faces += r.faces;
+          resumed.skipped += r.skipped;
+          resumed.conflicts += r.conflicts.length;
+          for (const e of r.conflicts)
+            conflictLines.push({
+              type: 'conflict',
+              person_id: (e.details as { person_id: string }).person_id,
+              error: { code: e.code, message: e.message, details: e.details },
+            });
           return true;
         };
         // Errors here are ordinary responses (status + envelope): nothing was acknowledged yet.
@@ -107,10 +129,10 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
         ctx.status = 200;
         ctx.type = 'application/x-ndjson';
         ctx.body = out;
-        write({ type: 'progress', ...progress() });
+        writeProgress();
         const finish = async () => {
           try {
-            if (more) while (await step()) write({ type: 'progress', ...progress() });
+            if (more) while (await step()) writeProgress();
             write({ type: 'done', ...progress() });
           } catch (e) {
             const err: ApiError = isApiError(e) ? e : Errors.internalError();
