@@ -311,11 +311,18 @@ export const Errors = {
   invalidImage: api(
     'invalid_image',
     422,
-    'The image is empty, of an unsupported format, cannot be decoded (`details` is `{}`, as upstream), is too thin (`[server] max_image_aspect_ratio`) or too slow to decode (`image_decode_timeout_seconds`; these two give `details.reason`).',
+    'The image is empty, of an unsupported format, cannot be decoded (`details` is `{}`, as upstream), is too thin (`[server] max_image_aspect_ratio`), a JPEG of more than 100 scans (`too_many_scans`) or too slow to decode (`image_decode_timeout_seconds`; these three give `details.reason`).',
     (
-      kind: 'empty' | 'unsupported' | 'undecodable' | 'shape' | 'timeout',
-      reason?: string | { width: number; height: number; maxAspectRatio: number } | { seconds: number },
+      kind: 'empty' | 'unsupported' | 'undecodable' | 'shape' | 'timeout' | 'too_many_scans',
+      reason?:
+        string | { width: number; height: number; maxAspectRatio: number } | { seconds: number } | { maxScans: number },
     ) => {
+      if (kind === 'too_many_scans' && typeof reason === 'object' && 'maxScans' in reason) {
+        return {
+          message: `The JPEG has more than ${reason.maxScans} scans; it would take too long to decode.`,
+          details: { reason: 'too_many_scans', max_jpeg_scans: reason.maxScans },
+        };
+      }
       if (kind === 'shape' && typeof reason === 'object' && 'maxAspectRatio' in reason) {
         return {
           message: `The image is ${reason.width}x${reason.height} pixels; its sides may differ at most ${reason.maxAspectRatio} times.`,

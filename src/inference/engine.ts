@@ -36,6 +36,8 @@ export interface EngineOptions {
   decode?: DecodeStageOptions;
   /** Uploads whose header shows at most this many pixels are decoded in the inference worker; 0 = always in the decode stage. */
   workerDecodeMaxPixels?: number;
+  /** ... and whose file has at most this many bytes (default WORKER_DECODE_MAX_BYTES). */
+  workerDecodeMaxBytes?: number;
 }
 
 /** [server] defaults of the image shape and time limits. */
@@ -50,6 +52,15 @@ export const DEFAULT_DECODE: DecodeStageOptions = { timeoutMs: 10_000, maxSide: 
  * sharp can read, go through the decode stage, so a slow image never holds an inference slot.
  */
 export const WORKER_DECODE_MAX_PIXELS = 1920 * 1080;
+
+/**
+ * ... and up to 1 MiB (issue 36.1). A progressive JPEG's decode time grows with its entropy-coded bytes
+ * (~70 ms per MB of scans here) besides its pixels and scans (MAX_JPEG_SCANS), so a 10 MB Full HD file held
+ * an inference slot for ~0.7 s. Full HD photos are 0.2-0.8 MB; at 1 MiB a decode holds a worker for at most
+ * ~150 ms on 2 cores (1920x1080 progressive with repeated data scans up to 1 MiB: 146-159 ms, the plain
+ * file 117-141 ms), and every larger file is decoded in the decode stage, outside the inference limiter.
+ */
+export const WORKER_DECODE_MAX_BYTES = 1024 * 1024;
 
 /** Told about every analysis (metrics): time waited for a worker, and the pipeline's stage timings when it succeeded. */
 export interface EngineObserver {
@@ -305,8 +316,9 @@ export class InferenceEngine {
   }
 
   /**
-   * Runs one analysis. An encoded image whose header shows at most `workerDecodeMaxPixels` goes to the
-   * worker as it is and is decoded there, with the same shape, pixel and time limits; any other is decoded
+   * Runs one analysis. An encoded image of at most `workerDecodeMaxBytes` whose header shows at most
+   * `workerDecodeMaxPixels` goes to the worker as it is and is decoded there, with the same shape, pixel,
+   * scan and time limits (a decode there is bounded before it starts); any other is decoded
    * first, in the decode stage (libuv's pool, bounded by shape and time) and outside the inference
    * limiter. Then the job waits (FIFO) for a free worker. Both waits are left if `signal` aborts first.
    *
@@ -321,12 +333,17 @@ export class InferenceEngine {
     let timings: AnalyzeResult['timings'] | null = null;
     try {
       if (typeof request === 'function' || !('encoded' in request.image)) {
-        const result = await this.limiter.run(() => {
-          waited = (performance.now() - queued) / 1000;
-          const r = typeof request === 'function' ? request() : request;
-          if ('encoded' in r.image) throw new Error('a deferred analysis request must carry a raw image');
-          return this.dispatch(r);
-        }, signal);
+        // Raw frames are the monitors': they go before queued uploads (see ConcurrencyLimiter).
+        const result = await this.limiter.run(
+          () => {
+            waited = (performance.now() - queued) / 1000;
+            const r = typeof request === 'function' ? request() : request;
+            if ('encoded' in r.image) throw new Error('a deferred analysis request must carry a raw image');
+            return this.dispatch(r);
+          },
+          signal,
+          { priority: true },
+        );
         timings = result.timings;
         return result;
       }
@@ -362,10 +379,10 @@ export class InferenceEngine {
     }
   }
 
-  /** A header this code reads (JPEG, PNG, WebP) that shows few enough pixels; its limits are checked in the worker. */
+  /** A small file whose header this code reads (JPEG, PNG, WebP) and shows few enough pixels; its limits are checked in the worker. */
   private decodesInWorker(encoded: Uint8Array): boolean {
     const max = this.options.workerDecodeMaxPixels ?? WORKER_DECODE_MAX_PIXELS;
-    if (max <= 0) return false;
+    if (max <= 0 || encoded.byteLength > (this.options.workerDecodeMaxBytes ?? WORKER_DECODE_MAX_BYTES)) return false;
     const format = sniffImageFormat(encoded);
     const dims = format ? headerDimensions(encoded, format) : null;
     return dims !== null && dims.width > 0 && dims.height > 0 && dims.width * dims.height <= max;

@@ -10,6 +10,8 @@
  * - the pixel limit is checked from the header before any full decode (a decompression bomb costs
  *   no memory) → 413 image_too_large {max_image_pixels, width, height}; sharp also gets
  *   `limitInputPixels` as a second line of defence;
+ * - a JPEG of more than MAX_JPEG_SCANS scans → 422 invalid_image (too_many_scans), counted from the marker
+ *   stream before any decode;
  * - any decode failure → 422 invalid_image "The image could not be decoded.".
  *
  * Decoding choices:
@@ -168,6 +170,61 @@ export function headerDimensions(b: Uint8Array, format: ImageFormat): { width: n
   return null;
 }
 
+/**
+ * Scans a progressive JPEG may have (issue 36.1). libjpeg walks every block of a scan's components for each
+ * scan, whatever the scan holds, so decode time grows with the scan count, not with the bytes: a 1920x1080
+ * file of 20,000 identical twelve-byte AC scans (259 KB) took ~8 s of libjpeg time and 200,000 of them held
+ * an inference slot for minutes, and neither sharp's timeout nor any other hook can stop libjpeg inside
+ * one call. libjpeg's standard progressive script has 10 scans for colour (6 for grey, 18 for CMYK),
+ * mozjpeg's optimised scripts and cameras and phones stay under ~20; libjpeg-turbo's own fuzz targets refuse
+ * more than 500 (TJPARAM_SCANLIMIT) on images of at most 1 Mpx. 100 leaves five times the largest real script
+ * and bounds the extra work to ~40 ms at Full HD and about a second at the 40 Mpx default pixel cap.
+ */
+export const MAX_JPEG_SCANS = 100;
+
+/**
+ * The scans (SOS markers) of a JPEG, from its marker stream alone: segments are skipped by their lengths and
+ * each scan's entropy-coded data up to the next marker that is neither a stuffed 0xFF00 nor a restart marker,
+ * as libjpeg reads them (bytes between markers are skipped to the next 0xFF, as libjpeg does with a warning).
+ * Stops counting once past `stopAbove`, so a file of 200,000 scans costs no more than one of 101. A broken
+ * stream gives the scans found so far; the decoder judges the rest.
+ */
+export function countJpegScans(b: Uint8Array, stopAbove = Infinity): number {
+  let scans = 0;
+  let i = 2;
+  while (i + 1 < b.length) {
+    if (b[i] !== 0xff) {
+      i = b.indexOf(0xff, i);
+      if (i < 0) break;
+      continue;
+    }
+    const m = b[i + 1]!;
+    if (m === 0xd9) break; // EOI
+    if (m === 0xff || m === 0x00) {
+      i++; // fill byte, or a stray stuffed zero
+      continue;
+    }
+    if (m === 0xd8 || m === 0x01 || (m >= 0xd0 && m <= 0xd7)) {
+      i += 2; // markers without a length
+      continue;
+    }
+    if (i + 3 >= b.length) break;
+    const len = (b[i + 2]! << 8) | b[i + 3]!;
+    if (len < 2) break;
+    i += 2 + len;
+    if (m !== 0xda) continue;
+    if (++scans > stopAbove) break;
+    for (;;) {
+      i = b.indexOf(0xff, i);
+      if (i < 0 || i + 1 >= b.length) return scans;
+      const next = b[i + 1]!;
+      if (next !== 0x00 && !(next >= 0xd0 && next <= 0xd7)) break;
+      i += 2;
+    }
+  }
+  return scans;
+}
+
 function undecodable(reason?: string): ApiError {
   return Errors.invalidImage('undecodable', reason);
 }
@@ -213,6 +270,8 @@ export async function decodeImage(bytes: Buffer, limits: DecodeLimits): Promise<
     }
   }
   const dims = shapeOk ? stored! : await readShape(bytes, format, limits, maxPixels);
+  if (format === 'jpeg' && countJpegScans(bytes, MAX_JPEG_SCANS) > MAX_JPEG_SCANS)
+    throw Errors.invalidImage('too_many_scans', { maxScans: MAX_JPEG_SCANS });
   return decodePixels(bytes, format, limits, maxPixels, dims);
 }
 

@@ -1,8 +1,9 @@
 import test from 'ava';
 import { readFileSync } from 'node:fs';
-import { InferenceEngine } from '../../src/inference/engine.js';
+import sharp from 'sharp';
+import { InferenceEngine, WORKER_DECODE_MAX_BYTES } from '../../src/inference/engine.js';
 import { decodeImage } from '../../src/inference/image.js';
-import type { AnalyzeRequest } from '../../src/inference/pipeline.js';
+import type { AnalyzeRequest, AnalyzeResult } from '../../src/inference/pipeline.js';
 import { loadInstalledPack } from '../../src/models/installed.js';
 import { modelsDirWith } from '../helpers/daemon.js';
 import { FACES } from '../helpers/shared.js';
@@ -18,14 +19,10 @@ const profile = {
 };
 const limits = { maxBytes: 1e8, maxPixels: 1e8 };
 
-// A monitor hands the engine a function: the frame is chosen when a worker is free, so it never ages in
-// the queue. With one worker busy, the function must not run until that job is done, and the result must
-// be that of the request the function returned.
-test('a deferred request is built only when a worker is free, and its request is the one analysed', async (t) => {
-  const modelsDir = await modelsDirWith('edge_s');
-  const pack = await loadInstalledPack(modelsDir, 'edge_s');
-  const engine = await InferenceEngine.start({
-    pack,
+/** An engine of one worker holding one job, on the CPU, with the edge_s pack. */
+async function oneWorkerEngine(): Promise<InferenceEngine> {
+  return InferenceEngine.start({
+    pack: await loadInstalledPack(await modelsDirWith('edge_s'), 'edge_s'),
     providers: ['cpu'],
     deviceId: 0,
     workers: 1,
@@ -33,6 +30,13 @@ test('a deferred request is built only when a worker is free, and its request is
     graphOptimization: 'extended',
     warmupSizes: profile.input_sizes,
   });
+}
+
+// A monitor hands the engine a function: the frame is chosen when a worker is free, so it never ages in
+// the queue. With one worker busy, the function must not run until that job is done, and the result must
+// be that of the request the function returned.
+test('a deferred request is built only when a worker is free, and its request is the one analysed', async (t) => {
+  const engine = await oneWorkerEngine();
   t.teardown(() => engine.close());
   const group = await decodeImage(readFileSync(`${FACES}groups/t1_friends.jpg`), limits);
   const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
@@ -261,17 +265,7 @@ for (const jobsPerWorker of [1, 2])
 // A pixel source that fails when the engine copies it (a monitor frame released by a stopping reader)
 // fails that request only: the one worker slot is free again for the next one.
 test('a pixel source that throws fails its request and leaves the worker slot free', async (t) => {
-  const modelsDir = await modelsDirWith('edge_s');
-  const pack = await loadInstalledPack(modelsDir, 'edge_s');
-  const engine = await InferenceEngine.start({
-    pack,
-    providers: ['cpu'],
-    deviceId: 0,
-    workers: 1,
-    intraOpThreads: 1,
-    graphOptimization: 'extended',
-    warmupSizes: profile.input_sizes,
-  });
+  const engine = await oneWorkerEngine();
   t.teardown(() => engine.close());
   const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
   const base = { limits, profile, maxFaces: 100, embed: 'all' as const };
@@ -308,4 +302,48 @@ test('a pixel source that throws fails its request and leaves the worker slot fr
     direct.faces.map((f) => Array.from(f.embedding!)),
     'a pixel source gives what raw pixels give',
   );
+});
+
+// Issue 36.1: uploads must not hold up the cameras. A camera frame (a raw or deferred request) waits for one
+// job at most, however many uploads are queued; and a Full HD file over WORKER_DECODE_MAX_BYTES (whose
+// progressive decode time grows with its bytes) is decoded in the decode stage, outside the inference slot.
+test('issue 36.1: a camera frame goes before queued uploads, and a large Full HD file is decoded outside the inference slot', async (t) => {
+  const engine = await oneWorkerEngine();
+  t.teardown(() => engine.close());
+  const upload = (file: string): AnalyzeRequest => ({
+    image: { encoded: readFileSync(`${FACES}${file}`) },
+    limits,
+    profile,
+    maxFaces: 100,
+    embed: 'all',
+  });
+  const single = await decodeImage(readFileSync(`${FACES}identities/obama/1.jpg`), limits);
+  const done: string[] = [];
+  const note = (name: string) => (r: AnalyzeResult) => {
+    done.push(name);
+    return r;
+  };
+  const uploads = [1, 2, 3, 4].map((i) => engine.analyze(upload('groups/t1_friends.jpg')).then(note(`upload ${i}`)));
+  await new Promise((r) => setImmediate(r));
+  t.like(engine.stats(), { active: 1, waiting: 3 });
+  const frame = engine
+    .analyze(() => ({
+      ...upload('identities/obama/1.jpg'),
+      image: { raw: single.data, width: single.width, height: single.height },
+    }))
+    .then(note('camera'));
+  await Promise.all([...uploads, frame]);
+  t.deepEqual(done.slice(0, 2), ['upload 1', 'camera']);
+
+  // 1920x1080 at quality 100 over noise: ~3 MB, so it goes through the decode stage.
+  const noise = Buffer.alloc(1920 * 1080 * 3);
+  for (let i = 0; i < noise.length; i++) noise[i] = (i * 2654435761) >>> 24;
+  const large = await sharp(noise, { raw: { width: 1920, height: 1080, channels: 3 } })
+    .jpeg({ quality: 100, progressive: true })
+    .toBuffer();
+  t.true(large.length > WORKER_DECODE_MAX_BYTES);
+  const before = engine.stats().worker_decodes;
+  const r = await engine.analyze({ ...upload('identities/obama/1.jpg'), image: { encoded: large } });
+  t.deepEqual([r.width, r.height], [1920, 1080]);
+  t.is(engine.stats().worker_decodes, before, 'decoded in the stage, not in the worker');
 });

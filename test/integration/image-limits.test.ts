@@ -1,4 +1,6 @@
 import test from 'ava';
+import sharp from 'sharp';
+import { manyScanJpeg } from '../helpers/progressiveJpeg.js';
 import { oneBitPng } from '../helpers/shared.js';
 import { call, face, form, post, startTestDaemon } from '../helpers/daemon.js';
 
@@ -70,5 +72,31 @@ test.serial(
     }
     t.is(s.decodes_abandoned, 1);
     t.is(s.active, 0, 'the inference slot was never taken by the abandoned image');
+  },
+);
+
+test.serial(
+  'issue 36.1: progressive JPEGs of thousands of scans are 422 invalid_image (too_many_scans) on the worker-decoded and the stage-decoded path while a normal detect beside them succeeds; a normal progressive JPEG works',
+  async (t) => {
+    const d = await startTestDaemon({ toml: '[inference]\nmax_concurrency = 1' });
+    t.teardown(() => d.close());
+    // 1920x1080 is decoded in an inference worker (WORKER_DECODE_MAX_PIXELS), 2560x1440 in the decode stage.
+    const hostile = [await manyScanJpeg(1920, 1080, 3000), await manyScanJpeg(2560, 1440, 3000)];
+    const [normal, ...refused] = await Promise.all([
+      post(d, '/v1/detect', form({ image: face('identities/obama/1.jpg') })),
+      ...hostile.map((image) => post(d, '/v1/detect', form({ image }))),
+      ...hostile.map((image) => post(d, '/v1/embeddings', form({ image }))),
+    ]);
+    t.is(normal!.res.status, 200);
+    t.is(normal!.json.faces.length, 1);
+    for (const { res, json } of refused) {
+      t.is(res.status, 422);
+      t.is(json.error.code, 'invalid_image');
+      t.deepEqual(json.error.details, { reason: 'too_many_scans', max_jpeg_scans: 100 });
+    }
+    const progressive = await sharp(face('identities/obama/1.jpg')).jpeg({ progressive: true }).toBuffer();
+    const ok = await post(d, '/v1/detect', form({ image: progressive }));
+    t.is(ok.res.status, 200);
+    t.is(ok.json.faces.length, 1);
   },
 );

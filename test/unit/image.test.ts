@@ -3,7 +3,15 @@ import { encodeBmp24, FACES, oneBitPng } from '../helpers/shared.js';
 import { readFileSync } from 'node:fs';
 import sharp from 'sharp';
 import { ApiError, Messages } from '../../src/contract/errors.js';
-import { decodeImage, headerDimensions, sniffImageFormat, type DecodedImage } from '../../src/inference/image.js';
+import {
+  countJpegScans,
+  decodeImage,
+  headerDimensions,
+  MAX_JPEG_SCANS,
+  sniffImageFormat,
+  type DecodedImage,
+} from '../../src/inference/image.js';
+import { manyScanJpeg, progressiveJpeg } from '../helpers/progressiveJpeg.js';
 
 const fixture = (p: string): Buffer => readFileSync(FACES + p);
 const LIMITS = { maxBytes: 10 * 1024 * 1024, maxPixels: 40_000_000 };
@@ -455,4 +463,32 @@ test('headerDimensions reads the stored size of JPEG (baseline, progressive, EXI
   // The EXIF-rotated JPEG still decodes upright: the header size only gates the shape check.
   const upright = await decodeImage(cases[2]![1], { maxBytes: 1e8, maxPixels: 1e8 });
   t.deepEqual([upright.width, upright.height], [517, 333]);
+});
+
+test('countJpegScans: one for a baseline JPEG, the scan script of a progressive one, every repeated scan; it stops counting past `stopAbove`', async (t) => {
+  const baseline = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#345' } })
+    .jpeg()
+    .toBuffer();
+  t.is(countJpegScans(baseline), 1);
+  t.is(countJpegScans(await progressiveJpeg(64, 48)), 10);
+  t.is(countJpegScans(await manyScanJpeg(64, 48, 250)), 260);
+  t.is(countJpegScans(await manyScanJpeg(64, 48, 250), 100), 101);
+  // A real progressive photo (14 scans, stuffed 0xFF bytes in its entropy data), and it re-encoded as baseline.
+  t.is(countJpegScans(fixture('groups/obama_biden_stage.jpg')), 14);
+  t.is(countJpegScans(await sharp(fixture('groups/obama_biden_stage.jpg')).jpeg().toBuffer()), 1);
+  // Junk bytes between segments are skipped as libjpeg skips them, so they cannot hide the scans after them.
+  const junk = await manyScanJpeg(64, 48, 5);
+  const sos = junk.indexOf(Buffer.from([0xff, 0xda]));
+  t.is(countJpegScans(Buffer.concat([junk.subarray(0, sos), Buffer.from([1, 2, 3]), junk.subarray(sos)])), 15);
+  t.is(countJpegScans(Buffer.from([0xff, 0xd8, 0xff])), 0, 'a cut header has no scan');
+});
+
+test('issue 36.1: a progressive JPEG with more than MAX_JPEG_SCANS scans is 422 invalid_image (too_many_scans) before any decode; at the limit it decodes', async (t) => {
+  t.is(MAX_JPEG_SCANS, 100);
+  const hostile = await manyScanJpeg(1920, 1080, 2000);
+  const e = await rejects(t, decodeImage(hostile, LIMITS), 422, 'invalid_image');
+  t.deepEqual(e.details, { reason: 'too_many_scans', max_jpeg_scans: MAX_JPEG_SCANS });
+  t.regex(e.message, /more than 100 scans/);
+  assertShape(t, await decodeImage(await manyScanJpeg(640, 480, MAX_JPEG_SCANS - 10), LIMITS), 640, 480, 'jpeg');
+  assertShape(t, await decodeImage(await progressiveJpeg(1920, 1080), LIMITS), 1920, 1080, 'jpeg');
 });

@@ -174,3 +174,29 @@ test('stats track active, waiting and peak; release is idempotent; fn errors rel
   );
   t.deepEqual(limiter.stats(), { max_concurrency: 2, active: 0, waiting: 0, peak_active: 2 });
 });
+
+test('issue 36.1: a priority waiter (a camera frame) is granted before every ordinary waiter (uploads), in FIFO order among priority waiters', async (t) => {
+  const limiter = new ConcurrencyLimiter(1);
+  const release = await limiter.acquire();
+  const order: string[] = [];
+  const take = (name: string, priority: boolean) =>
+    limiter.run(
+      async () => {
+        order.push(name);
+      },
+      undefined,
+      { priority },
+    );
+  const all = [
+    take('upload 1', false),
+    take('upload 2', false),
+    take('camera 1', true),
+    take('upload 3', false),
+    take('camera 2', true),
+  ];
+  await tick();
+  t.is(limiter.stats().waiting, 5);
+  release();
+  await Promise.all(all);
+  t.deepEqual(order, ['camera 1', 'camera 2', 'upload 1', 'upload 2', 'upload 3']);
+});
