@@ -7,7 +7,13 @@ import type { SearchIndexes } from '../search/indexManager.js';
 import { CollectionStore, indexColumns, nowIso } from './collectionStore.js';
 import type { GalleryWriter } from './galleryWriter.js';
 import { CursorCodec, toPage, type Page } from '../store/cursors.js';
-import type { CollectionCreateT, CollectionPatchT, CollectionT, ModelBinding } from '../contract/collections.js';
+import {
+  checkMetadata,
+  type CollectionCreateT,
+  type CollectionPatchT,
+  type CollectionT,
+  type ModelBinding,
+} from '../contract/collections.js';
 
 /** v2 embedding contract id (§3.7): clients copy it, never construct it. */
 export function embeddingContractId(m: ModelBinding): string {
@@ -130,6 +136,7 @@ export class CollectionService {
   }
 
   async create(body: CollectionCreateT): Promise<CollectionT> {
+    checkMetadata(body.metadata);
     const model = this.activeModel();
     if (!model) throw Errors.serviceNotReady();
     const d = this.defaults.collections;
@@ -197,6 +204,7 @@ export class CollectionService {
   }
 
   async patch(id: string, body: CollectionPatchT): Promise<CollectionT> {
+    if (body.metadata !== undefined) checkMetadata(body.metadata);
     // The writer reconfigures the index when index settings change.
     await this.writer.updateCollection(id, (c) => this.patchColumns(this.checkBound(c), body));
     return this.get(id);

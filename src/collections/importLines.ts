@@ -1,4 +1,4 @@
-import { isValidPersonId } from '../contract/collections.js';
+import { isValidPersonId, metadataProblem } from '../contract/collections.js';
 import { Errors } from '../contract/errors.js';
 import { checkEmbedding } from './embeddingRule.js';
 
@@ -54,6 +54,8 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
   const metadata = o.metadata ?? {};
   if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata))
     throw bad('metadata must be an object');
+  const problem = metadataProblem(metadata);
+  if (problem) throw bad(Errors.invalidMetadata(problem).message);
   if (!Array.isArray(o.embeddings) || o.embeddings.length === 0) throw bad('embeddings must be a non-empty array');
   const embeddings = o.embeddings.map((e: unknown, i: number) => {
     let vec: Float32Array;

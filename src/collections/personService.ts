@@ -8,7 +8,14 @@ import type { SearchIndexes } from '../search/indexManager.js';
 import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import { nowIso, type CollectionStore, type NewFace } from './collectionStore.js';
 import { detectionProfileOf, type CollectionService } from './collectionService.js';
-import type { CollectionT, FaceSampleT, PersonPatchT, PersonT, RejectedImageT } from '../contract/collections.js';
+import {
+  checkMetadata,
+  type CollectionT,
+  type FaceSampleT,
+  type PersonPatchT,
+  type PersonT,
+  type RejectedImageT,
+} from '../contract/collections.js';
 import type { GalleryWriter } from './galleryWriter.js';
 import {
   identityConflict,
@@ -115,6 +122,7 @@ export class PersonService {
   }
 
   async patch(collectionId: string, personId: string, body: PersonPatchT): Promise<PersonT> {
+    if (body.metadata !== undefined) checkMetadata(body.metadata);
     await this.writer.updatePerson(collectionId, personId, (p) => PersonService.patchColumns(p.person, body));
     return this.person(collectionId, personId).person;
   }
@@ -150,6 +158,7 @@ export class PersonService {
 
   /** POST …/persons: 201 with the person, or 422 registration_failed when no image is accepted. */
   createPerson(input: RegistrationInput & { person: NewPersonInput }, signal?: AbortSignal) {
+    checkMetadata(input.person.metadata);
     return this.register(input, { create: input.person }, signal);
   }
 

@@ -183,7 +183,7 @@ export const Errors = {
   requestTooLarge: api(
     'request_too_large',
     413,
-    'The request body is larger than `[server] max_request_bytes`.',
+    'The request body is larger than `[server] max_request_bytes` (a JSON body: 1 MiB, or that when smaller); `details.max_request_bytes` is the limit that applied.',
     // Upstream's text; the limit is a Vigil addition in details.
     (maxBytes?: number) =>
       maxBytes === undefined
@@ -581,8 +581,20 @@ export const Errors = {
   invalidMetadata: api(
     'invalid_metadata',
     400,
-    '`metadata` is not a JSON object.',
-    fixed('metadata must be a JSON object (sent as a string field).'),
+    '`metadata` is not a JSON object, or is over 64 KiB as JSON or nested more than 16 levels deep (`details.reason` `too_large` or `too_deep`; on every route that takes metadata).',
+    (
+      problem?:
+        | { reason: 'too_deep'; max_metadata_depth: number }
+        | { reason: 'too_large'; max_metadata_bytes: number; bytes: number },
+    ) =>
+      !problem
+        ? { message: 'metadata must be a JSON object (sent as a string field).' }
+        : problem.reason === 'too_deep'
+          ? { message: `metadata is nested more than ${problem.max_metadata_depth} levels deep.`, details: problem }
+          : {
+              message: `metadata is ${problem.bytes} bytes as JSON; at most ${problem.max_metadata_bytes} are accepted.`,
+              details: problem,
+            },
   ),
   tooManyImages: api(
     'too_many_images',

@@ -69,6 +69,16 @@ export function storageGate(storage: StorageGuard): Koa.Middleware<AppState> {
 }
 
 /**
+ * Whether the client went away before its reply: the request stream was aborted (an upload cut off) or the
+ * socket is gone. Whatever failed then (a multipart or JSON reader at a body that ended early, work stopped
+ * by the request's signal) is no fault of the server nor a malformed request: it is answered (to nobody)
+ * and counted as 499 client_closed_request, never as a 400 or a 500 (issue 36.1).
+ */
+function clientGone(ctx: Koa.ParameterizedContext<AppState>): boolean {
+  return ctx.req.readableAborted || ctx.req.socket.destroyed;
+}
+
+/**
  * Shapes every failure, thrown anywhere below, into the one envelope. Unknown exceptions are logged with
  * their stack and reported as internal_error without leaking their text.
  */
@@ -86,7 +96,9 @@ export function errorEnvelope(log: Logger, recent: RecentErrors, storage?: Stora
         ctx.state.bodyTooLarge ??
         (full
           ? Errors.insufficientStorage({ reason: fullCause(err).code, ...storageDetails(storage) })
-          : toApiError(err));
+          : clientGone(ctx)
+            ? Errors.clientClosedRequest()
+            : toApiError(err));
       if (api.status >= 500 && api.code === 'internal_error')
         log.error({ err, request_id: ctx.state.requestId, path: ctx.path }, 'unhandled error');
       recent.add({

@@ -3,10 +3,18 @@ import type { Socket } from 'node:net';
 import type Koa from 'koa';
 import type { Logger } from 'pino';
 import { Errors } from '../contract/errors.js';
+import { RefusalLog } from './refusalLog.js';
 import type { AppState } from './route.js';
 
-/** x-request-id on every response, and one log line per request. Outermost, so errors carry the id too. */
+/**
+ * x-request-id on every response, and one log line per request, except refusals (429) past the first of
+ * their address in an interval, which are counted and logged together (RefusalLog). Outermost, so errors
+ * carry the id too.
+ */
 export function requestId(log: Logger): Koa.Middleware<AppState> {
+  const refusals = new RefusalLog((address, refused, intervalSeconds) =>
+    log.info({ address, status: 429, refused, interval_seconds: intervalSeconds }, 'requests refused'),
+  );
   return async (ctx, next) => {
     const started = performance.now();
     ctx.state.requestId = randomUUID();
@@ -15,10 +23,11 @@ export function requestId(log: Logger): Koa.Middleware<AppState> {
       await next();
     } finally {
       const ms = Math.round((performance.now() - started) * 1000) / 1000;
-      log.info(
-        { request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms },
-        'request',
-      );
+      if (ctx.status !== 429 || refusals.note(ctx.ip))
+        log.info(
+          { request_id: ctx.state.requestId, method: ctx.method, path: ctx.path, status: ctx.status, ms },
+          'request',
+        );
     }
   };
 }
