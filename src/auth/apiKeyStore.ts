@@ -65,6 +65,12 @@ export class ApiKeyStore {
     return active ? 'rotated' : 'created';
   }
 
+  /** A check that holds while the key active now stays the active one: a stream opened with it ends when the key is rotated. */
+  activeKeyCheck(): () => boolean {
+    const id = this.activeKey()?.id ?? null;
+    return () => id !== null && this.activeKey()?.id === id;
+  }
+
   hasActiveKey(): boolean {
     return this.activeKey() !== null;
   }

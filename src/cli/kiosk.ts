@@ -10,7 +10,7 @@ export const KIOSK_USAGE = `Usage:
   vigil kiosk create --monitor ID [--monitor ID2 …] [--label TEXT] [--base-url URL]
                      a preview-only token for those monitors; prints the kiosk URL(s) once (only a hash is stored)
   vigil kiosk list                 tokens with their monitors, last use and revocation
-  vigil kiosk revoke TOKEN_ID      the kiosk stops at its next request
+  vigil kiosk revoke TOKEN_ID      the kiosk stops at its next request; its open previews end within a second
 Common: --config FILE (the daemon's server.toml, for data_dir), --json, -h/--help
 Works while the daemon runs (straight on its SQLite file).
 `;

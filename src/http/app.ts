@@ -23,21 +23,25 @@ import { RUN_WEBHOOK_EVENTS, workspaceWebhookRoutes } from './routes/workspaceWe
 import type { Runtime } from './runtime.js';
 import { webUi } from './webUi.js';
 import { mountOperations } from './operations.js';
+import { AuthorizedStreams } from './authorizedStreams.js';
 
-/** Every API operation the daemon serves (the auth test enumerates this list). */
-export function apiRoutes(rt: Runtime): RouteSpec[] {
+/**
+ * Every API operation the daemon serves (the auth test enumerates this list). `streams`: the open previews,
+ * watched so that revoking the credential that opened one ends it.
+ */
+export function apiRoutes(rt: Runtime, streams = new AuthorizedStreams()): RouteSpec[] {
   return [
     ...systemRoutes(rt),
     ...addonRoutes(rt),
     ...faceRoutes(rt),
     ...collectionRoutes(rt),
     ...galleryImportRoutes(rt),
-    ...monitorRoutes(rt),
+    ...monitorRoutes(rt, streams),
     ...eventRoutes(rt),
     ...webhookRoutes(rt),
     ...scraperRoutes(rt),
     ...workspaceWebhookRoutes(rt),
-    ...kioskRoutes(rt),
+    ...kioskRoutes(rt, streams),
   ];
 }
 

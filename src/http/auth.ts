@@ -3,6 +3,7 @@ import { Errors } from '../contract/errors.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 import type { FailureThrottle } from '../auth/failureThrottle.js';
 import { KIOSK_TOKEN_PREFIX, type KioskTokenStore } from '../auth/kioskTokenStore.js';
+import type { AppState } from './route.js';
 
 /** `Authorization: Bearer <key>`: case-insensitive scheme, exactly one space, as upstream. */
 export function parseBearer(header: string | undefined): string | null {
@@ -31,6 +32,7 @@ export function requireApiKey(keys: ApiKeyStore, throttle: FailureThrottle): Koa
       throw Errors.unauthorized(UNAUTHORIZED_MESSAGE);
     }
     throttle.succeeded(address);
+    (ctx.state as AppState).credential = { kind: 'api_key' };
     await next();
   };
 }
@@ -56,6 +58,7 @@ export function requireApiKeyOrKiosk(
         throttle.failed(ctx.ip);
         throw Errors.unauthorized('The kiosk token is not valid for this monitor.');
       }
+      (ctx.state as AppState).credential = { kind: 'kiosk', token: presented };
       return next();
     }
     return admin(ctx, next);

@@ -12,6 +12,8 @@ export interface AppState {
   workspaceId?: string;
   /** Set when the request body passed `[server] max_request_bytes` while streaming (it was cut there). */
   bodyTooLarge?: ApiError;
+  /** Set by the auth guards: what admitted the request, so a long-lived response can check it again (AuthorizedStreams). */
+  credential?: { kind: 'api_key' } | { kind: 'kiosk'; token: string };
 }
 export type AppContext = Koa.ParameterizedContext<AppState> & { params: Record<string, string> };
 

@@ -183,3 +183,64 @@ test.serial("vigil kiosk create/list/revoke work on the running daemon's data di
   t.is((await call(d, 'GET', '/v1/monitors/back/state', undefined, bearer(out.token))).status, 401);
   t.is(await runKioskCommand(['--help'], config, { stdout: new Sink(), stderr: new Sink() }), 0);
 });
+
+/** An open MJPEG preview: bytes received so far, frames (boundaries) seen, and a promise settled when it ends. */
+function watchPreview(path: string, headers: Record<string, string>) {
+  const controller = new AbortController();
+  const s = { bytes: 0, frames: 0, ended: null as Promise<'ended'> | null, stop: () => controller.abort() };
+  s.ended = fetch(d.url + path, { headers, signal: controller.signal }).then(async (res) => {
+    if (res.status !== 200) throw new Error(`preview answered ${res.status}`);
+    const reader = res.body!.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return 'ended' as const;
+      s.bytes += value.length;
+      s.frames += Buffer.from(value).toString('latin1').split('--frame\r\n').length - 1;
+    }
+  });
+  s.ended.catch(() => undefined);
+  return s;
+}
+
+/** The stream's end, or 'still open' after `ms` (a revoked stream must end well before). */
+const endedWithin = (s: ReturnType<typeof watchPreview>, ms: number) =>
+  Promise.race([s.ended!, new Promise<'still open'>((r) => setTimeout(() => r('still open'), ms))]);
+
+test.serial(
+  'issue 36.4: revoking a kiosk token (API or CLI) ends the previews it opened; rotating the API key ends those it opened',
+  async (t) => {
+    await waitFor('door connected', async () =>
+      (await call(d, 'GET', '/v1/monitors/door')).json.monitor.runtime.connected ? true : undefined,
+    );
+    const created = await call(d, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'] });
+    const token: string = created.json.token;
+    const kioskView = watchPreview('/v1/monitors/door/preview.mjpeg', bearer(token));
+    const adminView = watchPreview('/v1/monitors/door/preview.mjpeg', d.auth);
+    t.teardown(() => {
+      kioskView.stop();
+      adminView.stop();
+    });
+    await waitFor('both previews deliver', async () => (kioskView.frames > 1 && adminView.frames > 1) || undefined);
+
+    t.is((await call(d, 'DELETE', `/v1/kiosk-tokens/${created.json.kiosk_token.id}`)).status, 200);
+    t.is(await endedWithin(kioskView, 5000), 'ended', 'the revoked token’s preview ended');
+    const adminFrames = adminView.frames;
+    await waitFor('the admin preview still delivers', async () => adminView.frames > adminFrames + 1 || undefined);
+
+    // A revoke by the CLI (another process, straight on the database) ends the stream at the next re-check.
+    const config = join(dir, 'cli-36.toml');
+    writeFileSync(config, `[server]\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n`);
+    const second = await call(d, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'] });
+    const cliView = watchPreview('/v1/monitors/door/preview.mjpeg', bearer(second.json.token));
+    t.teardown(() => cliView.stop());
+    await waitFor('the second kiosk preview delivers', async () => cliView.frames > 0 || undefined);
+    const io = { stdout: new Sink(), stderr: new Sink() };
+    t.is(await runKioskCommand(['revoke', second.json.kiosk_token.id], config, io), 0);
+    t.is(await endedWithin(cliView, 5000), 'ended', 'the CLI-revoked token’s preview ended');
+
+    // A new API key: previews opened with the old one end (the key goes back afterwards for later tests).
+    d.runtime.keys.ensureKey('rotated-key-for-test-36-4-0123456789');
+    t.teardown(() => d.runtime.keys.ensureKey(d.key));
+    t.is(await endedWithin(adminView, 5000), 'ended', 'the preview opened with the old key ended');
+  },
+);

@@ -5,6 +5,7 @@ import {
   KioskTokenResponse,
   type KioskTokenCreateT,
 } from '../../contract/kiosk.js';
+import type { AuthorizedStreams } from '../authorizedStreams.js';
 import { readJson } from '../input.js';
 import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
@@ -12,8 +13,8 @@ import type { Runtime } from '../runtime.js';
 /** The kiosk page of a monitor with a token in the fragment (the browser never sends a fragment). */
 export const kioskPath = (monitorId: string, token: string) => `/kiosk/${encodeURIComponent(monitorId)}#token=${token}`;
 
-/** Admin management of preview-only kiosk tokens. */
-export function kioskRoutes(rt: Runtime): RouteSpec[] {
+/** Admin management of preview-only kiosk tokens; a revoke ends the previews the token has open (`streams`). */
+export function kioskRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpec[] {
   const maxBytes = rt.loaded.config.server.max_request_bytes;
   return [
     {
@@ -55,10 +56,13 @@ export function kioskRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'revoke_kiosk_token_v1_kiosk_tokens__token_id__delete',
       summary: 'Revoke Kiosk Token',
       tags: ['kiosk'],
-      description: 'Revokes the token at once (its next request is 401); the record stays in the list with revoked_at.',
+      description:
+        'Revokes the token at once: its next request is 401 and the previews it has open end now; the record stays in the list with revoked_at.',
       success: { status: 200, schema: KioskTokenResponse },
       handler: async (ctx) => {
-        ctx.body = { request_id: ctx.state.requestId, kiosk_token: rt.kiosk.revoke(ctx.params.token_id!) };
+        const kiosk = rt.kiosk.revoke(ctx.params.token_id!);
+        streams.recheck();
+        ctx.body = { request_id: ctx.state.requestId, kiosk_token: kiosk };
       },
     },
   ];

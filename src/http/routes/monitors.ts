@@ -11,6 +11,7 @@ import {
   MonitorResponse,
   MonitorStateResponse,
 } from '../../contract/monitors.js';
+import type { AuthorizedStreams } from '../authorizedStreams.js';
 import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
 import type { RouteSpec } from '../route.js';
@@ -19,7 +20,8 @@ import type { Runtime } from '../runtime.js';
 const M = '/v1/monitors/{monitor_id}';
 const CRLF = Buffer.from('\r\n');
 
-export function monitorRoutes(rt: Runtime): RouteSpec[] {
+/** `streams`: where an open preview is watched, so it ends when the key or kiosk token that opened it is revoked. */
+export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpec[] {
   const maxBytes = rt.loaded.config.server.max_request_bytes;
   const monitors = rt.monitors;
   return [
@@ -178,7 +180,20 @@ export function monitorRoutes(rt: Runtime): RouteSpec[] {
           end: () => res.end(),
         };
         const remove = session.preview.add(viewer);
-        res.once('close', remove);
+        const credential = ctx.state.credential;
+        const monitorId = ctx.params.monitor_id!;
+        const unwatch = credential
+          ? streams.add(
+              credential.kind === 'kiosk'
+                ? () => rt.kiosk.allows(credential.token, monitorId)
+                : rt.keys.activeKeyCheck(),
+              () => res.end(),
+            )
+          : () => undefined;
+        res.once('close', () => {
+          remove();
+          unwatch();
+        });
       },
     },
   ];
