@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,11 +7,15 @@ import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monito
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
-/** A small real file system (tmpfs) per test, so the disk can really fill; skipped where mounting is not permitted. */
+/** A small real file system (tmpfs) per test, so the disk can really fill; null (the test passes, logged as skipped) where mounting is not permitted. */
 const mounts: string[] = [];
-function mountSmall(prefix: string, size: string): string | null {
+function mountSmall(t: ExecutionContext, prefix: string, size: string): string | null {
   const mnt = fileTempDir(prefix);
-  if (spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', mnt]).status !== 0) return null;
+  if (spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', mnt]).status !== 0) {
+    t.log('SKIPPED: mounting a tmpfs is not permitted here');
+    t.pass();
+    return null;
+  }
   mounts.push(mnt);
   return mnt;
 }
@@ -61,12 +65,8 @@ async function writeUntilFull(d: TestDaemon) {
 test.serial(
   'full disk: 507 insufficient_storage (not 500), deletes still work, health degraded, system writable false, recovery without restart',
   async (t) => {
-    const mnt = mountSmall('vigil-full-', '48m');
-    if (!mnt) {
-      t.log('SKIPPED: mounting a tmpfs is not permitted here');
-      t.pass();
-      return;
-    }
+    const mnt = mountSmall(t, 'vigil-full-', '48m');
+    if (!mnt) return;
     const d = await startTestDaemon({
       dir: mnt,
       server: [`storage_reserve_bytes = ${4 * 1024 * 1024}`, `max_request_bytes = ${1024 * 1024}`],
@@ -125,12 +125,8 @@ test.serial(
 test.serial(
   'full disk with a camera running: event pictures stop before the space reserve, person and event deletes still work',
   async (t) => {
-    const mnt = mountSmall('vigil-full-camera-', '64m');
-    if (!mnt) {
-      t.log('SKIPPED: mounting a tmpfs is not permitted here');
-      t.pass();
-      return;
-    }
+    const mnt = mountSmall(t, 'vigil-full-camera-', '64m');
+    if (!mnt) return;
     // Big pictures (full-size frames at quality 100) of a face that comes and goes: an identity event with a
     // picture every second or two.
     const FPS = 10;

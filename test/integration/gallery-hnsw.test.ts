@@ -17,37 +17,13 @@ import {
   TEST_KEY,
   type TestDaemon,
 } from '../helpers/daemon.js';
+import { b64, ndjson, postImport as importLines } from '../helpers/importRequest.js';
 import { tempDir } from '../helpers/tempDir.js';
 
 const PHOTOS = Object.entries(labels.identities).flatMap(([person, photos]) =>
   photos.map((photo) => ({ person, photo })),
 );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
-const ndjson = (persons: unknown[]) => persons.map((p) => JSON.stringify(p)).join('\n') + '\n';
-
-async function importLines(d: TestDaemon, collection: string, body: string, query: string) {
-  const res = await fetch(`${d.url}/v1/collections/${collection}/import?${query}`, {
-    method: 'POST',
-    headers: { ...d.auth, 'content-type': 'application/x-ndjson' },
-    body,
-  });
-  const text = await res.text();
-  return {
-    status: res.status,
-    lines: res.headers.get('content-type')?.includes('ndjson')
-      ? text
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as Record<string, any>)
-      : [],
-    json:
-      res.headers.get('content-type')?.includes('json') && !res.headers.get('content-type')?.includes('ndjson')
-        ? (JSON.parse(text) as Record<string, any>)
-        : null,
-  };
-}
 
 const contractOf = async (d: TestDaemon, id: string) =>
   (await call(d, 'GET', `/v1/collections/${id}`)).json.collection.embedding_contract_id as string;

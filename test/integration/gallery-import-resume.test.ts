@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runGalleryImport } from '../../src/cli/gallery.js';
 import { call, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
+import { b64, ndjson, postImport } from '../helpers/importRequest.js';
 import { Sink } from '../helpers/shared.js';
 import { tempDir } from '../helpers/tempDir.js';
 import { unitVectors } from '../helpers/vectors.js';
@@ -21,7 +22,6 @@ test.after.always(async () => {
 });
 
 const PERSONS = 40;
-const b64 = (v: Float32Array) => Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
 const vectors = unitVectors(PERSONS * 2, 36);
 const persons = Array.from({ length: PERSONS }, (_, i) => ({
   id: `p${String(i).padStart(3, '0')}`,
@@ -29,26 +29,10 @@ const persons = Array.from({ length: PERSONS }, (_, i) => ({
   external_id: `ext-${i}`,
   embeddings: [b64(vectors[2 * i]!), b64(vectors[2 * i + 1]!)],
 }));
-const ndjson = (rows: unknown[]) => rows.map((p) => JSON.stringify(p)).join('\n') + '\n';
-
+/** The collection's import with its own contract and `query`. */
 async function importFile(collection: string, body: string, query: string) {
   const contract = (await call(d, 'GET', `/v1/collections/${collection}`)).json.collection.embedding_contract_id;
-  const res = await fetch(
-    `${d.url}/v1/collections/${collection}/import?embedding_contract_id=${encodeURIComponent(contract)}&${query}`,
-    { method: 'POST', headers: { ...d.auth, 'content-type': 'application/x-ndjson' }, body },
-  );
-  const text = await res.text();
-  const ndjsonOut = res.headers.get('content-type')?.includes('ndjson');
-  return {
-    status: res.status,
-    lines: ndjsonOut
-      ? text
-          .trim()
-          .split('\n')
-          .map((l) => JSON.parse(l) as Record<string, any>)
-      : [],
-    json: ndjsonOut ? null : (JSON.parse(text) as Record<string, any>),
-  };
+  return postImport(d, collection, body, `embedding_contract_id=${encodeURIComponent(contract)}&${query}`);
 }
 
 /** Streams `lines` and drops the connection once `stopAfter` persons are acknowledged (a killed client). */
