@@ -25,6 +25,7 @@ Usage:
   vigil store migrate --to postgres [--url URL]
                                            copy this (stopped) box's gallery into PostgreSQL for fleet mode
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
+  vigil doctor [--json]                    what this box can run: config, data dir, models, GStreamer, providers
   vigil --version
 
 Every command takes --help. The config file is --config FILE, else VIGIL_CONFIG, else /etc/vigil/server.toml
@@ -64,6 +65,14 @@ Options:
                       cut off (persons already there with the file's faces are skipped, others reported)
   -c, --config FILE   server.toml
   -h, --help          this help
+`,
+  doctor: `Usage: vigil doctor [--json] [--config FILE]
+
+Checks what this box can run, one line each (ok, warn, fail, info): the config, the data directory, the
+model pack (re-hashed), jemalloc, the GStreamer elements of [monitors] pipeline and the H.264/H.265
+decoders, the native search addons, and every ONNX Runtime execution provider: an available one must
+really load the pack's detector. Run it as the service user (sudo -u vigil vigil doctor on a packaged box,
+which is what sudo vigil doctor does). Exit code 1 when a check fails.
 `,
   mcp: `Usage: VIGIL_WORKSPACE_KEY=vgl_… vigil mcp --workspace ID [--url URL] [--config FILE]
 
@@ -200,6 +209,14 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'store':
       return (await import('./store.js')).runStoreCommand(rest);
+    case 'doctor': {
+      const { values } = parse('doctor', {
+        args: rest,
+        options: { config: { type: 'string', short: 'c' }, json: { type: 'boolean' } },
+      });
+      const { runDoctorCommand } = await import('./doctor.js');
+      return runDoctorCommand(values.json ? ['--json'] : [], configFile(values.config));
+    }
     case 'mcp': {
       const { values } = parse('mcp', {
         args: rest,
