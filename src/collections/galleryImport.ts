@@ -126,6 +126,11 @@ export class GalleryImportService {
     return c;
   }
 
+  /** While an import request runs, the collection's HNSW graph is not built (its rows are still coming): call the release at its end. */
+  holdIndexBuilds(collectionId: string): () => void {
+    return this.indexes.holdBuilds(collectionId);
+  }
+
   /** Commits one batch, all or nothing; returns what it added (and with `skip`, what it skipped and why). */
   async commitBatch(
     collectionId: string,

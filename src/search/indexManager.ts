@@ -16,6 +16,7 @@ import {
 } from './hnswGraph.js';
 import type { BuildJob, BuildMessage } from './indexBuildWorker.js';
 import { profileCodec, type ProfileCodec } from './profiles.js';
+import { SettleTimer } from './settleTimer.js';
 import {
   readSnapshot,
   removeSnapshot,
@@ -38,6 +39,8 @@ interface Graph {
   deleted: number;
   progress: { done: number; total: number } | null;
   rebuilding: boolean;
+  /** Builds started for this collection since the daemon started (a bulk import should cost one). */
+  builds: number;
   lastError?: string;
   /** Why a persisted file was not used at load. */
   fileProblem?: string;
@@ -58,17 +61,18 @@ interface Snapshot {
   problem?: string;
   writeError?: string;
   /** A write waiting for the collection to go quiet (scheduleSnapshot). */
-  due?: { since: number; lastChange: number };
+  settle?: SettleTimer;
 }
 
 /**
- * A snapshot write after `snapshot_after_changes` starts once the collection had no change for this long,
- * or at the latest after SNAPSHOT_MAX_DEFER_MS. A write that the index changes under is discarded, so
- * writing between the batches of a bulk import re-wrote the whole file (2 GiB at 1M faces: CRC, write,
- * fsync) again and again for nothing while the import ran.
+ * A snapshot write after `snapshot_after_changes`, and an HNSW graph build, start once the collection had
+ * no change for this long, or at the latest after SETTLE_MAX_DEFER_MS. A write that the index changes under
+ * is discarded, so writing between the batches of a bulk import re-wrote the whole file (2 GiB at 1M
+ * faces: CRC, write, fsync) again and again for nothing while the import ran; graph builds started at
+ * 5k, 40k and 100k rows of one import (542 s of build CPU for the last graph only).
  */
-const SNAPSHOT_QUIET_MS = 3000;
-const SNAPSHOT_MAX_DEFER_MS = 600_000;
+const SETTLE_QUIET_MS = 3000;
+const SETTLE_MAX_DEFER_MS = 600_000;
 
 interface Entry {
   index: CollectionIndex | null;
@@ -79,6 +83,9 @@ interface Entry {
   lastError?: string;
   buildMs?: number;
   graph: Graph;
+  /** When a committed write last changed the index (graph builds wait for the changes to settle). */
+  lastChangeAt: number;
+  graphSettle?: SettleTimer;
 }
 
 export interface VectorSource {
@@ -126,6 +133,7 @@ const noGraph = (): Graph => ({
   deleted: 0,
   progress: null,
   rebuilding: false,
+  builds: 0,
 });
 /** A graph given up is closed at once: its memory (hundreds of MiB at 1M) is not left to a garbage collection. */
 const closeGraph = (g: Graph | undefined) => g?.graph?.close();
@@ -148,6 +156,8 @@ export class SearchIndexes {
   private readonly entries = new Map<string, Entry>();
   private readonly queue: string[] = [];
   private running: { collectionId: string; worker: Worker } | null = null;
+  /** Bulk imports running per collection: their graph builds wait (holdBuilds). */
+  private readonly holds = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
   private closed = false;
 
@@ -170,6 +180,7 @@ export class SearchIndexes {
         generation: 0,
         appliedRevision: -1,
         graph: noGraph(),
+        lastChangeAt: -Infinity,
       };
       this.entries.set(id, e);
     }
@@ -270,6 +281,7 @@ export class SearchIndexes {
         }
       }
       e.appliedRevision = after.search_revision;
+      e.lastChangeAt = performance.now();
       e.snapshot.changes += (change.add?.length ?? 0) + (change.remove?.length ?? 0);
       this.scheduleSnapshot(after.id, e);
       this.maybeRebuild(after, e);
@@ -312,6 +324,25 @@ export class SearchIndexes {
     else removeGraphFiles(this.opts.dir, id);
     this.entries.delete(id);
     removeSnapshot(this.opts.dir, id);
+  }
+
+  /**
+   * Holds a collection's graph builds while a bulk import request runs (its rows are still coming; a build
+   * now would be stale by the next batch); the release counts as the last change, so the build waits for
+   * the quiet after it (a client's next request of the same import comes within it).
+   */
+  holdBuilds(id: string): () => void {
+    this.holds.set(id, (this.holds.get(id) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const n = (this.holds.get(id) ?? 1) - 1;
+      if (n > 0) this.holds.set(id, n);
+      else this.holds.delete(id);
+      const e = this.entries.get(id);
+      if (e) e.lastChangeAt = performance.now();
+    };
   }
 
   /** Builds every eager collection (startup, before readiness). Failures are recorded, not thrown. */
@@ -444,31 +475,19 @@ export class SearchIndexes {
     worker.once('error', () => undefined);
   }
 
-  /** Writes the snapshot once `snapshot_after_changes` rows changed and the collection went quiet (see SNAPSHOT_QUIET_MS). */
+  /** Writes the snapshot once `snapshot_after_changes` rows changed and the collection went quiet (SettleTimer). */
   private scheduleSnapshot(id: string, e: Entry): void {
     const snap = e.snapshot;
     if (this.snapshotAfter <= 0 || snap.changes < this.snapshotAfter || this.closed) return;
-    const now = performance.now();
-    if (snap.due) {
-      snap.due.lastChange = now;
-      return;
-    }
-    const due = (snap.due = { since: now, lastChange: now });
-    const tick = () => {
-      if (this.closed || this.entries.get(id) !== e || e.snapshot !== snap) return;
-      const t = performance.now();
+    snap.settle ??= new SettleTimer({
+      quietMs: SETTLE_QUIET_MS,
+      maxDeferMs: SETTLE_MAX_DEFER_MS,
+      live: () => !this.closed && this.entries.get(id) === e && e.snapshot === snap,
       // A write still running (started before these changes): look again when it is done.
-      const wait = snap.writing
-        ? 500
-        : Math.min(due.lastChange + SNAPSHOT_QUIET_MS, due.since + SNAPSHOT_MAX_DEFER_MS) - t;
-      if (wait > 0) {
-        setTimeout(tick, wait).unref();
-        return;
-      }
-      delete snap.due;
-      this.saveSnapshot(id, e);
-    };
-    setTimeout(tick, SNAPSHOT_QUIET_MS).unref();
+      busy: () => snap.writing !== null,
+      start: () => this.saveSnapshot(id, e),
+    });
+    snap.settle.touch();
   }
 
   /** Writes the entry's snapshot in the background (one at a time per collection). */
@@ -555,7 +574,8 @@ export class SearchIndexes {
       this.maybeRebuild(c, e);
     } else {
       g.fileProblem = loaded.problem;
-      this.schedule(c.id);
+      // An empty collection has nothing to build: its first rows ask for the graph (maybeRebuild).
+      if (e.index.size > 0) this.buildWhenSettled(c.id, e);
     }
   }
 
@@ -582,10 +602,40 @@ export class SearchIndexes {
     return (g.delta?.size ?? 0) + g.deleted;
   }
 
+  /** Asks for a build when the collection has rows but no graph, or more changes than `rebuildRatio` allows. */
   private maybeRebuild(c: CollectionT, e: Entry): void {
     const g = e.graph;
-    if (!usesGraph(c) || g.state !== 'ready' || !g.meta) return;
-    if (this.changesSinceBuild(g) >= Math.max(1, this.opts.rebuildRatio * g.meta.rows)) this.schedule(c.id);
+    if (!usesGraph(c) || !e.index) return;
+    const wanted =
+      g.state === 'ready' && g.meta
+        ? this.changesSinceBuild(g) >= Math.max(1, this.opts.rebuildRatio * g.meta.rows)
+        : g.state === 'none' && e.index.size > 0;
+    if (wanted) this.buildWhenSettled(c.id, e);
+  }
+
+  /**
+   * Queues a graph build once the collection's changes have settled (SettleTimer): at once when nothing
+   * changed for SETTLE_QUIET_MS, else after the import (or any run of writes) goes quiet. A build running
+   * now is followed by another only if its finish still finds it wanted.
+   */
+  private buildWhenSettled(id: string, e: Entry): void {
+    if (this.closed || this.queue.includes(id) || this.running?.collectionId === id) return;
+    const held = () => (this.holds.get(id) ?? 0) > 0;
+    if (performance.now() - e.lastChangeAt >= SETTLE_QUIET_MS && !e.graphSettle?.pending && !held()) {
+      this.schedule(id);
+      return;
+    }
+    e.graphSettle ??= new SettleTimer({
+      quietMs: SETTLE_QUIET_MS,
+      maxDeferMs: SETTLE_MAX_DEFER_MS,
+      live: () => !this.closed && this.entries.get(id) === e,
+      busy: held,
+      start: () => {
+        const c = this.source.getCollection(id);
+        if (c && usesGraph(c)) this.schedule(id);
+      },
+    });
+    e.graphSettle.touch();
   }
 
   private periodicCheck(): void {
@@ -596,7 +646,7 @@ export class SearchIndexes {
       if (!c || !usesGraph(c) || !e.index) continue;
       const due = g.meta ? now - Date.parse(g.meta.built_at) >= this.opts.rebuildIntervalMs : true;
       if ((g.state === 'ready' && this.changesSinceBuild(g) > 0 && due) || (g.state === 'failed' && due))
-        this.schedule(id);
+        this.buildWhenSettled(id, e);
     }
   }
 
@@ -647,6 +697,7 @@ export class SearchIndexes {
     const worker = startModuleWorker(import.meta.url, 'indexBuildWorker', job);
     const run = { collectionId: id, worker };
     this.running = run;
+    e.graph.builds++;
     e.graph.progress = { done: 0, total: c.face_count };
     const finish = (error: string | null, meta: HnswMeta | null) => {
       if (this.running !== run) return;
@@ -711,6 +762,7 @@ export class SearchIndexes {
       graph: {
         state: g.state,
         rebuilding: g.rebuilding,
+        builds_started: g.builds,
         progress: g.progress
           ? {
               done_rows: g.progress.done,

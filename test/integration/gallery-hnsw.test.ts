@@ -345,6 +345,34 @@ test('hnsw: searches are exact while the first graph is built', async (t) => {
   }
 });
 
+test('a bulk import into an HNSW collection builds the graph once, after the import settled', async (t) => {
+  const d = await startTestDaemon({ toml: '[collections]\ndefault_load_policy = "eager"\nindex_build_threads = 1' });
+  try {
+    const created = await call(d, 'POST', '/v1/collections', {
+      id: 'imp',
+      name: 'Import',
+      search: { index: 'hnsw', capacity_rows: 100000, hnsw: { connectivity: 8 } },
+    });
+    t.is(created.status, 201);
+    const contract = encodeURIComponent(await contractOf(d, 'imp'));
+    // Three requests, as `vigil gallery import` splits a big file (the issue's 5k / 40k / 100k, scaled down).
+    const vs = unitVectors(12000, 11);
+    let at = 0;
+    for (const n of [1000, 3000, 8000]) {
+      const persons = vs.slice(at, at + n).map((v, i) => ({ id: `p${at + i}`, embeddings: [b64(v)] }));
+      at += n;
+      const r = await importLines(d, 'imp', ndjson(persons), `embedding_contract_id=${contract}&batch_size=1000`);
+      t.is(r.lines.at(-1)?.type, 'done');
+    }
+    const s = await waitGraph(d, 'imp', (g) => g.state === 'ready' && !g.rebuilding && g.rows === 12000, 120_000);
+    t.is(s.serving, 'hnsw');
+    t.is(s.graph.added_rows_since, 0);
+    t.is(s.graph.builds_started, 1, 'one graph build for the whole import');
+  } finally {
+    await d.close();
+  }
+});
+
 test('gallery import: SIGKILL mid-import loses no acknowledged batch and keeps batches whole', async (t) => {
   const dir = tempDir(t, 'vigil-import-kill-');
   const config = join(dir, 'server.toml');

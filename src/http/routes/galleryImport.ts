@@ -79,6 +79,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
         const q = readQuery(ctx, ImportQuery);
         const collectionId = ctx.params.collection_id!;
         const c = imports.begin(collectionId, q.embedding_contract_id);
+        const releaseBuilds = imports.holdIndexBuilds(collectionId);
         const contract = q.embedding_contract_id!;
         const totals: ImportTotals = { batches: 0, persons: 0, faces: 0 };
         const skipping = q.on_conflict === 'skip';
@@ -123,6 +124,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
         try {
           more = await step();
         } catch (e) {
+          releaseBuilds();
           await input.return(undefined);
           throw e;
         }
@@ -147,6 +149,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
             ctx.req.resume();
           }
           await input.return(undefined);
+          releaseBuilds();
           out.end();
         };
         void finish();
