@@ -1,2 +1,5 @@
 'use strict';
-module.exports = require('./build/Release/hnsw_walk.node');
+// build/Release/hnsw_walk.node when `npm ci` compiled it in a checkout (node-gyp, see binding.gyp), else the
+// prebuild for this platform under prebuilds/linux-<arch>/ that the Debian package ships
+// (packaging/build-package.sh): node-gyp-build picks whichever loads, as for usearch.
+module.exports = require('node-gyp-build')(__dirname);
