@@ -10,7 +10,10 @@ test('the systemd unit and scripts/run-dev.sh start node with DAEMON_NODE_FLAGS'
   const flags = DAEMON_NODE_FLAGS.join(' ');
   t.true(flags.length > 0);
   const unit = readFileSync(join(REPO, 'systemd/vigil.service'), 'utf8');
-  t.regex(unit, new RegExp(`^ExecStart=/usr/bin/node ${flags} /opt/vigil/dist/cli/main\\.js serve$`, 'm'));
+  t.regex(
+    unit,
+    new RegExp(`^ExecStart=/usr/lib/vigil/node/bin/node ${flags} /usr/lib/vigil/app/dist/cli/main\\.js serve$`, 'm'),
+  );
   const dev = readFileSync(join(REPO, 'scripts/run-dev.sh'), 'utf8');
   t.regex(dev, new RegExp(`^exec node ${flags} dist/cli/main\\.js serve `, 'm'));
 });
