@@ -103,27 +103,32 @@ async function hostInfo(): Promise<HostInfo> {
 export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   const { config } = loaded;
   const log = createLogger(config.server.log_level);
-  // quick_check runs in a worker thread while the port opens and the models load (integrityGate.ts has the rule).
-  // Both background checks (quick_check, the snapshot rows' CRC) start once the models are loaded: on a
-  // 2-core box they took CPU from the model load that the first search waits for. Writes stay refused
-  // (database_not_verified) until quick_check passed, as before.
+  // A file the last daemon closed in order is known good at open (its clean-shutdown marker). After a crash,
+  // quick_check runs in a worker thread once the daemon is ready: nothing waits for it but the work that
+  // rewrites pages all over the file (integrityGate.ts has the rule). The snapshot rows' CRC check starts
+  // once the models are loaded: on a 2-core box it took CPU from the model load the first search waits for.
   let modelsSettled!: () => void;
   const modelsLoaded = new Promise<void>((resolve) => {
     modelsSettled = resolve;
   });
-  const checkStarted = performance.now();
+  let readySettled!: () => void;
+  const daemonReady = new Promise<void>((resolve) => {
+    readySettled = resolve;
+  });
   const db = openDatabase(config.server.data_dir, undefined, {
     integrity: 'background',
-    integrityAfter: modelsLoaded,
+    integrityAfter: daemonReady,
     reserveBytes: config.server.storage_reserve_bytes,
   });
   // What a backup or restore killed mid-way left in the data dir (a copy of the whole database each).
   const staleStaging = removeStaleStaging(config.server.data_dir);
   if (staleStaging.length) log.info({ removed: staleStaging }, 'removed the staging folders of unfinished backups');
+  let checkStarted = 0;
+  void daemonReady.then(() => (checkStarted = performance.now()));
   const integrityOk = db.integrityChecked.then((result) => {
-    if (result === 'ok')
+    if (result === 'ok' && db.integrityProof === 'quick_check')
       log.info({ check_ms: Math.round(performance.now() - checkStarted) }, 'database integrity check passed');
-    else if (db.db.open)
+    else if (result !== 'ok' && db.db.open)
       log.error(
         { quick_check: result, path: db.path },
         'database integrity check failed: the service stays not_ready and serves nothing',
@@ -510,18 +515,21 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         { hnsw_walker: walkerProblem },
         "HNSW collections are searched with usearch's own binding: the native walker (vigil-hnsw-walk) did not load",
       );
-    // Background writers start once the database passed its check.
+    // Background writers start at once; a database that fails its check (after a crash) stops them again.
     const startedScrapes = scrapes;
-    void integrityOk.then((ok) => {
-      if (!ok || closed) return;
-      void startedScrapes
-        .start()
-        .catch((e: unknown) => log.error({ err: e }, 'scrape runs could not be re-queued at start'));
-      history.start();
-      fleetEvents?.forwarder.start();
-      monitorDirectory?.start();
-      outbox.start();
-      mqtt?.start();
+    void startedScrapes
+      .start()
+      .catch((e: unknown) => log.error({ err: e }, 'scrape runs could not be re-queued at start'));
+    history.start();
+    fleetEvents?.forwarder.start();
+    monitorDirectory?.start();
+    outbox.start();
+    mqtt?.start();
+    void integrityOk.then(async (ok) => {
+      if (ok || closed) return;
+      await Promise.all([monitors.close(), startedScrapes.close()]);
+      await history.close();
+      await Promise.all([outbox.close(), mqtt?.close(), fleetEvents?.forwarder.close(), monitorDirectory?.close()]);
     });
 
     let closed = false;
@@ -610,10 +618,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         log,
         events: history,
       };
-      // Monitors write events: they start only on a database that passed its check.
-      if (!closed && (await integrityOk) && !closed) monitors.restore();
+      // Monitors do not wait for an integrity check (it starts once the daemon is ready).
+      if (!closed) monitors.restore();
       log.info(
         {
+          database_integrity: db.integrityProof ?? 'checking',
           pack: pack.id,
           model_digest: model.model_digest,
           providers: config.inference.execution_providers,
@@ -626,6 +635,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     })();
     // A start that failed before the engine (a missing pack): the checks run anyway.
     void ready.then(modelsSettled, modelsSettled);
+    void ready.then(readySettled, readySettled);
 
     const close = async () => {
       if (closed) return;

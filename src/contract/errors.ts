@@ -293,12 +293,9 @@ export const Errors = {
   databaseNotVerified: api(
     'database_not_verified',
     503,
-    'The database integrity check (quick_check) is still running after a start (writes wait; reads are served) or it failed (nothing but health and system is served); `details.quick_check` says which.',
+    'The database failed its integrity check (quick_check after an unclean stop): nothing but health and system is served until it is repaired or restored; `details.quick_check` says what SQLite found.',
     (quickCheck: string) => ({
-      message:
-        quickCheck === 'pending'
-          ? 'The database integrity check is still running after start-up: writes are accepted once it passes. Retry shortly.'
-          : 'The database failed its integrity check: the service does not serve until it is repaired or restored.',
+      message: 'The database failed its integrity check: the service does not serve until it is repaired or restored.',
       details: { quick_check: quickCheck },
     }),
   ),

@@ -2,36 +2,30 @@ import type Koa from 'koa';
 import { Errors } from '../contract/errors.js';
 import { INTEGRITY_PENDING, type OpenedDatabase } from '../store/database.js';
 
-/** POST routes that only read (inference, search): served while the start-up integrity check runs. */
-const READ_ONLY_POSTS = [/^\/v1\/(detect|compare|embeddings)\/?$/, /^\/v1\/collections\/[^/]+\/search\/?$/];
 /** Served whatever the check says: they report it. */
 const ALWAYS = [/^\/v1\/health\/?$/, /^\/v1\/system\/?$/];
 
 /**
- * The rule that keeps a corrupt database from serving while `PRAGMA quick_check` runs in the
- * background after start-up (it used to run before the port opened):
- * - check running: reads are served (GET, and the POSTs that only read: detect, compare, embeddings,
- *   search); every other request (a write) answers 503 `database_not_verified`, and no background
- *   writer (monitors, event history, webhooks, MQTT, scrapes) has started;
+ * The rule that keeps a corrupt database from serving. A file the last daemon closed in order is known
+ * good at open (its clean-shutdown marker); after a crash `PRAGMA quick_check` runs in the background
+ * once the daemon is ready (it reads the whole file: 105 s at 13 GB):
+ * - check running: everything is served and the monitors run (SQLite refuses a write that meets a
+ *   damaged page itself); only the work that rewrites pages all over the file waits for the check
+ *   (space reclamation, purging deleted collections). /v1/health says `degraded` with the reason;
  * - check failed: only /v1/health (not_ready) and /v1/system (with the result) answer; everything else
- *   under /v1 and /workspaces is 503 `database_not_verified`;
- * - check passed: no effect.
+ *   under /v1 and /workspaces is 503 `database_not_verified`, and the background writers are stopped;
+ * - check passed (or the marker): no effect.
  */
 export function integrityGate(db: OpenedDatabase): Koa.Middleware {
   return async (ctx, next) => {
     const state = db.integrity;
     if (
       state !== 'ok' &&
+      state !== INTEGRITY_PENDING &&
       !ALWAYS.some((r) => r.test(ctx.path)) &&
       (ctx.path.startsWith('/v1/') || ctx.path.startsWith('/workspaces/') || ctx.path === '/mcp')
-    ) {
-      const reads =
-        ctx.method === 'GET' ||
-        ctx.method === 'HEAD' ||
-        ctx.method === 'OPTIONS' ||
-        (ctx.method === 'POST' && READ_ONLY_POSTS.some((r) => r.test(ctx.path)));
-      if (state !== INTEGRITY_PENDING || !reads) throw Errors.databaseNotVerified(state);
-    }
+    )
+      throw Errors.databaseNotVerified(state);
     await next();
   };
 }

@@ -3,6 +3,7 @@ import { EXIT, exitCodeFor } from '../../src/cli/exitCodes.js';
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { OperatorError } from '../../src/contract/errors.js';
 import { migrate, openDatabase, quickCheck } from '../../src/store/database.js';
 import { fileTempDir } from '../helpers/tempDir.js';
@@ -199,8 +200,17 @@ test('a read-only data dir is one operator error (data_dir_unusable, exit code 1
   chmodSync(dir, 0o700);
 });
 
-test('the background integrity check runs off the opening path and reports a healthy file as ok', async (t) => {
+/** A database file left as a crash leaves it: made, then its connection gone without the orderly close. */
+function crashedFile(): string {
   const dir = freshDir();
+  const first = openDatabase(dir);
+  first.db.close();
+  first.close();
+  return dir;
+}
+
+test('the background integrity check runs off the opening path and reports a healthy file as ok', async (t) => {
+  const dir = crashedFile();
   const opened = openDatabase(dir, undefined, { integrity: 'background' });
   try {
     t.is(opened.integrity, 'pending', 'openDatabase returns before quick_check has run');
@@ -221,6 +231,8 @@ test('the background integrity check detects a corrupted database file', async (
   })();
   first.db.pragma('wal_checkpoint(TRUNCATE)');
   const pageSize = first.db.pragma('page_size', { simple: true }) as number;
+  // Left as a crash leaves it (no orderly close, so no clean-shutdown marker): the next start checks.
+  first.db.close();
   first.close();
   // Garbage over two b-tree pages near the end of the file (the filler table's), far from the schema
   // and migration pages that opening reads: the file opens, only the check can tell.
@@ -238,5 +250,65 @@ test('the background integrity check detects a corrupted database file', async (
     t.regex(result, /malformed|corrupt|page|btree|Tree/i, 'the check names the damage');
   } finally {
     opened.close();
+  }
+});
+
+test('a file closed in order is taken as checked at the next start: no quick_check, proven by the clean-shutdown marker', async (t) => {
+  const dir = freshDir();
+  const first = openDatabase(dir, undefined, { integrity: 'background' });
+  t.is(await first.integrityChecked, 'ok');
+  t.is(first.integrityProof, 'new_file', 'a file made by this open has nothing to check');
+  first.close();
+  const second = openDatabase(dir, undefined, { integrity: 'background' });
+  try {
+    t.is(second.integrity, 'ok', 'known good at open, before any check could have run');
+    t.is(second.integrityProof, 'clean_shutdown');
+    t.is(await second.integrityChecked, 'ok');
+  } finally {
+    second.close();
+  }
+});
+
+test('a file whose last holder died (no orderly close) is checked again at the next start', async (t) => {
+  const dir = freshDir();
+  const first = openDatabase(dir, undefined, { integrity: 'background' });
+  t.is(await first.integrityChecked, 'ok');
+  first.close();
+  const crashed = openDatabase(dir, undefined, { integrity: 'background' });
+  t.is(crashed.integrityProof, 'clean_shutdown');
+  // What a SIGKILL leaves: the connection gone without the close that writes the marker.
+  crashed.db.close();
+  crashed.close();
+  const third = openDatabase(dir, undefined, { integrity: 'background' });
+  try {
+    t.is(third.integrity, 'pending');
+    t.is(await third.integrityChecked, 'ok');
+    t.is(third.integrityProof, 'quick_check');
+  } finally {
+    third.close();
+  }
+});
+
+test('a stop while the check runs, or a marker that does not fit the file, leaves the next start checking', async (t) => {
+  const dir = crashedFile();
+  const first = openDatabase(dir, undefined, { integrity: 'background', integrityAfter: new Promise(() => undefined) });
+  t.is(first.integrity, 'pending');
+  first.close(); // the check never ran: nothing is handed on as checked
+  const second = openDatabase(dir, undefined, { integrity: 'background' });
+  t.is(second.integrity, 'pending');
+  t.is(await second.integrityChecked, 'ok');
+  second.close();
+  // The marker names the page count at the close; a file that grew since (here another program) is not taken on trust.
+  const raw = new Database(join(dir, 'vigil.db'));
+  raw.exec('CREATE TABLE grown (v BLOB); INSERT INTO grown VALUES (randomblob(100000))');
+  raw.close();
+  const third = openDatabase(dir, undefined, { integrity: 'background' });
+  try {
+    t.is(third.integrity, 'pending');
+    t.is(third.integrityProof, null);
+    t.is(await third.integrityChecked, 'ok');
+    t.is(third.integrityProof, 'quick_check');
+  } finally {
+    third.close();
   }
 });

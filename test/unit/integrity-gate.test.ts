@@ -26,7 +26,7 @@ async function serve(db: OpenedDatabase) {
   return { status, close: () => new Promise((r) => server.close(r)) };
 }
 
-test('while quick_check runs reads pass and writes get 503; after a failure only health and system answer', async (t) => {
+test('while quick_check runs after a crash everything is served; after a failure only health and system answer', async (t) => {
   const db = openDatabase(join(root, 'd1'));
   const s = await serve(db);
   try {
@@ -34,15 +34,9 @@ test('while quick_check runs reads pass and writes get 503; after a failure only
     for (const [m, p] of [
       ['GET', '/v1/collections'],
       ['POST', '/v1/detect'],
-      ['POST', '/v1/compare'],
-      ['POST', '/v1/embeddings'],
       ['POST', '/v1/collections/c1/search'],
       ['GET', '/v1/health'],
       ['GET', '/'],
-    ]) {
-      t.is(await s.status(m!, p!), 200, `${m} ${p} is served while the check runs`);
-    }
-    for (const [m, p] of [
       ['POST', '/v1/collections'],
       ['POST', '/v1/collections/c1/persons'],
       ['DELETE', '/v1/collections/c1'],
@@ -51,7 +45,7 @@ test('while quick_check runs reads pass and writes get 503; after a failure only
       ['POST', '/workspaces/w/scrapers/forum/runs'],
       ['POST', '/mcp'],
     ]) {
-      t.is(await s.status(m!, p!), 503, `${m} ${p} waits for the check`);
+      t.is(await s.status(m!, p!), 200, `${m} ${p} is served while the check runs`);
     }
     db.integrity = '*** in database main ***\nPage 7: btreeInitPage() returns error code 11';
     for (const [m, p] of [

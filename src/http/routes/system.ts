@@ -9,6 +9,7 @@ import type { Runtime } from '../runtime.js';
 import { HealthResponse, ModelsResponse, SystemResponse } from '../../contract/system.js';
 import { requireInference } from '../ready.js';
 import { memoryAllocator } from '../../system/allocator.js';
+import { INTEGRITY_PENDING } from '../../store/database.js';
 
 function pathState(path: string) {
   const can = (mode: number) => {
@@ -59,19 +60,23 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       success: { status: 200, schema: HealthResponse },
       extraResponses: { 503: { schema: HealthResponse, description: 'The process is running but is not ready.' } },
       handler: async (ctx) => {
-        // Ready = startup finished and the database passes quick_check; not_ready uses the same body, not the error envelope.
-        // Degraded = ready, but something needs the operator (a full disk): reads and deletes still work.
-        const ready = rt.inference !== null && rt.db.integrity === 'ok';
+        // Ready = startup finished and the database is not known bad; not_ready uses the same body, not the error envelope.
+        // Degraded = ready, but something needs the operator (a full disk) or waits (the check after a crash).
+        const checking = rt.db.integrity === INTEGRITY_PENDING;
+        const ready = rt.inference !== null && (rt.db.integrity === 'ok' || checking);
         const storage = rt.db.storage.status();
-        const degraded =
-          ready && !storage.writable
-            ? [
-                {
-                  code: 'insufficient_storage',
-                  message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.`,
-                },
-              ]
-            : [];
+        const degraded: { code: string; message: string }[] = [];
+        if (ready && !storage.writable)
+          degraded.push({
+            code: 'insufficient_storage',
+            message: `The data directory is full: ${storage.reason ?? 'writes fail'}. Writes that add data answer 507 until space is freed.`,
+          });
+        if (ready && checking)
+          degraded.push({
+            code: 'database_check_running',
+            message:
+              'The database integrity check after an unclean stop is running; everything is served, and reclaiming disk space and purging deleted collections wait for it.',
+          });
         ctx.status = ready ? 200 : 503;
         const fleet = fleetHealth(rt);
         if (ready && fleet.database_lost)
@@ -175,6 +180,8 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           database: {
             path: rt.db.path,
             quick_check: rt.db.integrity,
+            // clean_shutdown: known good from the marker the last daemon wrote when it stopped in order.
+            integrity_proof: rt.db.integrityProof,
             migration_count: rt.db.migrationCount,
             wal: true,
           },
