@@ -35,13 +35,106 @@ export function monitorObjectId(monitorId: string): string {
   return `_${safe}_${createHash('sha256').update(monitorId).digest('hex').slice(0, 12)}`;
 }
 
+export interface MqttTopic {
+  /** `{prefix}` is [mqtt] topic_prefix, `{discovery}` discovery_prefix, `{node}` the node id, `{object}` a monitor's object id. */
+  pattern: string;
+  /** Published by Vigil, or subscribed to. */
+  direction: 'publish' | 'subscribe';
+  /** Whether (or when) the broker retains it, in words. */
+  retained: string;
+  /** The payload, in Markdown. */
+  payload: string;
+}
+
+/**
+ * Every topic Vigil publishes or listens to. The publisher builds its topics from these patterns, and the
+ * topic table of docs/integrations/mqtt.md is generated from them (`npm run docs:generate`).
+ */
+export const MQTT_TOPICS = {
+  availability: {
+    pattern: '{prefix}/available',
+    direction: 'publish',
+    retained: 'yes',
+    payload: '`online`; the last will sets `offline`',
+  },
+  events: {
+    pattern: '{prefix}/{monitor}/events',
+    direction: 'publish',
+    retained: '`[mqtt] retain` (off)',
+    payload: 'each event as JSON, the same object as `GET /v1/events/{id}`',
+  },
+  state: {
+    pattern: '{prefix}/{monitor}/state',
+    direction: 'publish',
+    retained: 'yes',
+    payload:
+      '`{"monitor_id", "occupied", "person_count", "unknown_count", "persons":[{id,name,since}], "last_person", "updated_at"}`; `last_person` is the newest `person_enter`\'s person from the history, so a restart keeps it',
+  },
+  person: {
+    pattern: '{prefix}/{monitor}/person/{person_id}',
+    direction: 'publish',
+    retained: 'yes',
+    payload: '`ON` / `OFF` (cleared, an empty retained message, when the monitor or the person is deleted)',
+  },
+  snapshot: {
+    pattern: '{prefix}/{monitor}/snapshot',
+    direction: 'publish',
+    retained: 'yes',
+    payload: "the latest identity event's frame, JPEG bytes (`[mqtt] snapshots`)",
+  },
+  boxStatusConfig: {
+    pattern: '{discovery}/binary_sensor/{node}/status/config',
+    direction: 'publish',
+    retained: 'yes',
+    payload: "the box's connectivity sensor (Home Assistant discovery)",
+  },
+  occupancyConfig: {
+    pattern: '{discovery}/binary_sensor/{node}/{object}_occupancy/config',
+    direction: 'publish',
+    retained: 'yes',
+    payload:
+      "`device_class: occupancy`, `state_topic: vigil/<monitor>/state`, `value_template: {{ 'ON' if value_json.occupied else 'OFF' }}`",
+  },
+  lastPersonConfig: {
+    pattern: '{discovery}/sensor/{node}/{object}_last_person/config',
+    direction: 'publish',
+    retained: 'yes',
+    payload: '`state_topic: vigil/<monitor>/state`, template on `value_json.last_person`',
+  },
+  snapshotConfig: {
+    pattern: '{discovery}/camera/{node}/{object}_snapshot/config',
+    direction: 'publish',
+    retained: 'yes',
+    payload: '`topic: vigil/<monitor>/snapshot`',
+  },
+  homeAssistantStatus: {
+    pattern: '{discovery}/status',
+    direction: 'subscribe',
+    retained: '',
+    payload: "Home Assistant's `online` after its restart: Vigil sends the discovery messages again",
+  },
+} as const satisfies Record<string, MqttTopic>;
+
+/** A topic from its pattern; every `{name}` must be given. */
+export function topicOf(t: MqttTopic, values: Record<string, string>): string {
+  return t.pattern.replace(/\{(\w+)\}/g, (_m, name: string) => {
+    const v = values[name];
+    if (v === undefined) throw new Error(`topic ${t.pattern} needs {${name}}`);
+    return v;
+  });
+}
+
 export const topics = (prefix: string) => ({
-  availability: `${prefix}/available`,
-  events: (monitorId: string) => `${prefix}/${monitorId}/events`,
-  state: (monitorId: string) => `${prefix}/${monitorId}/state`,
-  person: (monitorId: string, personId: string) => `${prefix}/${monitorId}/person/${personId}`,
-  snapshot: (monitorId: string) => `${prefix}/${monitorId}/snapshot`,
+  availability: topicOf(MQTT_TOPICS.availability, { prefix }),
+  events: (monitor: string) => topicOf(MQTT_TOPICS.events, { prefix, monitor }),
+  state: (monitor: string) => topicOf(MQTT_TOPICS.state, { prefix, monitor }),
+  person: (monitor: string, person_id: string) => topicOf(MQTT_TOPICS.person, { prefix, monitor, person_id }),
+  snapshot: (monitor: string) => topicOf(MQTT_TOPICS.snapshot, { prefix, monitor }),
 });
+
+/** The topic on which Home Assistant announces its (re)start. */
+export const homeAssistantStatusTopic = (discoveryPrefix: string) =>
+  topicOf(MQTT_TOPICS.homeAssistantStatus, { discovery: discoveryPrefix });
 
 const availability = (c: DiscoveryContext) => [
   { topic: topics(c.prefix).availability, payload_available: 'online', payload_not_available: 'offline' },
@@ -58,7 +151,7 @@ const boxDevice = (c: DiscoveryContext) => ({
 export function boxDiscovery(c: DiscoveryContext): DiscoveryMessage[] {
   return [
     {
-      topic: `${c.discoveryPrefix}/binary_sensor/${c.nodeId}/status/config`,
+      topic: topicOf(MQTT_TOPICS.boxStatusConfig, { discovery: c.discoveryPrefix, node: c.nodeId }),
       payload: {
         name: 'Status',
         unique_id: `${c.nodeId}_status`,
@@ -89,12 +182,11 @@ export function staleDiscoveryTopics(c: DiscoveryContext, monitorIds: string[]):
   return [...stale].flatMap((o) => objectTopics(c, o));
 }
 
-function objectTopics(c: DiscoveryContext, o: string): string[] {
-  return [
-    `${c.discoveryPrefix}/binary_sensor/${c.nodeId}/${o}_occupancy/config`,
-    `${c.discoveryPrefix}/sensor/${c.nodeId}/${o}_last_person/config`,
-    `${c.discoveryPrefix}/camera/${c.nodeId}/${o}_snapshot/config`,
-  ];
+function objectTopics(c: DiscoveryContext, object: string): string[] {
+  const values = { discovery: c.discoveryPrefix, node: c.nodeId, object };
+  return [MQTT_TOPICS.occupancyConfig, MQTT_TOPICS.lastPersonConfig, MQTT_TOPICS.snapshotConfig].map((t) =>
+    topicOf(t, values),
+  );
 }
 
 export function monitorDiscovery(c: DiscoveryContext, monitor: { id: string; name: string }): DiscoveryMessage[] {

@@ -10,6 +10,7 @@ import { eventView } from './eventView.js';
 import {
   boxDiscovery,
   haId,
+  homeAssistantStatusTopic,
   monitorDiscovery,
   monitorDiscoveryTopics,
   staleDiscoveryTopics,
@@ -403,13 +404,13 @@ export class MqttPublisher implements HistoryOutput {
       );
       client.publish(this.t.availability, 'online', { qos: 1, retain: true });
       if (this.o.discovery) {
-        client.subscribe(`${this.o.discoveryPrefix}/status`, { qos: 1 });
+        client.subscribe(homeAssistantStatusTopic(this.o.discoveryPrefix), { qos: 1 });
         this.publishDiscovery(this.monitors(), true);
       }
       void this.drain();
     });
     client.on('message', (topic, payload) => {
-      if (topic === `${this.o.discoveryPrefix}/status` && payload.toString() === 'online')
+      if (topic === homeAssistantStatusTopic(this.o.discoveryPrefix) && payload.toString() === 'online')
         this.publishDiscovery(this.monitors(), true);
     });
     client.on('error', (e) => {
