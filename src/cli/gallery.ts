@@ -43,7 +43,7 @@ export async function runGalleryImport(
       error?: { code: string; message: string };
     };
     if (!res.ok || !body.collection) {
-      out.write(`error: ${body.error?.code ?? res.status}: ${body.error?.message ?? 'collection not readable'}\n`);
+      out.write(errorLine(res.status, body));
       return 1;
     }
     const target = body.collection.embedding_contract_id;
@@ -100,14 +100,15 @@ export async function runGalleryImport(
         duplex: 'half',
       } as RequestInit,
     );
-    const text = res.body ? res.body.pipeThrough(new TextDecoderStream()) : null;
-    if (!res.ok || !text) {
+    if (!res.ok || !res.body) {
       // An empty last request (the file ended exactly at a request boundary) is not an error.
       const body = await res.text().catch(() => '');
       if (sent === 0 && ended && total.requests > 0) break;
-      out.write(`error: ${res.status} ${body}\n`);
+      out.write(errorLine(res.status, body));
       return 1;
     }
+    // Read after the status check: a refused request's body is its error envelope.
+    const text = res.body.pipeThrough(new TextDecoderStream());
     let buf = '';
     for await (const chunk of text as unknown as AsyncIterable<string>) {
       buf += chunk;
@@ -144,7 +145,7 @@ export async function runGalleryExport(
     headers,
   });
   if (!res.ok || !res.body) {
-    out.write(`error: ${res.status} ${await res.text().catch(() => '')}\n`);
+    out.write(errorLine(res.status, await res.text().catch(() => '')));
     return 1;
   }
   let persons = 0;
@@ -160,6 +161,20 @@ export async function runGalleryExport(
   await pipeline(Readable.fromWeb(res.body.pipeThrough(counter) as never), createWriteStream('', { fd }));
   out.write(`exported ${Math.max(0, persons - 1)} persons of ${a.collection} to ${a.file}\n`);
   return 0;
+}
+
+/** One line for a refused request: the API's error code and message (the status only when the body has none). */
+export function errorLine(status: number, body: string | { error?: { code?: string; message?: string } }): string {
+  let parsed: { error?: { code?: string; message?: string } } | null = null;
+  try {
+    parsed = typeof body === 'string' ? (JSON.parse(body) as typeof parsed) : body;
+  } catch {
+    // not JSON: a proxy's page, an empty body
+  }
+  const e = parsed?.error;
+  if (e?.code) return `error: ${e.code}: ${e.message ?? ''}\n`;
+  const text = typeof body === 'string' ? body.trim().slice(0, 200) : '';
+  return `error: HTTP ${status}${text ? `: ${text}` : ''}\n`;
 }
 
 /** The export header of a file, when its first line is one. */
@@ -206,9 +221,10 @@ async function reembedImport(
       name: string | null;
       external_id: string | null;
       metadata: Record<string, unknown>;
-      crops?: string[];
+      crops?: (string | null)[];
     };
-    if (!p.crops?.length) {
+    const crops = (p.crops ?? []).filter((c): c is string => typeof c === 'string');
+    if (!crops.length) {
       noCrops++;
       out.write(
         `${JSON.stringify({ type: 'skipped', id: p.id, reason: 'no face crops in the export (the source collection did not save crops), so it cannot be re-embedded' })}\n`,
@@ -220,7 +236,7 @@ async function reembedImport(
     if (p.name) fd.append('name', p.name);
     if (p.external_id) fd.append('external_id', p.external_id);
     fd.append('metadata', JSON.stringify(p.metadata ?? {}));
-    p.crops.forEach((c, i) =>
+    crops.forEach((c, i) =>
       fd.append('images', new Blob([Buffer.from(c, 'base64')], { type: 'image/jpeg' }), `${p.id}-${i}.jpg`),
     );
     const res = await fetch(`${col}/persons`, { method: 'POST', headers, body: fd });

@@ -531,6 +531,15 @@ export class CollectionStore {
     return this.db.prepare('DELETE FROM face_samples WHERE seq = ?').run(seq).changes === 1;
   }
 
+  /** A person's faces in sequence order, each embedding with its crop (null when it has none): a gallery export's line. */
+  personFacesWithCrops(personSeq: number): { embedding: Float32Array; crop: Buffer | null }[] {
+    return (
+      this.db
+        .prepare('SELECT embedding, crop_image FROM face_samples WHERE person_seq = ? ORDER BY seq')
+        .all(personSeq) as { embedding: Buffer; crop_image: Buffer | null }[]
+    ).map((r) => ({ embedding: blobToEmbedding(r.embedding), crop: r.crop_image }));
+  }
+
   personEmbeddings(personSeq: number): Float32Array[] {
     return (
       this.db.prepare('SELECT embedding FROM face_samples WHERE person_seq = ? ORDER BY seq').all(personSeq) as {
@@ -557,6 +566,8 @@ export class CollectionStore {
       model_digest: string;
       preprocessing_version: string;
       embedding_contract_id: string;
+      /** Keep the persons' crops (a gallery export's); without it they are dropped. */
+      save_face_crops?: boolean;
     },
     persons: {
       id: string;
@@ -564,21 +575,24 @@ export class CollectionStore {
       external_id: string | null;
       metadata: Record<string, unknown>;
       embeddings: Float32Array[];
+      crops?: (Uint8Array | null)[];
     }[],
     at: string,
     newId: () => string,
   ): { personSeqs: number[]; faceSeqs: number[]; searchRevision: number } {
     const lit = (v: string | number) => (typeof v === 'number' ? String(v) : `'${v.replaceAll("'", "''")}'`);
     const personRow = `(${lit(c.id)}, ?, ?, ?, ?, ?, ${lit(at)}, ${lit(at)})`;
+    // Crop columns only for a batch that keeps crops: the usual crop-less batch binds 3 values per face.
+    const crops = c.save_face_crops === true && persons.some((p) => p.crops?.some((x) => x !== null));
     const faceRow =
       `(?, ${lit(c.id)}, ?, ?, ${lit(c.embedding_dimension)}, ${lit(IMPORTED_BOX)}, NULL, 0, ${lit(IMPORTED_QUALITY)}, ${lit(c.model_id)}, ${lit(c.model_digest)}, ` +
-      `${lit(c.preprocessing_version)}, 'external_trusted', ${lit(c.embedding_contract_id)}, ${lit(at)})`;
+      `${lit(c.preprocessing_version)}, 'external_trusted', ${lit(c.embedding_contract_id)}, ${lit(at)}${crops ? ', ?, ?' : ''})`;
     const personSql = (m: number) =>
       `INSERT INTO persons (collection_id, id, name, external_id, metadata_json, face_count, created_at, updated_at) VALUES ${Array(m).fill(personRow).join(', ')}`;
     const faceSql = (
       m: number,
     ) => `INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
-      detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at) VALUES ${Array(m).fill(faceRow).join(', ')}`;
+      detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at${crops ? ', crop_image, crop_media_type' : ''}) VALUES ${Array(m).fill(faceRow).join(', ')}`;
     /** Runs rows (each `width` values in `values`) as statements of IMPORT_ROWS rows then single rows; returns their sequence numbers. */
     const insertAll = (
       table: 'persons' | 'face_samples',
@@ -612,16 +626,22 @@ export class CollectionStore {
       faces += p.embeddings.length;
     }
     const personSeqs = insertAll('persons', personSql, 5, pv);
-    const fv: unknown[] = new Array(faces * 3);
+    const width = crops ? 5 : 3;
+    const fv: unknown[] = new Array(faces * width);
     let k = 0;
     persons.forEach((p, i) => {
-      for (const v of p.embeddings) {
+      p.embeddings.forEach((v, j) => {
         fv[k++] = newId();
         fv[k++] = personSeqs[i];
         fv[k++] = embeddingToBlob(v);
-      }
+        if (crops) {
+          const crop = p.crops?.[j] ?? null;
+          fv[k++] = crop && Buffer.from(crop.buffer, crop.byteOffset, crop.byteLength);
+          fv[k++] = crop && 'image/jpeg';
+        }
+      });
     });
-    const faceSeqs = insertAll('face_samples', faceSql, 3, fv);
+    const faceSeqs = insertAll('face_samples', faceSql, width, fv);
     this.db.prepare('DELETE FROM import_counting WHERE collection_id = ?').run(c.id);
     const after = this.db
       .prepare(

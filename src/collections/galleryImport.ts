@@ -21,6 +21,18 @@ export interface ImportTotals {
   batches: number;
   persons: number;
   faces: number;
+  /** Face crops of the file stored with their faces, and those dropped (the collection does not save crops). */
+  crops: number;
+  crops_dropped: number;
+}
+
+/** The crops a batch carries, as kept or dropped by a collection that does or does not save crops. */
+export function cropCounts(
+  batch: { crops?: (Uint8Array | null)[] }[],
+  kept: boolean,
+): Pick<ImportTotals, 'crops' | 'crops_dropped'> {
+  const n = batch.reduce((s, p) => s + (p.crops?.filter((c) => c !== null).length ?? 0), 0);
+  return kept ? { crops: n, crops_dropped: 0 } : { crops: 0, crops_dropped: n };
 }
 
 /**
@@ -35,6 +47,8 @@ export type ImportOnConflict = (typeof IMPORT_ON_CONFLICT)[number];
 export interface BatchOutcome {
   persons: number;
   faces: number;
+  crops: number;
+  crops_dropped: number;
   skipped: number;
   conflicts: ApiError[];
 }
@@ -142,20 +156,22 @@ export class GalleryImportService {
       onConflict === 'skip'
         ? this.withoutExisting(collectionId, persons)
         : { batch: persons, skipped: 0, conflicts: [] };
-    if (batch.length === 0) return { persons: 0, faces: 0, skipped, conflicts };
+    if (batch.length === 0) return { persons: 0, faces: 0, crops: 0, crops_dropped: 0, skipped, conflicts };
+    let keepsCrops = false;
     // The batch reaches this box's search index before it is acknowledged (as every other write).
     const faces = await this.writer.importBatch(
       collectionId,
       batch,
       (c) => {
         this.checkContract(this.collections.checkBound(c), contractId);
+        keepsCrops = c.save_face_crops;
         const n = batch.reduce((s, p) => s + p.embeddings.length, 0);
         if (c.face_count + n > c.capacity_rows)
           throw Errors.collectionCapacityExceeded(c.capacity_rows, c.face_count + n);
       },
       this.newFaceId,
     );
-    return { persons: batch.length, faces, skipped, conflicts };
+    return { persons: batch.length, faces, ...cropCounts(batch, keepsCrops), skipped, conflicts };
   }
 
   /**
@@ -199,7 +215,8 @@ export class GalleryImportService {
 /** The first line of a gallery export (`GET /v1/collections/{id}/export`); the import skips it. */
 export interface ExportHeader {
   type: typeof EXPORT_HEADER_TYPE;
-  format: 1;
+  /** 2: `crops` has one entry per embedding (null for a face without a crop); 1 listed only the crops there were. */
+  format: 1 | 2;
   collection_id: string;
   embedding_contract_id: string | null;
   model_id: string | null;
@@ -211,9 +228,10 @@ export interface ExportHeader {
 
 /**
  * A collection as NDJSON: a header line (contract, counts), then one line per person in the import format
- * (id, name, external_id, metadata, embeddings as base64 float32-LE) plus `crops` (base64 JPEGs of the
- * faces that kept one) so another box with another model can re-embed. Read page by page, so memory
- * stays flat for large galleries; each person line is consistent (one SQLite read).
+ * (id, name, external_id, metadata, embeddings as base64 float32-LE) plus `crops` (crops[i]: the base64
+ * JPEG of embeddings[i], null for a face without one; [] when none has one), which an import keeps and
+ * another box with another model re-embeds from. Read page by page, so memory stays flat for large
+ * galleries; each person line is consistent (one SQLite read).
  */
 export function* exportCollection(
   collections: CollectionService,
@@ -223,7 +241,7 @@ export function* exportCollection(
   const c = collections.get(collectionId);
   const header: ExportHeader = {
     type: EXPORT_HEADER_TYPE,
-    format: 1,
+    format: 2,
     collection_id: c.id,
     embedding_contract_id: c.embedding_contract_id,
     model_id: c.model_id,
@@ -240,17 +258,12 @@ export function* exportCollection(
     for (const p of page) {
       const stored = store.getPerson(collectionId, p.id);
       if (!stored) continue; // deleted meanwhile
-      const embeddings = store
-        .personEmbeddings(stored.seq)
-        .map((e) => Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('base64'));
-      const crops: string[] = [];
-      for (const f of store.listFaces(stored.seq, null, 100_000)) {
-        if (!f.has_crop) continue;
-        const sf = store.getFace(stored.seq, f.id);
-        const crop = sf ? store.faceCrop(sf.seq) : null;
-        if (crop) crops.push(crop.toString('base64'));
-      }
-      if (embeddings.length === 0) continue;
+      const faces = store.personFacesWithCrops(stored.seq);
+      if (faces.length === 0) continue;
+      const embeddings = faces.map(({ embedding: e }) =>
+        Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('base64'),
+      );
+      const crops = faces.some((f) => f.crop) ? faces.map((f) => f.crop?.toString('base64') ?? null) : [];
       yield `${JSON.stringify({ id: p.id, name: p.name, external_id: p.external_id, metadata: p.metadata, embeddings, crops })}\n`;
     }
     after = page[page.length - 1]!.id;

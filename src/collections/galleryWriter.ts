@@ -14,6 +14,8 @@ export interface ImportBatchPerson {
   external_id: string | null;
   metadata: Record<string, unknown>;
   embeddings: Float32Array[];
+  /** crops[i]: the JPEG of embeddings[i] from a gallery export, kept when the collection saves crops. */
+  crops?: (Uint8Array | null)[];
 }
 
 /**

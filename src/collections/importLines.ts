@@ -13,7 +13,12 @@ export interface ImportPerson {
   external_id: string | null;
   metadata: Record<string, unknown>;
   embeddings: Float32Array[];
+  /** A gallery export's face crops (JPEG), crops[i] of embeddings[i]; null or absent: that face has none. */
+  crops?: (Uint8Array | null)[];
 }
+
+/** A face crop in an import line at most (Vigil's crops are 112 px JPEGs of a few KB). */
+export const MAX_CROP_BYTES = 1 << 20;
 
 const MAX_NAME = 200;
 
@@ -39,7 +44,7 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
   }
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad('a person must be a JSON object');
   const o = v as Record<string, unknown>;
-  // crops: a gallery export's face crops (used by a re-embedding import on another model; ignored here).
+  // crops: a gallery export's face crops, kept with their faces (and used by a re-embedding import on another model).
   const known = new Set(['id', 'name', 'external_id', 'metadata', 'embeddings', 'crops']);
   const extra = Object.keys(o).find((k) => !known.has(k));
   if (extra) throw bad(`unknown field ${JSON.stringify(extra)}`);
@@ -77,13 +82,33 @@ export function parseImportPerson(line: string, lineNo: number, dim: number): Im
     for (let j = 0; j < dim; j++) vec[j] = vec[j]! / norm;
     return vec;
   });
+  const crops = parseCrops(o.crops, embeddings.length, bad);
   return {
     id: o.id,
     name: optText('name'),
     external_id: optText('external_id'),
     metadata: metadata as Record<string, unknown>,
     embeddings,
+    ...(crops.length ? { crops } : {}),
   };
+}
+
+/**
+ * An export line's `crops`: crops[i] is the JPEG of embeddings[i] (base64), null for a face without one.
+ * A format-1 export listed only the crops that existed, in another order: they are taken in file order, so
+ * a crop shows the same person but may sit on another of that person's faces.
+ */
+function parseCrops(v: unknown, faces: number, bad: (problem: string) => Error): (Uint8Array | null)[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.length > faces) throw bad('crops must be an array of at most one crop per embedding');
+  return v.map((c: unknown, i: number) => {
+    if (c === null) return null;
+    const jpeg = typeof c === 'string' ? Buffer.from(c, 'base64') : null;
+    if (!jpeg || jpeg.length < 4 || jpeg[0] !== 0xff || jpeg[1] !== 0xd8 || jpeg[2] !== 0xff)
+      throw bad(`crops[${i}] must be a base64 JPEG or null`);
+    if (jpeg.length > MAX_CROP_BYTES) throw bad(`crops[${i}] is larger than ${MAX_CROP_BYTES} bytes`);
+    return jpeg;
+  });
 }
 
 /**

@@ -18,6 +18,7 @@ export interface PackedPerson {
   external_id: string | null;
   metadata: Record<string, unknown>;
   faces: number;
+  crops?: (Uint8Array | null)[];
 }
 /** A failure: a catalogue error as it was made (revived by ApiError.revive), or anything else as internal. */
 export type ParseWorkerError =
@@ -45,7 +46,15 @@ function pack(s: number, dim: number, batch: ImportPerson[]): [ParseWorkerReply,
   let k = 0;
   const persons = batch.map((p) => {
     for (const v of p.embeddings) vectors.set(v, k++ * dim);
-    return { id: p.id, name: p.name, external_id: p.external_id, metadata: p.metadata, faces: p.embeddings.length };
+    const person: PackedPerson = {
+      id: p.id,
+      name: p.name,
+      external_id: p.external_id,
+      metadata: p.metadata,
+      faces: p.embeddings.length,
+    };
+    if (p.crops) person.crops = p.crops;
+    return person;
   });
   return [{ s, batch: persons, vectors }, [vectors.buffer]];
 }

@@ -107,6 +107,7 @@ export async function* parseImportStream(
           external_id: p.external_id,
           metadata: p.metadata,
           embeddings: Array.from({ length: p.faces }, () => m.vectors.subarray(k++ * dim, k * dim)),
+          ...(p.crops ? { crops: p.crops } : {}),
         }));
       }
     }

@@ -360,12 +360,22 @@ export class PgGallery implements GalleryWriter {
       );
       const seqOf = new Map(inserted.rows.map((r) => [r.id, r.seq]));
       const personSeqs = batch.map((p) => seqOf.get(p.id)!);
-      const faces = batch.flatMap((p) => p.embeddings.map((v) => ({ id: newId(), person: seqOf.get(p.id)!, v })));
+      const faces = batch.flatMap((p) =>
+        p.embeddings.map((v, j) => ({
+          id: newId(),
+          person: seqOf.get(p.id)!,
+          v,
+          // A gallery export's crop of this face, kept when the collection saves crops.
+          crop: col.save_face_crops ? (p.crops?.[j] ?? null) : null,
+        })),
+      );
       const faceRows = await c.query<{ seq: number }>(
         `INSERT INTO face_samples (id, collection_id, person_seq, embedding, embedding_dimension, bounding_box_json, landmarks_json,
-        detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at)
-        SELECT f.id, $1, f.person_seq, f.embedding, $5, $6, NULL, 0, $7, $8, $9, $10, 'external_trusted', $11, $12
-        FROM unnest($2::text[], $3::bigint[], $4::bytea[]) WITH ORDINALITY AS f(id, person_seq, embedding, n) ORDER BY f.n RETURNING seq`,
+        detection_score, quality_json, model_id, model_digest, preprocessing_version, embedding_source, embedding_contract_id, created_at,
+        crop_image, crop_media_type)
+        SELECT f.id, $1, f.person_seq, f.embedding, $5, $6, NULL, 0, $7, $8, $9, $10, 'external_trusted', $11, $12,
+        f.crop, CASE WHEN f.crop IS NULL THEN NULL ELSE 'image/jpeg' END
+        FROM unnest($2::text[], $3::bigint[], $4::bytea[], $13::bytea[]) WITH ORDINALITY AS f(id, person_seq, embedding, crop, n) ORDER BY f.n RETURNING seq`,
         [
           collectionId,
           faces.map((f) => f.id),
@@ -379,6 +389,7 @@ export class PgGallery implements GalleryWriter {
           col.preprocessing_version,
           col.embedding_contract_id,
           at,
+          faces.map((f) => (f.crop ? Buffer.from(f.crop.buffer, f.crop.byteOffset, f.crop.byteLength) : null)),
         ],
       );
       const faceSeqs = faceRows.rows.map((r) => r.seq);

@@ -659,6 +659,15 @@ export const Errors = {
       details: { expected_embedding_contract_id: expected, provided_embedding_contract_id: provided },
     }),
   ),
+  importContractConflict: api(
+    'import_contract_conflict',
+    400,
+    "A gallery import's `embedding_contract_id` query parameter differs from the one in the file's export header; nothing was imported.",
+    (query: string, header: string) => ({
+      message: `embedding_contract_id ${q(query)} in the query differs from ${q(header)} in the file's export header: drop the query parameter (the header's is used) or import the file into a collection of its contract.`,
+      details: { query_embedding_contract_id: query, header_embedding_contract_id: header },
+    }),
+  ),
   invalidImportLine: api(
     'invalid_import_line',
     400,

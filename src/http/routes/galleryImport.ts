@@ -1,6 +1,7 @@
 import { PassThrough, Readable } from 'node:stream';
 import { z } from 'zod';
 import { IMPORT_ON_CONFLICT, type ImportTotals } from '../../collections/galleryImport.js';
+import { importContract, takeExportHeader } from '../../collections/importHeader.js';
 import { parseImportStream } from '../../collections/importStream.js';
 import { ApiError, Errors, isApiError } from '../../contract/errors.js';
 import { readQuery } from '../input.js';
@@ -63,7 +64,9 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       summary: 'Import Gallery',
       tags: ['collections'],
       description:
-        'Bulk import of persons with trusted embeddings (external_trusted semantics). Body: application/x-ndjson, one person per line: ' +
+        'Bulk import of persons with trusted embeddings (external_trusted semantics). embedding_contract_id comes from the query or, for a gallery export, from its header line ' +
+        '(both given and different: 400 import_contract_conflict); an export line\'s "crops" (crops[i]: the base64 JPEG of embeddings[i], or null) are kept with their faces when the collection saves crops ' +
+        '("crops" and "crops_dropped" in the progress lines count them). Body: application/x-ndjson, one person per line: ' +
         '{"id","name"?,"external_id"?,"metadata"?,"embeddings":[[...512 numbers] or "base64 of little-endian float32"]}. Batches of batch_size persons commit ' +
         'all-or-nothing and are searchable before their progress line {"type":"progress",...} is written; the stream ends with {"type":"done",...} or {"type":"error","error":{...},"committed":{...}}. ' +
         'on_conflict=skip resumes an import that was cut off: a person the collection has with the same faces is skipped (counted in "skipped"), one with other faces or a new person whose external_id is taken ' +
@@ -78,10 +81,12 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       handler: async (ctx: AppContext) => {
         const q = readQuery(ctx, ImportQuery);
         const collectionId = ctx.params.collection_id!;
-        const c = imports.begin(collectionId, q.embedding_contract_id);
+        // The contract: the query's, else the one in the export header on the body's first line (read first).
+        const { header, body } = await takeExportHeader(ctx.req as AsyncIterable<Buffer>);
+        const contract = importContract(q.embedding_contract_id, header);
+        const c = imports.begin(collectionId, contract);
         const releaseBuilds = imports.holdIndexBuilds(collectionId);
-        const contract = q.embedding_contract_id!;
-        const totals: ImportTotals = { batches: 0, persons: 0, faces: 0 };
+        const totals: ImportTotals = { batches: 0, persons: 0, faces: 0, crops: 0, crops_dropped: 0 };
         const skipping = q.on_conflict === 'skip';
         const resumed = { skipped: 0, conflicts: 0 };
         const started = performance.now();
@@ -100,7 +105,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
           write({ type: 'progress', ...progress() });
         };
         // Lines are parsed and checked in a worker thread, one batch ahead of the commits (parseImportStream).
-        const input = parseImportStream(ctx.req as AsyncIterable<Buffer>, c.embedding_dimension, q.batch_size);
+        const input = parseImportStream(body, c.embedding_dimension, q.batch_size);
         /** Commits the next batch (true) or finds the input ended (false). */
         const step = async (): Promise<boolean> => {
           const next = await input.next();
@@ -109,6 +114,8 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
           totals.batches++;
           totals.persons += r.persons;
           totals.faces += r.faces;
+          totals.crops += r.crops;
+          totals.crops_dropped += r.crops_dropped;
           resumed.skipped += r.skipped;
           resumed.conflicts += r.conflicts.length;
           for (const e of r.conflicts)
