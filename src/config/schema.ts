@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { SEARCH_PROFILES } from '../src/contract/collections.js';
-import { VERSION } from '../src/contract/version.js';
+import { SEARCH_PROFILES } from '../contract/collections.js';
+import { VERSION } from '../contract/version.js';
 
 /**
  * server.toml. Every section is a strict object, so an unknown key is a startup error that names it.
