@@ -22,6 +22,7 @@ import { Errors, isVigilError } from '../contract/errors.js';
 import { buildCommit, VERSION } from '../contract/version.js';
 import { BOX_KEY_FILE } from '../store/credentialCipher.js';
 import { acquireDataDirLock, LOCK_FILE } from '../store/dataDirLock.js';
+import { storeDatabase } from '../store/postgres.js';
 import { isProcessAlive } from '../system/processes.js';
 import type { CliIo } from './workspaces.js';
 
@@ -36,6 +37,14 @@ const DB = 'vigil.db';
 const KEY_FILES = ['cursor.key', BOX_KEY_FILE];
 const TREES = ['events'];
 
+/**
+ * What the archive holds of the gallery: a single box's database is the whole of it (`full`); a fleet box's
+ * is its replica of the fleet's PostgreSQL database (`local_replica`), which pg_dump backs up.
+ */
+export type BackupStore =
+  | { kind: 'sqlite'; scope: 'full' }
+  | { kind: 'postgres'; scope: 'local_replica'; /** host:port/database */ database: string };
+
 export interface Manifest {
   format: string;
   vigil_version: string;
@@ -44,6 +53,8 @@ export interface Manifest {
   created_at: string;
   source_data_dir: string;
   counts: Record<string, number>;
+  /** Archives of versions before 0.3 lack it (they are `sqlite`/`full`, or a fleet box's replica). */
+  store?: BackupStore;
   /** `mode`: the file's permission bits in the source data dir, octal ("0600"); archives of older versions lack it. */
   files: { path: string; bytes: number; sha256: string; mode?: string }[];
 }
@@ -133,6 +144,7 @@ export async function createBackup(
   dataDir: string,
   file: string,
   log: (s: string) => void = () => undefined,
+  store: BackupStore = { kind: 'sqlite', scope: 'full' },
 ): Promise<Manifest> {
   const dbPath = join(dataDir, DB);
   if (!existsSync(dbPath)) throw Errors.dataDirUnusable(dataDir, `there is no ${DB} to back up`);
@@ -192,6 +204,7 @@ export async function createBackup(
       created_at: new Date().toISOString(),
       source_data_dir: resolve(dataDir),
       counts,
+      store,
       files,
     };
     writeFileSync(join(stage, 'manifest.json'), JSON.stringify(manifest, null, 2));
@@ -209,10 +222,22 @@ export async function createBackup(
         .map(([k, v]) => `${v} ${k}`)
         .join(', ')}\n`,
     );
+    if (store.kind === 'postgres') log(`${fleetNote(store.database)}\n`);
     return manifest;
   } finally {
     rmSync(stage, { recursive: true, force: true });
   }
+}
+
+/** What a fleet box's archive leaves out, said at backup and at restore. */
+const fleetNote = (database: string) =>
+  `fleet box: the archive holds this box's local replica of the gallery (with its monitors, event pictures and keys), not the fleet's PostgreSQL database ${database}: back that up with pg_dump (docs/operations/backup-restore.md)`;
+
+/** The manifest's store of a box with this configuration. */
+export function backupStore(store: { backend: 'sqlite' | 'postgres'; url?: string | undefined }): BackupStore {
+  return store.backend === 'postgres' && store.url
+    ? { kind: 'postgres', scope: 'local_replica', database: storeDatabase(store.url) }
+    : { kind: 'sqlite', scope: 'full' };
 }
 
 /** Extracts and verifies an archive into `dir` (every file against the manifest, the database's integrity). */
@@ -307,6 +332,10 @@ export async function restoreBackup(
         .map(([k, v]) => `${v} ${k}`)
         .join(', ')}\n`,
     );
+    if (manifest.store?.kind === 'postgres')
+      log(
+        `fleet box: the restored gallery is a replica of ${manifest.store.database}; at its start the box catches up from PostgreSQL (restore that database itself with pg_restore, docs/operations/backup-restore.md)\n`,
+      );
     return manifest;
   } finally {
     rmSync(stage, { recursive: true, force: true });
@@ -370,7 +399,7 @@ export async function runBackupCommand(
   if (command === 'backup' && values.force) throw Errors.usageError('--force applies to restore only');
   const { config } = loadConfig(values.config ?? configFile);
   const log = (s: string) => io.stdout.write(s);
-  if (command === 'backup') await createBackup(config.server.data_dir, positionals[0]!, log);
+  if (command === 'backup') await createBackup(config.server.data_dir, positionals[0]!, log, backupStore(config.store));
   else await restoreBackup(config.server.data_dir, positionals[0]!, { force: values.force, log });
   return 0;
 }

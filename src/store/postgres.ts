@@ -59,6 +59,11 @@ export function storeServer(url: string): string {
   return `${c.host || 'localhost'}:${c.port ?? 5432}`;
 }
 
+/** host:port/database of the URL (never the user or password): which database a fleet box's backup belongs to. */
+export function storeDatabase(url: string): string {
+  return `${storeServer(url)}/${parseIntoClientConfig(url).database ?? ''}`;
+}
+
 /**
  * The database's refusals of this box that a retry cannot cure, as store_misconfigured: authentication
  * (SQLSTATE class 28, or no password where the server asks for one), a missing database (3D000), a missing

@@ -57,6 +57,7 @@ test('a backup taken under load restores to an identical gallery; tampering, a r
     await a.close();
   }
   t.is(manifest.format, 'vigil-backup-1');
+  t.deepEqual(manifest.store, { kind: 'sqlite', scope: 'full' }, 'a single box: the archive is the whole gallery');
   t.is(manifest.vigil_version, VERSION);
   t.is(manifest.vigil_commit, buildCommit());
   t.true(manifest.files.some((f) => f.path === 'vigil.db'));
