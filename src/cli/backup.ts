@@ -53,7 +53,7 @@ export interface Manifest {
   created_at: string;
   source_data_dir: string;
   counts: Record<string, number>;
-  /** Archives of versions before 0.3 lack it (they are `sqlite`/`full`, or a fleet box's replica). */
+  /** Archives of earlier versions lack it (they are `sqlite`/`full`, or a fleet box's replica without saying so). */
   store?: BackupStore;
   /** `mode`: the file's permission bits in the source data dir, octal ("0600"); archives of older versions lack it. */
   files: { path: string; bytes: number; sha256: string; mode?: string }[];
@@ -229,7 +229,7 @@ export async function createBackup(
   }
 }
 
-/** What a fleet box's archive leaves out, said at backup and at restore. */
+/** What a fleet box's archive leaves out (vigil backup says it after the archive is written). */
 const fleetNote = (database: string) =>
   `fleet box: the archive holds this box's local replica of the gallery (with its monitors, event pictures and keys), not the fleet's PostgreSQL database ${database}: back that up with pg_dump (docs/operations/backup-restore.md)`;
 

@@ -66,6 +66,18 @@ async function storeToml(dir: string): Promise<string> {
   return `\n${pgStoreToml(url)}`;
 }
 
+/** The `[server]` table of a test box: loopback on a free port, its data and models dirs, the log level. */
+export function serverLines(o: { dataDir: string; modelsDir: string; logLevel?: string }): string[] {
+  return [
+    '[server]',
+    'host = "127.0.0.1"',
+    'port = 0',
+    `data_dir = ${JSON.stringify(o.dataDir)}`,
+    `models_dir = ${JSON.stringify(o.modelsDir)}`,
+    `log_level = "${o.logLevel ?? 'silent'}"`,
+  ];
+}
+
 export interface TestDaemon extends Daemon {
   key: string;
   auth: Record<string, string>;
@@ -86,12 +98,7 @@ export async function startTestDaemon(
   writeFileSync(
     file,
     [
-      '[server]',
-      'host = "127.0.0.1"',
-      'port = 0',
-      `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
-      `models_dir = ${JSON.stringify(modelsDir)}`,
-      'log_level = "silent"',
+      ...serverLines({ dataDir: join(dir, 'data'), modelsDir }),
       ...(opts.server ?? []),
       opts.toml ?? '',
       await storeToml(dir),

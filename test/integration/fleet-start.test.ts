@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { EXIT } from '../../src/cli/exitCodes.js';
-import { modelsDirWith, REPO, TEST_KEY } from '../helpers/daemon.js';
+import { modelsDirWith, REPO, serverLines, TEST_KEY } from '../helpers/daemon.js';
 import { startChild } from '../helpers/daemonProcess.js';
 import { pgStoreToml, startPostgres, type PgCluster } from '../helpers/postgres.js';
 import { eventually, freePort } from '../helpers/shared.js';
@@ -41,15 +41,7 @@ function boxConfig(t: ExecutionContext, store: string): { file: string; dir: str
   const file = join(dir, 'server.toml');
   writeFileSync(
     file,
-    [
-      '[server]',
-      'host = "127.0.0.1"',
-      'port = 0',
-      'log_level = "info"',
-      `data_dir = ${JSON.stringify(join(dir, 'data'))}`,
-      `models_dir = ${JSON.stringify(models)}`,
-      store,
-    ].join('\n'),
+    [...serverLines({ dataDir: join(dir, 'data'), modelsDir: models, logLevel: 'info' }), store].join('\n'),
   );
   return { file, dir };
 }
