@@ -24,6 +24,7 @@ Usage:
   vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
   vigil store migrate --to postgres [--url URL]
                                            copy this (stopped) box's gallery into PostgreSQL for fleet mode
+  vigil store compact                      give deleted data's disk space back (stopped box; vigil store compact --help)
   vigil mcp --workspace ID [--url URL]     MCP server on stdio, forwarding to the daemon (key in VIGIL_WORKSPACE_KEY)
   vigil doctor [--json]                    what this box can run: config, data dir, models, GStreamer, providers
   vigil --version
@@ -208,6 +209,7 @@ async function main(argv: string[]): Promise<number> {
       });
     }
     case 'store':
+      if (rest[0] === 'compact') return (await import('./compact.js')).runCompactCommand(rest.slice(1));
       return (await import('./store.js')).runStoreCommand(rest);
     case 'doctor': {
       const { values } = parse('doctor', {

@@ -36,6 +36,7 @@ import { GalleryFollower } from '../collections/fleetFollower.js';
 import { PgGallery } from '../collections/pgGallery.js';
 import type { GalleryWriter } from '../collections/galleryWriter.js';
 import { SqliteGallery } from '../collections/sqliteGallery.js';
+import { CollectionPurger } from '../collections/collectionPurger.js';
 import { hostname } from 'node:os';
 import type pg from 'pg';
 import {
@@ -48,6 +49,7 @@ import {
 } from '../store/postgres.js';
 import { CursorCodec } from '../store/cursors.js';
 import { errnoReason, openDatabase } from '../store/database.js';
+import type { Compaction } from '../store/spaceReclaimer.js';
 import { resolveBoxId } from '../store/boxIdentity.js';
 import { SearchIndexes } from '../search/indexManager.js';
 import { walkerProblem } from '../search/hnswGraph.js';
@@ -119,7 +121,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     integrity: 'background',
     integrityAfter: daemonReady,
     reserveBytes: config.server.storage_reserve_bytes,
+    compactAtStartMaxBytes: config.server.compact_at_start_max_bytes || undefined,
   });
+  logCompaction(db.compaction, log);
   // What a backup or restore killed mid-way left in the data dir (a copy of the whole database each).
   const staleStaging = removeStaleStaging(config.server.data_dir);
   if (staleStaging.length) log.info({ removed: staleStaging }, 'removed the staging folders of unfinished backups');
@@ -240,7 +244,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       fleet = { gallery, follower, pool, pgOptions };
     }
     // The one gallery writer every service uses: PostgreSQL (then this box's replica) or the local file.
-    const writer: GalleryWriter = fleet?.gallery ?? new SqliteGallery(store, indexes);
+    // Deleted collections' rows go in the background, once the database is known good (after a crash: checked).
+    const purges = new CollectionPurger(store, db.space, log);
+    purges.start(db.integrityChecked);
+    const writer: GalleryWriter =
+      fleet?.gallery ??
+      new SqliteGallery(store, indexes, { purger: purges, minRows: config.collections.background_delete_min_rows });
     const collections = new CollectionService(
       store,
       indexes,
@@ -471,6 +480,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       events,
       webhooks,
       fleet: fleet ? { boxId, follower: fleet.follower } : null,
+      purges,
     };
     metrics.attach(runtime);
     const { app } = createApp(runtime);
@@ -658,6 +668,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       if (workspaces instanceof PgWorkspaceStore) await workspaces.close();
       await fleet?.pool.end().catch(() => undefined);
       await indexes.close();
+      await purges.close();
       db.close();
     };
     return { runtime, server, ready, url, close };
@@ -671,6 +682,21 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     db.close();
     throw e;
   }
+}
+
+/** What the one-time conversion to incremental vacuum did at open, or what the operator can do instead. */
+function logCompaction(c: Compaction | null, log: ReturnType<typeof createLogger>): void {
+  if (!c) return;
+  if (c.done) log.info(c, 'database converted to incremental vacuum: deleted data now gives disk space back');
+  else if (c.reason === 'too_big')
+    log.warn(
+      { ...c, command: 'vigil store compact' },
+      'the database predates incremental vacuum and is too big to convert at start ([server] compact_at_start_max_bytes): deleting data does not shrink it until `vigil store compact` runs on the stopped box',
+    );
+  else if (c.reason === 'no_room')
+    log.warn(c, 'the database predates incremental vacuum; converting it needs twice its live data free in data_dir');
+  else if (c.reason === 'failed') log.warn(c, 'converting the database to incremental vacuum failed; it is unchanged');
+  // not_verified: converted at the next start after an orderly stop.
 }
 
 /**

@@ -376,6 +376,67 @@ export class CollectionStore {
     return this.db.prepare('DELETE FROM collections WHERE id = ?').run(id).changes === 1;
   }
 
+  // ---- background deletes (collection_purges) ----
+
+  /**
+   * Deletes the collection's row in one short transaction but leaves its persons and faces, recorded for
+   * purgeBatch: foreign keys are off for it, so nothing cascades (one force delete of a big collection took
+   * 14.5 s, the WAL grew by every page it freed). `check` runs inside. A monitor using the collection is
+   * refused here, as its RESTRICT key would. Inside an outer transaction the pragma cannot change: the
+   * cascade then runs as in deleteCollection and the purge finds nothing left.
+   */
+  detachCollection(id: string, check: (c: CollectionT) => void): void {
+    const switched = !this.db.inTransaction;
+    if (switched) this.db.pragma('foreign_keys = OFF');
+    try {
+      this.transaction(() => {
+        const c = this.getCollection(id);
+        if (!c) throw Errors.collectionNotFound(id);
+        check(c);
+        if (this.db.prepare('SELECT 1 FROM monitors WHERE collection_id = ?').get(id)) throw Errors.collectionInUse(id);
+        this.db.prepare('DELETE FROM collections WHERE id = ?').run(id);
+        this.db
+          .prepare(
+            'INSERT OR REPLACE INTO collection_purges (collection_id, persons, faces, requested_at) VALUES (?, ?, ?, ?)',
+          )
+          .run(id, c.person_count, c.face_count, nowIso());
+      });
+    } finally {
+      if (switched) this.db.pragma('foreign_keys = ON');
+    }
+  }
+
+  /** Collections whose rows are still being deleted, oldest first. */
+  pendingPurges(): { collection_id: string; persons: number; faces: number; requested_at: string }[] {
+    return this.db.prepare('SELECT * FROM collection_purges ORDER BY requested_at, collection_id').all() as never;
+  }
+
+  /**
+   * Deletes up to `rows` rows of a detached collection in one transaction, faces first, then persons; returns
+   * how many went. 0: nothing was left, and the purge's record is gone too. An id that exists again (only a
+   * path that did not wait for the purge) owns those rows now: the purge is given up, nothing is deleted.
+   */
+  purgeBatch(id: string, rows: number): number {
+    return this.transaction(() => {
+      let n = 0;
+      if (!this.getCollection(id)) {
+        n = this.db
+          .prepare(
+            'DELETE FROM face_samples WHERE seq IN (SELECT seq FROM face_samples WHERE collection_id = ? ORDER BY seq LIMIT ?)',
+          )
+          .run(id, rows).changes;
+        if (n < rows)
+          n += this.db
+            .prepare(
+              'DELETE FROM persons WHERE seq IN (SELECT seq FROM persons WHERE collection_id = ? ORDER BY seq LIMIT ?)',
+            )
+            .run(id, rows - n).changes;
+      }
+      if (n === 0) this.db.prepare('DELETE FROM collection_purges WHERE collection_id = ?').run(id);
+      return n;
+    });
+  }
+
   stats(): { collection_count: number; person_count: number; face_count: number } {
     return this.db
       .prepare(
@@ -773,12 +834,12 @@ export class CollectionStore {
     this.rs.insertFace.run(Object.fromEntries(REPLICA_FACE_COLUMNS.map((k) => [k, row[k] ?? null])));
   }
 
-  /** Every row of every table, for checksums (store migrate) and tests. */
+  /** Every row of every table, for checksums (store migrate) and tests; rows of a collection being purged are not. */
   allRows(table: 'collections' | 'persons' | 'face_samples'): Record<string, unknown>[] {
-    return this.db.prepare(`SELECT * FROM ${table} ORDER BY ${table === 'collections' ? 'id' : 'seq'}`).all() as Record<
-      string,
-      unknown
-    >[];
+    const live = table === 'collections' ? '' : 'WHERE collection_id IN (SELECT id FROM collections)';
+    return this.db
+      .prepare(`SELECT * FROM ${table} ${live} ORDER BY ${table === 'collections' ? 'id' : 'seq'}`)
+      .all() as Record<string, unknown>[];
   }
 
   /** Streams every vector of a collection (for index rebuilds). */

@@ -3,6 +3,7 @@ import { Errors } from '../contract/errors.js';
 import type { IndexRow } from '../search/collectionIndex.js';
 import type { SearchIndexes } from '../search/indexManager.js';
 import { nowIso, type CollectionStore, type NewCollection, type StoredPerson } from './collectionStore.js';
+import type { CollectionPurger } from './collectionPurger.js';
 import type { FaceInput, GalleryWriter, ImportBatchPerson, NewPersonRow } from './galleryWriter.js';
 
 /** Settings whose change reconfigures a loaded index. */
@@ -26,6 +27,8 @@ export class SqliteGallery implements GalleryWriter {
   constructor(
     private readonly store: CollectionStore,
     private readonly indexes: SearchIndexes,
+    /** Collections of at least `minRows` persons + faces are deleted in the background by `purger`. */
+    private readonly purge: { purger: CollectionPurger; minRows: number } | null = null,
   ) {}
 
   private collection(id: string): CollectionT {
@@ -41,6 +44,8 @@ export class SqliteGallery implements GalleryWriter {
   }
 
   async createCollection(n: NewCollection): Promise<boolean> {
+    // The rows of a deleted collection of this id still carry it until purged.
+    await this.purge?.purger.finish(n.id as string);
     return this.store.insertCollection(n);
   }
 
@@ -53,7 +58,18 @@ export class SqliteGallery implements GalleryWriter {
     });
   }
 
+  /**
+   * A large collection (at least `purge.minRows` persons + faces) is gone from every answer at once, its rows
+   * are deleted in the background in short batches (CollectionPurger); a small one in this transaction.
+   */
   async deleteCollection(id: string, check: (c: CollectionT) => void): Promise<void> {
+    const c = this.collection(id);
+    if (this.purge && c.person_count + c.face_count >= this.purge.minRows) {
+      this.store.detachCollection(id, check);
+      this.indexes.drop(id);
+      void this.purge.purger.wake();
+      return;
+    }
     this.store.transaction(() => {
       check(this.collection(id));
       this.store.deleteCollection(id);

@@ -603,6 +603,14 @@ export const ConfigSchema = z.strictObject({
         .describe(
           'Space kept free in data_dir and released when the disk fills, so deletes can still free space (507 while full).',
         ),
+      compact_at_start_max_bytes: z
+        .number()
+        .int()
+        .min(0)
+        .default(512 * 1024 * 1024)
+        .describe(
+          'A database made before incremental vacuum gets it at start (one VACUUM, 50-100 MB/s) when its live data is at most this many bytes; a larger one by `vigil store compact` on the stopped box. 0: never at start.',
+        ),
       max_image_bytes: z
         .number()
         .int()
@@ -900,6 +908,14 @@ export const ConfigSchema = z.strictObject({
         .default(10_000)
         .describe(
           "Changed rows after which a collection's exact index snapshot (fast restarts) is rewritten in the background.",
+        ),
+      background_delete_min_rows: z
+        .number()
+        .int()
+        .min(1)
+        .default(10_000)
+        .describe(
+          'A collection of at least this many persons + faces is deleted in the background: gone at once, its rows deleted in short batches between requests (a force delete of a big one took 14.5 s to answer).',
         ),
     })
     .refine((c) => c.default_capacity_rows <= c.max_capacity_rows, {

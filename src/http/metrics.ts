@@ -13,6 +13,7 @@ import { parseBearer } from './auth.js';
 import type { AppState } from './route.js';
 import type { Runtime } from './runtime.js';
 import type { FollowerStatus } from '../collections/fleetFollower.js';
+import type { DatabaseSpace } from '../store/spaceReclaimer.js';
 import type { WebhookEndpointHealth } from '../webhooks/webhookStore.js';
 
 /** Per-collection series stop here, so a box with thousands of collections cannot flood the scrape. */
@@ -395,6 +396,42 @@ export class VigilMetrics {
       registers: reg,
       collect() {
         this.set(Number((outputs()?.history as { events?: number } | undefined)?.events) || 0);
+      },
+    });
+    this.databaseCollectors();
+  }
+
+  /** The database's bytes on disk, read from the files and SQLite's header when Prometheus scrapes. */
+  private databaseCollectors(): void {
+    const reg = [this.registry];
+    const space = () => {
+      const r = this.rt;
+      return r?.db.db.open ? r.db.space.space() : null;
+    };
+    const gauge = (name: string, help: string, value: (s: DatabaseSpace) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: reg,
+        collect() {
+          const s = space();
+          if (s) this.set(value(s));
+        },
+      });
+    gauge('vigil_database_bytes', 'Size of the SQLite database file (vigil.db).', (s) => s.file_bytes);
+    gauge('vigil_database_wal_bytes', 'Size of its write-ahead log (vigil.db-wal).', (s) => s.wal_bytes);
+    gauge(
+      'vigil_database_freelist_bytes',
+      'Bytes of the database file that hold nothing (deleted data not yet given back to the file system).',
+      (s) => s.freelist_bytes,
+    );
+    const rt = () => this.rt;
+    new Gauge({
+      name: 'vigil_collection_purges_pending',
+      help: 'Deleted collections whose rows are still being deleted in the background.',
+      registers: reg,
+      collect() {
+        this.set(rt()?.purges?.pending().length ?? 0);
       },
     });
   }

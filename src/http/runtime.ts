@@ -21,6 +21,7 @@ import type { WorkspaceRepository } from '../workspaces/repository.js';
 import type { EventService } from '../events/eventService.js';
 import type { WebhookService } from '../webhooks/webhookService.js';
 import type { GalleryFollower } from '../collections/fleetFollower.js';
+import type { CollectionPurger } from '../collections/collectionPurger.js';
 
 export interface HostInfo {
   os: string;
@@ -70,4 +71,6 @@ export interface Runtime {
   webhooks: WebhookService;
   /** Fleet mode ([store] backend = "postgres"): this box's name and its follower of the shared gallery. */
   fleet?: { boxId: string; follower: GalleryFollower } | null;
+  /** Collections deleted in the background whose rows are still being deleted. */
+  purges?: CollectionPurger;
 }

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { Errors } from '../contract/errors.js';
 import { acquireDataDirLock } from './dataDirLock.js';
 import { StorageGuard } from './storageGuard.js';
+import { convertToIncrementalVacuum, SpaceReclaimer, type Compaction } from './spaceReclaimer.js';
 import { startModuleWorker } from '../system/workerThread.js';
 
 const ERRNO_WHY: Record<string, string> = {
@@ -59,12 +60,18 @@ export interface OpenedDatabase {
    * while nothing has yet.
    */
   integrityProof: IntegrityProof | null;
+  /** Gives free pages back to the file system in the background (incremental vacuum, then a WAL truncate). */
+  space: SpaceReclaimer;
+  /** The one-time conversion to incremental vacuum at open: what it did or why not; null when not needed. */
+  compaction: Compaction | null;
   close(): void;
 }
 
 export type IntegrityProof = 'clean_shutdown' | 'new_file' | 'quick_check';
 
 export const INTEGRITY_PENDING = 'pending';
+/** The WAL file is cut back to this whenever a checkpoint empties it. */
+const JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024;
 
 export interface OpenOptions {
   lock?: boolean;
@@ -81,6 +88,11 @@ export interface OpenOptions {
   integrityAfter?: Promise<unknown>;
   /** Bytes of the data dir's space reserve (StorageGuard); the default when not given. */
   reserveBytes?: number;
+  /**
+   * The daemon: a file made before incremental vacuum is converted at open (one VACUUM) when its live data
+   * is at most this many bytes and it is known good (convertToIncrementalVacuum). Absent: never at open.
+   */
+  compactAtStartMaxBytes?: number;
 }
 
 /**
@@ -99,11 +111,17 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   let db: Db | undefined;
   let cleanStop = false;
   let fresh = false;
+  let compaction: Compaction | null = null;
   try {
     fresh = !existsSync(path);
     db = new Database(path);
     if (fresh) chmodSync(path, 0o600);
+    // Before the first table: only an empty file takes it without a VACUUM. Deleted rows' pages can then be
+    // given back to the file system (SpaceReclaimer): 13.2 GB stayed on disk for 4.26 GB of live data.
+    if (fresh) db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma('journal_mode = WAL');
+    // A checkpoint that empties the WAL also cuts the file back to this (it grew to 10.5 GB and stayed).
+    db.pragma(`journal_size_limit = ${JOURNAL_SIZE_LIMIT}`);
     db.pragma('foreign_keys = ON');
     // FULL: an acknowledged write survives a power cut too (WAL + NORMAL only survives a process crash).
     // Measured 0.47 ms vs 0.07 ms per registration commit, against ~100 ms of inference per image.
@@ -112,6 +130,14 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
     // Read and cleared before anything (migrations included) writes: a process that dies from now on
     // leaves no marker, so the next start checks the file.
     if (opts.lock !== false) cleanStop = takeCleanShutdown(db, path);
+    if (opts.compactAtStartMaxBytes !== undefined) {
+      // VACUUM's temporary copy goes beside the file, not to a /tmp that may be in memory.
+      db.pragma(`temp_store_directory = '${dataDir.replaceAll("'", "''")}'`);
+      compaction = convertToIncrementalVacuum(db, path, {
+        maxBytes: opts.compactAtStartMaxBytes,
+        verified: cleanStop || opts.integrity !== 'background',
+      });
+    }
     migrate(db, migrationsDir);
   } catch (e) {
     if (db?.open) db.close();
@@ -134,8 +160,11 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
     integrityChecked: Promise.resolve(INTEGRITY_PENDING),
     integrityProof: null,
     storage,
+    space: new SpaceReclaimer(opened, path),
+    compaction,
     close() {
       stopCheck();
+      result.space.close();
       // Only a file known good is handed on as checked: a check still running or failed leaves no marker.
       if (opened.open && opts.lock !== false && result.integrity === 'ok') writeCleanShutdown(opened);
       if (opened.open) opened.close();
@@ -177,6 +206,8 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
     result.integrityProof = 'quick_check';
     result.integrityChecked = Promise.resolve(result.integrity);
   }
+  // Moving pages about a file that may be damaged could spread the damage: reclaiming waits for the check.
+  result.space.after(result.integrityChecked.then((r) => r === 'ok'));
   return result;
 }
 

@@ -1,9 +1,12 @@
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../system/workerThread.js';
 
+export type CheckpointMode = 'PASSIVE' | 'TRUNCATE';
+
 /**
  * WAL checkpoints of a database file in a worker thread (checkpointWorker.ts), for writers that turn the
- * connection's automatic checkpoint off (the bulk import). request() starts one, or queues one more behind
+ * connection's automatic checkpoint off (the bulk import), and TRUNCATE ones that shrink the WAL file to
+ * nothing after space was reclaimed (SpaceReclaimer). request() starts one, or queues one more behind
  * the running one; idle() resolves once none runs or is queued (a writer that waits for it before its next
  * transaction lets SQLite start the WAL over from its beginning, so the file stays at about one batch).
  * A checkpoint that fails leaves the pages in the WAL, where the next automatic checkpoint takes them.
@@ -13,16 +16,16 @@ export class WalCheckpointer {
   private worker: Worker | null = null;
   private done: (() => void) | null = null;
   private running: Promise<void> | null = null;
-  private queued = false;
+  private queued: CheckpointMode | null = null;
   /** Checkpoints run and the last result (for tests and diagnostics). */
   runs = 0;
   last: { busy: number; log: number; checkpointed: number } | { error: string } | null = null;
 
   constructor(private readonly path: string) {}
 
-  request(): void {
+  request(mode: CheckpointMode = 'PASSIVE'): void {
     if (this.running) {
-      this.queued = true;
+      if (this.queued !== 'TRUNCATE') this.queued = mode;
       return;
     }
     this.running = new Promise<void>((resolve) => {
@@ -30,7 +33,7 @@ export class WalCheckpointer {
     });
     const w = this.start();
     w.ref(); // a running checkpoint keeps the process alive; an idle worker does not
-    w.postMessage('checkpoint');
+    w.postMessage(mode);
   }
 
   idle(): Promise<void> {
@@ -50,8 +53,8 @@ export class WalCheckpointer {
       this.runs++;
       this.last = m;
       if (this.queued) {
-        this.queued = false;
-        w.postMessage('checkpoint');
+        w.postMessage(this.queued);
+        this.queued = null;
       } else {
         this.finish();
       }
@@ -74,7 +77,7 @@ export class WalCheckpointer {
     const done = this.done;
     this.running = null;
     this.done = null;
-    this.queued = false;
+    this.queued = null;
     done?.();
   }
 }

@@ -182,6 +182,9 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             quick_check: rt.db.integrity,
             // clean_shutdown: known good from the marker the last daemon wrote when it stopped in order.
             integrity_proof: rt.db.integrityProof,
+            // Bytes on disk, and the deleted collections whose rows are still being deleted in the background.
+            ...rt.db.space.space(),
+            purges_pending: rt.purges?.pending() ?? [],
             migration_count: rt.db.migrationCount,
             wal: true,
           },
