@@ -82,8 +82,9 @@ const exited = (child: ChildProcess) =>
 
 async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
+    // After a SIGKILL the integrity check runs once the daemon is ready (health degraded until it passes).
     const r = await fetch(`${url}/v1/health`).catch(() => null);
-    if (r?.status === 200) return;
+    if (r?.status === 200 && ((await r.json()) as { status: string }).status === 'ready') return;
     await new Promise((res) => setTimeout(res, 100));
   }
   throw new Error('daemon did not become ready');
