@@ -312,3 +312,18 @@ test('a stop while the check runs, or a marker that does not fit the file, leave
     third.close();
   }
 });
+
+test('an admin command on the daemon file (lock: false) neither reads the whole file nor takes the clean-shutdown marker', async (t) => {
+  const dir = freshDir();
+  openDatabase(dir).close(); // an orderly stop: the marker is there
+  const admin = openDatabase(dir, undefined, { lock: false });
+  t.is(admin.integrity, 'pending', 'no quick_check: the daemon checks its file');
+  t.is(admin.integrityProof, null);
+  admin.close();
+  const daemon = openDatabase(dir, undefined, { integrity: 'background' });
+  try {
+    t.is(daemon.integrityProof, 'clean_shutdown', 'the marker is still the daemon’s');
+  } finally {
+    daemon.close();
+  }
+});
