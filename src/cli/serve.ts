@@ -124,6 +124,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     compactAtStartMaxBytes: config.server.compact_at_start_max_bytes || undefined,
   });
   logCompaction(db.compaction, log);
+  // Deleted events and persons leave free pages no delete asks about: looked at every 5 minutes.
+  db.space.every(300_000);
   // What a backup or restore killed mid-way left in the data dir (a copy of the whole database each).
   const staleStaging = removeStaleStaging(config.server.data_dir);
   if (staleStaging.length) log.info({ removed: staleStaging }, 'removed the staging folders of unfinished backups');

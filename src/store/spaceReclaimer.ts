@@ -90,6 +90,19 @@ export function nextStepSize(size: number, elapsedMs: number, targetMs: number, 
   return Math.round(Math.min(max, Math.max(min, size * Math.min(2, Math.max(0.5, ratio)))));
 }
 
+/**
+ * Whether the free pages are worth a reclaim run on their own (the periodic look; large deletes ask for one
+ * directly): at least 16 MiB and 2 % of the file, so event retention's steady trickle is given back in
+ * chunks and a small file is left alone.
+ */
+export function worthReclaiming(space: DatabaseSpace): boolean {
+  return (
+    space.auto_vacuum === 'incremental' &&
+    space.freelist_bytes >= 16 * 1024 * 1024 &&
+    space.freelist_bytes >= 0.02 * space.file_bytes
+  );
+}
+
 export interface ReclaimOptions {
   /** Free pages left alone (below this, reclaiming is not worth a transaction). Default 256 (1 MiB at 4 KiB). */
   minFreePages?: number;
@@ -107,6 +120,7 @@ export interface ReclaimOptions {
 export class SpaceReclaimer {
   private readonly runs = new CoalescingRun(() => this.run());
   private closed = false;
+  private timer: NodeJS.Timeout | null = null;
   private verified: Promise<boolean> = Promise.resolve(true);
   private checkpointer: WalCheckpointer | null = null;
   /** Bytes given back since start, steps taken and the longest one (tests, the bench). */
@@ -138,8 +152,20 @@ export class SpaceReclaimer {
     return this.runs.idle();
   }
 
+  /**
+   * Looks every `ms` whether the free pages are worth a run (worthReclaiming): deletes other than a
+   * collection's (event retention, persons) ask for none themselves.
+   */
+  every(ms: number): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = setInterval(() => {
+      if (!this.closed && this.db.open && worthReclaiming(this.space())) void this.request();
+    }, ms).unref();
+  }
+
   close(): void {
     this.closed = true;
+    if (this.timer) clearInterval(this.timer);
     this.checkpointer?.close();
   }
 

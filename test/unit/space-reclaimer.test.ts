@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/store/database.js';
-import { databaseSpace, nextStepSize } from '../../src/store/spaceReclaimer.js';
+import { databaseSpace, nextStepSize, worthReclaiming } from '../../src/store/spaceReclaimer.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 const root = fileTempDir('vigil-space-');
@@ -84,4 +84,40 @@ test('a database made before incremental vacuum is converted at open when small 
   const again = openDatabase(dir, undefined, { compactAtStartMaxBytes: 1 << 30 });
   t.is(again.compaction, null, 'once converted, nothing to do');
   again.close();
+});
+
+test('worthReclaiming: at least 16 MiB and 2 % of the file, on a file with incremental vacuum', (t) => {
+  const MiB = 1024 * 1024;
+  const space = (free: number, file: number, av: 'none' | 'incremental' = 'incremental') => ({
+    file_bytes: file,
+    wal_bytes: 0,
+    freelist_bytes: free,
+    page_size: 4096,
+    auto_vacuum: av,
+  });
+  t.false(worthReclaiming(space(8 * MiB, 20 * MiB)), 'under 16 MiB');
+  t.true(worthReclaiming(space(16 * MiB, 100 * MiB)));
+  t.false(worthReclaiming(space(20 * MiB, 2000 * MiB)), 'under 2 % of a large file');
+  t.true(worthReclaiming(space(50 * MiB, 2000 * MiB)));
+  t.false(worthReclaiming(space(50 * MiB, 100 * MiB, 'none')), 'nothing to give back without incremental vacuum');
+});
+
+test('the periodic look gives back free pages that no delete asked about (event retention, persons)', async (t) => {
+  const opened = openDatabase(freshDir());
+  try {
+    opened.db.exec('CREATE TABLE blobs (id INTEGER PRIMARY KEY, v BLOB)');
+    const insert = opened.db.prepare('INSERT INTO blobs (v) VALUES (randomblob(4096))');
+    opened.db.transaction(() => {
+      for (let i = 0; i < 6000; i++) insert.run();
+    })();
+    opened.db.prepare('DELETE FROM blobs WHERE id % 3 != 0').run();
+    t.true(worthReclaiming(opened.space.space()));
+    opened.space.every(50);
+    for (let i = 0; i < 400 && worthReclaiming(opened.space.space()); i++) await new Promise((r) => setTimeout(r, 50));
+    await opened.space.idle();
+    t.false(worthReclaiming(opened.space.space()));
+    t.true(opened.space.reclaimedBytes >= 16 * 1024 * 1024);
+  } finally {
+    opened.close();
+  }
 });
