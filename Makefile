@@ -5,7 +5,7 @@ PACK ?= edge_s
 # (no ../shared/models, or MODEL_MIRROR=): the pack's pinned upstream sources.
 MODEL_MIRROR ?= $(or $(VIGIL_MODEL_MIRROR),$(if $(wildcard ../shared/models),$(abspath ../shared/models)))
 
-.PHONY: run deps build models test check lint typecheck bench clean
+.PHONY: run deps build models test check lint typecheck bench clean package package-test package-arm64-smoke
 
 # `make run HOST=0.0.0.0` listens on the LAN (default: config/dev.toml's 127.0.0.1); PORT=… changes the port.
 run: deps build models
@@ -57,5 +57,23 @@ bench: build
 	node --expose-gc --import tsx bench/monitor-memory.ts
 	npx tsx bench/kiosk.ts
 
+# Debian packages (docs/install/debian.md): dist-pkg/vigil_<version>_<arch>.deb from HEAD, ARCH=amd64 or
+# arm64 (built in an arm64 Debian root under qemu-user-static: slow, see docs/install/arm64.md). As root.
+ARCH ?= amd64
+package:
+	VIGIL_PACKAGE_DEPS=1 ./scripts/install-system-deps.sh
+	packaging/build-package.sh $(ARCH)
+
+# CI: the amd64 package into a fresh Debian 12 root, the README's quickstart against it, remove and purge.
+package-test: node_modules
+	VIGIL_PACKAGE_DEPS=1 ./scripts/install-system-deps.sh
+	packaging/install-test.sh
+
+# By hand after `make package ARCH=arm64` and `make package-test`: the arm64 package under emulation,
+# its answers compared with amd64's.
+package-arm64-smoke: node_modules
+	VIGIL_PACKAGE_DEPS=1 ./scripts/install-system-deps.sh
+	packaging/arm64-smoke.sh
+
 clean:
-	rm -rf dist var .tmp
+	rm -rf dist var .tmp .pkg-build dist-pkg

@@ -28,6 +28,12 @@ fi
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
   need+=(nodejs npm)
 fi
+# The Debian packages (make package, package-test, package-arm64-smoke; packaging/): debootstrap for the
+# test roots, qemu-user-static to run the arm64 root, dpkg-dev for dpkg-shlibdeps, the aarch64 cross compiler
+# for the quick GCC 12 checks of the native addons (test/unit/hnsw-walk-probe.test.ts), curl for the waits.
+if [ "${VIGIL_PACKAGE_DEPS:-0}" = 1 ]; then
+  need+=(debootstrap qemu-user-static binfmt-support dpkg-dev binutils g++-aarch64-linux-gnu curl openssl)
+fi
 # Benchmarks compare our search with FAISS (Debian's python3-faiss); only `make bench` asks for it.
 if [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
   need+=(python3 python3-numpy python3-faiss)
