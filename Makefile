@@ -5,7 +5,7 @@ PACK ?= edge_s
 # (no ../shared/models, or MODEL_MIRROR=): the pack's pinned upstream sources.
 MODEL_MIRROR ?= $(or $(VIGIL_MODEL_MIRROR),$(if $(wildcard ../shared/models),$(abspath ../shared/models)))
 
-.PHONY: run deps build models test check lint typecheck bench clean package package-test package-arm64-smoke
+.PHONY: run deps build models test doctest check lint typecheck bench clean package package-test package-arm64-smoke
 
 # `make run HOST=0.0.0.0` listens on the LAN (default: config/dev.toml's 127.0.0.1); PORT=… changes the port.
 run: deps build models
@@ -45,6 +45,12 @@ test: node_modules typecheck lint
 	rm -rf "$$tmp"; \
 	if [ -n "$$left" ]; then echo "make test: the tests left these in their TMPDIR:" >&2; echo "$$left" >&2; [ $$rc -ne 0 ] || rc=1; fi; \
 	exit $$rc
+
+# The doc-tests alone (they are part of `make test`): every sh block of README.md and docs/ against a real
+# daemon with the fixtures (test/docs/doctest.test.ts, docs/development/tests.md).
+doctest: node_modules
+	VIGIL_TEST_DEPS=1 ./scripts/install-system-deps.sh
+	npx ava test/docs/doctest.test.ts
 
 bench: build
 	VIGIL_BENCH_DEPS=1 scripts/install-system-deps.sh

@@ -15,8 +15,9 @@ need+=(libjemalloc2)
 # browser download); `make test`, `make bench` and CI ask for it, an appliance (`make run`) does not.
 if [ "${VIGIL_TEST_DEPS:-0}" = 1 ] || [ "${VIGIL_BENCH_DEPS:-0}" = 1 ]; then
   need+=(chromium)
-  # The MQTT tests and bench/events.ts publish to a real broker (Debian's mosquitto, started by the test helpers).
-  need+=(mosquitto)
+  # The MQTT tests and bench/events.ts publish to a real broker (Debian's mosquitto, started by the test helpers);
+  # the doc-tests run the Home Assistant guide's mosquitto_sub and the pages' curl (test/docs/doctest.test.ts).
+  need+=(mosquitto mosquitto-clients curl)
   # Fleet mode's tests run two daemons against a throw-away PostgreSQL cluster (Debian's postgresql:
   # initdb/pg_ctl from /usr/lib/postgresql/<major>/bin, started by test/helpers/postgres.ts).
   need+=(postgresql)
