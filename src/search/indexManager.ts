@@ -73,6 +73,12 @@ interface Snapshot {
  */
 const SETTLE_QUIET_MS = 3000;
 const SETTLE_MAX_DEFER_MS = 600_000;
+/**
+ * A graph build waits longer: it costs minutes of a core at 1M rows and searches are exact meanwhile, while
+ * the next request of a multi-request import (`vigil gallery import` sends 20,000 persons each) must come
+ * within it on a loaded box.
+ */
+const GRAPH_QUIET_MS = 10_000;
 
 interface Entry {
   index: CollectionIndex | null;
@@ -341,7 +347,10 @@ export class SearchIndexes {
       if (n > 0) this.holds.set(id, n);
       else this.holds.delete(id);
       const e = this.entries.get(id);
-      if (e) e.lastChangeAt = performance.now();
+      if (!e) return;
+      e.lastChangeAt = performance.now();
+      // A build waiting for the import counts its quiet from now, not from the import's last commit.
+      if (e.graphSettle?.pending) e.graphSettle.touch();
     };
   }
 
@@ -615,18 +624,18 @@ export class SearchIndexes {
 
   /**
    * Queues a graph build once the collection's changes have settled (SettleTimer): at once when nothing
-   * changed for SETTLE_QUIET_MS, else after the import (or any run of writes) goes quiet. A build running
+   * changed for GRAPH_QUIET_MS, else after the import (or any run of writes) goes quiet. A build running
    * now is followed by another only if its finish still finds it wanted.
    */
   private buildWhenSettled(id: string, e: Entry): void {
     if (this.closed || this.queue.includes(id) || this.running?.collectionId === id) return;
     const held = () => (this.holds.get(id) ?? 0) > 0;
-    if (performance.now() - e.lastChangeAt >= SETTLE_QUIET_MS && !e.graphSettle?.pending && !held()) {
+    if (performance.now() - e.lastChangeAt >= GRAPH_QUIET_MS && !e.graphSettle?.pending && !held()) {
       this.schedule(id);
       return;
     }
     e.graphSettle ??= new SettleTimer({
-      quietMs: SETTLE_QUIET_MS,
+      quietMs: GRAPH_QUIET_MS,
       maxDeferMs: SETTLE_MAX_DEFER_MS,
       live: () => !this.closed && this.entries.get(id) === e,
       busy: held,
