@@ -26,6 +26,13 @@
  *                   the walker's memory; 0: the walker's walk without prefetching); default -1,0,8
  *   --hnsw-strangers N  faces of people not in the gallery (clustered data), exact truth computed in the run
  *   --hnsw-candidates  graph candidates re-ranked exactly (default: the daemon's Math.max(5 * 8, 64))
+ *   --near-ties     only the near-tie measurement (nearTies below): for each size, a face-like gallery as dense
+ *                   as a 1M one (--group-persons look-alikes per group, default 800: the 10th and 11th person of a
+ *                   known-person query ~0.001 apart, measured and printed), searchPersons(q, 10) of fp32 (the
+ *                   anchor and the truth), int8 with and without the fp16 re-rank (--profiles picks the int8 ones)
+ *                   interleaved in the same run: recall@10 of persons, p50/p99, speed-up against fp32, bytes per
+ *                   face; with --hnsw-ef-search, the HNSW graph's recall@10 at each ef (--skip-hnsw: none).
+ *                   Writes bench/results/search-near-ties-<n>.json
  * Prints a table, writes bench/results/search.json. global.gc is used when present (node --expose-gc),
  * otherwise it is enabled at runtime through v8.setFlagsFromString.
  */
@@ -78,6 +85,8 @@ const { values } = parseArgs({
     'hnsw-lags': { type: 'string', default: '-1,0,8' },
     'hnsw-strangers': { type: 'string', default: '100' },
     'hnsw-candidates': { type: 'string', default: '' },
+    'near-ties': { type: 'boolean', default: false },
+    'group-persons': { type: 'string', default: '800' },
   },
 });
 
@@ -193,13 +202,15 @@ function randomUnitRows(n: number, seed: number): Float32Array {
 }
 
 /**
- * Face-like clustered vectors: 256 group centres (think demographics / capture conditions), one identity
+ * Face-like clustered vectors: `groups` group centres (think demographics / capture conditions), one identity
  * direction per person (cos ~0.25 to its group centre), FACES_PER_PERSON faces per person at cos ~0.64
  * to each other (the identity plus noise, as photos of one face are). Rows of one person are adjacent.
+ * The persons of a group are each other's look-alikes (cos ~0.25 +- 0.04): the more of them per group, the
+ * closer the near ties among a query's best persons (1M rows in 256 groups: ~780 per group).
  */
-function clusteredRows(n: number, seed: number): Float32Array {
+function clusteredRows(n: number, seed: number, groups = 256): Float32Array {
   const g = gaussians(seed);
-  const GROUPS = 256;
+  const GROUPS = groups;
   const centres = randomUnitRows(GROUPS, seed + 7);
   const m = new Float32Array(n * DIM);
   const person = new Float32Array(DIM);
@@ -256,7 +267,7 @@ interface QuerySet {
   source: number[];
 }
 
-function makeQueries(data: Float32Array, n: number, nq: number, seed: number): QuerySet {
+function makeQueries(data: Float32Array, n: number, nq: number, seed: number, randomEvery = RANDOM_EVERY): QuerySet {
   const rand = mulberry32(seed);
   const g = gaussians(seed + 1);
   const vectors = new Float32Array(nq * DIM);
@@ -264,7 +275,7 @@ function makeQueries(data: Float32Array, n: number, nq: number, seed: number): Q
   const source: number[] = [];
   for (let q = 0; q < nq; q++) {
     const o = q * DIM;
-    if (q % RANDOM_EVERY === RANDOM_EVERY - 1) {
+    if (randomEvery > 0 && q % randomEvery === randomEvery - 1) {
       for (let j = 0; j < DIM; j++) vectors[o + j] = g();
       kind.push('random');
       source.push(-1);
@@ -823,6 +834,214 @@ function exactTruth(data: Float32Array, n: number, qs: QuerySet): Truth {
   return { rows, persons };
 }
 
+// ---- near ties ----
+
+const NEAR_TIE_LIMIT = 10;
+
+/**
+ * Known persons seen again: for each query a gallery person (seeded), its identity estimated as the mean of
+ * its stored faces, plus fresh face noise as clusteredRows draws it: another photo of someone enrolled
+ * (cos ~0.6 to the stored faces), not a stored face with a little noise.
+ */
+function knownPersonQueries(data: Float32Array, n: number, nq: number, seed: number): QuerySet {
+  const rand = mulberry32(seed);
+  const g = gaussians(seed + 1);
+  const sd = 1 / Math.sqrt(DIM);
+  const vectors = new Float32Array(nq * DIM);
+  const source: number[] = [];
+  const identity = new Float32Array(DIM);
+  for (let q = 0; q < nq; q++) {
+    const person = Math.floor(rand() * Math.floor(n / FACES_PER_PERSON));
+    identity.fill(0);
+    for (let f = 0; f < FACES_PER_PERSON; f++)
+      for (let j = 0; j < DIM; j++) identity[j]! += data[(person * FACES_PER_PERSON + f) * DIM + j]!;
+    const norm = Math.hypot(...identity);
+    for (let j = 0; j < DIM; j++) vectors[q * DIM + j] = identity[j]! / norm + 0.75 * sd * g();
+    normalise(vectors, q);
+    source.push(person);
+  }
+  return { vectors, kind: Array.from({ length: nq }, () => 'perturbed' as const), source };
+}
+
+/**
+ * int8 recall where it is hardest: a gallery whose look-alike groups are as crowded as a 1M one's, queried
+ * with new faces of enrolled persons (knownPersonQueries), searchPersons(q, 10). fp32 is the
+ * truth and the speed anchor; every variant runs over the same queries, interleaved in blocks.
+ */
+async function nearTies(n: number) {
+  const groupPersons = Number(values['group-persons']);
+  const groups = Math.max(1, Math.round(n / FACES_PER_PERSON / groupPersons));
+  let t = performance.now();
+  const data = clusteredRows(n, 0x5eed + n, groups);
+  const qs = knownPersonQueries(data, n, NQ, 0xc0ffee + n);
+  log(
+    `near ties, N = ${n}: ${groups} groups of ~${groupPersons} persons x ${FACES_PER_PERSON} faces, ${NQ} known-person queries, generated in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
+  const int8 = requested.filter((p) => p.startsWith('int8_'));
+  const variants: { name: string; profile: SearchProfile; rerank: boolean }[] = [
+    { name: 'fp32_v1', profile: 'fp32_v1', rerank: false },
+    ...int8.flatMap((p) => [
+      { name: `${p} (int8 score)`, profile: p, rerank: false },
+      { name: `${p} + fp16 re-rank`, profile: p, rerank: true },
+    ]),
+  ];
+  const indexes = new Map<string, CollectionIndex>();
+  for (const v of variants) {
+    t = performance.now();
+    const idx = new CollectionIndex(profileCodec(v.profile, { rerank: v.rerank }), DIM, n, THREADS[0]);
+    for (let from = 0; from < n; from += ADD_BATCH) {
+      const rows: IndexRow[] = [];
+      for (let i = from; i < Math.min(n, from + ADD_BATCH); i++)
+        rows.push({
+          faceKey: i,
+          personKey: Math.floor(i / FACES_PER_PERSON),
+          vector: data.subarray(i * DIM, (i + 1) * DIM),
+        });
+      idx.add(rows);
+    }
+    indexes.set(v.name, idx);
+    log(`  built ${v.name} in ${((performance.now() - t) / 1000).toFixed(1)} s, ${r1(idx.bytes / n)} bytes per face`);
+  }
+  // The truth, and how close the 10th and 11th persons are.
+  const fp32 = indexes.get('fp32_v1')!;
+  const truth: number[][] = [];
+  const truthRows: number[][] = [];
+  const gaps: number[] = [];
+  for (let i = 0; i < NQ; i++) {
+    const q = queryVec(qs, i);
+    const eleven = fp32.exactSearchPersons(q, NEAR_TIE_LIMIT + 1);
+    truth.push(eleven.slice(0, NEAR_TIE_LIMIT).map((h) => h.personKey));
+    truthRows.push(fp32.topRows(fp32.encodeQuery(q), K).map((h) => h.faceKey));
+    gaps.push(eleven[NEAR_TIE_LIMIT - 1]!.score - eleven[NEAR_TIE_LIMIT]!.score);
+  }
+  const candidates = new Map<string, number[]>();
+  // CPU time of the process (all search threads) per query beside the wall time: on a loaded machine the
+  // wall time mostly measures waiting for a core, the CPU time the work.
+  const cpuMs = new Map<string, number[]>();
+  const timed = timeInterleaved(
+    NQ,
+    qs,
+    Object.fromEntries(
+      variants.map((v) => {
+        const idx = indexes.get(v.name)!;
+        const seen: number[] = [];
+        const cpu: number[] = [];
+        candidates.set(v.name, seen);
+        cpuMs.set(v.name, cpu);
+        return [
+          v.name,
+          (q: Float32Array) => {
+            const before = process.cpuUsage();
+            const persons = idx.exactSearchPersons(q, NEAR_TIE_LIMIT).map((h) => h.personKey);
+            const used = process.cpuUsage(before);
+            cpu.push((used.user + used.system) / 1000);
+            seen.push(idx.lastCandidates);
+            return persons;
+          },
+        ];
+      }),
+    ),
+  );
+  const anchor = summary(timed['fp32_v1']!.ms);
+  // The warm-up calls are in cpuMs too (timeInterleaved does not time them): the last NQ are the timed ones.
+  const cpuOf = (name: string) => summary(cpuMs.get(name)!.slice(-NQ));
+  const anchorCpu = cpuOf('fp32_v1');
+  const profiles = variants.map((v) => {
+    const r = timed[v.name]!;
+    const s = summary(r.ms);
+    return {
+      variant: v.name,
+      profile: v.profile,
+      rerank: v.rerank,
+      recall_at_10: r3(mean(r.results.map((p, i) => overlap(p, truth[i]!)))),
+      queries_all_10_right: r3(mean(r.results.map((p, i) => (overlap(p, truth[i]!) === 1 ? 1 : 0)))),
+      ...s,
+      speedup_vs_fp32_p50: r3(anchor.p50_ms / s.p50_ms),
+      speedup_vs_fp32_mean: r3(anchor.mean_ms / s.mean_ms),
+      cpu_ms: cpuOf(v.name),
+      cpu_speedup_vs_fp32_mean: r3(anchorCpu.mean_ms / cpuOf(v.name).mean_ms),
+      bytes_per_face: r1(indexes.get(v.name)!.bytes / n),
+      mean_candidates: r1(mean(candidates.get(v.name)!)),
+    };
+  });
+  log(
+    `  10th - 11th person (fp32): median ${pct(gaps, 50).toFixed(5)}, p10 ${pct(gaps, 10).toFixed(5)}, p90 ${pct(gaps, 90).toFixed(5)}`,
+  );
+  log(
+    `  ${padEnd('variant', 30)}${pad('R@10', 7)}${pad('all 10', 8)}${pad('p50 ms', 9)}${pad('p99 ms', 9)}${pad('x fp32', 8)}${pad('cpu ms', 9)}${pad('x fp32', 8)}${pad('B/face', 8)}${pad('cand', 7)}`,
+  );
+  for (const p of profiles)
+    log(
+      `  ${padEnd(p.variant, 30)}${pad(p.recall_at_10.toFixed(3), 7)}${pad(p.queries_all_10_right.toFixed(3), 8)}${pad(p.p50_ms.toFixed(2), 9)}${pad(p.p99_ms.toFixed(2), 9)}${pad(p.speedup_vs_fp32_p50.toFixed(2), 8)}${pad(p.cpu_ms.mean_ms.toFixed(2), 9)}${pad(p.cpu_speedup_vs_fp32_mean.toFixed(2), 8)}${pad(p.bytes_per_face.toFixed(0), 8)}${pad(p.mean_candidates.toFixed(0), 7)}`,
+    );
+  // Only fp32 stays for the graph's re-rank.
+  indexes.clear();
+  gc();
+
+  // HNSW over the same gallery: the daemon's search (graph candidates re-ranked from fp32, best per person).
+  const hnsw: unknown[] = [];
+  if (!values['skip-hnsw']) {
+    const dir = fileTempDir('vigil-bench-near-ties-');
+    try {
+      const built = buildHnsw(data, n, dir, 'near-ties');
+      const delta = new CollectionIndex(profileCodec('fp32_v1'), DIM, 1);
+      const wanted = Math.max(NEAR_TIE_LIMIT * 8, 64);
+      for (const ef of values['hnsw-ef-search']!.split(',').map(Number)) {
+        const loaded = viewGraph(
+          dir,
+          {
+            collectionId: 'near-ties',
+            epoch: 'bench',
+            dimension: DIM,
+            params: {
+              connectivity: Number(values['hnsw-m']),
+              expansion_add: Number(values['hnsw-ef-add']),
+              expansion_search: ef,
+            },
+            revision: 0,
+          },
+          'load',
+        );
+        if (!('graph' in loaded)) throw new Error(loaded.problem);
+        await loaded.graph.loaded;
+        const g = { graph: loaded.graph, delta, deleted: 0 };
+        const r = timeQueries(NQ, qs, (q) => graphTopRows(fp32, g, q, wanted));
+        const persons = r.results.map((hits) => bestPerPerson(hits, NEAR_TIE_LIMIT).map((h) => h.personKey));
+        const rows = r.results.map((hits) => hits.slice(0, K).map((h) => h.faceKey));
+        const run = {
+          expansion_search: ef,
+          candidates: wanted,
+          persons_recall_at_10: r3(mean(persons.map((p, i) => overlap(p, truth[i]!)))),
+          rows_recall_at_10: r3(mean(rows.map((p, i) => overlap(p, truthRows[i]!)))),
+          ...summary(r.ms),
+        };
+        hnsw.push(run);
+        loaded.graph.close();
+        log(
+          `  hnsw M ${values['hnsw-m']} ef_add ${values['hnsw-ef-add']} ef_search ${ef}: persons R@10 ${run.persons_recall_at_10.toFixed(3)}, rows R@10 ${run.rows_recall_at_10.toFixed(3)}, p50 ${run.p50_ms.toFixed(2)} p99 ${run.p99_ms.toFixed(2)} ms (build ${built.build_s} s)`,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const out = {
+    bench: 'search-near-ties',
+    at: new Date().toISOString(),
+    n,
+    machine,
+    settings: { dim: DIM, queries: NQ, groups, group_persons: groupPersons, faces_per_person: FACES_PER_PERSON },
+    gap_10_11: { p10: pct(gaps, 10), median: pct(gaps, 50), p90: pct(gaps, 90) },
+    profiles,
+    hnsw,
+    loadavg_1m: loadavg()[0],
+  };
+  mkdirSync(join(REPO, 'bench/results'), { recursive: true });
+  const file = join(REPO, `bench/results/search-near-ties-${n}.json`);
+  writeFileSync(file, JSON.stringify(out, null, 2));
+  log(`  -> ${file}`);
+}
+
 // ---- main ----
 
 const pad = (s: string | number, w: number) => String(s).padStart(w);
@@ -848,11 +1067,18 @@ const machine = {
 };
 const started = performance.now();
 log(
-  `search bench: sizes ${SIZES.join(', ')}, ${NQ} queries (every ${RANDOM_EVERY}th random, others a dataset row + N(0, ${NOISE_SIGMA}^2) noise), dim ${DIM}, k ${K}`,
+  values['near-ties']
+    ? `search bench, near ties: sizes ${SIZES.join(', ')}, ${NQ} known-person queries, dim ${DIM}, persons@${NEAR_TIE_LIMIT}`
+    : `search bench: sizes ${SIZES.join(', ')}, ${NQ} queries (every ${RANDOM_EVERY}th random, others a dataset row + N(0, ${NOISE_SIGMA}^2) noise), dim ${DIM}, k ${K}`,
 );
 log(
   `machine: ${machine.cpus} cpus (${machine.cpu}), node ${machine.node}, usearch ${machine.usearch}; threads settings ${THREADS.join(', ')} (0 = all cores)`,
 );
+
+if (values['near-ties']) {
+  for (const n of SIZES) await nearTies(n);
+  process.exit(0);
+}
 
 const dataFor = (n: number) =>
   values.data === 'random' ? randomUnitRows(n, 0x5eed + n) : clusteredRows(n, 0x5eed + n);
