@@ -7,6 +7,8 @@ export interface LoadedConfig {
   config: VigilConfig;
   /** Absolute path of the file read, or null when running on defaults. */
   file: string | null;
+  /** The environment the overrides came from (the settings service reads the file again with it). */
+  env: NodeJS.ProcessEnv;
 }
 
 const TRUE = new Set(['1', 'true', 'yes', 'on']);
@@ -25,20 +27,27 @@ function envBool(name: string, value: string): boolean {
  */
 export function loadConfig(path?: string | null, env: NodeJS.ProcessEnv = process.env): LoadedConfig {
   const file = path ?? env.VIGIL_CONFIG ?? null;
-  let raw: Record<string, unknown> = {};
+  let text = '';
   if (file) {
-    let text: string;
     try {
       text = readFileSync(file, 'utf8');
     } catch (e) {
       throw Errors.configUnreadable(file, (e as NodeJS.ErrnoException).code ?? String(e));
     }
-    try {
-      raw = parseToml(text) as Record<string, unknown>;
-    } catch (e) {
-      const where = e instanceof TomlError ? ` (line ${e.line}, column ${e.column})` : '';
-      throw Errors.configInvalid(`${file} is not valid TOML${where}: ${(e as Error).message.split('\n')[0]}`);
-    }
+  }
+  return { config: configFromText(text, file, env), file, env };
+}
+
+/** The configuration a file's text gives with this environment, as `vigil serve` would start with it (throws config_invalid). */
+export function configFromText(text: string, file: string | null, env: NodeJS.ProcessEnv): VigilConfig {
+  let raw: Record<string, unknown> = {};
+  try {
+    raw = parseToml(text) as Record<string, unknown>;
+  } catch (e) {
+    const where = e instanceof TomlError ? ` (line ${e.line}, column ${e.column})` : '';
+    throw Errors.configInvalid(
+      `${file ?? 'configuration'} is not valid TOML${where}: ${(e as Error).message.split('\n')[0]}`,
+    );
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
@@ -47,7 +56,40 @@ export function loadConfig(path?: string | null, env: NodeJS.ProcessEnv = proces
     const what = issue.code === 'unrecognized_keys' ? `unknown key "${key}"` : `"${key}": ${issue.message}`;
     throw Errors.configInvalid(`${file ?? 'configuration'}: ${what}`, key);
   }
-  return { config: applyEnv(parsed.data, env), file };
+  return applyEnv(parsed.data, env);
+}
+
+/**
+ * The environment variables that replace a key of the file (GET /v1/settings says where each value came
+ * from; a change of such a key in the file has no effect while the variable is set).
+ */
+export const ENV_OVERRIDES: Readonly<Record<string, string>> = {
+  'server.data_dir': 'VIGIL_DATA_DIR',
+  'server.models_dir': 'VIGIL_MODELS_DIR',
+  'server.host': 'VIGIL_HOST',
+  'server.port': 'VIGIL_PORT',
+  'server.log_level': 'VIGIL_LOG_LEVEL',
+  'server.box_id': 'VIGIL_BOX_ID',
+  'server.cors_origins': 'VIGIL_CORS_ORIGINS',
+  'auth.enabled': 'VIGIL_AUTH_ENABLED',
+  'auth.api_key': 'VIGIL_API_KEY',
+  'scrapers.forum.client_id': 'VIGIL_REDDIT_CLIENT_ID',
+  'scrapers.forum.client_secret': 'VIGIL_REDDIT_CLIENT_SECRET',
+  'scrapers.places.cookie': 'VIGIL_PLACES_COOKIE',
+  'scrapers.places.proxy_url': 'VIGIL_PLACES_PROXY_URL',
+  'mqtt.username': 'VIGIL_MQTT_USERNAME',
+  'mqtt.password': 'VIGIL_MQTT_PASSWORD',
+  'metrics.token': 'VIGIL_METRICS_TOKEN',
+  'store.backend': 'VIGIL_STORE_BACKEND',
+  'store.url': 'VIGIL_STORE_URL',
+};
+
+/** The variable that replaces `key` in this environment, or null (VIGIL_CORS_ORIGINS counts even when empty). */
+export function envOverride(key: string, env: NodeJS.ProcessEnv): string | null {
+  const name = ENV_OVERRIDES[key];
+  if (!name) return null;
+  const v = env[name];
+  return v !== undefined && (v !== '' || name === 'VIGIL_CORS_ORIGINS' || name === 'VIGIL_AUTH_ENABLED') ? name : null;
 }
 
 function applyEnv(config: VigilConfig, env: NodeJS.ProcessEnv): VigilConfig {

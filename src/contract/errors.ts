@@ -936,6 +936,45 @@ export const Errors = {
     'The config file or its directory is not writable by the service.',
     withReason,
   ),
+  configFileInvalid: api(
+    'config_file_invalid',
+    409,
+    'The config file on disk does not validate (edited by hand?): nothing is changed until it is fixed; the message names the key.',
+    withReason,
+  ),
+  settingUnknown: api(
+    'setting_unknown',
+    400,
+    'No configuration key has that dotted name (`details.suggestion` is the nearest one).',
+    (key: string, suggestion: string | null, hint: string | null) => ({
+      message: `There is no setting ${q(key)}${suggestion ? ` (did you mean ${q(suggestion)}?)` : hint ? ` (${hint})` : ''}.`,
+      details: { key, suggestion },
+    }),
+  ),
+  settingNotEditable: api(
+    'setting_not_editable',
+    400,
+    'The key cannot be changed through the settings API or `vigil config set` (a credential, or where the service listens and keeps its data); `details.reason` says where to change it.',
+    (key: string, reason: string) => ({
+      message: `${key} cannot be changed here: ${reason}.`,
+      details: { key, reason },
+    }),
+  ),
+  settingsInvalid: api(
+    'settings_invalid',
+    400,
+    'A new value does not validate against the configuration schema (the one the service starts with); `details.key` names the key, `details.issues` every problem. Nothing was written.',
+    (key: string, message: string, issues: { key: string; message: string }[] = [{ key, message }]) => ({
+      message: `${key}: ${message}`,
+      details: { key, issues },
+    }),
+  ),
+  settingsConflict: api(
+    'settings_conflict',
+    409,
+    'The config file changed while the settings were being saved (another edit at the same time); nothing was written. Retry.',
+    fixed('The config file changed while the settings were being saved; nothing was written. Retry.'),
+  ),
   invalidAddonRequest: api(
     'invalid_addon_request',
     400,

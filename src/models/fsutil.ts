@@ -1,11 +1,14 @@
 /** File helpers for the installer: streaming hashes, capped copies, and crash-safe publishing. */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { open, readdir, rename, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { open, readdir, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { fsyncDir, removeQuietly, tempPathFor } from '../config/durableFile.js';
 import { isProcessAlive } from '../system/processes.js';
+
+export { fsyncDir, removeQuietly, tempPathFor };
 
 export interface Digest {
   sha256: string;
@@ -68,24 +71,6 @@ export async function fsyncFile(path: string): Promise<void> {
   }
 }
 
-/** Makes a rename durable; some platforms cannot open directories, and that is not worth failing for. */
-export async function fsyncDir(dir: string): Promise<void> {
-  let fh;
-  try {
-    fh = await open(dir, 'r');
-    await fh.sync();
-  } catch {
-    // best effort
-  } finally {
-    await fh?.close();
-  }
-}
-
-/** A hidden, unique sibling name, so partial files never look like real ones and runs never collide. */
-export function tempPathFor(target: string, suffix = 'part'): string {
-  return join(dirname(target), `.${basename(target)}.${process.pid}-${randomBytes(4).toString('hex')}.${suffix}`);
-}
-
 /** Matches names made by tempPathFor; the pid tells whether the run that made it is still alive. */
 const TEMP_NAME = /^\..+\.(\d+)-[0-9a-f]{8}\.(part|tmp|download)$/;
 
@@ -115,10 +100,6 @@ export async function writeFileAtomic(path: string, data: string): Promise<void>
     await removeQuietly(tmp);
     throw err;
   }
-}
-
-export async function removeQuietly(path: string): Promise<void> {
-  await rm(path, { force: true }).catch(() => undefined);
 }
 
 export function formatBytes(n: number): string {
