@@ -6,11 +6,11 @@
  * can really load a model here (providers.ts says why the others cannot; an available one is then used to
  * open the pack's detector). Exit code 1 when a check fails.
  */
-import { spawnSync } from 'node:child_process';
 import { accessSync, constants, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import { loadConfig } from '../config/load.js';
+import { PIPELINE_PRESETS } from '../config/pipelinePresets.js';
 import type { VigilConfig } from '../config/schema.js';
 import { buildCommit, VERSION } from '../contract/version.js';
 import { isVigilError } from '../contract/errors.js';
@@ -18,6 +18,7 @@ import { providerReport } from '../inference/providers.js';
 import { createSession, onnxRuntimeVersion, type ProviderName } from '../inference/sessions.js';
 import { getPack, resolveCatalog } from '../models/catalog.js';
 import { verifyPack } from '../models/installer.js';
+import { exampleLaunch, parseLaunches } from '../monitors/gstLaunch.js';
 import { walkerProblem } from '../search/hnswGraph.js';
 import { daemonAllocatorPath, DAEMON_ALLOCATOR_LIBRARY } from '../system/allocator.js';
 import { EXIT } from './exitCodes.js';
@@ -44,45 +45,13 @@ const message = (e: unknown) => (isVigilError(e) ? e.message : e instanceof Erro
 
 /** Elements looked for beyond the configured pipeline: software decoders, and hardware ones (informative). */
 const SOFTWARE_DECODERS = ['avdec_h264', 'avdec_h265'];
-const HARDWARE_DECODERS = ['nvv4l2decoder', 'vah264dec', 'v4l2h264dec'];
+const HARDWARE_DECODERS = PIPELINE_PRESETS.filter((p) => p.id !== 'software').map((p) => p.decoder);
 
-/**
- * Which of `launches` gst_parse_launch builds (null) or refuses (its message, e.g. `no element "X"`). In a
- * child process: GStreamer and the binding print their own warnings for a refused launch on stderr.
- */
-function parseLaunches(launches: string[]): (string | null)[] | { error: string } {
-  let binding: string;
-  try {
-    binding = createRequire(import.meta.url).resolve('gstreamer-superficial');
-  } catch (e) {
-    return { error: message(e) };
-  }
-  const script = `const gst = require(${JSON.stringify(binding)});
-const out = JSON.parse(require('fs').readFileSync(0, 'utf8')).map((l) => {
-  try { const p = new gst.Pipeline(l); if (p.dispose) p.dispose(); return null; } catch (e) { return String(e.message || e); }
-});
-process.stdout.write(JSON.stringify(out));`;
-  const r = spawnSync(process.execPath, ['-e', script], {
-    input: JSON.stringify(launches),
-    encoding: 'utf8',
-    stdio: ['pipe', 'pipe', 'ignore'],
-    timeout: 30_000,
-  });
-  try {
-    return JSON.parse(r.stdout) as (string | null)[];
-  } catch {
-    return { error: `the GStreamer binding does not load (exit ${r.status ?? r.signal})` };
-  }
-}
-
-function gstreamerChecks(config: VigilConfig): DoctorCheck[] {
-  const pipeline = config.monitors.pipeline
-    .replaceAll('{latency_ms}', '200')
-    .replaceAll('{max_fps}', '6')
-    .replaceAll('{max_side}', String(config.monitors.frame_max_side));
+async function gstreamerChecks(config: VigilConfig): Promise<DoctorCheck[]> {
+  const pipeline = exampleLaunch(config.monitors.pipeline, config.monitors.frame_max_side);
   const decoders = [...SOFTWARE_DECODERS, ...HARDWARE_DECODERS];
   // Each element beside a fakesink: "no element X" when its plugin is not installed.
-  const parsed = parseLaunches([pipeline, ...decoders.map((el) => `${el} fakesink`)]);
+  const parsed = await parseLaunches([pipeline, ...decoders.map((el) => `${el} fakesink`)]);
   if ('error' in parsed) return [{ check: 'gstreamer', status: 'fail', detail: parsed.error }];
   const [problem, ...results] = parsed;
   const present = new Set(decoders.filter((_, i) => results[i] === null));
@@ -250,7 +219,7 @@ export async function collectDoctorChecks(configFile: string | undefined): Promi
           detail: `${DAEMON_ALLOCATOR_LIBRARY} not installed (Debian's libjemalloc2): glibc's malloc uses ~130 MB more with four cameras`,
         },
   );
-  checks.push(...gstreamerChecks(config));
+  checks.push(...(await gstreamerChecks(config)));
   checks.push(
     walkerProblem
       ? {
