@@ -19,7 +19,7 @@ export const SETUPS = {
   door: 'staff, and a monitor "door" on the test camera that has seen Obama enter (getting-started.md step 6)',
   mqtt: 'a Mosquitto broker at $MQTT_URL',
   receiver: 'a webhook receiver at $RECEIVER that answers 204',
-  postgres: 'a PostgreSQL cluster at $PGHOST:$PGPORT, its superuser $PGUSER',
+  postgres: 'a PostgreSQL cluster at $PGHOST:$PGPORT, its superuser $PGUSER (postgres); $STORE_URL for a role vigil',
 } as const;
 export type SetupName = keyof typeof SETUPS;
 

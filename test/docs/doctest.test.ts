@@ -1,6 +1,6 @@
 import test, { type ExecutionContext } from 'ava';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   documentationPages,
@@ -43,6 +43,7 @@ let broker: Promise<Broker> | undefined;
 let receiver: Promise<Receiver> | undefined;
 let postgres: Promise<PgCluster> | undefined;
 const started = Date.now();
+let daemonCpu = 0;
 
 test.before(async () => {
   // The camera shows a photo of Obama the pages do not enrol (they enrol 1.jpg and 2.jpg), then an empty scene.
@@ -55,7 +56,19 @@ test.before(async () => {
   );
   [camera, modelsDir] = await Promise.all([startRtspServer({ frames, fps: 10 }), modelsDirWith('edge_s')]);
 });
+/** CPU seconds of a running process so far (utime + stime), or 0. */
+function processCpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+let cameraCpu = 0;
+
 test.after.always(async () => {
+  cameraCpu = processCpuSeconds(camera?.child.pid);
   await camera?.stop();
   await (await broker)?.stop();
   await (await receiver)?.close();
@@ -129,9 +142,15 @@ async function openBox(t: ExecutionContext, page: DocPage): Promise<Box> {
       env.RECEIVER = `${r.url}/hooks/vigil`;
     }
     if (name === 'postgres') {
-      const pg = await (postgres ??= startPostgres());
-      const url = new URL(pg.url);
-      Object.assign(env, { PGHOST: url.hostname, PGPORT: url.port, PGUSER: url.username, PGPASSWORD: pg.password });
+      // Its superuser is `postgres`, as on a database server; the page makes the `vigil` role and database.
+      const pg = await (postgres ??= startPostgres({ superuser: 'postgres' }));
+      Object.assign(env, {
+        PGHOST: '127.0.0.1',
+        PGPORT: String(pg.port),
+        PGUSER: 'postgres',
+        PGPASSWORD: pg.password,
+        STORE_URL: `postgres://vigil@127.0.0.1:${pg.port}/vigil`,
+      });
     }
   }
   const box = { env, home, root, base };
@@ -242,11 +261,14 @@ for (const page of pages.filter((p) => p.blocks.some((b) => !b.skip))) {
     const box = await openBox(t, page);
     const t1 = Date.now();
     const { output, code } = await runScript(box, page);
+    shell(box, 'systemctl stop vigil');
+    const cpu = daemonCpuSeconds(box);
+    daemonCpu += cpu;
     const results = judgePage(page, output, code);
     const failed = results.find((r) => r.failure);
     const skipped = page.blocks.filter((b) => b.skip).length;
     t.log(
-      `${results.length} blocks run, ${skipped} skipped; box ${((t1 - t0) / 1000).toFixed(1)} s, page ${((Date.now() - t1) / 1000).toFixed(1)} s`,
+      `${results.length} blocks run, ${skipped} skipped; box ${((t1 - t0) / 1000).toFixed(1)} s, page ${((Date.now() - t1) / 1000).toFixed(1)} s, daemon CPU ${cpu.toFixed(1)} s`,
     );
     // VIGIL_DOCTEST_VERBOSE=1 shows every block's output (for writing expected output).
     if (process.env.VIGIL_DOCTEST_VERBOSE === '1')
@@ -256,6 +278,20 @@ for (const page of pages.filter((p) => p.blocks.some((b) => !b.skip))) {
   });
 }
 
+/** CPU seconds of every daemon the page's box ran (test/docs/bin/systemctl notes them at each stop). */
+function daemonCpuSeconds(box: Box): number {
+  const file = join(box.root, 'vigil.cpu');
+  if (!existsSync(file)) return 0;
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .reduce((sum, line) => sum + Number(line), 0);
+}
+
 test.after.always('the doc-test run took', () => {
-  console.log(`doc-tests: ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  // Wall time depends on what else the machine runs; the CPU seconds (daemons, camera, this process) do not.
+  const own = process.cpuUsage();
+  const cpu = daemonCpu + cameraCpu + (own.user + own.system) / 1e6;
+  const parts = `daemons ${daemonCpu.toFixed(0)} s, camera ${cameraCpu.toFixed(0)} s`;
+  console.log(`doc-tests: ${((Date.now() - started) / 1000).toFixed(0)} s, CPU ${cpu.toFixed(0)} s (${parts})`);
 });

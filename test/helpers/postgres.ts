@@ -49,7 +49,12 @@ export const pgAvailable = (): boolean => {
   }
 };
 
-export async function startPostgres(): Promise<PgCluster> {
+/**
+ * A throw-away cluster on a loopback port. `superuser` is the role initdb makes (and `url` logs in as):
+ * `vigil` for the suites, `postgres` for the doc-tests, whose page makes its own `vigil` role.
+ */
+export async function startPostgres(o: { superuser?: string } = {}): Promise<PgCluster> {
+  const superuser = o.superuser ?? 'vigil';
   const bin = pgBin();
   const root = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'vigil-pg-'));
@@ -86,7 +91,7 @@ export async function startPostgres(): Promise<PgCluster> {
       '-D',
       data,
       '-U',
-      'vigil',
+      superuser,
       '--auth=scram-sha-256',
       `--pwfile=${pwfile}`,
       '-E',
@@ -113,7 +118,7 @@ export async function startPostgres(): Promise<PgCluster> {
         '-p',
         String(port),
         '-U',
-        'vigil',
+        superuser,
         '-d',
         'postgres',
         '-c',
@@ -123,8 +128,8 @@ export async function startPostgres(): Promise<PgCluster> {
     );
     if (r.status !== 0) throw new Error(`psql failed: ${r.stderr}`);
   };
-  const url = (db: string) => `postgres://vigil:${password}@127.0.0.1:${port}/${db}`;
-  const urlWithoutPassword = (db: string) => `postgres://vigil@127.0.0.1:${port}/${db}`;
+  const url = (db: string) => `postgres://${superuser}:${password}@127.0.0.1:${port}/${db}`;
+  const urlWithoutPassword = (db: string) => `postgres://${superuser}@127.0.0.1:${port}/${db}`;
   let stopped = false;
   return {
     port,
