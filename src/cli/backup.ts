@@ -22,6 +22,7 @@ import { Errors, isVigilError } from '../contract/errors.js';
 import { buildCommit, VERSION } from '../contract/version.js';
 import { BOX_KEY_FILE } from '../store/credentialCipher.js';
 import { acquireDataDirLock, LOCK_FILE } from '../store/dataDirLock.js';
+import { appliedSchemaVersion, knownSchemaVersion, schemaTooNew } from '../store/database.js';
 import { storeDatabase } from '../store/postgres.js';
 import { isProcessAlive } from '../system/processes.js';
 import type { CliIo } from './workspaces.js';
@@ -50,6 +51,8 @@ export interface Manifest {
   vigil_version: string;
   /** The build's git commit (archives of versions before 0.3 lack it). */
   vigil_commit?: string;
+  /** The database's highest migration (archives of versions before 0.3 lack it; restore reads the file's). */
+  schema_version?: number;
   created_at: string;
   source_data_dir: string;
   counts: Record<string, number>;
@@ -156,6 +159,7 @@ export async function createBackup(
     const src = new Database(dbPath, { readonly: true, fileMustExist: true });
     src.pragma('busy_timeout = 15000');
     let counts: Record<string, number>;
+    let schemaVersion: number;
     try {
       await src.backup(join(stage, DB));
     } finally {
@@ -166,6 +170,7 @@ export async function createBackup(
     const copy = new Database(join(stage, DB), { readonly: true });
     try {
       counts = databaseCounts(copy);
+      schemaVersion = appliedSchemaVersion(copy) ?? 0;
     } finally {
       copy.close();
     }
@@ -201,6 +206,7 @@ export async function createBackup(
       format: BACKUP_FORMAT,
       vigil_version: VERSION,
       vigil_commit: buildCommit(),
+      schema_version: schemaVersion,
       created_at: new Date().toISOString(),
       source_data_dir: resolve(dataDir),
       counts,
@@ -277,6 +283,9 @@ export async function verifyBackup(file: string, dir: string): Promise<Manifest>
     const counts = databaseCounts(db);
     if (JSON.stringify(counts) !== JSON.stringify(manifest.counts))
       throw bad('the database does not hold the counts in the manifest');
+    // A newer build's backup: this build would refuse the restored data dir at start (nothing is moved).
+    const refusal = schemaTooNew(`The backup ${file}`, appliedSchemaVersion(db), knownSchemaVersion());
+    if (refusal) throw refusal;
   } finally {
     db.close();
   }

@@ -28,6 +28,11 @@ export const EXIT = {
    * starts degraded on its replica and reconnects by itself (docs/operations/exit-codes.md says why).
    */
   storeMisconfigured: 16,
+  /**
+   * The data dir, backup or fleet database holds a migration this build does not know (a newer build wrote
+   * it: a downgrade). Not retried: the same build refuses the same file again.
+   */
+  schemaTooNew: 17,
 } as const;
 
 /** The configuration exit codes (systemd must not restart on these). */
@@ -37,6 +42,7 @@ export const CONFIG_EXIT_CODES = [
   EXIT.modelsMissing,
   EXIT.dataDir,
   EXIT.storeMisconfigured,
+  EXIT.schemaTooNew,
 ];
 
 export function exitCodeFor(e: unknown): number {
@@ -69,6 +75,8 @@ export function exitCodeFor(e: unknown): number {
       return EXIT.dataDirLocked;
     case 'store_misconfigured':
       return EXIT.storeMisconfigured;
+    case 'schema_too_new':
+      return EXIT.schemaTooNew;
     case 'backup_invalid':
       return EXIT.failure;
     default:

@@ -123,6 +123,11 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     reserveBytes: config.server.storage_reserve_bytes,
     compactAtStartMaxBytes: config.server.compact_at_start_max_bytes || undefined,
   });
+  // Each start says which migrations it applied (an upgrade's first start) and the schema it runs on.
+  log.info(
+    { schema_version: db.schemaVersion, applied: db.migrationsApplied },
+    db.migrationsApplied.length ? 'database migrations applied' : 'database schema up to date',
+  );
   logCompaction(db.compaction, log);
   // Deleted events and persons leave free pages no delete asks about: looked at every 5 minutes.
   db.space.every(300_000);
@@ -203,6 +208,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
     const boxId = resolveBoxId(db.db, config.server.box_id, config.store.backend, hostname());
     let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool; pgOptions: PgOptions } | null = null;
+    let fleetSchemaVersion: number | null = null;
     if (config.store.backend === 'postgres') {
       const pgOptions: PgOptions = {
         url: config.store.url!,
@@ -214,8 +220,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       const pool = openPool(pgOptions);
       fleetPool = pool;
       try {
-        const n = await migratePostgres(pool);
-        if (n) log.info({ applied: n }, 'fleet: PostgreSQL migrations applied');
+        const migrated = await migratePostgres(pool);
+        fleetSchemaVersion = migrated.schemaVersion;
+        log.info(
+          { schema_version: migrated.schemaVersion, applied: migrated.applied },
+          migrated.applied.length ? 'fleet: PostgreSQL migrations applied' : 'fleet: PostgreSQL schema up to date',
+        );
       } catch (e) {
         // Refused (password, database, privilege): configuration, exit 16, which the unit does not restart.
         const refused = storeRefusal(e, pgOptions.url);
@@ -481,7 +491,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       scrapes,
       events,
       webhooks,
-      fleet: fleet ? { boxId, follower: fleet.follower } : null,
+      fleet: fleet ? { boxId, follower: fleet.follower, schemaVersion: fleetSchemaVersion } : null,
       purges,
     };
     metrics.attach(runtime);

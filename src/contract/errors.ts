@@ -1350,6 +1350,14 @@ export const Errors = {
       details: { host, port },
     }),
   ),
+  schemaTooNew: operator(
+    'schema_too_new',
+    'The data directory, backup or fleet database was written by a newer Vigil (a migration this build does not know); exit code 17, not restarted by the unit. Install that version (or a newer one) again, or restore a backup this version made.',
+    (what: string, found: number, known: number) => ({
+      message: `${what} has schema version ${found}, written by a newer Vigil; this build knows up to ${known}. Install that version (or a newer one) again, or restore a backup this version made: nothing was changed.`,
+      details: { schema_version: found, known_schema_version: known },
+    }),
+  ),
   storeMisconfigured: operator(
     'store_misconfigured',
     'Fleet mode: the PostgreSQL database refuses this box (wrong or missing password, unreadable `password_file`, missing database or role, missing privilege); exit code 16, not restarted by the unit.',

@@ -70,7 +70,8 @@ export interface Runtime {
   events: EventService;
   webhooks: WebhookService;
   /** Fleet mode ([store] backend = "postgres"): this box's name and its follower of the shared gallery. */
-  fleet?: { boxId: string; follower: GalleryFollower } | null;
+  /** schemaVersion: the fleet database's, as this box migrated or found it at start (null: unreachable then). */
+  fleet?: { boxId: string; follower: GalleryFollower; schemaVersion: number | null } | null;
   /** Collections deleted in the background whose rows are still being deleted. */
   purges?: CollectionPurger;
 }

@@ -12,7 +12,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Errors } from '../contract/errors.js';
+import { Errors, type OperatorError } from '../contract/errors.js';
 import { acquireDataDirLock } from './dataDirLock.js';
 import { StorageGuard } from './storageGuard.js';
 import { convertToIncrementalVacuum, SpaceReclaimer, type Compaction } from './spaceReclaimer.js';
@@ -44,6 +44,10 @@ export interface OpenedDatabase {
   db: Db;
   path: string;
   migrationCount: number;
+  /** The highest migration applied: the schema version /v1/system, backups and upgrades speak of. */
+  schemaVersion: number;
+  /** The migration files this open applied (the start-up log names them). */
+  migrationsApplied: string[];
   /**
    * PRAGMA quick_check ('ok' when healthy). Run once: it reads the whole file, too slow per request.
    * With `integrity: 'background'` it is `'pending'` until the check, run in a worker thread on its own
@@ -113,9 +117,13 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
   let cleanStop = false;
   let fresh = false;
   let compaction: Compaction | null = null;
+  let migrationsApplied: string[] = [];
   try {
     fresh = !existsSync(path);
     db = new Database(path);
+    // Before anything writes (the clean-shutdown marker, a compaction, migrations): a file a newer build
+    // migrated is left as it is, so installing that build again (or restoring its backup) still works.
+    assertSchemaKnown(db, migrationsDir, path);
     if (fresh) chmodSync(path, 0o600);
     // Before the first table: only an empty file takes it without a VACUUM. Deleted rows' pages can then be
     // given back to the file system (SpaceReclaimer): 13.2 GB stayed on disk for 4.26 GB of live data.
@@ -139,13 +147,14 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
         verified: cleanStop || opts.integrity !== 'background',
       });
     }
-    migrate(db, migrationsDir);
+    migrationsApplied = migrate(db, migrationsDir);
   } catch (e) {
     if (db?.open) db.close();
     releaseLock();
     throw e;
   }
   const migrationCount = (db.prepare('SELECT count(*) AS n FROM schema_migrations').get() as { n: number }).n;
+  const schemaVersion = appliedSchemaVersion(db) ?? 0;
   const opened = db;
   // Only the daemon (the lock holder) keeps the data dir's space reserve; admin commands share its file.
   const storage = new StorageGuard(dataDir, {
@@ -157,6 +166,8 @@ export function openDatabase(dataDir: string, migrationsDir = MIGRATIONS_DIR, op
     db: opened,
     path,
     migrationCount,
+    schemaVersion,
+    migrationsApplied,
     integrity: INTEGRITY_PENDING,
     integrityChecked: Promise.resolve(INTEGRITY_PENDING),
     integrityProof: null,
@@ -280,14 +291,44 @@ export function migrationFiles(dir: string): { version: number; file: string }[]
     .map((file) => ({ version: Number(MIGRATION_FILE.exec(file)![1]), file }));
 }
 
-export function migrate(db: Db, dir: string): number {
+/** The SQLite schema version this build knows (its highest migration). */
+export const knownSchemaVersion = (): number => schemaVersionOf(MIGRATIONS_DIR);
+
+/** The highest migration version of a migrations folder: the schema version this build knows. */
+export function schemaVersionOf(dir: string): number {
+  return migrationFiles(dir).reduce((max, m) => Math.max(max, m.version), 0);
+}
+
+/**
+ * The rule of upgrades and downgrades: a store that holds a migration above the highest this build knows
+ * was written by a newer build, which may have changed tables this one would misread or damage. Returns
+ * the refusal, or null when this build may open the store. Shared by SQLite, PostgreSQL and backups.
+ */
+export function schemaTooNew(what: string, applied: number | null, known: number): OperatorError | null {
+  return applied !== null && applied > known ? Errors.schemaTooNew(what, applied, known) : null;
+}
+
+/** The highest applied migration, or null for a file no migration ran on; reads only. */
+export function appliedSchemaVersion(db: Db): number | null {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+  if (!table) return null;
+  return (db.prepare('SELECT max(version) AS v FROM schema_migrations').get() as { v: number | null }).v;
+}
+
+function assertSchemaKnown(db: Db, dir: string, path: string): void {
+  const refusal = schemaTooNew(path, appliedSchemaVersion(db), schemaVersionOf(dir));
+  if (refusal) throw refusal;
+}
+
+/** Applies the pending numbered migrations, each in its own transaction; returns the files applied. */
+export function migrate(db: Db, dir: string): string[] {
   db.exec(
     'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
   );
   const applied = new Set(
     (db.prepare('SELECT version FROM schema_migrations').all() as { version: number }[]).map((r) => r.version),
   );
-  let count = 0;
+  const done: string[] = [];
   for (const { version, file } of migrationFiles(dir)) {
     if (applied.has(version)) continue;
     const sql = readFileSync(join(dir, file), 'utf8');
@@ -299,9 +340,9 @@ export function migrate(db: Db, dir: string): number {
         new Date().toISOString(),
       );
     })();
-    count++;
+    done.push(file);
   }
-  return count;
+  return done;
 }
 
 /** PRAGMA quick_check, as readiness requires. */

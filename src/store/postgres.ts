@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { Errors, isVigilError, type VigilError } from '../contract/errors.js';
-import { errnoReason, migrationFiles } from './database.js';
+import { errnoReason, migrationFiles, schemaTooNew, schemaVersionOf } from './database.js';
 
 export const PG_MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/postgres/', import.meta.url));
 
@@ -178,7 +178,14 @@ export async function withTransaction<T>(
  * from migrations/postgres/, each in its own transaction and recorded in schema_migrations. Boxes that
  * start together take an advisory lock, so exactly one applies each migration.
  */
-export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise<number> {
+export interface PgMigrationResult {
+  /** The migration files this call applied. */
+  applied: string[];
+  /** The fleet database's schema version afterwards (its highest migration). */
+  schemaVersion: number;
+}
+
+export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): Promise<PgMigrationResult> {
   const client = await pool.connect();
   const onError = () => undefined;
   client.on('error', onError);
@@ -190,7 +197,14 @@ export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): P
     const applied = new Set(
       (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
     );
-    let count = 0;
+    // A fleet database a newer box migrated: this build would misread its tables (as for a data dir).
+    const refusal = schemaTooNew(
+      'The fleet database ([store] url)',
+      applied.size ? Math.max(...applied) : null,
+      schemaVersionOf(dir),
+    );
+    if (refusal) throw refusal;
+    const done: string[] = [];
     for (const { version, file } of migrationFiles(dir)) {
       if (applied.has(version)) continue;
       const sql = readFileSync(join(dir, file), 'utf8');
@@ -207,9 +221,10 @@ export async function migratePostgres(pool: pg.Pool, dir = PG_MIGRATIONS_DIR): P
         await client.query('ROLLBACK');
         throw e;
       }
-      count++;
+      done.push(file);
+      applied.add(version);
     }
-    return count;
+    return { applied: done, schemaVersion: Math.max(0, ...applied) };
   } finally {
     await client.query('SELECT pg_advisory_unlock(7166001)').catch(() => undefined);
     client.removeListener('error', onError);

@@ -1,11 +1,11 @@
 import test from 'ava';
 import { EXIT, exitCodeFor } from '../../src/cli/exitCodes.js';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { OperatorError } from '../../src/contract/errors.js';
-import { migrate, openDatabase, quickCheck } from '../../src/store/database.js';
+import { migrate, openDatabase, quickCheck, schemaVersionOf } from '../../src/store/database.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 const root = fileTempDir('vigil-db-test-');
@@ -56,7 +56,7 @@ test('migrations are idempotent: opening twice keeps the same migration count', 
       1,
       'data survives reopening',
     );
-    t.is(migrate(second.db, join(process.cwd(), 'src/store/migrations')), 0);
+    t.deepEqual(migrate(second.db, join(process.cwd(), 'src/store/migrations')), []);
   } finally {
     second.close();
   }
@@ -75,8 +75,8 @@ test('migrate applies numbered files in order, once, and ignores other files', (
     t.is(opened.migrationCount, 2);
     t.deepEqual(opened.db.prepare('SELECT v FROM t').all(), [{ v: 2 }]);
     writeFileSync(join(mig, '0003_third.sql'), 'INSERT INTO t (v) VALUES (3);');
-    t.is(migrate(opened.db, mig), 1);
-    t.is(migrate(opened.db, mig), 0);
+    t.deepEqual(migrate(opened.db, mig), ['0003_third.sql']);
+    t.deepEqual(migrate(opened.db, mig), []);
     t.deepEqual(opened.db.prepare('SELECT v FROM t ORDER BY v').all(), [{ v: 2 }, { v: 3 }]);
   } finally {
     opened.close();
@@ -325,5 +325,56 @@ test('an admin command on the daemon file (lock: false) neither reads the whole 
     t.is(daemon.integrityProof, 'clean_shutdown', 'the marker is still the daemon’s');
   } finally {
     daemon.close();
+  }
+});
+
+test('a data dir holding a migration this build does not know is refused before anything is written (schema_too_new, exit 17)', (t) => {
+  const dir = freshDir();
+  const mig = join(root, `migrations-${n++}`);
+  mkdirSync(mig);
+  writeFileSync(join(mig, '0001_first.sql'), 'CREATE TABLE t (v INTEGER);');
+  writeFileSync(join(mig, '0002_second.sql'), 'INSERT INTO t (v) VALUES (2);');
+  openDatabase(dir, mig).close();
+  // A newer build's migration, recorded as a newer build would have.
+  const newer = new Database(join(dir, 'vigil.db'));
+  newer.prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (7, '0007_future.sql', 'x')").run();
+  newer.close();
+  const before = readFileSync(join(dir, 'vigil.db'));
+  rmSync(join(dir, 'vigil.db-wal'), { force: true });
+  const err = t.throws(() => openDatabase(dir, mig));
+  t.true(err instanceof OperatorError);
+  t.is((err as OperatorError).code, 'schema_too_new');
+  t.is(exitCodeFor(err), EXIT.schemaTooNew);
+  t.deepEqual((err as OperatorError).details, { schema_version: 7, known_schema_version: 2 });
+  t.regex((err as Error).message, /schema version 7.*knows up to 2/);
+  t.deepEqual(readFileSync(join(dir, 'vigil.db')), before, 'the refused file is left exactly as it was');
+  // The lock was released: the newer build (here: the same folder with its migration) still opens it.
+  writeFileSync(join(mig, '0007_future.sql'), 'INSERT INTO t (v) VALUES (7);');
+  const opened = openDatabase(dir, mig);
+  try {
+    t.is(opened.schemaVersion, 7);
+    t.deepEqual(opened.migrationsApplied, [], '0007 was already applied by the newer build');
+  } finally {
+    opened.close();
+  }
+});
+
+test('openDatabase reports the schema version and the migrations this open applied', (t) => {
+  const dir = freshDir();
+  const mig = join(root, `migrations-${n++}`);
+  mkdirSync(mig);
+  writeFileSync(join(mig, '0001_first.sql'), 'CREATE TABLE t (v INTEGER);');
+  const first = openDatabase(dir, mig);
+  t.is(first.schemaVersion, 1);
+  t.deepEqual(first.migrationsApplied, ['0001_first.sql']);
+  first.close();
+  writeFileSync(join(mig, '0003_third.sql'), 'INSERT INTO t (v) VALUES (3);');
+  const second = openDatabase(dir, mig);
+  try {
+    t.is(second.schemaVersion, 3);
+    t.deepEqual(second.migrationsApplied, ['0003_third.sql']);
+    t.is(schemaVersionOf(mig), 3, 'the highest migration this build knows');
+  } finally {
+    second.close();
   }
 });

@@ -186,6 +186,8 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             ...rt.db.space.space(),
             purges_pending: rt.purges?.pending() ?? [],
             migration_count: rt.db.migrationCount,
+            // The highest migration applied; a build that knows fewer refuses this data dir (schema_too_new).
+            schema_version: rt.db.schemaVersion,
             wal: true,
           },
           data: { ...pathState(s.data_dir), ...storageState(rt) },
@@ -241,7 +243,14 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
           },
           recent_errors: rt.recentErrors.list(),
           ...(rt.fleet
-            ? { fleet: { box_id: rt.fleet.boxId, backend: 'postgres', ...rt.fleet.follower.snapshot() } }
+            ? {
+                fleet: {
+                  box_id: rt.fleet.boxId,
+                  backend: 'postgres',
+                  schema_version: rt.fleet.schemaVersion,
+                  ...rt.fleet.follower.snapshot(),
+                },
+              }
             : {}),
         };
       },
