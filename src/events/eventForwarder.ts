@@ -75,6 +75,11 @@ export class EventForwarder implements HistoryOutput {
     private readonly log: Logger,
   ) {}
 
+  /** [events] retention changed while the daemon runs: the fleet's next retention pass uses it. */
+  setRetention(r: ForwarderOptions['retention']): void {
+    this.o.retention = { ...r };
+  }
+
   get connected(): boolean {
     return this.state.database === 'connected';
   }

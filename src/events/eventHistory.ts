@@ -171,19 +171,7 @@ export class EventHistory implements MonitorEventSink {
 
   start(): void {
     this.closeOpenTracks();
-    const every = this.o.retention.intervalMs;
-    const tick = () => {
-      this.retentionTimer = setTimeout(() => {
-        try {
-          this.enforceRetention();
-        } catch (e) {
-          this.log.error({ err: e }, 'event retention failed');
-        }
-        if (!this.closed) tick();
-      }, every);
-      this.retentionTimer.unref();
-    };
-    tick();
+    this.scheduleRetention(this.o.retention.intervalMs);
     // Files of rows deleted elsewhere (a person delete's trigger) go within seconds.
     this.trashTimer = setInterval(() => {
       try {
@@ -326,6 +314,29 @@ export class EventHistory implements MonitorEventSink {
   }
 
   // ---- retention ----
+
+  private scheduleRetention(delayMs: number): void {
+    if (this.retentionTimer) clearTimeout(this.retentionTimer);
+    this.retentionTimer = setTimeout(() => {
+      try {
+        this.enforceRetention();
+      } catch (e) {
+        this.log.error({ err: e }, 'event retention failed');
+      }
+      if (!this.closed) this.scheduleRetention(this.o.retention.intervalMs);
+    }, delayMs);
+    this.retentionTimer.unref();
+  }
+
+  /**
+   * [events] retention or snapshots changed while the daemon runs (PATCH /v1/settings, SIGHUP): the next
+   * events follow `snapshots`, and retention runs at once with the new limits, then at the new interval.
+   */
+  configure(o: Pick<HistoryOptions, 'snapshots' | 'retention'>): void {
+    this.o.snapshots = o.snapshots;
+    this.o.retention = { ...o.retention };
+    if (this.retentionTimer && !this.closed) this.scheduleRetention(0);
+  }
 
   /** Age, then count, then snapshot bytes; then the files of deleted rows are removed. */
   enforceRetention(nowMs = Date.now()): { byAge: number; byCount: number; picturesExpired: number } {

@@ -10,7 +10,7 @@ import type {
 } from '../contract/events.js';
 import { toPage, type CursorCodec, type Page } from '../store/cursors.js';
 import type { EventHistory } from './eventHistory.js';
-import type { MqttPublisher } from './mqttPublisher.js';
+import { mqttOffStatus, type MqttPublisher } from './mqttPublisher.js';
 import { ADMIN_SCOPE } from './webhookOutput.js';
 import { nominalSchedule, type RetryPolicy } from '../webhooks/retrySchedule.js';
 import type { WebhookStore } from '../webhooks/webhookStore.js';
@@ -93,23 +93,15 @@ export class EventService {
     return this.fleet!.forwarder.run(() => storeCall(() => fn(this.fleet!.pg)));
   }
 
+  /** [events] retention changed while the daemon runs (PATCH /v1/settings, SIGHUP): the status shows what is enforced. */
+  setRetention(r: { max_age_days: number; max_events: number; max_snapshot_bytes: number }): void {
+    this.outputs.retention = r;
+  }
+
   /** The history's size and retention, and the state of the MQTT and webhook outputs. */
   status() {
     const o = this.outputs;
-    const mqtt: MqttStatusT = o.mqtt?.status() ?? {
-      enabled: false,
-      connected: false,
-      broker: null,
-      client_id: null,
-      topic_prefix: o.mqttPrefix,
-      queued: 0,
-      queue_max_messages: 0,
-      dropped: 0,
-      published: 0,
-      last_error: null,
-      connected_since: null,
-      discovery: false,
-    };
+    const mqtt: MqttStatusT = o.mqtt?.status() ?? mqttOffStatus(o.mqttPrefix);
     return {
       history: {
         ...this.store.stats(),

@@ -54,6 +54,24 @@ const DROPPED = 'mqtt_dropped';
 /** How often the presence topics of deleted persons are looked for (rows their delete's trigger wrote). */
 const CLEAR_INTERVAL_MS = 2000;
 
+/** The MQTT part of /v1/events/status while [mqtt] is off. */
+export function mqttOffStatus(topicPrefix: string): MqttStatusT {
+  return {
+    enabled: false,
+    connected: false,
+    broker: null,
+    client_id: null,
+    topic_prefix: topicPrefix,
+    queued: 0,
+    queue_max_messages: 0,
+    dropped: 0,
+    published: 0,
+    last_error: null,
+    connected_since: null,
+    discovery: false,
+  };
+}
+
 /** The broker URL without credentials. */
 export function redactBrokerUrl(url: string): string {
   try {
@@ -97,20 +115,34 @@ export class MqttPublisher implements HistoryOutput {
   /** Rejects when the current connection closes, so a window waiting for acknowledgements gives up. */
   private lost: Promise<never> = new Promise<never>(() => undefined);
   private markLost: (e: Error) => void = () => undefined;
-  private readonly ctx: DiscoveryContext;
-  private readonly t: ReturnType<typeof topics>;
-  readonly clientId: string;
+  private ctx!: DiscoveryContext;
+  private t!: ReturnType<typeof topics>;
+  clientId!: string;
+  private started = false;
   /** Called after the broker acknowledged queued messages (the bench measures latency with it). */
   onPublished: ((topics: string[]) => void) | null = null;
 
+  /**
+   * `enabled` false: the publisher keeps the presence of every monitor from the events but queues and
+   * publishes nothing until configure() turns it on ([mqtt] enabled changed while the daemon runs).
+   */
   constructor(
     private readonly db: Db,
     private readonly history: HistoryStore,
-    private readonly o: MqttOptions,
+    private o: MqttOptions,
     private readonly monitors: () => MonitorT[],
     private readonly log: Logger,
+    private enabled = true,
   ) {
     this.backoffMs = o.reconnectDelayMs;
+    this.useOptions(o);
+    this.queued = (db.prepare('SELECT count(*) AS n FROM mqtt_queue').get() as { n: number }).n;
+    this.dropped = history.counter(DROPPED);
+    this.presentAtBoot = history.lastPresent();
+  }
+
+  private useOptions(o: MqttOptions): void {
+    this.o = o;
     this.clientId = o.clientId ?? `vigil-${haId(hostname())}`;
     this.ctx = {
       prefix: o.topicPrefix,
@@ -119,9 +151,23 @@ export class MqttPublisher implements HistoryOutput {
       boxName: `Vigil ${hostname()}`,
     };
     this.t = topics(o.topicPrefix);
-    this.queued = (db.prepare('SELECT count(*) AS n FROM mqtt_queue').get() as { n: number }).n;
-    this.dropped = history.counter(DROPPED);
-    this.presentAtBoot = history.lastPresent();
+  }
+
+  /**
+   * New settings while running (PATCH /v1/settings, SIGHUP): the connection is closed ("offline" on the old
+   * availability topic) and opened again with the new broker, topics and options; presence and the queue
+   * are kept (messages queued for the old broker go to the new one). `enabled` false disconnects and stops
+   * queueing; true connects.
+   */
+  async configure(o: MqttOptions, enabled: boolean): Promise<void> {
+    if (this.closed) return;
+    if (this.enabled) await this.disconnect();
+    this.useOptions(o);
+    this.backoffMs = o.reconnectDelayMs;
+    this.enabled = enabled;
+    if (!enabled) return;
+    if (this.started) this.connect();
+    else this.start();
   }
 
   /** Persons shown present when the last process stopped are absent now (their sessions ended with it). */
@@ -136,6 +182,8 @@ export class MqttPublisher implements HistoryOutput {
   }
 
   start(): void {
+    if (!this.enabled) return;
+    this.started = true;
     this.resetPresenceFromHistory();
     this.clearDeletedPersons();
     this.clearTimer = setInterval(() => {
@@ -287,6 +335,7 @@ export class MqttPublisher implements HistoryOutput {
 
   /** Synchronous; called inside the history's transaction (or its own). */
   private enqueue(topic: string, payload: string | Buffer, retain: boolean): void {
+    if (!this.enabled) return;
     const db = this.db;
     if (retain) this.queued -= db.prepare('DELETE FROM mqtt_queue WHERE retain = 1 AND topic = ?').run(topic).changes;
     db.prepare('INSERT INTO mqtt_queue (topic, payload, retain, created_ms) VALUES (?, ?, ?, ?)').run(
@@ -390,7 +439,7 @@ export class MqttPublisher implements HistoryOutput {
     }
     this.client = client;
     client.on('connect', () => {
-      if (this.closed) return;
+      if (this.closed || this.client !== client) return;
       this.lost = new Promise<never>((_, reject) => {
         this.markLost = reject;
       });
@@ -461,6 +510,7 @@ export class MqttPublisher implements HistoryOutput {
   }
 
   status(): MqttStatusT {
+    if (!this.enabled) return mqttOffStatus(this.o.topicPrefix);
     return {
       enabled: true,
       connected: this.connected,
@@ -480,8 +530,14 @@ export class MqttPublisher implements HistoryOutput {
   /** Says "offline" (retained) and disconnects; queued messages stay for the next start. */
   async close(): Promise<void> {
     this.closed = true;
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.clearTimer) clearInterval(this.clearTimer);
+    await this.disconnect();
+  }
+
+  /** Ends the connection (and any reconnect) after a retained "offline"; the close handler ignores a client it no longer holds. */
+  private async disconnect(): Promise<void> {
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
     const client = this.client;
     this.client = null;
     if (!client) return;
@@ -490,6 +546,8 @@ export class MqttPublisher implements HistoryOutput {
         client.publish(this.t.availability, 'offline', { qos: 1, retain: true }, () => r()),
       );
     this.connected = false;
+    this.connectedSince = null;
+    this.markLost(new Error('the MQTT connection was closed for new settings'));
     await new Promise<void>((r) => client.end(false, {}, () => r()));
   }
 }

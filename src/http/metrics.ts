@@ -123,7 +123,7 @@ export class VigilMetrics {
    */
   attach(rt: Runtime): void {
     this.rt = rt;
-    if (rt.events.status().mqtt.enabled) this.mqttCollectors();
+    if (rt.events.status().mqtt.enabled) this.mqttEnabled();
     if (rt.fleet) this.fleetCollectors();
     this.webhookCollectors();
   }
@@ -434,6 +434,14 @@ export class VigilMetrics {
         this.set(rt()?.purges?.pending().length ?? 0);
       },
     });
+  }
+
+  private mqttRegistered = false;
+  /** Registers the MQTT families once: at start with [mqtt] enabled, or when a setting turns it on while running. */
+  mqttEnabled(): void {
+    if (this.mqttRegistered) return;
+    this.mqttRegistered = true;
+    this.mqttCollectors();
   }
 
   /** [mqtt] enabled: the MQTT output's queue and connection, from the status /v1/events/status shows. */

@@ -57,7 +57,7 @@ export class MonitorManager {
     private readonly store: MonitorStore,
     private readonly collections: CollectionService,
     private readonly cursors: CursorCodec,
-    private readonly maxStreams: number,
+    private maxStreams: number,
     /** Null until the models are loaded: sessions need the engine. */
     private readonly sessionDeps: () => SessionDeps | null,
     private readonly log: Logger,
@@ -430,6 +430,42 @@ export class MonitorManager {
         { monitors: foreign, box_id: this.boxId },
         "enabled monitors of another box are not started here (their box_id is not this box's)",
       );
+  }
+
+  /** A monitor's camera URL with its credentials, for a connection test of the saved camera (never shown). */
+  sourceUrl(id: string): string {
+    return this.record(id).url;
+  }
+
+  /** [monitors] max_streams changed while the daemon runs: later starts count against it; running monitors keep running. */
+  setMaxStreams(n: number): void {
+    this.maxStreams = n;
+  }
+
+  /**
+   * [monitors] decoding or preview settings changed while the daemon runs (the session deps hold the new
+   * ones): each running session is replaced by a new one (new stream epoch; faces in view exit with
+   * monitor_restarted). A monitor whose new session cannot start keeps its old one; the first such error is
+   * thrown after the others were restarted. Returns the restarted monitors' ids.
+   */
+  restartSessions(): string[] {
+    const restarted: string[] = [];
+    let failure: unknown = null;
+    for (const [id, running] of [...this.sessions]) {
+      let started: MonitorSession;
+      try {
+        started = this.startSession(this.record(id));
+      } catch (e) {
+        failure ??= e;
+        continue;
+      }
+      this.retire(running, 'monitor_restarted');
+      this.sessions.set(id, started);
+      restarted.push(id);
+    }
+    if (restarted.length) this.log.info({ monitors: restarted }, 'monitors restarted with new [monitors] settings');
+    if (failure) throw failure;
+    return restarted;
   }
 
   /** Stops every session (their faces in view exit: daemon_stopped) and waits until none has an inference in flight. */
