@@ -79,6 +79,8 @@ import { WebhookEventOutput } from '../events/webhookOutput.js';
 import { WebhookOutbox } from '../webhooks/webhookOutbox.js';
 import { WebhookService } from '../webhooks/webhookService.js';
 import { WebhookStore } from '../webhooks/webhookStore.js';
+import { SettingsService } from '../config/settingsService.js';
+import { monitorSessionSettings, mqttOptions, reviewGates, settingsAppliers } from './daemonSettings.js';
 
 export interface Daemon {
   runtime: Runtime;
@@ -274,6 +276,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       () => active?.model ?? null,
       writer,
     );
+    const gates = reviewGates(config.registration);
     const persons = new PersonService(
       collections,
       store,
@@ -288,12 +291,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         maxImageBytes: config.server.max_image_bytes,
         maxImagePixels: config.server.max_image_pixels,
         maxDetectedFaces: config.detection.max_detected_faces,
-        gates: {
-          minScore: config.registration.min_score,
-          minQuality: config.registration.min_quality,
-          minFaceSize: config.registration.min_face_size,
-          maxPoseDegrees: config.registration.max_pose_degrees,
-        },
+        gates,
         liveness: liveness?.onRegistration ? liveness : null,
       },
       writer,
@@ -377,38 +375,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     history.addOutput(new WebhookEventOutput(outbox));
     const metrics = new VigilMetrics();
     history.addOutput(metrics.eventOutput);
-    const mqtt = mq.enabled
-      ? new MqttPublisher(
-          db.db,
-          historyStore,
-          {
-            url: mq.url,
-            username: mq.username,
-            password: mq.password,
-            clientId: mq.client_id,
-            topicPrefix: mq.topic_prefix,
-            qos: mq.qos,
-            retain: mq.retain,
-            caFile: mq.ca_file,
-            certFile: mq.cert_file,
-            keyFile: mq.key_file,
-            tlsVerify: mq.tls_verify,
-            discovery: mq.discovery,
-            discoveryPrefix: mq.discovery_prefix,
-            snapshots: mq.snapshots,
-            queueMaxMessages: mq.queue_max_messages,
-            reconnectDelayMs: mq.reconnect_delay_seconds * 1000,
-            maxReconnectDelayMs: mq.max_reconnect_delay_seconds * 1000,
-            keepaliveSeconds: mq.keepalive_seconds,
-          },
-          () => monitors.all(),
-          log,
-        )
-      : null;
-    if (mqtt) {
-      history.addOutput(mqtt);
-      monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
-    }
+    // Always built, so [mqtt] enabled can change while the daemon runs (it publishes nothing while off).
+    const mqtt = new MqttPublisher(db.db, historyStore, mqttOptions(mq), () => monitors.all(), log, mq.enabled);
+    history.addOutput(mqtt);
+    monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
     // Fleet mode: the local history is the durable queue; the forwarder copies it to the fleet's history.
     const fleetHistory = fleet ? new PgHistory(fleet.pool) : null;
     const fleetEvents = fleetHistory
@@ -471,8 +441,26 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const runWebhooks = new RunWebhooks(outbox);
     scrapes.onRecorded((row) => runWebhooks.recorded(row));
     scrapes.onFinished(metrics.scrapeFinished);
+    // Settings changed while running (PATCH /v1/settings, SIGHUP): applied here where a key can be.
+    const settings = new SettingsService(
+      loaded,
+      settingsAppliers({
+        log,
+        mqtt,
+        metrics,
+        history,
+        events,
+        forwarder: fleetEvents?.forwarder ?? null,
+        systemProfile,
+        gates,
+        monitors,
+        sessionDeps: () => monitorDeps,
+      }),
+      { env: loaded.env, log, stopping: () => closed },
+    );
     const runtime: Runtime = {
       loaded,
+      settings,
       log,
       db,
       keys,
@@ -546,7 +534,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     fleetEvents?.forwarder.start();
     monitorDirectory?.start();
     outbox.start();
-    mqtt?.start();
+    mqtt.start();
     void integrityOk.then(async (ok) => {
       if (ok || closed) return;
       await Promise.all([monitors.close(), startedScrapes.close()]);
@@ -626,17 +614,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold),
         maxDetectedFaces: config.detection.max_detected_faces,
         liveness,
-        trimLetterbox: mc.trim_letterbox,
-        source: {
-          pipeline: mc.pipeline,
-          latencyMs: mc.latency_ms,
-          maxSide: mc.frame_max_side,
-          openTimeoutMs: mc.open_timeout_seconds * 1000,
-          readTimeoutMs: mc.read_timeout_seconds * 1000,
-          reconnectDelayMs: mc.reconnect_delay_seconds * 1000,
-        },
-        preview: { fps: mc.preview_fps, quality: mc.jpeg_quality },
-        reidentifyMs: mc.reidentify_interval_seconds * 1000,
+        ...monitorSessionSettings(mc),
         log,
         events: history,
       };
@@ -806,6 +784,11 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // `systemctl reload vigil` and `vigil config set`: the config file is read again and applied where it can be.
+  process.on('SIGHUP', () => {
+    daemon.runtime.log.info({ signal: 'SIGHUP' }, 'reloading the config file');
+    daemon.runtime.settings.reload().catch(() => undefined);
+  });
   try {
     await daemon.ready;
   } catch (e) {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
+import type { SettingsService } from '../config/settingsService.js';
 import type { InferenceEngine } from '../inference/engine.js';
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
@@ -48,6 +49,8 @@ export interface Inference {
  */
 export interface Runtime {
   loaded: LoadedConfig;
+  /** The running settings and their changes (GET/PATCH /v1/settings, SIGHUP). */
+  settings: SettingsService;
   log: Logger;
   db: OpenedDatabase;
   keys: ApiKeyStore;
