@@ -7,7 +7,15 @@ import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
 import { errorEnvelope, storageGate } from './errors.js';
 import { integrityGate } from './integrityGate.js';
-import { bodySizeLimit, cors, deadline, keepAliveHint, requestId, securityHeaders } from './middleware.js';
+import {
+  bodySizeLimit,
+  closeOnUnreadBody,
+  cors,
+  deadline,
+  keepAliveHint,
+  requestId,
+  securityHeaders,
+} from './middleware.js';
 import { buildOpenApi } from './openapi.js';
 import { koaPath, type AppState, type RouteSpec } from './route.js';
 import { addonRoutes } from './routes/addons.js';
@@ -78,6 +86,7 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   app.use(securityHeaders());
   app.use(keepAliveHint());
   app.use(cors(config.server.cors_origins));
+  app.use(closeOnUnreadBody());
   app.use(errorEnvelope(rt.log, rt.recentErrors, rt.db.storage));
   app.use(deadline(config.server.request_timeout_seconds));
   app.use(integrityGate(rt.db));

@@ -95,6 +95,22 @@ export function keepAliveHint(): Koa.Middleware {
   };
 }
 
+/**
+ * A reply sent while its request body is only partly read (a route that answered after reading the first
+ * line of an import, say) closes the connection after it: the unread rest would otherwise sit in front of
+ * the next request on that keep-alive socket, which then hangs and is reset ("fetch failed"). Node drains
+ * only bodies nobody began to read. Outside the error envelope, so refusals are covered too.
+ */
+export function closeOnUnreadBody(): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } finally {
+      if (ctx.req.readableDidRead && !ctx.req.complete) closeAfterReply(ctx);
+    }
+  };
+}
+
 /** CORS only for the configured exact origins; no credentials. */
 export function cors(origins: string[]): Koa.Middleware {
   const allowed = new Set(origins);
