@@ -75,6 +75,11 @@ export class MonitorActivity {
     return this.lastProcessed;
   }
 
+  /** The faces of the last processed frame, as tracking decided them (the state's `faces`). */
+  get currentFaces(): readonly MonitorFaceT[] {
+    return this.faces;
+  }
+
   inferenceStarted(at: number): void {
     this.inferenceStarts.push(at);
     if (this.inferenceStarts.length > FPS_WINDOW) this.inferenceStarts.shift();

@@ -9,7 +9,7 @@ import type { MonitorEventSink } from './eventSink.js';
 import { MonitorActivity, isoOrNull } from './monitorActivity.js';
 import type { MonitorEventT, MonitorRuntimeT, MonitorStateT, SessionEndReason } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
-import { PreviewHub } from './previewHub.js';
+import { PreviewHub, previewFaces } from './previewHub.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
 
 /** What a session needs from the rest of the daemon. */
@@ -188,7 +188,7 @@ export class MonitorSession {
         // detected in nearly the same box: the worker skips those embeddings.
         const known = this.activity.knownTracks(Date.now(), this.deps.reidentifyMs);
         const result = await this.processor.process(
-          () => newer(this.reader.newest, frame),
+          () => this.keptForPreview(newer(this.reader.newest, frame)),
           this.record,
           this.abort.signal,
           known,
@@ -201,6 +201,13 @@ export class MonitorSession {
           performance.now() - started,
           result.frame,
         );
+        // The analysed frame goes to the boxed previews with its own faces (boxes belong to their frame).
+        if (this.preview.active && this.record.preview_enabled)
+          this.preview.offerAnalysed(
+            result.frame,
+            previewFaces(this.activity.currentFaces),
+            1000 / this.record.inference_fps,
+          );
         this.activity.clearError('inference');
       } catch (e) {
         if (this.stopped) break;
@@ -211,6 +218,21 @@ export class MonitorSession {
       // Never catch up: the next run waits for the interval or for this run to finish, whichever is later.
       nextAllowed = Math.max(started + 1000 / this.record.inference_fps, performance.now());
     }
+  }
+
+  /**
+   * A frame about to be analysed: while a boxed preview follows the analysed frames its pixels are read now,
+   * so they are still there after inference even when it finds no face (that frame must clear the boxes).
+   */
+  private keptForPreview(frame: Frame): Frame {
+    if (this.preview.wantsAnalysed) {
+      try {
+        void frame.data;
+      } catch {
+        // Released already: the preview skips it.
+      }
+    }
+    return frame;
   }
 
   /** Waits for `ms`, or (when `onFrame`) until a new frame arrives, or until stop(), whichever is first. */

@@ -22,6 +22,22 @@ function indexOf(hay: Uint8Array, needle: ArrayLike<number>, from: number, to = 
   return -1;
 }
 
+/** One part of the stream: its headers (lower-case names) and its body. */
+export interface Part {
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+/** "Content-Type: image/jpeg\r\nX-Frame-Seq: 7" -> { 'content-type': 'image/jpeg', 'x-frame-seq': '7' } */
+export function headerMap(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0) out[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+  }
+  return out;
+}
+
 export class MultipartParser {
   private buf = new Uint8Array(0);
   private readonly delimiter: Uint8Array;
@@ -38,10 +54,15 @@ export class MultipartParser {
 
   /** Feeds a chunk; returns the bodies of the parts it completed, in order. */
   push(chunk: Uint8Array): Uint8Array[] {
+    return this.pushParts(chunk).map((p) => p.body);
+  }
+
+  /** Feeds a chunk; returns the parts it completed, in order, with their headers (names in lower case). */
+  pushParts(chunk: Uint8Array): Part[] {
     const joined = new Uint8Array(this.buf.length + chunk.length);
     joined.set(this.buf);
     joined.set(chunk, this.buf.length);
-    const parts: Uint8Array[] = [];
+    const parts: Part[] = [];
     let pos = 0;
     for (;;) {
       const start = indexOf(joined, this.delimiter, pos);
@@ -68,7 +89,7 @@ export class MultipartParser {
           break;
         }
       }
-      parts.push(joined.slice(bodyStart, bodyEnd));
+      parts.push({ headers: headerMap(headers), body: joined.slice(bodyStart, bodyEnd) });
       pos = bodyEnd;
     }
     // Keep only what is not consumed yet; drop leading junk before any delimiter but a possible partial one.

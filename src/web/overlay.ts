@@ -1,13 +1,7 @@
 import { containRect } from './letterbox.js';
+import type { OverlayFace } from './previewParts.js';
 
-export interface OverlayFace {
-  /** Normalised 0..1 box of the face in the frame. */
-  box: { left: number; top: number; width: number; height: number };
-  label: string;
-  kind: 'matched' | 'unknown' | 'blocked';
-  /** Landmarks in source pixels, drawn when given. */
-  landmarks?: number[][];
-}
+export type { OverlayFace } from './previewParts.js';
 
 const COLOURS = { matched: '#3ddc97', unknown: '#ffb347', blocked: '#ff5c7a' };
 

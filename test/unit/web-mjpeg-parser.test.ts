@@ -1,6 +1,7 @@
 import test from 'ava';
 import { MultipartParser, boundaryOf } from '../../src/web/mjpegParser.js';
 import { containRect } from '../../src/web/letterbox.js';
+import { overlayOf, partFrame } from '../../src/web/previewParts.js';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const cat = (...parts: Uint8Array[]) => {
@@ -64,4 +65,50 @@ test('containRect letterboxes an image inside its box', (t) => {
   t.deepEqual(containRect(1000, 1000, 640, 360), { x: 0, y: 218.75, width: 1000, height: 562.5 });
   t.deepEqual(containRect(1000, 500, 400, 400), { x: 250, y: 0, width: 500, height: 500 });
   t.deepEqual(containRect(0, 0, 640, 360), { x: 0, y: 0, width: 0, height: 0 });
+});
+
+test('pushParts gives each part its headers: the frame number and an analysed frame’s faces', (t) => {
+  const face = {
+    status: 'matched',
+    box: { left: 0.1, top: 0.2, width: 0.3, height: 0.4 },
+    person: { id: 'zoe', name: 'Zoë' },
+    similarity: 0.8,
+  };
+  const withHeaders = (body: Uint8Array, extra: string) =>
+    cat(
+      enc(`--frame\r\nContent-Type: image/jpeg\r\nContent-Length: ${body.length}\r\n${extra}\r\n`),
+      body,
+      enc('\r\n'),
+    );
+  const p = new MultipartParser('frame');
+  const parts = p.pushParts(
+    cat(
+      withHeaders(jpeg(10, 1), 'X-Frame-Seq: 41\r\n'),
+      withHeaders(jpeg(10, 2), `X-Frame-Seq: 42\r\nX-Faces: ${JSON.stringify([face]).replace('ë', '\\u00eb')}\r\n`),
+      withHeaders(jpeg(10, 3), 'X-Frame-Seq: 43\r\nX-Faces: []\r\n'),
+      withHeaders(jpeg(10, 4), 'X-Faces: {not json\r\n'),
+    ),
+  );
+  t.deepEqual(
+    parts.map((x) => partFrame(x.headers)),
+    [
+      { seq: 41, faces: null },
+      { seq: 42, faces: [face] },
+      { seq: 43, faces: [] },
+      { seq: null, faces: null },
+    ],
+  );
+  t.deepEqual(parts[1]!.body, jpeg(10, 2));
+  const { overlay, recognised } = overlayOf([face as never, { ...face, status: 'unknown', person: null } as never]);
+  t.deepEqual(
+    overlay.map((o) => [o.label, o.kind]),
+    [
+      ['Zoë 0.80', 'matched'],
+      ['Unknown', 'unknown'],
+    ],
+  );
+  t.deepEqual(
+    recognised.map((r) => r.name),
+    ['Zoë', 'Unknown'],
+  );
 });

@@ -1,5 +1,6 @@
 import { MonitorCreate, MonitorPatch, type MonitorCreateT, type MonitorPatchT } from '../../contract/monitors.js';
-import type { PreviewViewer } from '../../monitors/previewHub.js';
+import { partHeaders, type PreviewViewer } from '../../monitors/previewHub.js';
+import { MonitorPreviewQuery } from '../../contract/preview.js';
 import {
   CapacityExhausted,
   FleetMonitorListResponse,
@@ -149,7 +150,8 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       tags: ['monitors'],
       kiosk: true,
       description:
-        'Live Motion JPEG of the raw frames (no annotations; draw boxes from /state). Needs the Bearer header; the API key is never accepted in the URL.',
+        'Live Motion JPEG of the raw frames (no annotations drawn in). Each part has X-Frame-Seq (the frame number); with boxes=true the analysed frames carry their faces in X-Faces (a JSON array of PreviewFace), and while faces are in view only analysed frames are sent, so boxes are drawn on the frame they were found on. fps and width ask for less than the full rate and size (a grid of cameras). The API key is never accepted in the URL.',
+      query: MonitorPreviewQuery,
       success: {
         status: 200,
         schema: null,
@@ -157,6 +159,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
         description: 'Live Motion JPEG preview stream.',
       },
       handler: async (ctx) => {
+        const q = readQuery(ctx, MonitorPreviewQuery);
         const session = monitors.previewSession(ctx.params.monitor_id!);
         const res = ctx.res;
         ctx.status = 200;
@@ -168,18 +171,11 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
           'X-Accel-Buffering': 'no',
         });
         const viewer: PreviewViewer = {
-          write: (jpeg) =>
-            res.write(
-              Buffer.concat([
-                Buffer.from(`--frame\r\nContent-Type: image/jpeg\r\nContent-Length: ${jpeg.length}\r\n\r\n`),
-                jpeg,
-                CRLF,
-              ]),
-            ),
+          write: (part) => res.write(Buffer.concat([Buffer.from(partHeaders(part, 'frame')), part.jpeg, CRLF])),
           onDrain: (listener) => res.on('drain', listener),
           end: () => res.end(),
         };
-        const remove = session.preview.add(viewer);
+        const remove = session.preview.add(viewer, q);
         const credential = ctx.state.credential;
         const monitorId = ctx.params.monitor_id!;
         const unwatch = credential
