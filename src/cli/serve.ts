@@ -378,7 +378,15 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     // Always built, so [mqtt] enabled can change while the daemon runs (it publishes nothing while off).
     const mqtt = new MqttPublisher(db.db, historyStore, mqttOptions(mq), () => monitors.all(), log, mq.enabled);
     history.addOutput(mqtt);
-    monitors.observe({ changed: (m) => mqtt.monitorChanged(m), deleted: (id) => mqtt.monitorDeleted(id) });
+    monitors.observe({
+      changed: (m, previous) => mqtt.monitorChanged(m, previous),
+      deleted: (id, previous) =>
+        mqtt.monitorDeleted(
+          id,
+          previous.zones.map((z) => z.name),
+        ),
+      motion: (id, active) => mqtt.motionChanged(id, active),
+    });
     // Fleet mode: the local history is the durable queue; the forwarder copies it to the fleet's history.
     const fleetHistory = fleet ? new PgHistory(fleet.pool) : null;
     const fleetEvents = fleetHistory
@@ -615,6 +623,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         maxDetectedFaces: config.detection.max_detected_faces,
         liveness,
         ...monitorSessionSettings(mc),
+        motion: mc.motion,
         log,
         events: history,
       };

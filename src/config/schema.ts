@@ -304,10 +304,14 @@ export const ScrapersConfigSchema = z.strictObject({
  * decoder's YUV before conversion. `{max_fps}` is the monitor's inference rate (or the preview's when
  * enabled and higher) rounded up, plus one (see MonitorSession), `{max_side}` is [monitors] frame_max_side.
  * The URL is never spliced into this string: it is set as the `location` property of the element named
- * `src`, so it cannot inject elements.
+ * `src`, so it cannot inject elements. A `tee` after the rate limiter feeds a second, tiny branch: the
+ * frame scaled to {motion_height} rows ([monitors.motion] frame_height) and GRAY8, into the appsink named
+ * `motion` that the motion gate reads (no queues: both branches run in the decoder's thread, so the grey
+ * frame of a moment is there when its RGB frame is pulled; `async=false` on both appsinks, or the first
+ * one would wait in preroll for the second with the one thread blocked). A template without it runs ungated.
  */
 export const DEFAULT_MONITOR_PIPELINE =
-  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videorate name=rate drop-only=true max-rate={max_fps} ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false';
+  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videorate name=rate drop-only=true max-rate={max_fps} ! tee name=split ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false async=false split. ! videoscale ! video/x-raw,height={motion_height},pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=GRAY8 ! appsink name=motion max-buffers=1 drop=true sync=false async=false';
 
 /** What the monitor pipeline template must contain for FrameSource to drive it. */
 export function pipelineProblem(p: string): string | null {
@@ -315,8 +319,78 @@ export function pipelineProblem(p: string): string | null {
     return 'the monitor pipeline needs the RTSP source element named src (its location is set from the monitor URL)';
   if (!/appsink\b[^!]*\bname=sink\b/.test(p)) return 'the monitor pipeline must end in "appsink name=sink"';
   if (!/format=RGB\b/.test(p)) return 'the monitor pipeline must deliver video/x-raw,format=RGB to the appsink';
+  if (/appsink\b[^!]*\bname=motion\b/.test(p) && !/format=GRAY8\b/.test(p))
+    return 'the motion branch of the monitor pipeline must deliver video/x-raw,format=GRAY8 to the appsink named motion';
   return null;
 }
+
+/** [monitors.motion]: the motion gate's defaults (each monitor may override gate, threshold, min_area, keepalive). */
+export const MotionConfigSchema = z
+  .strictObject({
+    gate: z
+      .boolean()
+      .default(true)
+      .describe(
+        'Run the face detector only on frames where something moved (plus a keep-alive, and every frame while a new face is being confirmed); false runs it on every sampled frame as before (motion is still reported). Per monitor: motion.gate.',
+      ),
+    threshold: z
+      .int()
+      .min(1)
+      .max(255)
+      .default(30)
+      .describe(
+        'Grey-level change (0-255, after contrast stretching) above which a pixel of the motion frame moved; lower is more sensitive.',
+      ),
+    min_area: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.0007)
+      .describe(
+        'A moving blob smaller than this share of the picture is noise (0.0007: 10 pixels of the 160x90 motion frame).',
+      ),
+    frame_alpha: z
+      .number()
+      .min(0.001)
+      .max(1)
+      .default(0.01)
+      .describe('Weight of each motion frame in the running average of the scene that frames are compared with.'),
+    improve_contrast: z
+      .boolean()
+      .default(true)
+      .describe("Stretch each motion frame's contrast (its 4th to 96th percentile), so dim scenes still show motion."),
+    frame_height: z
+      .int()
+      .min(16)
+      .max(720)
+      .default(90)
+      .describe(
+        'Rows of the grey motion frame ({motion_height} in pipeline; the width follows the aspect ratio: 160 for 16:9).',
+      ),
+    keepalive_seconds: z
+      .number()
+      .min(0.1)
+      .max(3600)
+      .default(2)
+      .describe(
+        'With nothing moving the detector still runs this often on the whole frame (and at least twice per absence_timeout_seconds while a face is tracked), so a person standing still keeps their track.',
+      ),
+    off_delay_seconds: z
+      .number()
+      .min(0)
+      .max(3600)
+      .default(30)
+      .describe(
+        'Motion stays on (/state motion.active, MQTT <prefix>/<monitor>/motion) this long after the last movement.',
+      ),
+    regions: z
+      .boolean()
+      .default(true)
+      .describe(
+        'When what moved (with the tracked faces) covers at most half of the picture, the detector runs on that region only, at the scale it has over the whole frame (less work, the same faces found); false: always the whole frame.',
+      ),
+  })
+  .prefault({});
 
 /** The durable event history, its snapshots and retention. */
 export const EventsConfigSchema = z.strictObject({
@@ -1034,6 +1108,9 @@ export const ConfigSchema = z.strictObject({
         .describe(
           'The letterboxed detector sizes ([detection] input_sizes above 160) run over the frame only: a 16:9 frame at 512x512 runs at 512x288 (44 % less detector work); false runs over the black fill below it too, like a /v1 request.',
         ),
+      motion: MotionConfigSchema.describe(
+        "The motion gate (docs/cameras.md): a small grey copy of each sampled frame is compared with the scene's running average; the face detector runs only when something moves. Frigate gates an object detector (then finds faces in persons); Vigil gates the face detector itself.",
+      ),
       pipeline: z
         .string()
         .default(DEFAULT_MONITOR_PIPELINE)
@@ -1042,7 +1119,7 @@ export const ConfigSchema = z.strictObject({
           if (problem) ctx.addIssue({ code: 'custom', message: problem });
         })
         .describe(
-          "The GStreamer decode pipeline. It needs an element named src (its location is set from the monitor URL, never spliced into this string) and must end in an appsink named sink that receives video/x-raw,format=RGB. Placeholders: {latency_ms}; {max_fps} (the monitor's inference_fps, or preview_fps when its preview is on and higher, rounded up, plus one); {max_side} (frame_max_side). Keep \"videorate name=rate drop-only=true max-rate={max_fps}\" right after the decoder: it drops the frames past the monitor's rate before scaling and colour conversion, and the monitor reads the decoder's frame count from it. Hardware-decoder templates (Jetson, VA-API, V4L2) and rtsps:// certificates: docs/cameras.md.",
+          "The GStreamer decode pipeline. It needs an element named src (its location is set from the monitor URL, never spliced into this string) and must end in an appsink named sink that receives video/x-raw,format=RGB. Placeholders: {latency_ms}; {max_fps} (the monitor's inference_fps, or preview_fps when its preview is on and higher, rounded up, plus one); {max_side} (frame_max_side); {motion_height} ([monitors.motion] frame_height). An appsink named motion that receives video/x-raw,format=GRAY8 (a tee after the rate limiter) feeds the motion gate; without it every sampled frame is inferred. Keep \"videorate name=rate drop-only=true max-rate={max_fps}\" right after the decoder: it drops the frames past the monitor's rate before scaling and colour conversion, and the monitor reads the decoder's frame count from it. Hardware-decoder templates (Jetson, VA-API, V4L2) and rtsps:// certificates: docs/cameras.md.",
         ),
     })
     .prefault({})

@@ -16,6 +16,8 @@ export const MONITOR_EVENT_TYPES = [
   'unknown_exit',
   'monitor_error',
   'monitor_recovered',
+  'zone_enter',
+  'zone_exit',
 ] as const;
 export type MonitorEventType = (typeof MONITOR_EVENT_TYPES)[number];
 export const IDENTITY_EVENT_TYPES: readonly string[] = ['person_enter', 'person_exit', 'unknown_enter', 'unknown_exit'];
@@ -66,8 +68,15 @@ export const HistoryEvent = z
       .enum(EXIT_REASONS)
       .nullable()
       .describe(
-        'Exit events: why the track ended (absent, identity_changed, monitor_disabled, monitor_restarted, monitor_deleted, daemon_stopped, daemon_restarted); null for other events.',
+        'Exit events: why the track ended (absent, identity_changed, monitor_disabled, monitor_restarted, monitor_deleted, daemon_stopped, daemon_restarted); zone_exit: left_zone, or why its track ended; null for other events.',
       ),
+    zones: z
+      .array(z.string())
+      .nullable()
+      .describe(
+        "Identity and zone events: every zone of the monitor the track's face had been in up to this event (Frigate's entered_zones); null for other events and those recorded before zones existed.",
+      ),
+    zone: z.string().nullable().describe('zone_enter / zone_exit: the zone entered or left; null otherwise.'),
     synthetic: z
       .boolean()
       .describe(

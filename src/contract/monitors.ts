@@ -56,6 +56,121 @@ const unit = z.number().min(0).max(1);
 const name = z.string().min(1).max(200);
 const description = z.string().max(2000);
 
+// ---- zones, masks and the motion gate (Vigil extension) ----
+
+/** Zone names: used in MQTT topics and Home Assistant ids as they are. */
+export const ZONE_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$/;
+export const MAX_ZONES = 16;
+export const MAX_MASK_POLYGONS = 16;
+export const MAX_POLYGON_POINTS = 64;
+
+/** The area of a polygon (shoelace formula, absolute): 0 when its points are collinear. */
+export function polygonArea(poly: readonly (readonly [number, number])[]): number {
+  let a = 0;
+  for (let i = 0, j = poly.length - 1; i < poly.length; j = i++)
+    a += poly[j]![0] * poly[i]![1] - poly[i]![0] * poly[j]![1];
+  return Math.abs(a) / 2;
+}
+
+const coordinate = z.number().min(0).max(1);
+const polygon = z
+  .array(z.tuple([coordinate, coordinate]))
+  .min(3, 'a polygon needs at least 3 points')
+  .max(MAX_POLYGON_POINTS, `a polygon has at most ${MAX_POLYGON_POINTS} points`)
+  .refine((p) => polygonArea(p) > 0, 'the polygon has no area (its points are on one line)')
+  .describe('[x, y] points in 0..1 of the frame (x to the right, y down), at least 3; closed automatically.');
+const masks = (what: string) =>
+  z.array(polygon).max(MAX_MASK_POLYGONS, `at most ${MAX_MASK_POLYGONS} polygons`).describe(what);
+const motionMask = masks('Areas where motion never counts (trees, a clock, a TV): the motion gate ignores them.');
+const faceMask = masks(
+  'Areas where faces are ignored entirely (a poster, a TV): a face whose box centre lies inside is dropped before search and tracking, so it raises no event.',
+);
+export const MonitorZone = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(ZONE_NAME_PATTERN, 'zone names match ^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$ (they appear in MQTT topics)'),
+    polygon,
+    inertia: z
+      .int()
+      .min(1)
+      .max(10)
+      .default(2)
+      .describe(
+        'Consecutive processed frames a face centre must be inside (or outside) before it enters (or leaves): a face on the edge does not flicker.',
+      ),
+  })
+  .meta(id('MonitorZone'));
+const zones = z
+  .array(MonitorZone)
+  .max(MAX_ZONES, `at most ${MAX_ZONES} zones`)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((zone, i) => {
+      const key = zone.name.toLowerCase();
+      if (seen.has(key))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `zone name ${zone.name} is used twice` });
+      seen.add(key);
+    });
+  })
+  .describe(
+    "Named areas of the picture: events say which zones a face was in (zones), a face entering or leaving one raises zone_enter / zone_exit, and MQTT shows each zone's occupancy. Names are unique (ignoring case).",
+  );
+const minFaceSize = z
+  .int()
+  .min(0)
+  .max(4096)
+  .describe(
+    'Faces whose box is smaller than this (its shorter side, in pixels of the frames the monitor infers on: source.width x height in /state) are ignored; 0 = any size.',
+  );
+const motionFields = {
+  gate: z
+    .boolean()
+    .nullable()
+    .describe('Run the face detector only when something moves (and a keep-alive); null = [monitors.motion] gate.'),
+  threshold: z
+    .int()
+    .min(1)
+    .max(255)
+    .nullable()
+    .describe(
+      'Sensitivity: grey-level change that counts as motion (lower = more sensitive); null = [monitors.motion].',
+    ),
+  min_area: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .describe('Smallest moving blob that counts, as a share of the picture; null = [monitors.motion].'),
+  keepalive_seconds: z
+    .number()
+    .min(0.1)
+    .max(3600)
+    .nullable()
+    .describe('With nothing moving, the detector still runs this often; null = [monitors.motion].'),
+};
+export const MonitorMotion = z
+  .strictObject({
+    gate: motionFields.gate.default(null),
+    threshold: motionFields.threshold.default(null),
+    min_area: motionFields.min_area.default(null),
+    keepalive_seconds: motionFields.keepalive_seconds.default(null),
+  })
+  .describe("Per-monitor motion settings; each null follows [monitors.motion] (the box's defaults).")
+  .meta(id('MonitorMotion'));
+export const MonitorMotionPatch = z
+  .strictObject({
+    gate: motionFields.gate.optional(),
+    threshold: motionFields.threshold.optional(),
+    min_area: motionFields.min_area.optional(),
+    keepalive_seconds: motionFields.keepalive_seconds.optional(),
+  })
+  .meta(id('MonitorMotionPatch'));
+
+export type MonitorZoneT = z.infer<typeof MonitorZone>;
+export type MonitorMotionT = z.infer<typeof MonitorMotion>;
+export type PolygonT = [number, number][];
+
 export const MonitorCreate = z
   .strictObject({
     id: z
@@ -80,6 +195,11 @@ export const MonitorCreate = z
       })
       .prefault({}),
     preview_enabled: z.boolean().default(false),
+    zones: zones.default([]),
+    motion_mask: motionMask.default([]),
+    face_mask: faceMask.default([]),
+    min_face_size: minFaceSize.default(0),
+    motion: MonitorMotion.prefault({}),
   })
   .meta(id('MonitorCreate'));
 
@@ -109,6 +229,11 @@ export const MonitorPatch = z
     event_buffer_size: eventBufferSize.optional(),
     event_policy: MonitorEventPolicyPatch.optional(),
     preview_enabled: z.boolean().optional(),
+    zones: zones.optional(),
+    motion_mask: motionMask.optional(),
+    face_mask: faceMask.optional(),
+    min_face_size: minFaceSize.optional(),
+    motion: MonitorMotionPatch.optional(),
   })
   .refine(nonEmpty, 'at least one field is required')
   .meta(id('MonitorPatch'));
@@ -146,6 +271,11 @@ export const Monitor = z
     event_buffer_size: z.int(),
     event_policy: MonitorEventPolicy,
     preview_enabled: z.boolean(),
+    zones: z.array(MonitorZone),
+    motion_mask: z.array(z.array(z.tuple([z.number(), z.number()]))),
+    face_mask: z.array(z.array(z.tuple([z.number(), z.number()]))),
+    min_face_size: z.int(),
+    motion: MonitorMotion,
     runtime: MonitorRuntime,
     created_at: z.string(),
     updated_at: z.string(),
@@ -205,6 +335,7 @@ export const MonitorFace = z.looseObject({
   similarity: z.number().nullable(),
   matched_face_id: z.string().nullable(),
   track_id: z.string(),
+  zones: z.array(z.string()).describe('The zones the face is in now.'),
 });
 export const MonitorInferenceState = z
   .looseObject({
@@ -231,8 +362,55 @@ export const MonitorInferenceState = z
       .describe(
         'Processed frames whose processing (wait for a worker + inference) took longer than the inference interval, since the session started; capacity_limited shows only the last frame.',
       ),
+    ignored_faces: z
+      .int()
+      .default(0)
+      .describe("Faces dropped by the monitor's face_mask or min_face_size since the session started."),
   })
   .meta(id('MonitorInferenceState'));
+const normBox = z
+  .looseObject({ left: z.number(), top: z.number(), width: z.number(), height: z.number() })
+  .meta(id('MotionRegion'));
+export const MonitorMotionState = z
+  .looseObject({
+    gate: z.boolean().describe('The face detector runs only when something moves (plus the keep-alive).'),
+    available: z
+      .boolean()
+      .describe(
+        'The pipeline delivers motion frames (an appsink named motion); without them every sampled frame is inferred.',
+      ),
+    active: z
+      .boolean()
+      .describe('Motion within the last [monitors.motion] off_delay_seconds (what the MQTT motion topic says).'),
+    calibrating: z.boolean().describe('The detector is learning the scene (start, after a lighting change).'),
+    regions: z.array(normBox).describe('Moving areas of the last motion frame (normalised).'),
+    last_motion_at: z.string().nullable(),
+    frames_analysed: z.int(),
+    motion_frames: z.int().describe('Motion frames in which something moved.'),
+    inferences_skipped: z
+      .int()
+      .describe('Inferences the gate saved: intervals of inference_fps with a new frame and no reason to run.'),
+    inferences: z
+      .looseObject({
+        ungated: z.int(),
+        calibrating: z.int(),
+        motion: z.int(),
+        confirming: z.int(),
+        keepalive: z.int(),
+      })
+      .describe('Inferences by why they ran.'),
+    region_inferences: z.int().describe('Inferences that ran on the moving region only, not on the whole frame.'),
+    settings: z
+      .looseObject({
+        threshold: z.int(),
+        min_area: z.number(),
+        keepalive_seconds: z.number(),
+        off_delay_seconds: z.number(),
+        regions: z.boolean(),
+      })
+      .describe("The effective settings: the monitor's motion overrides over [monitors.motion]."),
+  })
+  .meta(id('MonitorMotionState'));
 export const MonitorState = z
   .looseObject({
     monitor_id: z.string(),
@@ -256,6 +434,7 @@ export const MonitorState = z
     preview: z
       .looseObject({ enabled: z.boolean(), active: z.boolean(), viewers: z.int(), frames: z.int() })
       .meta(id('MonitorPreviewState')),
+    motion: MonitorMotionState,
     reconnects: z.int(),
     inference_errors: z.int(),
     last_error: lastError,
@@ -264,7 +443,8 @@ export const MonitorState = z
   .meta(id('MonitorState'));
 
 /**
- * Why a track's exit happened: `absent` (unseen for absence_timeout_seconds), `identity_changed` (the face
+ * Why a track's exit happened (and a zone_exit's: `left_zone` when the face left the zone, else its track's
+ * reason): `absent` (unseen for absence_timeout_seconds), `identity_changed` (the face
  * became another person or unknown), the monitor's session ended with the face in view (`monitor_disabled`,
  * `monitor_restarted` by a patch of a restart field, `monitor_deleted`, `daemon_stopped`), or
  * `daemon_restarted`: the process that saw the enter died without closing it and the next start closed it
@@ -278,6 +458,7 @@ export const EXIT_REASONS = [
   'monitor_deleted',
   'daemon_stopped',
   'daemon_restarted',
+  'left_zone',
 ] as const;
 export type ExitReason = (typeof EXIT_REASONS)[number];
 /** The reasons a running session ends for (its open tracks end with them). */
@@ -302,7 +483,18 @@ export const MonitorEvent = z
     threshold: z.number().nullable().optional(),
     matched_face_id: z.string().nullable().optional(),
     face: FaceObservation.nullable().optional(),
-    reason: z.enum(EXIT_REASONS).nullable().optional().describe('Exit events: why the track ended.'),
+    reason: z
+      .enum(EXIT_REASONS)
+      .nullable()
+      .optional()
+      .describe('Exit events: why the track ended; zone_exit: left_zone, or why its track ended.'),
+    zones: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "Identity and zone events: every zone of the monitor the track's face has been in so far (Frigate's entered_zones).",
+      ),
+    zone: z.string().nullable().optional().describe('zone_enter / zone_exit: the zone.'),
     error: z
       .looseObject({
         code: z.string(),

@@ -13,6 +13,8 @@ export const MONITOR_WEBHOOK_TYPES = [
   'monitor.unknown_exit',
   'monitor.error',
   'monitor.recovered',
+  'monitor.zone_enter',
+  'monitor.zone_exit',
 ] as const;
 export const WEBHOOK_TEST_TYPE = 'webhook.test';
 export const ADMIN_WEBHOOK_TYPES = [...MONITOR_WEBHOOK_TYPES, WEBHOOK_TEST_TYPE] as const;

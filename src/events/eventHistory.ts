@@ -61,6 +61,8 @@ export function toRow(e: MonitorEventT, collectionId: string, snapshot: NewEvent
     face_json: e.face ? JSON.stringify(e.face) : null,
     error_json: e.error ? JSON.stringify(e.error) : null,
     reason: e.reason ?? null,
+    zones_json: e.zones ? JSON.stringify(e.zones) : null,
+    zone: e.zone ?? null,
     snapshot,
     snapshot_path: null,
     snapshot_bytes: 0,
@@ -267,7 +269,8 @@ export class EventHistory implements MonitorEventSink {
               ? { ...p.row, ...snapshotColumns(files) }
               : { ...p.row, snapshot: p.snapshot === 'failed' ? 'failed' : p.row.snapshot };
             const stored = { ...row, seq: this.store.insert(row) };
-            if (stored.track_id !== null) {
+            // Identity events only: a track's zone_enter / zone_exit neither opens nor closes it.
+            if (stored.track_id !== null && IDENTITY_EVENT_TYPES.includes(stored.type)) {
               if (stored.type.endsWith('_enter')) this.store.trackOpened(stored);
               else if (stored.type.endsWith('_exit')) this.store.trackClosed(stored);
             }

@@ -22,7 +22,9 @@ export function eventView(r: StoredEvent): HistoryEventT {
     matched_face_id: r.matched_face_id,
     face: r.face_json ? (JSON.parse(r.face_json) as HistoryEventT['face']) : null,
     error: r.error_json ? (JSON.parse(r.error_json) as HistoryEventT['error']) : null,
-    reason: (r.reason ?? null) as HistoryEventT["reason"],
+    reason: (r.reason ?? null) as HistoryEventT['reason'],
+    zones: r.zones_json ? (JSON.parse(r.zones_json) as string[]) : null,
+    zone: r.zone ?? null,
     synthetic: r.reason === SYNTHETIC_EXIT_REASON,
     snapshot: {
       status: r.snapshot,

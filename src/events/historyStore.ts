@@ -23,6 +23,10 @@ export interface StoredEvent {
   error_json: string | null;
   /** Exits: why the track ended (ExitReason); null otherwise. */
   reason: string | null;
+  /** Identity and zone events: JSON array of the zones the track's face had been in. */
+  zones_json: string | null;
+  /** Zone events: the zone. */
+  zone: string | null;
   snapshot: 'none' | 'pending' | 'ready' | 'failed' | 'expired';
   snapshot_path: string | null;
   snapshot_bytes: number;
@@ -100,6 +104,8 @@ export const COLUMNS = [
   'face_json',
   'error_json',
   'reason',
+  'zones_json',
+  'zone',
   'snapshot',
   'snapshot_path',
   'snapshot_bytes',

@@ -4,7 +4,8 @@ import { VERSION } from '../contract/version.js';
 /**
  * Home Assistant MQTT discovery (retained JSON on `<discovery_prefix>/<component>/<node_id>/<object_id>/config`):
  * one device per monitor, linked to the box's device by `via_device`, with an occupancy
- * `binary_sensor`, a "last person" `sensor` and a `camera` fed by the snapshot topic; the box has a
+ * `binary_sensor`, a "last person" `sensor`, a `camera` fed by the snapshot topic, a motion `binary_sensor`
+ * and an occupancy `binary_sensor` per zone; the box has a
  * connectivity `binary_sensor` on the availability topic. Every entity is unavailable while Vigil's
  * availability topic says "offline" (its MQTT last will).
  */
@@ -36,7 +37,7 @@ export function monitorObjectId(monitorId: string): string {
 }
 
 export interface MqttTopic {
-  /** `{prefix}` is [mqtt] topic_prefix, `{discovery}` discovery_prefix, `{node}` the node id, `{object}` a monitor's object id. */
+  /** `{prefix}` is [mqtt] topic_prefix, `{discovery}` discovery_prefix, `{node}` the node id, `{object}` a monitor's object id, `{zone}` a zone's name. */
   pattern: string;
   /** Published by Vigil, or subscribed to. */
   direction: 'publish' | 'subscribe';
@@ -82,6 +83,20 @@ export const MQTT_TOPICS = {
     retained: 'yes',
     payload: "the latest identity event's frame, JPEG bytes (`[mqtt] snapshots`)",
   },
+  motion: {
+    pattern: '{prefix}/{monitor}/motion',
+    direction: 'publish',
+    retained: 'yes',
+    payload:
+      '`ON` when something moves in the picture, `OFF` after `[monitors.motion] off_delay_seconds` without motion (and when the monitor stops)',
+  },
+  zone: {
+    pattern: '{prefix}/{monitor}/zone/{zone}/state',
+    direction: 'publish',
+    retained: 'yes',
+    payload:
+      '`{"monitor_id", "zone", "occupied", "person_count", "unknown_count", "persons":[{id,name,since}], "updated_at"}`: the faces in the zone now (from `zone_enter` / `zone_exit`); cleared when the zone or the monitor is removed',
+  },
   boxStatusConfig: {
     pattern: '{discovery}/binary_sensor/{node}/status/config',
     direction: 'publish',
@@ -107,6 +122,19 @@ export const MQTT_TOPICS = {
     retained: 'yes',
     payload: '`topic: vigil/<monitor>/snapshot`',
   },
+  motionConfig: {
+    pattern: '{discovery}/binary_sensor/{node}/{object}_motion/config',
+    direction: 'publish',
+    retained: 'yes',
+    payload: '`device_class: motion`, `state_topic: vigil/<monitor>/motion`',
+  },
+  zoneConfig: {
+    pattern: '{discovery}/binary_sensor/{node}/{object}_zone_{zone}/config',
+    direction: 'publish',
+    retained: 'yes',
+    payload:
+      "one per zone: `device_class: occupancy`, `state_topic: vigil/<monitor>/zone/<zone>/state`, `value_template: {{ 'ON' if value_json.occupied else 'OFF' }}`",
+  },
   homeAssistantStatus: {
     pattern: '{discovery}/status',
     direction: 'subscribe',
@@ -130,6 +158,8 @@ export const topics = (prefix: string) => ({
   state: (monitor: string) => topicOf(MQTT_TOPICS.state, { prefix, monitor }),
   person: (monitor: string, person_id: string) => topicOf(MQTT_TOPICS.person, { prefix, monitor, person_id }),
   snapshot: (monitor: string) => topicOf(MQTT_TOPICS.snapshot, { prefix, monitor }),
+  motion: (monitor: string) => topicOf(MQTT_TOPICS.motion, { prefix, monitor }),
+  zone: (monitor: string, zone: string) => topicOf(MQTT_TOPICS.zone, { prefix, monitor, zone }),
 });
 
 /** The topic on which Home Assistant announces its (re)start. */
@@ -166,10 +196,24 @@ export function boxDiscovery(c: DiscoveryContext): DiscoveryMessage[] {
   ];
 }
 
-/** The three entities of one monitor (their config topics). */
-export function monitorDiscoveryTopics(c: DiscoveryContext, monitorId: string): string[] {
-  return objectTopics(c, monitorObjectId(monitorId));
+/** The entities of one monitor (their config topics): occupancy, last person, snapshot, motion, then one per zone. */
+export function monitorDiscoveryTopics(c: DiscoveryContext, monitorId: string, zones: string[] = []): string[] {
+  const object = monitorObjectId(monitorId);
+  return [
+    ...objectTopics(c, object),
+    topicOf(MQTT_TOPICS.motionConfig, { discovery: c.discoveryPrefix, node: c.nodeId, object }),
+    ...zones.map((zone) => zoneConfigTopic(c, monitorId, zone)),
+  ];
 }
+
+/** The config topic of one zone's occupancy sensor. */
+export const zoneConfigTopic = (c: DiscoveryContext, monitorId: string, zone: string): string =>
+  topicOf(MQTT_TOPICS.zoneConfig, {
+    discovery: c.discoveryPrefix,
+    node: c.nodeId,
+    object: monitorObjectId(monitorId),
+    zone,
+  });
 
 /**
  * Config topics that earlier versions used for monitors whose object id is now hashed (see
@@ -189,7 +233,10 @@ function objectTopics(c: DiscoveryContext, object: string): string[] {
   );
 }
 
-export function monitorDiscovery(c: DiscoveryContext, monitor: { id: string; name: string }): DiscoveryMessage[] {
+export function monitorDiscovery(
+  c: DiscoveryContext,
+  monitor: { id: string; name: string; zones?: { name: string }[] },
+): DiscoveryMessage[] {
   const t = topics(c.prefix);
   const o = monitorObjectId(monitor.id);
   const uid = `${c.nodeId}_${o}`;
@@ -201,7 +248,14 @@ export function monitorDiscovery(c: DiscoveryContext, monitor: { id: string; nam
     sw_version: VERSION,
     via_device: `${c.nodeId}`,
   };
-  const [occupancy, lastPerson, camera] = monitorDiscoveryTopics(c, monitor.id) as [string, string, string];
+  const zones = (monitor.zones ?? []).map((z) => z.name);
+  const [occupancy, lastPerson, camera, motion, ...zoneTopics] = monitorDiscoveryTopics(c, monitor.id, zones) as [
+    string,
+    string,
+    string,
+    string,
+    ...string[],
+  ];
   const common = { availability: availability(c), availability_mode: 'latest', device };
   return [
     {
@@ -234,5 +288,31 @@ export function monitorDiscovery(c: DiscoveryContext, monitor: { id: string; nam
       topic: camera,
       payload: { name: 'Snapshot', unique_id: `${uid}_snapshot`, topic: t.snapshot(monitor.id), ...common },
     },
+    {
+      topic: motion,
+      payload: {
+        name: 'Motion',
+        unique_id: `${uid}_motion`,
+        device_class: 'motion',
+        state_topic: t.motion(monitor.id),
+        payload_on: 'ON',
+        payload_off: 'OFF',
+        ...common,
+      },
+    },
+    ...zones.map((zone, i) => ({
+      topic: zoneTopics[i]!,
+      payload: {
+        name: `Zone ${zone}`,
+        unique_id: `${uid}_zone_${zone}`,
+        device_class: 'occupancy',
+        state_topic: t.zone(monitor.id, zone),
+        value_template: "{{ 'ON' if value_json.occupied else 'OFF' }}",
+        payload_on: 'ON',
+        payload_off: 'OFF',
+        json_attributes_topic: t.zone(monitor.id, zone),
+        ...common,
+      },
+    })),
   ];
 }

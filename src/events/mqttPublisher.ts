@@ -15,6 +15,7 @@ import {
   monitorDiscoveryTopics,
   staleDiscoveryTopics,
   topics,
+  zoneConfigTopic,
   type DiscoveryContext,
 } from './homeAssistant.js';
 import type { HistoryStore, StoredEvent } from './historyStore.js';
@@ -47,6 +48,8 @@ interface Presence {
   tracks: Map<string, { id: string; name: string | null; since: string }>;
   unknownTracks: Set<string>;
   lastPerson: { id: string; name: string | null; at: string } | null;
+  /** zone -> track id -> the person (null: an unknown face), from zone_enter / zone_exit. */
+  zones: Map<string, Map<string, { id: string | null; name: string | null; since: string }>>;
 }
 
 const WINDOW = 64;
@@ -109,6 +112,10 @@ export class MqttPublisher implements HistoryOutput {
   private readonly presence = new Map<string, Presence>();
   /** Monitors deleted while this process runs: their topics are cleared, later events of them are not published. */
   private readonly deletedMonitors = new Set<string>();
+  /** `<monitor>\0<zone>` of zones removed while this process runs: their late events publish nothing. */
+  private readonly removedZones = new Set<string>();
+  /** Monitors whose motion is on now. */
+  private readonly moving = new Set<string>();
   /** Persons shown present when the last process stopped (read before this process writes any event). */
   private readonly presentAtBoot: { monitor_id: string; person_id: string }[];
   private clearTimer: NodeJS.Timeout | null = null;
@@ -209,6 +216,16 @@ export class MqttPublisher implements HistoryOutput {
     if (current && current.epoch !== e.stream_epoch && e.type.endsWith('_exit')) return;
     const p = this.presenceOf(e.monitor_id, e.stream_epoch);
     const track = e.track_id ?? '';
+    if (e.type === 'zone_enter' || e.type === 'zone_exit') {
+      // A zone removed meanwhile (its session restarted with the change) keeps its cleared topics.
+      if (!e.zone || this.removedZones.has(`${e.monitor_id}\0${e.zone}`)) return;
+      let inZone = p.zones.get(e.zone);
+      if (!inZone) p.zones.set(e.zone, (inZone = new Map()));
+      if (e.type === 'zone_enter') inZone.set(track, { id: e.person_id, name: e.person_name, since: e.occurred_at });
+      else inZone.delete(track);
+      this.enqueue(this.t.zone(e.monitor_id, e.zone), JSON.stringify(this.zoneStateOf(e.monitor_id, e.zone)), true);
+      return;
+    }
     let personChanged: { id: string; on: boolean } | null = null;
     if (e.type === 'person_enter' && e.person_id) {
       const wasPresent = [...p.tracks.values()].some((x) => x.id === e.person_id);
@@ -244,16 +261,28 @@ export class MqttPublisher implements HistoryOutput {
     p.tracks.clear();
     p.unknownTracks.clear();
     this.enqueue(this.t.state(monitorId), JSON.stringify(this.stateOf(monitorId)), true);
+    const occupied = [...p.zones].filter(([, tracks]) => tracks.size > 0).map(([zone]) => zone);
+    p.zones.clear();
+    for (const zone of occupied)
+      if (!this.removedZones.has(`${monitorId}\0${zone}`))
+        this.enqueue(this.t.zone(monitorId, zone), JSON.stringify(this.zoneStateOf(monitorId, zone)), true);
   }
 
   private presenceOf(monitorId: string, epoch: string): Presence {
     let p = this.presence.get(monitorId);
     if (!p) {
-      p = { epoch, tracks: new Map(), unknownTracks: new Set(), lastPerson: this.history.lastPerson(monitorId) };
+      p = {
+        epoch,
+        tracks: new Map(),
+        unknownTracks: new Set(),
+        lastPerson: this.history.lastPerson(monitorId),
+        zones: new Map(),
+      };
       this.presence.set(monitorId, p);
     } else if (p.epoch !== epoch) {
       // A new session: the old one's tracks ended with it.
-      if (p.tracks.size || p.unknownTracks.size) this.endPresence(monitorId, p);
+      if (p.tracks.size || p.unknownTracks.size || [...p.zones.values()].some((z) => z.size))
+        this.endPresence(monitorId, p);
       p.epoch = epoch;
     }
     return p;
@@ -276,15 +305,65 @@ export class MqttPublisher implements HistoryOutput {
     };
   }
 
+  /** The retained state document of one zone: the faces in it now. */
+  zoneStateOf(monitorId: string, zone: string) {
+    const tracks = [...(this.presence.get(monitorId)?.zones.get(zone)?.values() ?? [])];
+    const persons = [...new Map(tracks.filter((x) => x.id !== null).map((x) => [x.id, x])).values()];
+    const unknown = tracks.filter((x) => x.id === null).length;
+    return {
+      monitor_id: monitorId,
+      zone,
+      occupied: tracks.length > 0,
+      person_count: persons.length,
+      unknown_count: unknown,
+      persons: persons.map((x) => ({ id: x.id, name: x.name, since: x.since })),
+      updated_at: new Date().toISOString(),
+    };
+  }
+
+  // ---- motion (the monitors tell it directly: it is a state, not an event of the history) ----
+
+  motionChanged(monitorId: string, active: boolean): void {
+    if (this.deletedMonitors.has(monitorId)) return;
+    if (active) this.moving.add(monitorId);
+    else this.moving.delete(monitorId);
+    this.history.transaction(() => this.enqueue(this.t.motion(monitorId), active ? 'ON' : 'OFF', true));
+  }
+
   // ---- monitors (Home Assistant entities) ----
 
-  monitorChanged(m: MonitorT): void {
+  /**
+   * Zones a monitor no longer has: their retained state and (with discovery) their entity are cleared; new
+   * ones get their (empty) state at once.
+   */
+  private zonesChanged(m: MonitorT, previous: MonitorT | null): void {
+    const now = m.zones.map((z) => z.name);
+    const before = previous?.zones.map((z) => z.name) ?? [];
+    for (const zone of now) this.removedZones.delete(`${m.id}\0${zone}`);
+    const removed = before.filter((z) => !now.includes(z));
+    const added = now.filter((z) => !before.includes(z));
+    if (!removed.length && !added.length) return;
+    this.history.transaction(() => {
+      for (const zone of removed) {
+        this.removedZones.add(`${m.id}\0${zone}`);
+        this.presence.get(m.id)?.zones.delete(zone);
+        this.enqueue(this.t.zone(m.id, zone), '', true);
+        if (this.o.discovery) this.enqueue(zoneConfigTopic(this.ctx, m.id, zone), '', true);
+      }
+      for (const zone of added)
+        this.enqueue(this.t.zone(m.id, zone), JSON.stringify(this.zoneStateOf(m.id, zone)), true);
+    });
+  }
+
+  /** `previous`: the monitor before the change (null: just created). */
+  monitorChanged(m: MonitorT, previous: MonitorT | null = null): void {
     this.deletedMonitors.delete(m.id);
+    this.zonesChanged(m, previous);
     if (this.o.discovery && this.connected) this.publishDiscovery([m]);
   }
 
-  /** Removes the monitor's entities (empty retained config) and clears its retained topics. */
-  monitorDeleted(id: string): void {
+  /** Removes the monitor's entities (empty retained config) and clears its retained topics (`zones`: its zones' too). */
+  monitorDeleted(id: string, zones: string[] = []): void {
     const p = this.presence.get(id);
     this.presence.delete(id);
     this.deletedMonitors.add(id);
@@ -295,8 +374,12 @@ export class MqttPublisher implements HistoryOutput {
       for (const pid of persons) this.enqueue(this.t.person(id, pid), '', true);
       this.enqueue(this.t.state(id), '', true);
       this.enqueue(this.t.snapshot(id), '', true);
-      if (this.o.discovery) for (const topic of monitorDiscoveryTopics(this.ctx, id)) this.enqueue(topic, '', true);
+      this.enqueue(this.t.motion(id), '', true);
+      for (const zone of zones) this.enqueue(this.t.zone(id, zone), '', true);
+      if (this.o.discovery)
+        for (const topic of monitorDiscoveryTopics(this.ctx, id, zones)) this.enqueue(topic, '', true);
     });
+    this.moving.delete(id);
     this.drain();
   }
 
@@ -500,11 +583,16 @@ export class MqttPublisher implements HistoryOutput {
         monitors.map((m) => m.id),
       ))
         client.publish(topic, '', { qos: 1, retain: true });
-    // Retained state exists for every monitor, so entities are never "unknown".
+    // Retained state exists for every monitor (and its motion and zones), so entities are never "unknown".
     if (withBox) {
       this.history.transaction(() => {
-        for (const m of monitors)
-          if (!this.presence.has(m.id)) this.enqueue(this.t.state(m.id), JSON.stringify(this.stateOf(m.id)), true);
+        for (const m of monitors) {
+          this.enqueue(this.t.motion(m.id), this.moving.has(m.id) ? 'ON' : 'OFF', true);
+          if (this.presence.has(m.id)) continue;
+          this.enqueue(this.t.state(m.id), JSON.stringify(this.stateOf(m.id)), true);
+          for (const z of m.zones)
+            this.enqueue(this.t.zone(m.id, z.name), JSON.stringify(this.zoneStateOf(m.id, z.name)), true);
+        }
       });
     }
   }

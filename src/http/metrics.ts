@@ -352,6 +352,29 @@ export class VigilMetrics {
       "Faces that kept their confirmed track's identity instead of a new embedding ([monitors] reidentify_interval_seconds).",
       (m) => m.state.inference.reused_identities,
     );
+    perMonitorGauge('vigil_monitor_motion', "Whether the monitor's motion is on (the MQTT motion topic).", (m) =>
+      m.state.motion.active ? 1 : 0,
+    );
+    perMonitorCounter(
+      'vigil_monitor_motion_frames_total',
+      'Motion frames in which something moved, in this session.',
+      (m) => m.state.motion.motion_frames,
+    );
+    perMonitorCounter(
+      'vigil_monitor_inferences_skipped_total',
+      'Inferences the motion gate saved (inference intervals with a new frame and nothing to look for), in this session.',
+      (m) => m.state.motion.inferences_skipped,
+    );
+    perMonitorCounter(
+      'vigil_monitor_region_inferences_total',
+      'Inferences that ran on the moving region only instead of the whole frame, in this session.',
+      (m) => m.state.motion.region_inferences,
+    );
+    perMonitorCounter(
+      'vigil_monitor_faces_ignored_total',
+      "Faces dropped by the monitor's face_mask or min_face_size, in this session.",
+      (m) => m.state.inference.ignored_faces,
+    );
     perMonitorCounter(
       'vigil_monitor_reconnects_total',
       'Source reconnects in this session.',

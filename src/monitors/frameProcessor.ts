@@ -9,6 +9,9 @@ import type { Frame } from './frameSource.js';
 import type { MonitorPersonT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 import type { Detection, FaceKind } from './tracker.js';
+import type { NormBox } from './motionDetector.js';
+import { copyCrop, cropRect, regionProfile, toFrame, type PixelRect } from './regionCrop.js';
+import { faceDropReason } from './zones.js';
 
 /** What the frame processor needs from the rest of the daemon (the shared engine, collections and search). */
 export interface FrameProcessorDeps {
@@ -46,6 +49,8 @@ export interface ProcessedFrame {
   threshold: number;
   embedded?: number;
   reused?: number;
+  /** Faces dropped by the monitor's face_mask or min_face_size (never searched nor tracked). */
+  ignored?: number;
 }
 
 /**
@@ -76,18 +81,40 @@ export function classifyFace(face: AnalyzedFace, match: SearchMatch | null, live
 
 /** Detect, embed and identify every face of one frame against the monitor's collection. */
 export class FrameProcessor {
+  /** The whole frame, when only a region of it goes to the detector (reused: no new memory per frame). */
+  private scratch = new Uint8Array(0);
+
   constructor(private readonly deps: FrameProcessorDeps) {}
+
+  /** The crop's pixels, copied out of the frame when a worker takes them (see regionCrop.ts). */
+  private cropSource(f: Frame, crop: PixelRect) {
+    return {
+      byteLength: crop.width * crop.height * 3,
+      copyInto: (target: Uint8Array) => {
+        let whole: Uint8Array;
+        if (f.copyInto) {
+          const n = f.width * f.height * 3;
+          if (this.scratch.length !== n) this.scratch = new Uint8Array(n);
+          f.copyInto(this.scratch);
+          whole = this.scratch;
+        } else whole = f.data;
+        copyCrop(whole, f.width, crop, target);
+      },
+    };
+  }
 
   /**
    * `frame` may be a function: it is called when an inference worker is free and returns the frame to use
    * then (the newest one), so a frame never ages in the queue for a worker. `frame` in the result is the
-   * one processed.
+   * one processed. `region` (normalised): the detector runs on that part of the frame only (the motion
+   * gate's region of interest; see regionCrop.ts); faces come back in the whole frame's coordinates.
    */
   async process(
     frame: Frame | (() => Frame),
     record: MonitorRecord,
     signal: AbortSignal,
     knownTracks: KnownTrack[] = [],
+    region: NormBox | null = null,
   ): Promise<ProcessedFrame & { frame: Frame }> {
     const { deps } = this;
     // Read per frame: a patch of the collection's threshold or detection profile applies at once.
@@ -97,40 +124,50 @@ export class FrameProcessor {
     // an identity found under another threshold is searched again.
     const known = deps.liveness ? [] : knownTracks.filter((k) => k.payload.threshold === threshold);
     let used = typeof frame === 'function' ? null : frame;
-    const request = (f: Frame): AnalyzeRequest => ({
-      // The frame stays the session's (preview, event snapshots); the engine moves a copy to the worker.
-      image: f.copyInto
-        ? {
-            pixels: { byteLength: f.width * f.height * 3, copyInto: (target: Uint8Array) => f.copyInto!(target) },
-            width: f.width,
-            height: f.height,
-          }
-        : { raw: f.data, width: f.width, height: f.height },
-      limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
-      profile: detectionProfileOf(collection),
-      maxFaces: deps.maxDetectedFaces,
-      embed: 'all',
-      trimLetterbox: deps.trimLetterbox,
-      ...(deps.liveness
-        ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } }
-        : {}),
-      ...(known.length > 0
-        ? {
-            known: {
-              boxes: known.map(
-                ({ box: [l, t, w, h] }) =>
-                  [l * f.width, t * f.height, (l + w) * f.width, (t + h) * f.height] as [
-                    number,
-                    number,
-                    number,
-                    number,
-                  ],
-              ),
-              minIou: KNOWN_IOU,
-            },
-          }
-        : {}),
-    });
+    let crop: PixelRect | null = null;
+    const request = (f: Frame): AnalyzeRequest => {
+      crop = region ? cropRect(region, f.width, f.height) : null;
+      const c = crop ?? { x: 0, y: 0, width: f.width, height: f.height };
+      return {
+        // The frame stays the session's (preview, event snapshots); the engine moves a copy to the worker.
+        image: crop
+          ? { pixels: this.cropSource(f, crop), width: crop.width, height: crop.height }
+          : f.copyInto
+            ? {
+                pixels: { byteLength: f.width * f.height * 3, copyInto: (target: Uint8Array) => f.copyInto!(target) },
+                width: f.width,
+                height: f.height,
+              }
+            : { raw: f.data, width: f.width, height: f.height },
+        limits: { maxBytes: Number.MAX_SAFE_INTEGER, maxPixels: Number.MAX_SAFE_INTEGER },
+        profile: crop
+          ? regionProfile(detectionProfileOf(collection), f.width, f.height, crop)
+          : detectionProfileOf(collection),
+        maxFaces: deps.maxDetectedFaces,
+        embed: 'all',
+        trimLetterbox: deps.trimLetterbox,
+        ...(deps.liveness
+          ? { liveness: { faces: 'all' as const, mode: deps.liveness.mode, threshold: deps.liveness.threshold } }
+          : {}),
+        ...(known.length > 0
+          ? {
+              known: {
+                // In the pixels of the image the detector gets (the crop's when cropped).
+                boxes: known.map(
+                  ({ box: [l, t, w, h] }) =>
+                    [l * f.width - c.x, t * f.height - c.y, (l + w) * f.width - c.x, (t + h) * f.height - c.y] as [
+                      number,
+                      number,
+                      number,
+                      number,
+                    ],
+                ),
+                minIou: KNOWN_IOU,
+              },
+            }
+          : {}),
+      };
+    };
     let r: AnalyzeResult;
     try {
       r = await deps.analyze(typeof frame === 'function' ? () => request((used = frame())) : request(frame), signal);
@@ -139,11 +176,28 @@ export class FrameProcessor {
       throw e;
     }
     if (!used) throw new Error('the frame callback was not called');
+    const W = used.width,
+      H = used.height;
+    // Faces in the whole frame's pixels; those in the face mask or below min_face_size are dropped here.
+    const inFrame = crop ? r.faces.map((f) => toFrame(f, crop!)) : r.faces;
+    const faces = inFrame.filter((f) => {
+      const w = f.box[2] - f.box[0],
+        h = f.box[3] - f.box[1];
+      return (
+        faceDropReason(
+          [f.box[0] / W, f.box[1] / H, w / W, h / H],
+          Math.min(w, h),
+          record.face_mask,
+          record.min_face_size,
+        ) === null
+      );
+    });
+    const ignored = inFrame.length - faces.length;
     // A frame with faces may become an event snapshot (enter now, exit later): its pixels must stay readable.
-    used.settle?.(!signal.aborted && r.faces.length > 0);
+    used.settle?.(!signal.aborted && faces.length > 0);
     if (signal.aborted) return { detections: [], threshold, frame: used };
     // Faces without an embedding (blocked by normal-mode liveness) are never searched.
-    const searchable = r.faces.filter((f) => f.embedding);
+    const searchable = faces.filter((f) => f.embedding);
     const found = deps.identify(
       collection,
       searchable.map((f) => f.embedding!),
@@ -152,12 +206,12 @@ export class FrameProcessor {
     const matchOf = new Map(searchable.map((f, i) => [f, found[i] ?? null]));
     const identifiedAt = Date.now();
     let reused = 0;
-    const detections = r.faces.map((face): Detection<FacePayload> => {
+    const detections = faces.map((face): Detection<FacePayload> => {
       const k = face.known !== undefined ? known[face.known] : undefined;
       if (k) {
         // Its settled track's identity, with this frame's box, landmarks and quality.
         reused++;
-        const obs = faceObservation(face, r.width, r.height);
+        const obs = faceObservation(face, W, H);
         return {
           box: [
             obs.bbox.normalized.left,
@@ -172,7 +226,7 @@ export class FrameProcessor {
       }
       const match = matchOf.get(face) ?? null;
       const kind = classifyFace(face, match, deps.liveness);
-      const obs = faceObservation(face, r.width, r.height);
+      const obs = faceObservation(face, W, H);
       const m = kind === 'matched' ? match : null;
       return {
         box: [obs.bbox.normalized.left, obs.bbox.normalized.top, obs.bbox.normalized.width, obs.bbox.normalized.height],
@@ -188,6 +242,6 @@ export class FrameProcessor {
         },
       };
     });
-    return { detections, threshold, frame: used, embedded: searchable.length, reused };
+    return { detections, threshold, frame: used, embedded: searchable.length, reused, ignored };
   }
 }

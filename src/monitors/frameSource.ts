@@ -22,6 +22,13 @@ export interface Frame {
   at: number;
 }
 
+/** A small grey frame (the motion branch), packed, one byte per pixel. */
+export interface GreyFrame {
+  data: Uint8Array;
+  width: number;
+  height: number;
+}
+
 export interface FrameSourceOptions {
   /** The [monitors].pipeline template; `{latency_ms}`, `{max_fps}` and `{max_side}` are substituted, the URL is set as src.location. */
   pipeline: string;
@@ -30,6 +37,8 @@ export interface FrameSourceOptions {
   maxFps?: number;
   /** Longest side of the frames delivered ({max_side}); default 1280. */
   maxSide?: number;
+  /** Height of the grey motion frames ({motion_height}, the appsink named motion); default 90. */
+  motionHeight?: number;
   openTimeoutMs: number;
   readTimeoutMs: number;
 }
@@ -42,9 +51,17 @@ export interface FrameSourceHandlers {
    * them when it no longer needs them, or they are released when collected). `decoded`: frames the decoder
    * produced on this connection so far (read from the element named `rate`, the videorate that drops the
    * surplus; without one, every frame is delivered); `sourceFps`: the source's rate when known (caps, or
-   * measured from that counter).
+   * measured from that counter). `grey`: the same moment as a small GRAY8 frame from the pipeline's `motion`
+   * appsink (packed; valid during this call only: its buffer is reused), or null without that branch.
    */
-  frame(pixels: FramePixels, width: number, height: number, decoded: number, sourceFps: number | null): void;
+  frame(
+    pixels: FramePixels,
+    width: number,
+    height: number,
+    decoded: number,
+    sourceFps: number | null,
+    grey: GreyFrame | null,
+  ): void;
   /** The source stopped by itself (timeout, end of stream, error). Called once; the source is stopped. */
   failed(reason: string): void;
 }
@@ -132,12 +149,19 @@ export class GstFrameSource {
     const launch = this.options.pipeline
       .replaceAll('{latency_ms}', String(this.options.latencyMs))
       .replaceAll('{max_fps}', String(Math.max(1, Math.ceil(this.options.maxFps ?? 30))))
-      .replaceAll('{max_side}', String(this.options.maxSide ?? 1280));
+      .replaceAll('{max_side}', String(this.options.maxSide ?? 1280))
+      .replaceAll('{motion_height}', String(this.options.motionHeight ?? 90));
     const pipeline = new (gstreamer().Pipeline)(launch);
     livePipelines++;
     const src = pipeline.findChild('src');
     const sink = pipeline.findChild('sink');
     const rate = pipeline.findChild('rate');
+    // Optional: the motion branch (a tee after the rate limiter, scaled down and GRAY8). Its appsink gets
+    // the same frames in the same streaming thread, so its sample of a frame is there (or comes next)
+    // when the RGB one has been pulled: one parked pull per source, never two.
+    const motionSink = pipeline.findChild('motion');
+    const motion = motionSink?.pullSample ? motionSink : null;
+    let grey = new Uint8Array(0);
     let delivered = 0;
     let rateStart: { at: number; in: number } | null = null;
     let measuredFps: number | null = null;
@@ -190,21 +214,54 @@ export class GstFrameSource {
           measuredFps = Math.round((((decoded - rateStart.in) * 1000) / (now - rateStart.at)) * 10) / 10;
       }
       const limited = rate !== undefined && capsFps !== null && capsFps >= Math.ceil(this.options.maxFps ?? 30);
-      if (width > 0 && height > 0 && sample.size >= width * 3 * height)
-        this.handlers.frame(
-          new FramePixels(sample, width, height),
-          width,
-          height,
-          decoded,
-          limited ? measuredFps : capsFps,
-        );
-      else sample.release();
-      if (this.stopped) {
-        this.dispose(); // a frame handler stopped the source
+      const usable = width > 0 && height > 0 && sample.size >= width * 3 * height;
+      const deliver = (g: GreyFrame | null) => {
+        if (usable)
+          this.handlers.frame(
+            new FramePixels(sample, width, height),
+            width,
+            height,
+            decoded,
+            limited ? measuredFps : capsFps,
+            g,
+          );
+        else sample.release();
+        if (this.stopped) {
+          this.dispose(); // a frame handler stopped the source
+          return;
+        }
+        this.pulling = true;
+        sink.pullSample!(onSample);
+      };
+      if (!motion || !usable) {
+        deliver(null);
         return;
       }
       this.pulling = true;
-      sink.pullSample!(onSample);
+      motion.pullSample!((m, mcaps) => {
+        this.pulling = false;
+        if (this.stopped) {
+          m?.release();
+          sample.release();
+          this.dispose();
+          return;
+        }
+        if (!m) {
+          sample.release();
+          this.fail('the stream ended');
+          return;
+        }
+        const gw = Number(mcaps.width),
+          gh = Number(mcaps.height);
+        let g: GreyFrame | null = null;
+        if (gw > 0 && gh > 0 && m.size >= gw * gh) {
+          if (grey.length < m.size) grey = new Uint8Array(m.size);
+          m.copyTo(grey);
+          g = { data: packRows(grey.subarray(0, m.size), gw, gh, 1)!, width: gw, height: gh };
+        }
+        m.release();
+        deliver(g);
+      });
     };
     // Playing first: a pull that reaches an appsink which has not started yet returns "end of stream".
     pipeline.play();
@@ -328,7 +385,15 @@ export class FramePixels {
 
 /** GStreamer pads RGB rows to 4 bytes; inference wants them packed. Null when the buffer is short. */
 export function packRgb(buf: Buffer, width: number, height: number): Uint8Array | null {
-  const row = width * 3;
+  return packRows(buf, width, height, 3);
+}
+
+/**
+ * Rows of `channels` bytes per pixel, padded by GStreamer to 4 bytes (RGB, GRAY8), packed: the buffer itself
+ * when they are already, else a packed copy. Null when the buffer is short.
+ */
+export function packRows(buf: Uint8Array, width: number, height: number, channels: number): Uint8Array | null {
+  const row = width * channels;
   if (!(width > 0 && height > 0) || buf.length < row * height) return null;
   if (buf.length === row * height) return new Uint8Array(buf.buffer, buf.byteOffset, buf.length);
   const stride = Math.floor(buf.length / height);

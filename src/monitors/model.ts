@@ -1,4 +1,4 @@
-import type { EventPolicy } from '../contract/monitors.js';
+import type { EventPolicy, MonitorMotionT, MonitorZoneT, PolygonT } from '../contract/monitors.js';
 
 /** A stored monitor with its plaintext URL (decrypted in memory only). */
 export interface MonitorRecord {
@@ -13,6 +13,12 @@ export interface MonitorRecord {
   event_buffer_size: number;
   event_policy: EventPolicy;
   preview_enabled: boolean;
+  zones: MonitorZoneT[];
+  motion_mask: PolygonT[];
+  face_mask: PolygonT[];
+  min_face_size: number;
+  /** Overrides of [monitors.motion] (null: the box's setting). */
+  motion: MonitorMotionT;
   created_at: string;
   updated_at: string;
   /** The box that runs it ([server] box_id of the box it was created on). */

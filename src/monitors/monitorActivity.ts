@@ -4,6 +4,7 @@ import { EventRing, type EventPage, type EventPosition } from './eventRing.js';
 import type { EventFrame, MonitorEventSink } from './eventSink.js';
 import type { FacePayload, KnownTrack, ProcessedFrame } from './frameProcessor.js';
 import type {
+  ExitReason,
   MonitorEventT,
   MonitorFaceT,
   MonitorStateT,
@@ -11,7 +12,9 @@ import type {
   SessionEndReason,
 } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
+import type { GateTrack } from './motionGate.js';
 import { Tracker, type TrackEvent } from './tracker.js';
+import { boxCentre, ZoneTracker } from './zones.js';
 
 export type ErrorSource = 'source' | 'inference';
 /** `cause` names why an RTSP source is unavailable (connection_refused, host_not_found, ...). */
@@ -45,9 +48,17 @@ export class MonitorActivity {
   private inferenceErrors = 0;
   private embeddedFaces = 0;
   private reusedIdentities = 0;
-  private lastInferenceAt: number | null = null;
   private processingMs: number | null = null;
   private lateFrames = 0;
+  private ignoredFaces = 0;
+  /** Frames the motion gate let pass without inference since the last processed one (not "dropped"). */
+  private gatedSinceProcessed = 0;
+  private lastGated = 0;
+  /** Wall clock (ms) of the last processed frame. */
+  lastInferenceAt: number | null = null;
+  private readonly zones: ZoneTracker;
+  /** Tracks whose enter was emitted (and whose exit will be): only they raise zone events. */
+  private readonly announced = new Set<string>();
   lastError: ErrorInfo | null = null;
   /** The frame each live track was last seen in, for the snapshot of its exit (the sink's frame). */
   private readonly trackFrames = new Map<string, { frame: EventFrame; at: number }>();
@@ -59,6 +70,7 @@ export class MonitorActivity {
   ) {
     this.ring = new EventRing(epoch, record.event_buffer_size);
     this.tracker = new Tracker<FacePayload>(record.event_policy, () => randomUUID());
+    this.zones = new ZoneTracker(record.zones);
   }
 
   /** name, description, preview_enabled and event_buffer_size apply without a restart. */
@@ -80,6 +92,20 @@ export class MonitorActivity {
     return this.faces;
   }
 
+  /** The motion gate passed over this frame (counted once; not a dropped frame). */
+  frameGated(sequence: number): void {
+    if (sequence <= this.lastGated || sequence <= this.lastProcessed) return;
+    this.lastGated = sequence;
+    this.gatedSinceProcessed++;
+  }
+
+  /** The open tracks as the motion gate needs them. */
+  gateTracks(): GateTrack[] {
+    return this.tracker
+      .open()
+      .map((t) => ({ box: t.box, confirmed: t.confirmed, blocked: t.kind === 'liveness_blocked' }));
+  }
+
   inferenceStarted(at: number): void {
     this.inferenceStarts.push(at);
     if (this.inferenceStarts.length > FPS_WINDOW) this.inferenceStarts.shift();
@@ -95,6 +121,8 @@ export class MonitorActivity {
   ): void {
     const { detections } = result;
     const { events, trackIds } = this.tracker.update(detections, now);
+    // Where each face is now; the changes of tracks announced before this frame are zone events below.
+    const changes = trackIds.map((id, i) => this.zones.observe(id, boxCentre(detections[i]!.box)));
     this.faces = detections.map((d, i) => ({
       status: d.kind,
       face: d.payload.face,
@@ -102,13 +130,30 @@ export class MonitorActivity {
       similarity: d.payload.similarity,
       matched_face_id: d.payload.matched_face_id,
       track_id: trackIds[i]!,
+      zones: this.zones.inside(trackIds[i]!),
     }));
-    this.emitTrackEvents(events, frame);
+    const wasAnnounced = new Set(trackIds.filter((id) => this.announced.has(id)));
+    const enteredNow = new Set(events.filter((e) => e.type.endsWith('_enter')).map((e) => e.trackId));
+    // Exits (absent, identity_changed) leave the zones a face was in (also those it left in this frame).
+    this.emitTrackEvents(events, frame, (id) => [
+      ...this.zones.inside(id),
+      ...(changes[trackIds.indexOf(id)]?.left ?? []),
+    ]);
+    trackIds.forEach((id, i) => {
+      if (!wasAnnounced.has(id) || !this.announced.has(id) || enteredNow.has(id)) return;
+      const c = changes[i]!;
+      for (const zone of c.left) this.pushZone('zone_exit', id, detections[i]!.payload, zone, 'left_zone');
+      for (const zone of c.entered) this.pushZone('zone_enter', id, detections[i]!.payload, zone);
+    });
+    if (this.record.zones.length) this.zones.retain(new Set(this.tracker.open().map((t) => t.id)));
     if (this.sink && frame) for (const id of trackIds) this.trackFrames.set(id, { frame, at: now });
     this.processed++;
     this.embeddedFaces += result.embedded ?? 0;
     this.reusedIdentities += result.reused ?? 0;
-    this.dropped += sequence - this.lastProcessed - 1;
+    this.ignoredFaces += result.ignored ?? 0;
+    if (this.lastGated === sequence) this.gatedSinceProcessed--; // gated first, inferred at its keep-alive
+    this.dropped += Math.max(0, sequence - this.lastProcessed - 1 - this.gatedSinceProcessed);
+    this.gatedSinceProcessed = 0;
     this.lastProcessed = sequence;
     this.lastInferenceAt = now;
     this.processingMs = round3(processingMs);
@@ -149,6 +194,8 @@ export class MonitorActivity {
   /** Exits of tracks unseen for the absence timeout. */
   expire(now: number): void {
     this.emitTrackEvents(this.tracker.expire(now), null);
+    // Tracks that expired before they were confirmed leave no exit; their zone state goes with them.
+    if (this.record.zones.length) this.zones.retain(new Set(this.tracker.open().map((t) => t.id)));
     // Tracks that ended without an exit (never confirmed) leave their frame here: drop what is stale.
     const stale = now - this.record.event_policy.absence_timeout_seconds * 1000 - 1000;
     for (const [id, f] of this.trackFrames) if (f.at < stale) this.trackFrames.delete(id);
@@ -157,6 +204,7 @@ export class MonitorActivity {
   /** The session ends: every announced track exits now, with `reason` (an enter never stays without its exit). */
   end(reason: SessionEndReason): void {
     this.emitTrackEvents(this.tracker.end(reason), null);
+    this.zones.retain(new Set());
     this.trackFrames.clear();
     this.faces = [];
   }
@@ -184,7 +232,13 @@ export class MonitorActivity {
   }
 
   state(
-    base: { status: string; startedAt: number; threshold: number | null; preview: MonitorStateT['preview'] },
+    base: {
+      status: string;
+      startedAt: number;
+      threshold: number | null;
+      preview: MonitorStateT['preview'];
+      motion: MonitorStateT['motion'];
+    },
     reader: ReaderView,
   ): MonitorStateT {
     const n = this.inferenceStarts.length;
@@ -212,6 +266,7 @@ export class MonitorActivity {
         embedded_faces: this.embeddedFaces,
         reused_identities: this.reusedIdentities,
         late_frames: this.lateFrames,
+        ignored_faces: this.ignoredFaces,
       },
       threshold: base.threshold,
       faces: this.faces,
@@ -219,6 +274,7 @@ export class MonitorActivity {
       unknown_faces: this.faces.filter((f) => f.status === 'unknown').length,
       liveness_blocked_faces: this.faces.filter((f) => f.status === 'liveness_blocked').length,
       preview: base.preview,
+      motion: base.motion,
       reconnects: rc.reconnects,
       inference_errors: this.inferenceErrors,
       last_error: this.lastError,
@@ -239,26 +295,64 @@ export class MonitorActivity {
     this.sink?.event(event, { collectionId: this.record.collection_id, frame });
   }
 
-  /** Enters carry the current frame; exits the frame their track was last seen in. */
-  private emitTrackEvents(events: TrackEvent<FacePayload>[], current: EventFrame | null): void {
+  /** The face fields every identity and zone event carries. */
+  private static faceFields(trackId: string, p: FacePayload) {
+    return {
+      track_id: trackId,
+      person: p.person,
+      similarity: p.similarity,
+      threshold: p.threshold,
+      matched_face_id: p.matched_face_id,
+      face: p.face,
+    };
+  }
+
+  private pushZone(
+    type: 'zone_enter' | 'zone_exit',
+    trackId: string,
+    p: FacePayload,
+    zone: string,
+    reason?: ExitReason,
+  ): void {
+    this.push(type, {
+      ...MonitorActivity.faceFields(trackId, p),
+      zone,
+      zones: this.zones.visited(trackId),
+      ...(reason ? { reason } : {}),
+    });
+  }
+
+  /**
+   * Enters carry the current frame and are followed by a zone_enter per zone the face is in; exits carry the
+   * frame their track was last seen in and follow a zone_exit per zone it was in (`inside`: those zones).
+   */
+  private emitTrackEvents(
+    events: TrackEvent<FacePayload>[],
+    current: EventFrame | null,
+    inside: (trackId: string) => string[] = (id) => this.zones.inside(id),
+  ): void {
     for (const e of events) {
       const p = e.payload;
       const exit = e.type.endsWith('_exit');
       const frame = exit ? (this.trackFrames.get(e.trackId)?.frame ?? null) : current;
-      if (exit) this.trackFrames.delete(e.trackId);
+      if (exit) {
+        this.trackFrames.delete(e.trackId);
+        for (const zone of new Set(inside(e.trackId))) this.pushZone('zone_exit', e.trackId, p, zone, e.reason);
+        this.announced.delete(e.trackId);
+      }
       this.push(
         e.type,
         {
-          track_id: e.trackId,
-          person: p.person,
-          similarity: p.similarity,
-          threshold: p.threshold,
-          matched_face_id: p.matched_face_id,
-          face: p.face,
+          ...MonitorActivity.faceFields(e.trackId, p),
+          zones: this.zones.visited(e.trackId),
           ...(exit ? { reason: e.reason ?? null } : {}),
         },
         frame,
       );
+      if (!exit) {
+        this.announced.add(e.trackId);
+        for (const zone of this.zones.inside(e.trackId)) this.pushZone('zone_enter', e.trackId, p, zone);
+      }
     }
   }
 

@@ -16,8 +16,10 @@ import type {
   MonitorT,
   SessionEndReason,
 } from '../contract/monitors.js';
+import { MotionConfigSchema } from '../config/schema.js';
 import type { MonitorRecord } from './model.js';
-import { MonitorSession, type SessionDeps } from './monitorSession.js';
+import { gateSettings, MotionGate } from './motionGate.js';
+import { motionState, MonitorSession, type SessionDeps } from './monitorSession.js';
 import type { MonitorStore } from './monitorStore.js';
 import { redactRtspUrl } from './rtspUrl.js';
 
@@ -35,11 +37,17 @@ export interface MonitorEventPage {
 
 /** Told of monitor changes (the MQTT publisher keeps Home Assistant's entities in step). */
 export interface MonitorObserver {
-  changed(monitor: MonitorT): void;
-  deleted(id: string): void;
+  /** `previous`: the monitor before a patch (null: created). */
+  changed(monitor: MonitorT, previous: MonitorT | null): void;
+  /** `previous`: the monitor as it was. */
+  deleted(id: string, previous: MonitorT): void;
+  /** A running monitor's motion started or stopped (after its off delay; off when its session ends). */
+  motion?(id: string, active: boolean): void;
 }
 
 const RESTART_FIELDS = ['url', 'collection_id', 'inference_fps', 'match_threshold'] as const;
+/** [monitors.motion] defaults, for the state of a monitor that is not running before the models load. */
+const MOTION_DEFAULTS = MotionConfigSchema.parse({});
 
 /**
  * Monitor lifecycle: persistence, one session per enabled monitor, and the stream capacity. Every
@@ -147,7 +155,11 @@ export class MonitorManager {
 
   /** Builds and starts a session; a pipeline that cannot even be built is a configuration error. */
   private startSession(record: MonitorRecord): MonitorSession {
-    const session = new MonitorSession(record, this.deps());
+    const session = new MonitorSession(record, this.deps(), {
+      motion: (active) => {
+        for (const o of this.observers) o.motion?.(record.id, active);
+      },
+    });
     try {
       session.start();
     } catch (e) {
@@ -198,6 +210,11 @@ export class MonitorManager {
       event_buffer_size: r.event_buffer_size,
       event_policy: { ...r.event_policy },
       preview_enabled: r.preview_enabled,
+      zones: r.zones,
+      motion_mask: r.motion_mask,
+      face_mask: r.face_mask,
+      min_face_size: r.min_face_size,
+      motion: { ...r.motion },
       runtime: this.runtime(r),
       created_at: r.created_at,
       updated_at: r.updated_at,
@@ -232,6 +249,11 @@ export class MonitorManager {
       event_buffer_size: body.event_buffer_size,
       event_policy: { ...body.event_policy },
       preview_enabled: body.preview_enabled,
+      zones: body.zones,
+      motion_mask: body.motion_mask,
+      face_mask: body.face_mask,
+      min_face_size: body.min_face_size,
+      motion: { ...body.motion },
       created_at: at,
       updated_at: at,
       box_id: this.boxId,
@@ -253,7 +275,7 @@ export class MonitorManager {
       'monitor created',
     );
     const created = this.toMonitor(record);
-    for (const o of this.observers) o.changed(created);
+    for (const o of this.observers) o.changed(created, null);
     return created;
   }
 
@@ -272,6 +294,14 @@ export class MonitorManager {
       ...(body.match_threshold !== undefined && { match_threshold: body.match_threshold }),
       ...(body.event_buffer_size !== undefined && { event_buffer_size: body.event_buffer_size }),
       ...(body.preview_enabled !== undefined && { preview_enabled: body.preview_enabled }),
+      ...(body.zones !== undefined && { zones: body.zones }),
+      ...(body.motion_mask !== undefined && { motion_mask: body.motion_mask }),
+      ...(body.face_mask !== undefined && { face_mask: body.face_mask }),
+      ...(body.min_face_size !== undefined && { min_face_size: body.min_face_size }),
+      motion: {
+        ...current.motion,
+        ...Object.fromEntries(Object.entries(body.motion ?? {}).filter(([, v]) => v !== undefined)),
+      },
       event_policy: {
         ...current.event_policy,
         ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)),
@@ -281,7 +311,9 @@ export class MonitorManager {
     if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
     const restart =
       RESTART_FIELDS.some((f) => next[f] !== current[f]) ||
-      JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy);
+      JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy) ||
+      // Zones restart the session: faces in a changed zone exit it (monitor_restarted) rather than linger.
+      JSON.stringify(next.zones) !== JSON.stringify(current.zones);
     const running = this.sessions.get(id);
     if (next.enabled && !running) this.claimSlot();
     let started: MonitorSession | null = null;
@@ -296,17 +328,18 @@ export class MonitorManager {
     } else running?.applyLive(next);
     if (started || !next.enabled) this.restoreErrors.delete(id);
     const patched = this.toMonitor(next);
-    for (const o of this.observers) o.changed(patched);
+    const before = this.toMonitor(current);
+    for (const o of this.observers) o.changed(patched, before);
     return patched;
   }
 
   delete(id: string): void {
-    this.record(id);
+    const previous = this.toMonitor(this.record(id));
     this.retire(this.sessions.get(id), 'monitor_deleted');
     this.sessions.delete(id);
     this.restoreErrors.delete(id);
     this.store.delete(id);
-    for (const o of this.observers) o.deleted(id);
+    for (const o of this.observers) o.deleted(id, previous);
   }
 
   private threshold(r: MonitorRecord): number | null {
@@ -318,6 +351,7 @@ export class MonitorManager {
     const s = this.sessions.get(id);
     if (s) return s.state(this.threshold(r));
     const rt = this.runtime(r);
+    const gate = gateSettings(r, this.sessionDeps()?.motion ?? MOTION_DEFAULTS);
     return {
       monitor_id: id,
       stream_epoch: null,
@@ -338,6 +372,7 @@ export class MonitorManager {
         embedded_faces: 0,
         reused_identities: 0,
         late_frames: 0,
+        ignored_faces: 0,
       },
       threshold: this.threshold(r),
       faces: [],
@@ -345,6 +380,7 @@ export class MonitorManager {
       unknown_faces: 0,
       liveness_blocked_faces: 0,
       preview: { enabled: r.preview_enabled, active: false, viewers: 0, frames: 0 },
+      motion: motionState(new MotionGate(gate).stats(), gate),
       reconnects: 0,
       inference_errors: 0,
       last_error: rt.last_error,

@@ -9,8 +9,11 @@ import type { MonitorEventSink } from './eventSink.js';
 import { MonitorActivity, isoOrNull } from './monitorActivity.js';
 import type { MonitorEventT, MonitorRuntimeT, MonitorStateT, SessionEndReason } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
+import { gateSettings, MotionGate, type GateStats, type MotionDefaults } from './motionGate.js';
+import type { NormBox } from './motionDetector.js';
 import { PreviewHub, previewFaces } from './previewHub.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
+import type { GreyFrame } from './frameSource.js';
 
 /** What a session needs from the rest of the daemon. */
 export interface SessionDeps extends FrameProcessorDeps {
@@ -21,6 +24,40 @@ export interface SessionDeps extends FrameProcessorDeps {
   log: Logger;
   /** The durable history and its outputs (MQTT, webhooks); every ring event also goes here. */
   events?: MonitorEventSink;
+  /** [monitors.motion]: the motion gate's defaults. */
+  motion: MotionDefaults;
+}
+
+/** What a session tells its manager besides events (the MQTT motion topic). */
+export interface SessionHooks {
+  /** Motion started (true) or stopped after the off delay (false); false once more when the session ends while on. */
+  motion?(active: boolean): void;
+}
+
+const box = ([left, top, width, height]: NormBox) => ({ left, top, width, height });
+
+/** The monitor state's `motion`. */
+export function motionState(s: GateStats, settings: ReturnType<typeof gateSettings>): MonitorStateT['motion'] {
+  return {
+    gate: settings.enabled,
+    available: s.available,
+    active: s.active,
+    calibrating: s.calibrating,
+    regions: s.regions.map(box),
+    last_motion_at: isoOrNull(s.lastMotionAt),
+    frames_analysed: s.framesAnalysed,
+    motion_frames: s.motionFrames,
+    inferences_skipped: s.skipped,
+    inferences: { ...s.byReason },
+    region_inferences: s.regionInferences,
+    settings: {
+      threshold: settings.threshold,
+      min_area: settings.minArea,
+      keepalive_seconds: settings.keepaliveMs / 1000,
+      off_delay_seconds: settings.offDelayMs / 1000,
+      regions: settings.regions,
+    },
+  };
 }
 
 /**
@@ -36,7 +73,9 @@ export type MonitorStatus = 'starting' | 'running' | 'reconnecting' | 'degraded'
 /**
  * One running monitor: a `StreamReader` keeps the newest frame, and an inference loop takes the newest
  * unprocessed frame at most `inference_fps` times a second (never catching up on missed ones), runs it
- * through the `FrameProcessor` and hands the result to `MonitorActivity` (tracking, events, state).
+ * through the `FrameProcessor` and hands the result to `MonitorActivity` (tracking, events, state). The
+ * `MotionGate` sees every frame's grey copy as it arrives and tells the loop whether (and where) to run
+ * the detector: at once when something moved, so the gate adds no wait to a face's first frame.
  */
 export class MonitorSession {
   readonly epoch = randomUUID();
@@ -46,6 +85,7 @@ export class MonitorSession {
   private readonly reader: StreamReader;
   private readonly processor: FrameProcessor;
   private readonly activity: MonitorActivity;
+  private readonly gate: MotionGate;
   private readonly abort = new AbortController();
   private stopped = false;
   /** Ends the loop's current wait when a frame arrives (only while it waits for one). */
@@ -57,9 +97,13 @@ export class MonitorSession {
   constructor(
     record: MonitorRecord,
     private readonly deps: SessionDeps,
+    private readonly hooks: SessionHooks = {},
   ) {
     this.record = record;
     this.activity = new MonitorActivity(record, this.epoch, deps.events ?? null);
+    this.gate = new MotionGate(gateSettings(record, deps.motion), (active) => {
+      if (!this.stopped) hooks.motion?.(active);
+    });
     this.processor = new FrameProcessor(deps);
     this.preview = new PreviewHub(deps.preview.fps, deps.preview.quality);
     // Only the frames this monitor uses are converted: its inference rate (or the preview's when higher),
@@ -69,9 +113,9 @@ export class MonitorSession {
     const maxFps = Math.ceil(Math.max(record.inference_fps, record.preview_enabled ? deps.preview.fps : 0)) + 1;
     this.reader = new StreamReader(
       record.url,
-      { ...deps.source, maxFps },
+      { ...deps.source, maxFps, motionHeight: deps.motion.frame_height },
       {
-        frame: (frame) => this.onFrame(frame),
+        frame: (frame, grey) => this.onFrame(frame, grey),
         connected: () => this.activity.clearError('source'),
         failed: (cause, reason, retryMs) => this.activity.sourceFailed(cause, reason, retryMs),
       },
@@ -105,6 +149,7 @@ export class MonitorSession {
   stop(reason: SessionEndReason): void {
     if (this.stopped) return;
     this.stopped = true;
+    if (this.gate.stats().active) this.hooks.motion?.(false);
     this.activity.end(reason);
     this.deps.events?.sessionEnded(this.record.id, this.epoch);
     this.abort.abort(new Error('monitor stopped'));
@@ -113,9 +158,13 @@ export class MonitorSession {
     this.interrupt?.();
   }
 
-  /** name, description, preview_enabled and event_buffer_size apply without a restart. */
+  /**
+   * name, description, preview_enabled, event_buffer_size, motion, motion_mask, face_mask and min_face_size
+   * apply without a restart.
+   */
   applyLive(record: MonitorRecord): void {
     this.record = record;
+    this.gate.configure(gateSettings(record, this.deps.motion));
     this.activity.applyLive(record);
     if (!record.preview_enabled) this.preview.close();
   }
@@ -151,15 +200,20 @@ export class MonitorSession {
       viewers: this.preview.viewerCount,
       frames: this.preview.frames,
     };
-    return this.activity.state({ status: this.status, startedAt: this.startedAt, threshold, preview }, this.reader);
+    const motion = motionState(this.gate.stats(), gateSettings(this.record, this.deps.motion));
+    return this.activity.state(
+      { status: this.status, startedAt: this.startedAt, threshold, preview, motion },
+      this.reader,
+    );
   }
 
   events(after: EventPosition | null, limit: number): EventPage<MonitorEventT> {
     return this.activity.events(after, limit);
   }
 
-  private onFrame(frame: Frame): void {
+  private onFrame(frame: Frame, grey: GreyFrame | null): void {
     if (this.record.preview_enabled) this.preview.offer(frame);
+    if (grey) this.gate.observe(grey.data, grey.width, grey.height, frame.at);
     this.wake?.();
   }
 
@@ -167,6 +221,7 @@ export class MonitorSession {
     let nextAllowed = 0;
     while (!this.stopped) {
       this.activity.expire(Date.now());
+      this.gate.tick(Date.now());
       const frame = this.reader.latest;
       const now = performance.now();
       if (!frame || frame.sequence <= this.activity.lastProcessedSequence) {
@@ -179,6 +234,21 @@ export class MonitorSession {
         await this.idle(this.activity.expiring ? Math.min(nextAllowed - now, 250) : nextAllowed - now, false);
         continue;
       }
+      const interval = 1000 / this.record.inference_fps;
+      const decision = this.gate.decide(
+        Date.now(),
+        this.activity.gateTracks(),
+        this.activity.lastInferenceAt,
+        this.record.event_policy.absence_timeout_seconds * 1000,
+      );
+      if (!decision.infer) {
+        // Nothing to look for: wait for the next frame (its motion) or the keep-alive, whichever comes first.
+        this.gate.skippedOne(now, interval);
+        this.activity.frameGated(frame.sequence);
+        await this.idle(Math.max(1, Math.min(250, decision.dueAt - Date.now())));
+        continue;
+      }
+      this.gate.inferring(decision.reason, decision.region);
       const started = performance.now();
       this.activity.inferenceStarted(started);
       try {
@@ -192,6 +262,7 @@ export class MonitorSession {
           this.record,
           this.abort.signal,
           known,
+          decision.region,
         );
         if (this.stopped) break;
         this.activity.frameProcessed(
@@ -216,7 +287,7 @@ export class MonitorSession {
         this.deps.log.warn({ monitor_id: this.record.id, err: message }, 'monitor inference failed');
       }
       // Never catch up: the next run waits for the interval or for this run to finish, whichever is later.
-      nextAllowed = Math.max(started + 1000 / this.record.inference_fps, performance.now());
+      nextAllowed = Math.max(started + interval, performance.now());
     }
   }
 

@@ -1,5 +1,6 @@
 import type { Db } from '../store/database.js';
 import type { CredentialCipher } from '../store/credentialCipher.js';
+import { MonitorMotion, type MonitorZoneT, type PolygonT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 
 interface MonitorRow {
@@ -17,6 +18,11 @@ interface MonitorRow {
   cooldown_seconds: number;
   emit_unknown: number;
   preview_enabled: number;
+  zones_json: string;
+  motion_mask_json: string;
+  face_mask_json: string;
+  min_face_size: number;
+  motion_json: string;
   created_at: string;
   updated_at: string;
   box_id: string | null;
@@ -47,6 +53,12 @@ export class MonitorStore {
         emit_unknown: r.emit_unknown === 1,
       },
       preview_enabled: r.preview_enabled === 1,
+      zones: JSON.parse(r.zones_json) as MonitorZoneT[],
+      motion_mask: JSON.parse(r.motion_mask_json) as PolygonT[],
+      face_mask: JSON.parse(r.face_mask_json) as PolygonT[],
+      min_face_size: r.min_face_size,
+      // Fields a later version adds get their defaults (null: follow [monitors.motion]).
+      motion: MonitorMotion.parse(JSON.parse(r.motion_json)),
       created_at: r.created_at,
       updated_at: r.updated_at,
       box_id: r.box_id ?? '',
@@ -69,6 +81,11 @@ export class MonitorStore {
       cooldown_seconds: m.event_policy.cooldown_seconds,
       emit_unknown: m.event_policy.emit_unknown ? 1 : 0,
       preview_enabled: m.preview_enabled ? 1 : 0,
+      zones_json: JSON.stringify(m.zones),
+      motion_mask_json: JSON.stringify(m.motion_mask),
+      face_mask_json: JSON.stringify(m.face_mask),
+      min_face_size: m.min_face_size,
+      motion_json: JSON.stringify(m.motion),
       created_at: m.created_at,
       updated_at: m.updated_at,
       box_id: m.box_id,
@@ -103,9 +120,11 @@ export class MonitorStore {
     const r = this.db
       .prepare(
         `INSERT INTO monitors (id, name, description, enabled, source_url_encrypted, collection_id, inference_fps,
-      match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled, created_at, updated_at, box_id)
+      match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled,
+      zones_json, motion_mask_json, face_mask_json, min_face_size, motion_json, created_at, updated_at, box_id)
       VALUES (@id, @name, @description, @enabled, @source_url_encrypted, @collection_id, @inference_fps, @match_threshold, @event_buffer_size,
-      @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled, @created_at, @updated_at, @box_id)
+      @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled,
+      @zones_json, @motion_mask_json, @face_mask_json, @min_face_size, @motion_json, @created_at, @updated_at, @box_id)
       ON CONFLICT (id) DO NOTHING`,
       )
       .run(this.toRow(m));
@@ -118,7 +137,8 @@ export class MonitorStore {
         `UPDATE monitors SET name = @name, description = @description, enabled = @enabled, source_url_encrypted = @source_url_encrypted,
       collection_id = @collection_id, inference_fps = @inference_fps, match_threshold = @match_threshold, event_buffer_size = @event_buffer_size,
       confirm_frames = @confirm_frames, absence_timeout_seconds = @absence_timeout_seconds, cooldown_seconds = @cooldown_seconds,
-      emit_unknown = @emit_unknown, preview_enabled = @preview_enabled, updated_at = @updated_at WHERE id = @id`,
+      emit_unknown = @emit_unknown, preview_enabled = @preview_enabled, zones_json = @zones_json, motion_mask_json = @motion_mask_json,
+      face_mask_json = @face_mask_json, min_face_size = @min_face_size, motion_json = @motion_json, updated_at = @updated_at WHERE id = @id`,
       )
       .run(this.toRow(m));
   }

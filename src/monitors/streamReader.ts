@@ -1,5 +1,11 @@
 import type { Logger } from 'pino';
-import { GstFrameSource, type Frame, type FrameSourceOptions, type FramePixels } from './frameSource.js';
+import {
+  GstFrameSource,
+  type Frame,
+  type FrameSourceOptions,
+  type FramePixels,
+  type GreyFrame,
+} from './frameSource.js';
 import { probeRtsp, type ProbeResult, type RtspCause } from './rtspProbe.js';
 
 const MAX_BACKOFF_MS = 30_000;
@@ -10,8 +16,11 @@ export interface StreamReaderOptions extends FrameSourceOptions {
 
 /** What the reader tells its session. */
 export interface StreamReaderEvents {
-  /** A new newest frame (also the first one after a (re)connect). */
-  frame(frame: Frame): void;
+  /**
+   * A new newest frame (also the first one after a (re)connect), with its small grey copy from the motion
+   * branch when the pipeline has one (valid during this call only).
+   */
+  frame(frame: Frame, grey: GreyFrame | null): void;
   /** The first frame after start or after a failure. */
   connected(): void;
   /** The source failed for `cause`; the reader retries by itself after `retryMs`. */
@@ -125,7 +134,7 @@ export class StreamReader {
         if (attempt === this.attempt)
           this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };
       },
-      frame: (pixels, width, height, decoded, sourceFps) => {
+      frame: (pixels, width, height, decoded, sourceFps, grey) => {
         if (attempt !== this.attempt) {
           pixels.release();
           return;
@@ -133,7 +142,7 @@ export class StreamReader {
         this.decoded += Math.max(0, decoded - connectionDecoded);
         connectionDecoded = decoded;
         if (sourceFps !== null) this.sourceInfo.source_fps = sourceFps;
-        this.onFrame(pixels, width, height);
+        this.onFrame(pixels, width, height, grey);
       },
       failed: (reason) => {
         if (attempt === this.attempt) this.pipelineFailed(attempt, reason);
@@ -161,7 +170,7 @@ export class StreamReader {
     });
   }
 
-  private onFrame(pixels: FramePixels, width: number, height: number): void {
+  private onFrame(pixels: FramePixels, width: number, height: number, grey: GreyFrame | null): void {
     if (this.stopped) {
       pixels.release();
       return;
@@ -192,7 +201,7 @@ export class StreamReader {
       this.backoffMs = this.options.reconnectDelayMs;
       this.events.connected();
     }
-    this.events.frame(frame);
+    this.events.frame(frame, grey);
   }
 
   /** Ends `attempt` with `cause`; a pipeline failure backs off, a probe failure retries at the base delay. */

@@ -148,6 +148,11 @@ export class Tracker<P> {
     return this.tracks.length;
   }
 
+  /** Every open track as it is now (read only: what the motion gate and the zones need). */
+  open(): { id: string; box: [number, number, number, number]; kind: FaceKind; confirmed: boolean }[] {
+    return this.tracks.map(({ id, box, kind, confirmed }) => ({ id, box, kind, confirmed }));
+  }
+
   /** The confirmed tracks as they are now (read only: what the next frame may reuse, see MonitorActivity.knownTracks). */
   confirmed(): {
     id: string;

@@ -77,6 +77,8 @@ const row = (o: Partial<NewEvent> = {}): NewEvent => ({
   face_json: null,
   error_json: null,
   reason: null,
+  zones_json: null,
+  zone: null,
   snapshot: 'none',
   snapshot_path: null,
   snapshot_bytes: 0,

@@ -230,7 +230,13 @@ const deref = (doc: Json, s: Json | undefined): Json | undefined =>
   s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s;
 
 /** Request fields Vigil adds to upstream bodies: optional, defaulting to the upstream behaviour. */
-const BODY_EXTENSIONS: Record<string, string[]> = { '/v1/collections/{collection_id}/search': ['faces'] };
+/** The monitor extensions of issue 41: zones, masks, min_face_size and the motion gate's overrides. */
+const MONITOR_EXTENSIONS = ['zones', 'motion_mask', 'face_mask', 'min_face_size', 'motion'];
+const BODY_EXTENSIONS: Record<string, string[]> = {
+  '/v1/collections/{collection_id}/search': ['faces'],
+  '/v1/monitors': MONITOR_EXTENSIONS,
+  '/v1/monitors/{monitor_id}': MONITOR_EXTENSIONS,
+};
 /** Statuses upstream answers but its snapshot leaves out (the enable endpoint's own 403 and 415). */
 const RESPONSE_EXTENSIONS: Record<string, string[]> = { '/v1/addons/liveness/enable': ['403', '415'] };
 

@@ -56,16 +56,22 @@ test('discovery ids are distinct for monitor ids that sanitise alike; ids that n
   const ids = ['side.gate', 'side_gate', 'side-gate', 'a.b_c', 'a_b.c', 'a_b_c', 'door'];
   const uniqueIds = ids.map((id) => monitorDiscovery(c, { id, name: id }).map((m) => String(m.payload.unique_id)));
   const topics = ids.map((id) => monitorDiscoveryTopics(c, id));
-  t.is(new Set(uniqueIds.flat()).size, ids.length * 3, JSON.stringify(uniqueIds));
-  t.is(new Set(topics.flat()).size, ids.length * 3, JSON.stringify(topics));
+  t.is(new Set(uniqueIds.flat()).size, ids.length * 4, JSON.stringify(uniqueIds));
+  t.is(new Set(topics.flat()).size, ids.length * 4, JSON.stringify(topics));
   t.is(new Set(ids.map((id) => monitorDiscovery(c, { id, name: id })[0]!.payload.device)).size, ids.length);
   // Upgrades: monitors whose id is already a valid object id keep their entities' unique ids.
   t.deepEqual(uniqueIds[ids.indexOf('side_gate')], [
     'box_side_gate_occupancy',
     'box_side_gate_last_person',
     'box_side_gate_snapshot',
+    'box_side_gate_motion',
   ]);
-  t.deepEqual(uniqueIds[ids.indexOf('door')], ['box_door_occupancy', 'box_door_last_person', 'box_door_snapshot']);
+  t.deepEqual(uniqueIds[ids.indexOf('door')], [
+    'box_door_occupancy',
+    'box_door_last_person',
+    'box_door_snapshot',
+    'box_door_motion',
+  ]);
   t.deepEqual(
     monitorDiscovery(c, { id: 'side.gate', name: 'x' }),
     monitorDiscovery(c, { id: 'side.gate', name: 'x' }),
@@ -81,4 +87,37 @@ test('discovery ids are distinct for monitor ids that sanitise alike; ids that n
     'homeassistant/camera/box/side_gate_snapshot/config',
   ]);
   t.deepEqual(staleDiscoveryTopics(c, ['side.gate', 'side_gate']), []);
+});
+
+test('a monitor with zones gets an occupancy entity per zone, on the zone state topic', (t) => {
+  const c = { prefix: 'vigil', discoveryPrefix: 'homeassistant', nodeId: 'box', boxName: 'Vigil box' };
+  const messages = monitorDiscovery(c, {
+    id: 'side.gate',
+    name: 'Gate',
+    zones: [{ name: 'porch' }, { name: 'Drive-1' }],
+  });
+  t.is(messages.length, 6);
+  const zones = messages.slice(4);
+  t.deepEqual(
+    zones.map((m) => [m.topic, m.payload.state_topic, m.payload.unique_id]),
+    [
+      [
+        'homeassistant/binary_sensor/box/_side_gate_8792381c361c_zone_porch/config',
+        'vigil/side.gate/zone/porch/state',
+        'box__side_gate_8792381c361c_zone_porch',
+      ],
+      [
+        'homeassistant/binary_sensor/box/_side_gate_8792381c361c_zone_Drive-1/config',
+        'vigil/side.gate/zone/Drive-1/state',
+        'box__side_gate_8792381c361c_zone_Drive-1',
+      ],
+    ],
+  );
+  t.like(messages[3]!.payload, { device_class: 'motion', state_topic: 'vigil/side.gate/motion' });
+  for (const m of messages) t.deepEqual(validateDiscovery(m.topic, m.payload), [], m.topic);
+  // Deleting the monitor clears every one of them.
+  t.deepEqual(
+    monitorDiscoveryTopics(c, 'side.gate', ['porch', 'Drive-1']),
+    messages.map((m) => m.topic),
+  );
 });

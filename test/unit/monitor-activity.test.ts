@@ -3,6 +3,9 @@ import type { FacePayload, ProcessedFrame } from '../../src/monitors/frameProces
 import { MonitorActivity, type ReaderView } from '../../src/monitors/monitorActivity.js';
 import type { MonitorRecord } from '../../src/monitors/model.js';
 import type { Detection } from '../../src/monitors/tracker.js';
+import { MotionConfigSchema } from '../../src/config/schema.js';
+import { gateSettings, MotionGate } from '../../src/monitors/motionGate.js';
+import { motionState } from '../../src/monitors/monitorSession.js';
 
 const record: MonitorRecord = {
   id: 'door',
@@ -16,6 +19,11 @@ const record: MonitorRecord = {
   event_buffer_size: 100,
   event_policy: { confirm_frames: 1, absence_timeout_seconds: 1, cooldown_seconds: 0, emit_unknown: true },
   preview_enabled: false,
+  zones: [],
+  motion_mask: [],
+  face_mask: [],
+  min_face_size: 0,
+  motion: { gate: null, threshold: null, min_area: null, keepalive_seconds: null },
   created_at: '',
   updated_at: '',
   box_id: 'box-test',
@@ -50,6 +58,10 @@ const base = {
   startedAt: 0,
   threshold: 0.4,
   preview: { enabled: false, active: false, viewers: 0, frames: 0 },
+  motion: motionState(
+    new MotionGate(gateSettings(record, MotionConfigSchema.parse({}))).stats(),
+    gateSettings(record, MotionConfigSchema.parse({})),
+  ),
 };
 
 test('processed frames count the skipped sequences as dropped and emit the tracker events', (t) => {
@@ -147,4 +159,84 @@ test('knownTracks: unknown and liveness-blocked faces are never reused; tracks w
   };
   a.frameProcessed(1, frame([unknown, blocked, ann()]), 1000, 10);
   t.deepEqual(a.knownTracks(1100, 1000), [], 'confirmed unknown, blocked, and a match with no identifiedAt');
+});
+
+/** Ann's face with its box at `box` (normalised). */
+const annAt = (box: [number, number, number, number]): Detection<FacePayload> => ({ ...ann(), box });
+const door: [number, number][] = [
+  [0.5, 0],
+  [1, 0],
+  [1, 1],
+  [0.5, 1],
+];
+
+test('zones: a tracked face crossing into a zone raises zone_enter and leaving it zone_exit; events list the zones', (t) => {
+  const a = new MonitorActivity(
+    { ...record, zones: [{ name: 'door', polygon: door, inertia: 1 }], event_policy: { ...record.event_policy } },
+    'epoch-1',
+  );
+  // The box centre crosses x = 0.5 (the zone's edge) a little at a time, so it stays one track.
+  a.frameProcessed(1, frame([annAt([0.42, 0.4, 0.1, 0.1])]), 1000, 10);
+  a.frameProcessed(2, frame([annAt([0.47, 0.4, 0.1, 0.1])]), 1100, 10);
+  t.deepEqual(a.state(base, reader).faces[0]!.zones, ['door'], 'the state shows the zones a face is in');
+  a.frameProcessed(3, frame([annAt([0.43, 0.4, 0.1, 0.1])]), 1200, 10);
+  a.frameProcessed(4, frame([annAt([0.48, 0.4, 0.1, 0.1])]), 1300, 10);
+  a.expire(2400);
+  const events = a.events(null, 100).events;
+  t.deepEqual(
+    events.map((e) => `${e.type}${e.zone ? `:${e.zone}` : ''}${e.reason ? `(${e.reason})` : ''}`),
+    [
+      'person_enter',
+      'zone_enter:door',
+      'zone_exit:door(left_zone)',
+      'zone_enter:door',
+      'zone_exit:door(absent)',
+      'person_exit(absent)',
+    ],
+  );
+  t.deepEqual(events[0]!.zones, [], 'entered outside every zone');
+  t.deepEqual(events.at(-1)!.zones, ['door'], 'the exit lists every zone the face has been in');
+  for (const e of events) t.is(e.track_id, events[0]!.track_id);
+  t.is(events[1]!.person!.id, 'ann');
+});
+
+test('zones: a face confirmed inside a zone enters it right after its person_enter; unannounced tracks raise none', (t) => {
+  const zones = [{ name: 'desk', polygon: door, inertia: 2 }];
+  const a = new MonitorActivity({ ...record, zones, event_policy: { ...record.event_policy, confirm_frames: 2 } }, 'e');
+  a.frameProcessed(1, frame([annAt([0.6, 0.4, 0.1, 0.1])]), 1000, 10);
+  t.deepEqual(types(a), [], 'not confirmed: no zone event either');
+  a.frameProcessed(2, frame([annAt([0.6, 0.4, 0.1, 0.1])]), 1100, 10);
+  t.deepEqual(types(a), ['person_enter', 'zone_enter']);
+  t.deepEqual(a.events(null, 100).events[0]!.zones, ['desk']);
+  // The session ends with the face in the zone: the zone exit comes first, with the track's reason.
+  a.end('monitor_disabled');
+  t.deepEqual(
+    a
+      .events(null, 100)
+      .events.slice(2)
+      .map((e) => `${e.type}:${e.reason}`),
+    ['zone_exit:monitor_disabled', 'person_exit:monitor_disabled'],
+  );
+  // A swallowed enter (emit_unknown off) announces nothing, so its face raises no zone event.
+  const quiet = new MonitorActivity(
+    { ...record, zones, event_policy: { ...record.event_policy, emit_unknown: false } },
+    'e2',
+  );
+  const stranger: Detection<FacePayload> = { ...annAt([0.6, 0.4, 0.1, 0.1]), kind: 'unknown', personId: null };
+  for (let i = 1; i <= 4; i++) quiet.frameProcessed(i, frame([stranger]), 1000 + i * 100, 10);
+  t.deepEqual(types(quiet), []);
+});
+
+test('frames passed over by the motion gate are not dropped frames', (t) => {
+  const a = new MonitorActivity(record, 'epoch-1');
+  a.frameProcessed(1, frame([]), 1000, 10);
+  for (const seq of [2, 3, 3, 4]) a.frameGated(seq);
+  a.frameProcessed(6, frame([]), 2000, 10);
+  t.is(a.state(base, reader).inference.dropped_frames, 1, 'frame 5 alone was dropped');
+  // A gated frame inferred later (its keep-alive) is neither.
+  a.frameGated(7);
+  a.frameProcessed(7, frame([]), 3000, 10);
+  t.is(a.state(base, reader).inference.dropped_frames, 1);
+  t.is(a.lastInferenceAt, 3000);
+  t.deepEqual(a.gateTracks(), []);
 });
