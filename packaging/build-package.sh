@@ -35,16 +35,26 @@ trap root_unmount_all EXIT
 # What the arm64 build root holds beyond minbase (build-essential brings dpkg-dev for dpkg-shlibdeps).
 BUILD_ROOT_PACKAGES=build-essential,python3,pkg-config,libgstreamer1.0-dev,libgstreamer-plugins-base1.0-dev,git,xz-utils
 
-# 1. HEAD, exported: what is committed is what ships.
-commit=$(git -C "$repo" rev-parse --short=12 HEAD)
-version=$(git -C "$repo" show HEAD:package.json | node -p 'JSON.parse(require("fs").readFileSync(0, "utf8")).version')
-if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
-  log "the checkout has uncommitted changes: they are not in the package (built from HEAD $commit)"
+# 1. HEAD, exported: what is committed is what ships. VIGIL_PKG_RESUME=1 goes on with the export of an
+# earlier run whose `npm ci` completed (the emulated arm64 one takes hours), stamped with that run's commit.
+if [ "${VIGIL_PKG_RESUME:-0}" = 1 ] && [ -s "$work/commit" ] && [ -d "$work/src/node_modules" ]; then
+  commit=$(cat "$work/commit")
+  export VIGIL_PKG_SKIP_CI=1
+  log "resuming the build of $commit in $work"
+  rm -rf "$work/pkg" "$work/shlibs"
+  mkdir -p "$work/pkg" "$cache" "$out"
+else
+  commit=$(git -C "$repo" rev-parse --short=12 HEAD)
+  if [ -n "$(git -C "$repo" status --porcelain --untracked-files=no)" ]; then
+    log "the checkout has uncommitted changes: they are not in the package (built from HEAD $commit)"
+  fi
+  rm -rf "$work"
+  mkdir -p "$work/src" "$work/pkg" "$cache" "$out"
+  git -C "$repo" archive --format=tar HEAD | tar -x -C "$work/src"
+  echo "$commit" >"$work/commit"
 fi
+version=$(node -p 'require(process.argv[1]).version' "$work/src/package.json")
 log "vigil $version ($commit) for $arch"
-rm -rf "$work"
-mkdir -p "$work/src" "$work/pkg" "$cache" "$out"
-git -C "$repo" archive --format=tar HEAD | tar -x -C "$work/src"
 
 # 2. The Node.js runtime, from the npm registry, checked against the pinned integrity.
 node_version=$(node -p "require('$repo/packaging/node-runtime.json').version")
@@ -61,6 +71,7 @@ if [ "$got" != "$integrity" ]; then
   rm -f "$tgz"
   exit 1
 fi
+rm -rf "$work/node"
 mkdir -p "$work/node"
 tar -xzf "$tgz" -C "$work/node" --strip-components=1
 
@@ -80,8 +91,11 @@ else
   root_mount "$broot"
   root_bind "$broot" "$work" /build
   root_bind "$broot" "$(dirname "$(dirname "$npm_cli")")" /opt/npm ro
-  mkdir -p "$cache/npm-$arch"
-  root_bind "$broot" "$cache/npm-$arch" /root/.npm
+  # This machine's npm cache: packages fetched for the amd64 build (or earlier arm64 ones) are not fetched
+  # again by the emulated npm, which is slow at everything.
+  npm_cache=$(npm config get cache 2>/dev/null || echo "$HOME/.npm")
+  mkdir -p "$npm_cache"
+  root_bind "$broot" "$npm_cache" /root/.npm
   root_bind "$broot" "$repo/packaging/stage-app.sh" /usr/local/bin/stage-app.sh ro
   # A CA bundle this machine's npm is told to trust (a site's TLS proxy) is trusted inside the root too.
   ca=$(npm config get cafile 2>/dev/null || true)
@@ -90,7 +104,8 @@ else
     root_bind "$broot" "$ca" /etc/ssl/certs/vigil-build-ca.crt ro
     ca_env=(npm_config_cafile=/etc/ssl/certs/vigil-build-ca.crt)
   fi
-  root_run "$broot" env VIGIL_PKG_NATIVE_TESTS="${VIGIL_PKG_NATIVE_TESTS:-0}" JOBS="${JOBS:-2}" "${ca_env[@]}" \
+  root_run "$broot" env VIGIL_PKG_NATIVE_TESTS="${VIGIL_PKG_NATIVE_TESTS:-0}" VIGIL_PKG_SKIP_CI="${VIGIL_PKG_SKIP_CI:-0}" \
+    JOBS="${JOBS:-2}" "${ca_env[@]}" \
     /usr/local/bin/stage-app.sh /build/src /build/node /opt/npm/bin/npm-cli.js "$commit"
 fi
 

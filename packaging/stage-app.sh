@@ -7,6 +7,7 @@
 #   NPM_CLI   npm's bin/npm-cli.js (npm is JavaScript: the build machine's copy runs on the shipped Node)
 #   COMMIT    the git commit stamped into dist/build-info.json
 # VIGIL_PKG_NATIVE_TESTS=1 runs the native addons' unit tests (NEON or AVX2 paths) before dev deps go.
+# The script is read by bash as it runs: do not edit it while a build runs.
 set -euo pipefail
 src=$1
 nodedir=$2
@@ -29,7 +30,10 @@ t0=$(date +%s)
 step() { printf '[stage %s %5ss] %s\n' "$node_arch" $(($(date +%s) - t0)) "$*" >&2; }
 
 step "npm ci (compiles better-sqlite3, gstreamer-superficial, native/hnsw-walk, native/vector-scan)"
-npm ci --no-audit --no-fund --foreground-scripts
+# --prefer-offline: what the npm cache holds is used without asking the registry again (the lockfile pins
+# every version and integrity; the lock records no download addresses, so npm would fetch every packument).
+# VIGIL_PKG_SKIP_CI=1 (build-package.sh's VIGIL_PKG_RESUME): node_modules from an earlier run is complete.
+[ "${VIGIL_PKG_SKIP_CI:-0}" = 1 ] || npm ci --no-audit --no-fund --foreground-scripts --prefer-offline
 step "npm run build"
 VIGIL_COMMIT=$commit npm run build
 if [ "${VIGIL_PKG_NATIVE_TESTS:-0}" = 1 ]; then
@@ -37,7 +41,8 @@ if [ "${VIGIL_PKG_NATIVE_TESTS:-0}" = 1 ]; then
   node node_modules/ava/entrypoints/cli.mjs test/unit/vector-scan.test.ts test/unit/hnsw-graph.test.ts
 fi
 step "npm prune --omit=dev"
-npm prune --omit=dev --no-audit --no-fund
+# --ignore-scripts: prune would otherwise run the linked addons' install scripts again (a full rebuild).
+npm prune --omit=dev --no-audit --no-fund --prefer-offline --ignore-scripts
 
 # Our addons ship prebuilt (node-gyp-build loads prebuilds/linux-<arch>/ as for usearch): no box compiles.
 for addon in hnsw-walk:hnsw_walk vector-scan:vector_scan; do
