@@ -57,6 +57,16 @@ export class ApiError extends VigilError {
   static revive(e: { status: number; code: string; message: string; details?: Details; headers?: Headers }): ApiError {
     return new ApiError(CATALOGUE, e.status, e.code, e.message, e.details ?? {}, e.headers ?? {});
   }
+
+  /** The error of a daemon's error answer (its `{error: {code, message, details}}` envelope), for the REST API's own clients. */
+  static fromEnvelope(
+    status: number,
+    body: { error?: { code?: string; message?: string; details?: Details } },
+  ): ApiError {
+    const e = body.error;
+    if (!e?.code) return new ApiError(CATALOGUE, status, 'http_error', `HTTP ${status}`, {}, {});
+    return new ApiError(CATALOGUE, status, e.code, e.message ?? `HTTP ${status}`, e.details ?? {}, {});
+  }
 }
 
 /** A failure the operator must fix (configuration, command line, files on disk): one line, then exit (codes: src/cli/exitCodes.ts). */
@@ -725,6 +735,16 @@ export const Errors = {
       details: { max_monitors: max },
     }),
   ),
+  monitorTestBusy: api(
+    'monitor_test_busy',
+    429,
+    'As many camera connection tests as a box runs at once are running; retry when one has finished.',
+    (max: number) => ({
+      message: `${max} connection tests are running; retry in a few seconds.`,
+      details: { max_running: max },
+      headers: { 'Retry-After': '5' },
+    }),
+  ),
   monitorStartFailed: api(
     'monitor_start_failed',
     500,
@@ -1212,7 +1232,7 @@ export const Errors = {
   daemonUnreachable: api(
     'daemon_unreachable',
     503,
-    "MCP over stdio: the daemon's REST API could not be reached.",
+    'MCP over stdio or a CLI command that works through the daemon: its REST API could not be reached.',
     (url: string, why: string) => ({ message: `The Vigil daemon at ${url} could not be reached: ${why}.` }),
   ),
 

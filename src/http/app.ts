@@ -23,6 +23,8 @@ import { collectionRoutes } from './routes/collections.js';
 import { GALLERY_IMPORT_PATH, galleryImportRoutes } from './routes/galleryImport.js';
 import { faceRoutes } from './routes/faces.js';
 import { monitorRoutes } from './routes/monitors.js';
+import { monitorSetupRoutes } from './routes/monitorSetup.js';
+import { settingsRoutes } from './routes/settings.js';
 import { eventRoutes } from './routes/events.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { kioskRoutes } from './routes/kiosk.js';
@@ -45,6 +47,8 @@ export function apiRoutes(rt: Runtime, streams = new AuthorizedStreams()): Route
     ...collectionRoutes(rt),
     ...galleryImportRoutes(rt),
     ...monitorRoutes(rt, streams),
+    ...monitorSetupRoutes(rt),
+    ...settingsRoutes(rt),
     ...eventRoutes(rt),
     ...webhookRoutes(rt),
     ...scraperRoutes(rt),

@@ -27,15 +27,7 @@ export function restBackend(baseUrl: string, workspaceId: string, key: string): 
       throw Errors.daemonUnreachable(baseUrl, (e as Error).message);
     }
     const json = (await res.json().catch(() => ({}))) as Record<string, any>;
-    if (res.status >= 400)
-      throw json.error?.code
-        ? ApiError.revive({
-            status: res.status,
-            code: json.error.code,
-            message: json.error.message ?? `HTTP ${res.status}`,
-            details: json.error.details ?? {},
-          })
-        : Errors.httpError(res.status, `HTTP ${res.status}`);
+    if (res.status >= 400) throw ApiError.fromEnvelope(res.status, json);
     const { request_id: _id, ...run } = json;
     return { status: res.status, run };
   };

@@ -250,8 +250,17 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
   const extensions = new Set([
     'post /v1/collections/{collection_id}/import',
     'get /v1/collections/{collection_id}/export',
+    'post /v1/monitors/test',
+    'post /v1/monitors/{monitor_id}/test',
   ]);
-  const extensionFamilies = ['/v1/events', '/v1/webhooks', '/v1/kiosk-tokens', '/v1/fleet'];
+  const extensionFamilies = [
+    '/v1/events',
+    '/v1/webhooks',
+    '/v1/kiosk-tokens',
+    '/v1/fleet',
+    '/v1/settings',
+    '/v1/monitor-pipelines',
+  ];
   for (const family of extensionFamilies)
     t.false(
       Object.keys(snapshot.paths).some((p) => p === family || p.startsWith(`${family}/`)),
