@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { loadConfig } from '../config/load.js';
 import { Errors, isVigilError } from '../contract/errors.js';
 import { buildCommit, VERSION } from '../contract/version.js';
+import { parseCommandLine } from './commandLine.js';
 import { EXIT, exitCodeFor } from './exitCodes.js';
 
 const USAGE = `vigil ${VERSION}
@@ -22,6 +22,9 @@ Usage:
   vigil backup FILE.tar.gz                 online backup of the data dir (vigil backup --help)
   vigil restore FILE.tar.gz [--force]      verified restore on a stopped box
   vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
+  vigil config get [KEY] | set KEY VALUE   read and change server.toml's settings, applied live where they can be
+  vigil monitors list|add|remove|test      cameras, through the running daemon (vigil monitors --help)
+  vigil collections list|create            collections, through the running daemon (vigil collections --help)
   vigil store migrate --to postgres [--url URL]
                                            copy this (stopped) box's gallery into PostgreSQL for fleet mode
   vigil store compact                      give deleted data's disk space back (stopped box; vigil store compact --help)
@@ -96,14 +99,7 @@ export function configFile(flag: string | undefined, env: NodeJS.ProcessEnv = pr
   return existsSync('/etc/vigil/server.toml') ? '/etc/vigil/server.toml' : undefined;
 }
 
-/** node:util parseArgs with its TypeErrors turned into one usage line. */
-function parse<T extends ParseArgsConfig>(command: string, config: T) {
-  try {
-    return parseArgs(config);
-  } catch (e) {
-    throw Errors.usageError(`${(e as Error).message.split('. To specify')[0]} (see vigil ${command} --help)`);
-  }
-}
+const parse = parseCommandLine;
 
 const daemonUrl = (config: ReturnType<typeof loadConfig>['config']) => {
   const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host;
@@ -163,6 +159,20 @@ async function main(argv: string[]): Promise<number> {
     case 'kiosk': {
       const { runKioskCommand } = await import('./kiosk.js');
       return runKioskCommand(rest, configFile(undefined));
+    }
+    case 'config': {
+      const { runConfigCommand } = await import('./config.js');
+      return runConfigCommand(rest, configFile(undefined));
+    }
+    case 'monitors':
+    case 'collections': {
+      // Through the running daemon's API, with the admin key (as `vigil gallery`).
+      const target = (flag?: string) => ({
+        url: daemonUrl(loadConfig(configFile(flag)).config),
+        key: process.env.VIGIL_API_KEY ?? null,
+      });
+      const cli = await import('./monitorsCli.js');
+      return command === 'monitors' ? cli.runMonitorsCommand(rest, target) : cli.runCollectionsCommand(rest, target);
     }
     case 'gallery': {
       const { values, positionals } = parse('gallery', {

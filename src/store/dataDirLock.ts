@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Errors } from '../contract/errors.js';
 
@@ -63,5 +63,32 @@ function readPid(path: string): number | null {
     return Number.isInteger(pid) && pid > 0 ? pid : null;
   } catch {
     return null;
+  }
+}
+
+/**
+ * The pid of the process that holds the data directory's lock (a running daemon), -1 when one holds it but
+ * its pid file is gone, or null when none does (a pid file left by a killed process does not count). Creates
+ * nothing: a CLI run as root must not leave root's files in the service's directory.
+ */
+export function dataDirHolder(dataDir: string): number | null {
+  const path = join(dataDir, LOCK_FILE);
+  if (!existsSync(path)) return null;
+  let db: Database.Database;
+  try {
+    db = new Database(path, { timeout: 0, fileMustExist: true });
+  } catch {
+    return null;
+  }
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+    db.exec('ROLLBACK');
+    return null;
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'SQLITE_BUSY') return null;
+    return readPid(`${path}.pid`) ?? -1;
+  } finally {
+    db.close();
   }
 }
