@@ -13,7 +13,7 @@ export const LAYERS: string[][] = [
   ['log', 'system', 'config'],
   ['store', 'models'],
   ['inference', 'search', 'webhooks'],
-  ['auth', 'workspaces', 'collections', 'addons'],
+  ['auth', 'users', 'workspaces', 'collections', 'addons'],
   ['scrapers', 'monitors'],
   ['events'],
   ['mcp'],

@@ -71,6 +71,11 @@ export class ApiKeyStore {
     return () => id !== null && this.activeKey()?.id === id;
   }
 
+  /** The row id of the active key (the audit log names the key by it: "api key #3"). */
+  activeKeyId(): number | null {
+    return this.activeKey()?.id ?? null;
+  }
+
   hasActiveKey(): boolean {
     return this.activeKey() !== null;
   }

@@ -1,9 +1,10 @@
-import { parseArgs } from 'node:util';
 import { KioskTokenStore } from '../auth/kioskTokenStore.js';
 import { loadConfig } from '../config/load.js';
 import { Errors } from '../contract/errors.js';
 import { kioskPath } from '../http/routes/kiosk.js';
 import { openDatabase } from '../store/database.js';
+import { AuditLog, cliActor } from '../users/auditLog.js';
+import { parseCommandLine } from './commandLine.js';
 import type { CliIo } from './workspaces.js';
 
 export const KIOSK_USAGE = `Usage:
@@ -21,24 +22,18 @@ export async function runKioskCommand(
   configFile: string | undefined,
   io: CliIo = process,
 ): Promise<number> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        config: { type: 'string', short: 'c' },
-        monitor: { type: 'string', short: 'm', multiple: true },
-        label: { type: 'string' },
-        'base-url': { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
-  } catch (e) {
-    throw Errors.usageError(`${(e as Error).message.split('. To specify')[0]} (see vigil kiosk --help)`);
-  }
-  const { values, positionals } = parsed;
+  const { values, positionals } = parseCommandLine('kiosk', {
+    args: argv,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      monitor: { type: 'string', short: 'm', multiple: true },
+      label: { type: 'string' },
+      'base-url': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
   const [action, ...rest] = positionals;
   if (values.help || !action) {
     io.stdout.write(KIOSK_USAGE);
@@ -48,6 +43,9 @@ export async function runKioskCommand(
   const db = openDatabase(config.server.data_dir, undefined, { lock: false });
   try {
     const store = new KioskTokenStore(db.db);
+    // What this command changes goes into the daemon's audit log, as the same operation over the API would.
+    const audit = (operationId: string, detail: Record<string, unknown>) =>
+      new AuditLog(db.db).record({ source: 'cli', actor_type: 'cli', actor: cliActor(), action: operationId, detail });
     const out = (json: unknown, text: string) =>
       io.stdout.write(values.json ? `${JSON.stringify(json, null, 2)}\n` : text);
     switch (action) {
@@ -58,6 +56,7 @@ export async function runKioskCommand(
         const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '<this-box>' : config.server.host;
         const base = (values['base-url'] ?? `http://${host}:${config.server.port}`).replace(/\/$/, '');
         const { token, kiosk } = store.create(monitors, values.label ?? '');
+        audit('create_kiosk_token_v1_kiosk_tokens_post', { token_id: kiosk.id, monitor_ids: kiosk.monitor_ids });
         const urls = Object.fromEntries(kiosk.monitor_ids.map((m) => [m, base + kioskPath(m, token)]));
         out(
           { kiosk_token: kiosk, token, kiosk_urls: urls },
@@ -88,6 +87,7 @@ export async function runKioskCommand(
       case 'revoke': {
         if (rest.length !== 1) throw Errors.usageError('usage: vigil kiosk revoke TOKEN_ID');
         const k = store.revoke(rest[0]!);
+        audit('revoke_kiosk_token_v1_kiosk_tokens__token_id__delete', { token_id: k.id });
         out(k, `revoked ${k.id}\n`);
         return 0;
       }

@@ -22,6 +22,7 @@ Usage:
   vigil backup FILE.tar.gz                 online backup of the data dir (vigil backup --help)
   vigil restore FILE.tar.gz [--force]      verified restore on a stopped box
   vigil kiosk create|list|revoke          preview-only kiosk tokens (vigil kiosk --help)
+  vigil users add|list|passwd|remove       web UI accounts with roles (vigil users --help)
   vigil config get [KEY] | set KEY VALUE   read and change server.toml's settings, applied live where they can be
   vigil monitors list|add|remove|test      cameras, through the running daemon (vigil monitors --help)
   vigil collections list|create            collections, through the running daemon (vigil collections --help)
@@ -159,6 +160,10 @@ async function main(argv: string[]): Promise<number> {
     case 'kiosk': {
       const { runKioskCommand } = await import('./kiosk.js');
       return runKioskCommand(rest, configFile(undefined));
+    }
+    case 'users': {
+      const { runUsersCommand } = await import('./users.js');
+      return runUsersCommand(rest, configFile(undefined));
     }
     case 'config': {
       const { runConfigCommand } = await import('./config.js');

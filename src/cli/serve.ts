@@ -31,6 +31,10 @@ import { requireLiveness } from '../addons/livenessFiles.js';
 import type { LivenessPolicy } from '../inference/faceService.js';
 import { ApiKeyStore } from '../auth/apiKeyStore.js';
 import { KioskTokenStore } from '../auth/kioskTokenStore.js';
+import { AuditLog } from '../users/auditLog.js';
+import { AccountHousekeeping } from '../users/housekeeping.js';
+import { UserService } from '../users/userService.js';
+import { UserStore } from '../users/userStore.js';
 import { CollectionStore } from '../collections/collectionStore.js';
 import { GalleryFollower } from '../collections/fleetFollower.js';
 import { PgGallery } from '../collections/pgGallery.js';
@@ -154,6 +158,10 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
   let fleetPool: pg.Pool | null = null;
   try {
     const keys = new ApiKeyStore(db.db);
+    const users = new UserService(new UserStore(db.db), {
+      idleMs: config.auth.session_idle_minutes * 60_000,
+      maxMs: config.auth.session_max_hours * 3_600_000,
+    });
     if (config.auth.api_key) {
       const outcome = keys.ensureKey(config.auth.api_key);
       if (outcome !== 'unchanged') log.info({ outcome }, 'API key stored');
@@ -207,6 +215,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     });
     let active: Runtime['inference'] = null;
     const cursors = CursorCodec.open(config.server.data_dir);
+    const audit = new AuditLog(db.db, cursors);
     // Fleet mode: the gallery is in PostgreSQL; this file is the box's replica, kept current by the follower.
     const boxId = resolveBoxId(db.db, config.server.box_id, config.store.backend, hostname());
     let fleet: { gallery: PgGallery; follower: GalleryFollower; pool: pg.Pool; pgOptions: PgOptions } | null = null;
@@ -473,6 +482,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       db,
       keys,
       kiosk: new KioskTokenStore(db.db),
+      users,
+      audit,
       recentErrors: new RecentErrors(),
       metrics,
       host: await hostInfo(),
@@ -491,6 +502,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       purges,
     };
     metrics.attach(runtime);
+    const housekeeping = new AccountHousekeeping(users, audit, config.audit.retention_days, log);
     const { app } = createApp(runtime);
     const server = app.listen(config.server.port, config.server.host);
     replyToClientErrors(server, log);
@@ -522,6 +534,14 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         ? `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`
         : '';
     log.info({ url, config_file: loaded.file }, 'listening');
+    // Until a user exists, the sign-in page creates the first admin with this code (or: vigil users add).
+    const setupCode = config.auth.enabled ? users.issueSetupCode() : null;
+    if (setupCode)
+      log.warn(
+        { setup_code: setupCode, url },
+        `no user exists yet: open the web UI and create the first admin with the set-up code ${setupCode} (valid until a user exists), or run: vigil users add NAME --role admin`,
+      );
+    housekeeping.start();
     if (memoryAllocator() === 'glibc') {
       log.warn(
         { memory_allocator: 'glibc' },
@@ -649,6 +669,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
     const close = async () => {
       if (closed) return;
       closed = true;
+      housekeeping.stop();
       await livenessManager.close();
       // Stop accepting, end the preview streams (monitors) and every open connection, then wait for the
       // server: awaiting close() first would hang while a kiosk keeps an MJPEG preview open.

@@ -736,6 +736,13 @@ export const ConfigSchema = z.strictObject({
         .array(z.string().url())
         .default([])
         .describe('Browser origins allowed by CORS, exact, e.g. ["http://kiosk.lan:8080"] (VIGIL_CORS_ORIGINS).'),
+      trusted_proxies: z
+        .array(z.union([z.ipv4(), z.ipv6()]))
+        .max(64)
+        .default(['127.0.0.1', '::1'])
+        .describe(
+          'Addresses of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: the client address (failure throttle, sessions, audit) and HTTPS (Secure session cookie) come from them. Others are ignored (docs/operations/tls-reverse-proxy.md).',
+        ),
       log_level: z
         .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
         .default('info')
@@ -773,11 +780,37 @@ export const ConfigSchema = z.strictObject({
         .default(20)
         .describe('Wrong keys one source address may present per window before it gets 429 until the window ends.'),
       failure_window_seconds: z.number().int().min(1).max(86_400).default(60).describe('The window of max_failures.'),
+      session_idle_minutes: z
+        .number()
+        .int()
+        .min(5)
+        .max(43_200)
+        .default(720)
+        .describe('A browser session (password sign-in) not used for this long ends (docs/operations/users.md).'),
+      session_max_hours: z
+        .number()
+        .int()
+        .min(1)
+        .max(8760)
+        .default(168)
+        .describe('A browser session ends this long after its sign-in, used or not.'),
     })
     .prefault({})
     .describe(
-      'The API key check. The key itself comes from VIGIL_API_KEY (a different value on a later start rotates it).',
+      'The API key check, user sessions and the failure throttle they share. The key itself comes from VIGIL_API_KEY (a different value on a later start rotates it); users: `vigil users add` (docs/operations/users.md).',
     ),
+  audit: z
+    .strictObject({
+      retention_days: z
+        .number()
+        .int()
+        .min(0)
+        .max(36_500)
+        .default(365)
+        .describe('Audit log entries older than this are deleted (checked hourly); 0 keeps them all.'),
+    })
+    .prefault({})
+    .describe('The audit log of who changed what, from the API, the web UI and the CLI (GET /v1/audit, admins only).'),
   inference: z
     .strictObject({
       model_pack: z

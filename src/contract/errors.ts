@@ -1313,6 +1313,93 @@ export const Errors = {
     details: { token_id: id },
   })),
 
+  // ---- user accounts, browser sessions, the audit log ----
+  forbiddenRole: api(
+    'forbidden_role',
+    403,
+    "The signed-in user's role may not do this; `details.required_role` is the role the operation needs, `details.role` the user's.",
+    (required: string, role: string) => ({
+      message: `This needs the ${required} role; you are signed in as ${role}.`,
+      details: { required_role: required, role },
+    }),
+  ),
+  csrfFailed: api(
+    'csrf_failed',
+    403,
+    "A request that changes something, authenticated by the session cookie, lacked the session's `X-CSRF-Token` header or came from another site; `details.reason` (missing_token, wrong_token, cross_site). Bearer requests are never checked.",
+    (reason: 'missing_token' | 'wrong_token' | 'cross_site') => ({
+      message:
+        reason === 'cross_site'
+          ? 'This request came from another site; signed-in changes are accepted only from this one.'
+          : 'The X-CSRF-Token header of this session is required for requests that change something.',
+      details: { reason },
+    }),
+  ),
+  invalidCredentials: api(
+    'invalid_credentials',
+    401,
+    'Sign-in refused: the username or the password is wrong (the answer does not say which). Counts against the address like a wrong key.',
+    fixed('The username or password is wrong.'),
+  ),
+  setupCodeInvalid: api(
+    'setup_code_invalid',
+    401,
+    'The first-admin set-up code is wrong (it is printed at start while no user exists). Counts against the address like a wrong key.',
+    fixed('The set-up code is not valid. Use the code the daemon printed at its last start.'),
+  ),
+  setupNotAvailable: api(
+    'setup_not_available',
+    409,
+    'First-admin set-up is over: a user exists (sign in), or authentication is off.',
+    fixed('Set-up is not available: a user exists already. Sign in instead.'),
+  ),
+  invalidPassword: api(
+    'invalid_password',
+    400,
+    'The new password breaks a rule; `details.reason` (too_short: under 10 characters, too_long: over 256 bytes, control_characters, same_as_username).',
+    (reason: string, text: string) => ({
+      message: `Request validation failed: ${text}.`,
+      details: { field: 'password', reason },
+    }),
+  ),
+  userNotFound: api('user_not_found', 404, 'No user with this id.', (id: string) => ({
+    message: `User ${sq(id)} was not found.`,
+    details: { user_id: id },
+  })),
+  userExists: api(
+    'user_exists',
+    409,
+    'A user with this username exists (usernames are case-insensitive).',
+    (name: string) => ({
+      message: `A user named ${q(name)} already exists.`,
+      details: { username: name },
+    }),
+  ),
+  lastAdmin: api(
+    'last_admin',
+    409,
+    'The change would leave no admin user: make another user admin first.',
+    (username: string) => ({
+      message: `${username} is the last admin: make another user admin first.`,
+      details: { username },
+    }),
+  ),
+  sessionNotFound: api(
+    'session_not_found',
+    404,
+    'No active session with this id (or not one of yours).',
+    (id: string) => ({
+      message: `Session ${sq(id)} was not found.`,
+      details: { session_id: id },
+    }),
+  ),
+  notSignedIn: api(
+    'not_signed_in',
+    400,
+    'The operation acts on the session of the request (sign out, change own password), and this request was not authenticated by a session cookie.',
+    fixed('This request is not signed in with a session (it used the API key).'),
+  ),
+
   // ---- operator errors: configuration, command line, files (never HTTP) ----
   configInvalid: operator(
     'config_invalid',

@@ -1,7 +1,10 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import { FailureThrottle } from '../auth/failureThrottle.js';
-import { requireApiKey, requireApiKeyOrKiosk } from './auth.js';
+import { requireCredential, requireRole } from './auth.js';
+import { auditTrail } from './auditTrail.js';
+import { forwardedFromTrustedProxies } from './browserSession.js';
+import { userRoutes } from './routes/users.js';
 import { mountMcp } from './mcpRoute.js';
 import { scraperRoutes } from './routes/scrapers.js';
 import { requireWorkspaceKey } from './workspaceAuth.js';
@@ -17,7 +20,7 @@ import {
   securityHeaders,
 } from './middleware.js';
 import { buildOpenApi } from './openapi.js';
-import { koaPath, type AppState, type RouteSpec } from './route.js';
+import { isAudited, koaPath, requiredRole, type AppState, type RouteSpec } from './route.js';
 import { addonRoutes } from './routes/addons.js';
 import { collectionRoutes } from './routes/collections.js';
 import { GALLERY_IMPORT_PATH, galleryImportRoutes } from './routes/galleryImport.js';
@@ -35,11 +38,24 @@ import { webUi } from './webUi.js';
 import { mountOperations } from './operations.js';
 import { AuthorizedStreams } from './authorizedStreams.js';
 
+/** Wrong keys, kiosk tokens, passwords and set-up codes per source address, one budget for them all. */
+export function failureThrottle(config: Runtime['loaded']['config']): FailureThrottle {
+  return new FailureThrottle({
+    maxFailures: config.auth.max_failures,
+    windowMs: config.auth.failure_window_seconds * 1000,
+  });
+}
+
 /**
  * Every API operation the daemon serves (the auth test enumerates this list). `streams`: the open previews,
- * watched so that revoking the credential that opened one ends it.
+ * watched so that revoking the credential that opened one ends it; `throttle`: the failure budget sign-ins
+ * share with the guards.
  */
-export function apiRoutes(rt: Runtime, streams = new AuthorizedStreams()): RouteSpec[] {
+export function apiRoutes(
+  rt: Runtime,
+  streams = new AuthorizedStreams(),
+  throttle = failureThrottle(rt.loaded.config),
+): RouteSpec[] {
   return [
     ...systemRoutes(rt),
     ...addonRoutes(rt),
@@ -54,6 +70,7 @@ export function apiRoutes(rt: Runtime, streams = new AuthorizedStreams()): Route
     ...scraperRoutes(rt),
     ...workspaceWebhookRoutes(rt),
     ...kioskRoutes(rt, streams),
+    ...userRoutes(rt, streams, throttle),
   ];
 }
 
@@ -62,22 +79,23 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
   const app = new Koa<AppState>();
   // Errors are shaped and logged by our middleware; Koa's default handler would print them again.
   app.silent = true;
-  const routes = apiRoutes(rt);
+  // Wrong keys per source address, shared by the admin and the workspace keys, passwords and set-up codes.
+  const throttle = failureThrottle(config);
+  const routes = apiRoutes(rt, new AuthorizedStreams(), throttle);
   const openapi = buildOpenApi(routes, RUN_WEBHOOK_EVENTS);
   const router = new Router<AppState>();
-  // Wrong keys per source address, shared by the admin and the workspace keys.
-  const throttle = new FailureThrottle({
-    maxFailures: config.auth.max_failures,
-    windowMs: config.auth.failure_window_seconds * 1000,
-  });
-  const auth = requireApiKey(rt.keys, throttle);
+  const deps = { keys: rt.keys, kiosk: rt.kiosk, users: rt.users, throttle };
+  const auth = requireCredential(deps, false);
   const workspaceAuth = requireWorkspaceKey(rt.workspaces, throttle);
-  const kioskAuth = requireApiKeyOrKiosk(rt.keys, rt.kiosk, throttle);
+  const kioskAuth = requireCredential(deps, true);
   for (const r of routes) {
     // Workspace routes always need a workspace key: it names the tenant, even when the face API is open.
     const guard =
       r.auth === 'workspace' ? [workspaceAuth] : r.public || !config.auth.enabled ? [] : r.kiosk ? [kioskAuth] : [auth];
-    router[r.method](koaPath(r.path), ...guard, async (ctx) => r.handler(ctx as never));
+    // Audited after the guard (it names who acted) and before the role check (a refusal is recorded too).
+    const audit = isAudited(r) ? [auditTrail(rt.audit, r.operationId, rt.log)] : [];
+    const role = guard.length && r.auth !== 'workspace' ? [requireRole(requiredRole(r))] : [];
+    router[r.method](koaPath(r.path), ...guard, ...audit, ...role, async (ctx) => r.handler(ctx as never));
   }
   mountMcp(router, rt);
   mountOperations(router, rt);
@@ -85,6 +103,8 @@ export function createApp(rt: Runtime): { app: Koa<AppState>; routes: RouteSpec[
     ctx.body = openapi;
   });
 
+  // First: the client address and scheme behind a trusted proxy, for everything after (throttle, cookies, logs).
+  app.use(forwardedFromTrustedProxies(config.server.trusted_proxies));
   app.use(requestId(rt.log));
   if (rt.metrics) app.use(rt.metrics.http());
   app.use(securityHeaders());

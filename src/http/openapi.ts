@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { API_CONTRACT_VERSION, VERSION } from '../contract/version.js';
-import type { RouteSpec } from './route.js';
+import { isAudited, requiredRole, type RouteSpec } from './route.js';
 import '../contract/common.js'; // registers ErrorEnvelope
 
 /** Every /v1 operation documents the same error statuses, all as ErrorEnvelope (as upstream). */
@@ -54,6 +54,16 @@ export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] =
     const op: Json = { operationId: r.operationId, summary: r.summary, tags: r.tags, responses };
     if (r.description) op.description = r.description;
     if (!r.public) op.security = [{ bearerAuth: [] }];
+    if (!r.public && r.auth !== 'workspace') {
+      // Who may call it when signed in with a password (the API key is admin); 403 forbidden_role below it.
+      op['x-vigil-role'] = requiredRole(r);
+      responses['403'] ??= {
+        description:
+          "forbidden_role: the signed-in user's role is below x-vigil-role; csrf_failed: a cookie request without its CSRF token.",
+        content: { 'application/json': { schema: { $ref: REF('ErrorEnvelope') } } },
+      };
+    }
+    if (isAudited(r)) op['x-vigil-audited'] = true;
     if (r.body)
       op.requestBody = { required: true, content: { [r.body.contentType]: { schema: schemaRef(r.body.schema) } } };
     if (r.query) {
@@ -114,7 +124,9 @@ export function buildOpenApi(routes: RouteSpec[], webhooks: WebhookEventSpec[] =
       version: API_CONTRACT_VERSION,
       'x-vigil-version': VERSION,
       description:
-        'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements.',
+        'Self-hosted face service. Wire-compatible with InsightFace Server 0.3.x for the routes it implements. ' +
+        'API clients use the Bearer API key (admin). The web UI signs people in with a password instead (POST /v1/auth/login): ' +
+        'a session cookie, an X-CSRF-Token header on changes, and a role; x-vigil-role names the least role of each operation.',
     },
     paths,
     ...(webhooks.length ? { webhooks: hooks } : {}),

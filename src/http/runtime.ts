@@ -14,6 +14,8 @@ import type { MonitorManager } from '../monitors/monitorManager.js';
 import type { DetectionProfile } from '../inference/pipeline.js';
 import type { ApiKeyStore } from '../auth/apiKeyStore.js';
 import type { KioskTokenStore } from '../auth/kioskTokenStore.js';
+import type { UserService } from '../users/userService.js';
+import type { AuditLog } from '../users/auditLog.js';
 import type { OpenedDatabase } from '../store/database.js';
 import type { RecentErrors } from './errors.js';
 import type { VigilMetrics } from './metrics.js';
@@ -56,6 +58,10 @@ export interface Runtime {
   keys: ApiKeyStore;
   /** Preview-only kiosk tokens. */
   kiosk: KioskTokenStore;
+  /** User accounts with roles and their browser sessions (this box's SQLite, also in fleet mode). */
+  users: UserService;
+  /** Who did what: every audited operation (RouteSpec.audit) and the CLI commands that write. */
+  audit: AuditLog;
   recentErrors: RecentErrors;
   /** The Prometheus registry behind GET /metrics (absent in tests that build a bare runtime). */
   metrics?: VigilMetrics;

@@ -1,7 +1,8 @@
-import { session } from './api.js';
+import type { RoleT } from '../contract/users.js';
+import { restoreSession, session, signOut as endSession } from './api.js';
 import { h, replace } from './dom.js';
 import { listen, match, route, type Route } from './router.js';
-import { authRequired, signInForm } from './signin.js';
+import { authStatus, signInForm } from './signin.js';
 import { errorBox } from './ui.js';
 import { dashboardPage } from './pages/dashboard.js';
 import { collectionPage, collectionsPage } from './pages/collections.js';
@@ -26,15 +27,16 @@ const routes: Route[] = [
   route('/system', 'System', systemPage),
 ];
 
-const NAV: [string, string][] = [
-  ['/', 'Dashboard'],
-  ['/collections', 'Collections'],
-  ['/search', 'Search'],
-  ['/compare', 'Compare'],
-  ['/detect', 'Detect'],
-  ['/monitors', 'Monitors'],
-  ['/events', 'Events'],
-  ['/system', 'System'],
+/** Each page with the least role whose calls it makes (a viewer watches cameras and events only). */
+const NAV: [string, string, RoleT][] = [
+  ['/', 'Dashboard', 'operator'],
+  ['/collections', 'Collections', 'operator'],
+  ['/search', 'Search', 'operator'],
+  ['/compare', 'Compare', 'operator'],
+  ['/detect', 'Detect', 'operator'],
+  ['/monitors', 'Monitors', 'viewer'],
+  ['/events', 'Events', 'viewer'],
+  ['/system', 'System', 'operator'],
 ];
 
 export function startApp(root: HTMLElement): void {
@@ -42,6 +44,7 @@ export function startApp(root: HTMLElement): void {
   const main = h('main', { id: 'main', tabindex: '-1' });
   const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' });
   const signOut = h('button', { type: 'button', class: 'small' }, 'Sign out');
+  const who = h('span', { class: 'who muted', 'data-testid': 'signed-in-as' });
   const layout = h(
     'div',
     { class: 'layout' },
@@ -52,6 +55,7 @@ export function startApp(root: HTMLElement): void {
       h('span', { class: 'brand' }, 'Vigil'),
       nav,
       h('a', { href: '/docs', class: 'docs-link', target: '_blank', rel: 'noopener' }, 'API docs'),
+      who,
       signOut,
     ),
     main,
@@ -60,18 +64,25 @@ export function startApp(root: HTMLElement): void {
   const showSignIn = (intro?: string) => {
     page?.abort();
     page = null;
-    replace(
-      root,
-      signInForm(() => render(), intro),
+    // While no user exists the page offers the first admin's set-up instead of the sign-in.
+    void authStatus().then(({ setupRequired }) =>
+      replace(
+        root,
+        signInForm(() => render(), intro, setupRequired),
+      ),
     );
   };
   signOut.addEventListener('click', () => {
-    session.set(null);
-    showSignIn('Signed out. Paste the API key to continue.');
+    void endSession().then(() => showSignIn('Signed out.'));
   });
   session.onUnauthorized(() => {
-    session.set(null);
-    showSignIn('The daemon rejected the key (it may have been rotated). Paste the API key again.');
+    const wasUser = session.isUser;
+    session.clear();
+    showSignIn(
+      wasUser
+        ? 'Your session has ended (signed out elsewhere, revoked or expired). Sign in again.'
+        : 'The daemon rejected the key (it may have been rotated). Paste the API key again.',
+    );
   });
 
   const render = () => {
@@ -80,10 +91,14 @@ export function startApp(root: HTMLElement): void {
     page?.abort();
     page = new AbortController();
     const signal = page.signal;
+    // A viewer's home is the cameras: the dashboard's calls would only answer 403.
+    if (location.pathname === '/' && !session.allows('operator')) history.replaceState(null, '', '/monitors');
     const found = match(routes, location.pathname);
+    who.textContent = session.username ? `${session.username} (${session.role})` : '';
+    signOut.hidden = !needKey;
     replace(
       nav,
-      NAV.map(([href, text]) => {
+      NAV.filter(([, , role]) => session.allows(role)).map(([href, text]) => {
         const current = href === '/' ? location.pathname === '/' : location.pathname.startsWith(href);
         return h('a', { href, 'aria-current': current ? 'page' : null }, text);
       }),
@@ -110,8 +125,10 @@ export function startApp(root: HTMLElement): void {
   let needKey = true;
   listen(render);
   answerKioskRequests();
-  void authRequired().then((required) => {
+  // A session cookie from before the reload signs the tab in again without a form.
+  void authStatus().then(async ({ required }) => {
     needKey = required;
+    if (required) await restoreSession();
     render();
   });
 }

@@ -8,7 +8,7 @@ import { loadCatalog } from '../../src/models/catalog.js';
 import { call, FACES, face, labels, MODELS_MIRROR, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
 import { FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
-import { ensureWebUi, framesShown, launchChromium, screenshot, signIn } from '../helpers/browser.js';
+import { ensureWebUi, framesShown, launchChromium, screenshot, signIn, useApiKey } from '../helpers/browser.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
@@ -79,8 +79,7 @@ const nav = (name: string) => page.locator('nav.topnav').getByRole('link', { nam
 
 test.serial('sign in, dashboard', async (t) => {
   await page.goto(d.url + '/');
-  await page.getByLabel('API key').fill('not-the-key-0123456789');
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await useApiKey(page, 'not-the-key-0123456789');
   await page.getByText('That API key is not valid.').waitFor();
   await signIn(page, d.url, d.key);
   await page.getByTestId('readiness').filter({ hasText: 'Ready' }).waitFor();
@@ -201,10 +200,10 @@ test.serial(
       async () => ((await framesShown(page)) >= 3 ? framesShown(page) : undefined),
       30_000,
     );
-    const src1 = await page.locator('.preview-img').getAttribute('src');
+    const src1 = await page.locator('.preview-img').first().getAttribute('src');
     await page.locator('.recognised li.matched', { hasText: 'Barack Obama' }).waitFor({ timeout: 30_000 });
     await waitFor('more frames', async () => ((await framesShown(page)) > first + 5 ? true : undefined), 20_000);
-    t.not(await page.locator('.preview-img').getAttribute('src'), src1);
+    t.not(await page.locator('.preview-img').first().getAttribute('src'), src1);
     await page.locator('.events li.person_enter', { hasText: 'Barack Obama' }).waitFor({ timeout: 30_000 });
     await screenshot(page, '07-monitor');
 
@@ -255,8 +254,7 @@ test.serial('a kiosk opened directly asks for the key once, then shows the previ
   const context = await browser.newContext({ viewport: { width: 1280, height: 720 } });
   const kiosk = await context.newPage();
   await kiosk.goto(`${d.url}/kiosk/door`);
-  await kiosk.getByLabel('API key').fill(d.key);
-  await kiosk.getByRole('button', { name: 'Sign in' }).click();
+  await useApiKey(kiosk, d.key);
   await waitFor('kiosk frames', async () => ((await framesShown(kiosk)) >= 3 ? true : undefined), 30_000);
   t.is(new URL(kiosk.url()).pathname, '/kiosk/door');
   await context.close();

@@ -33,11 +33,18 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
-/** Signs in through the form on `/` and waits for the dashboard. */
+/** Submits the sign-in page's advanced alternative: the API key (behind its disclosure). */
+export async function useApiKey(page: Page, key: string): Promise<void> {
+  const alt = page.locator('details.signin-alt');
+  if (!(await alt.evaluate((el) => (el as unknown as { open: boolean }).open))) await alt.locator('summary').click();
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Use the key' }).click();
+}
+
+/** Signs in with the API key through the form on `/` and waits for the dashboard. */
 export async function signIn(page: Page, baseUrl: string, key: string, path = '/'): Promise<void> {
   await page.goto(baseUrl + path);
-  await page.getByLabel('API key').fill(key);
-  await page.getByRole('button', { name: 'Sign in' }).click();
+  await useApiKey(page, key);
   await page.locator('header.top').waitFor();
 }
 

@@ -22,6 +22,19 @@ export async function enrollObamaBiden(d: TestDaemon, id: string): Promise<void>
   }
 }
 
+/** A monitor with its preview on, at 1 inference fps, on `url` for `collection` (throws unless 201). */
+export async function addPreviewMonitor(d: TestDaemon, id: string, url: string, collection = 'gallery'): Promise<void> {
+  const r = await call(d, 'POST', '/v1/monitors', {
+    id,
+    name: id,
+    source: { url },
+    collection_id: collection,
+    inference_fps: 1,
+    preview_enabled: true,
+  });
+  if (r.status !== 201) throw new Error(JSON.stringify(r.json));
+}
+
 /** Polls until `check` returns a value (not undefined) or the time runs out (then throws with the last seen value). */
 export async function waitFor<T>(
   what: string,
@@ -59,3 +72,25 @@ export async function allEvents(d: TestDaemon, id: string): Promise<MonitorEvent
     cursor = r.json.next_cursor;
   }
 }
+
+/** An open MJPEG preview: bytes received so far, frames (boundaries) seen, and a promise settled when it ends. */
+export function watchPreview(url: string, headers: Record<string, string>) {
+  const controller = new AbortController();
+  const s = { bytes: 0, frames: 0, ended: null as Promise<'ended'> | null, stop: () => controller.abort() };
+  s.ended = fetch(url, { headers, signal: controller.signal }).then(async (res) => {
+    if (res.status !== 200) throw new Error(`preview answered ${res.status}`);
+    const reader = res.body!.getReader();
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return 'ended' as const;
+      s.bytes += value.length;
+      s.frames += Buffer.from(value).toString('latin1').split('--frame\r\n').length - 1;
+    }
+  });
+  s.ended.catch(() => undefined);
+  return s;
+}
+
+/** The stream's end, or 'still open' after `ms` (a revoked stream must end well before). */
+export const endedWithin = (s: ReturnType<typeof watchPreview>, ms: number) =>
+  Promise.race([s.ended!, new Promise<'still open'>((r) => setTimeout(() => r('still open'), ms))]);

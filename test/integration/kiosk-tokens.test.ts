@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { runKioskCommand } from '../../src/cli/kiosk.js';
 import { call, face, startTestDaemon, type TestDaemon } from '../helpers/daemon.js';
-import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../helpers/monitors.js';
+import {
+  addPreviewMonitor,
+  endedWithin,
+  enrollObamaBiden,
+  FAST_MONITORS_TOML,
+  waitFor,
+  watchPreview,
+} from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { Sink } from '../helpers/shared.js';
 import { fileTempDir } from '../helpers/tempDir.js';
@@ -54,17 +61,7 @@ test.before(async () => {
   });
   [rtsp, d] = await Promise.all([startRtspServer({ frames, fps: 10 }), start()]);
   await enrollObamaBiden(d, 'gallery');
-  for (const id of ['door', 'back']) {
-    const r = await call(d, 'POST', '/v1/monitors', {
-      id,
-      name: id,
-      source: { url: rtsp.url() },
-      collection_id: 'gallery',
-      inference_fps: 1,
-      preview_enabled: true,
-    });
-    if (r.status !== 201) throw new Error(JSON.stringify(r.json));
-  }
+  for (const id of ['door', 'back']) await addPreviewMonitor(d, id, rtsp.url());
 });
 test.after.always(async () => {
   await d?.close();
@@ -184,28 +181,6 @@ test.serial("vigil kiosk create/list/revoke work on the running daemon's data di
   t.is(await runKioskCommand(['--help'], config, { stdout: new Sink(), stderr: new Sink() }), 0);
 });
 
-/** An open MJPEG preview: bytes received so far, frames (boundaries) seen, and a promise settled when it ends. */
-function watchPreview(path: string, headers: Record<string, string>) {
-  const controller = new AbortController();
-  const s = { bytes: 0, frames: 0, ended: null as Promise<'ended'> | null, stop: () => controller.abort() };
-  s.ended = fetch(d.url + path, { headers, signal: controller.signal }).then(async (res) => {
-    if (res.status !== 200) throw new Error(`preview answered ${res.status}`);
-    const reader = res.body!.getReader();
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return 'ended' as const;
-      s.bytes += value.length;
-      s.frames += Buffer.from(value).toString('latin1').split('--frame\r\n').length - 1;
-    }
-  });
-  s.ended.catch(() => undefined);
-  return s;
-}
-
-/** The stream's end, or 'still open' after `ms` (a revoked stream must end well before). */
-const endedWithin = (s: ReturnType<typeof watchPreview>, ms: number) =>
-  Promise.race([s.ended!, new Promise<'still open'>((r) => setTimeout(() => r('still open'), ms))]);
-
 test.serial(
   'issue 36.4: revoking a kiosk token (API or CLI) ends the previews it opened; rotating the API key ends those it opened',
   async (t) => {
@@ -214,8 +189,8 @@ test.serial(
     );
     const created = await call(d, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'] });
     const token: string = created.json.token;
-    const kioskView = watchPreview('/v1/monitors/door/preview.mjpeg', bearer(token));
-    const adminView = watchPreview('/v1/monitors/door/preview.mjpeg', d.auth);
+    const kioskView = watchPreview(`${d.url}/v1/monitors/door/preview.mjpeg`, bearer(token));
+    const adminView = watchPreview(`${d.url}/v1/monitors/door/preview.mjpeg`, d.auth);
     t.teardown(() => {
       kioskView.stop();
       adminView.stop();
@@ -231,7 +206,7 @@ test.serial(
     const config = join(dir, 'cli-36.toml');
     writeFileSync(config, `[server]\ndata_dir = ${JSON.stringify(join(dir, 'data'))}\n`);
     const second = await call(d, 'POST', '/v1/kiosk-tokens', { monitor_ids: ['door'] });
-    const cliView = watchPreview('/v1/monitors/door/preview.mjpeg', bearer(second.json.token));
+    const cliView = watchPreview(`${d.url}/v1/monitors/door/preview.mjpeg`, bearer(second.json.token));
     t.teardown(() => cliView.stop());
     await waitFor('the second kiosk preview delivers', async () => cliView.frames > 0 || undefined);
     const io = { stdout: new Sink(), stderr: new Sink() };

@@ -1,29 +1,10 @@
 import { Errors } from '../../contract/errors.js';
 import { readBodyText } from '../input.js';
-import type { AppContext, RouteSpec } from '../route.js';
+import { assertOriginAllowed } from '../browserSession.js';
+import type { RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
 import { EmptyBody, ErrorEnvelope } from '../../contract/common.js';
 import { LivenessManagementResponse } from '../../contract/system.js';
-
-/**
- * A state-changing action a browser could be tricked into: a cross-site Origin, "null" (sandboxed frames,
- * file://) or a malformed one is refused; same-origin pages and configured CORS origins are fine. Clients
- * that send no Origin (curl, SDKs) are not browsers and pass.
- */
-function assertOriginAllowed(ctx: AppContext, corsOrigins: string[]): void {
-  const origin = ctx.get('Origin');
-  if (!origin) return;
-  let parsed: URL | null = null;
-  try {
-    parsed = origin === 'null' ? null : new URL(origin);
-  } catch {
-    parsed = null;
-  }
-  const same =
-    parsed !== null && parsed.origin === origin && parsed.host === ctx.host && parsed.protocol === `${ctx.protocol}:`;
-  if (same || (parsed !== null && corsOrigins.includes(origin))) return;
-  throw Errors.originNotAllowed(origin);
-}
 
 export function addonRoutes(rt: Runtime): RouteSpec[] {
   const { config } = rt.loaded;
@@ -34,6 +15,7 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'liveness_status_v1_addons_liveness_get',
       summary: 'Liveness Status',
       tags: ['system'],
+      role: 'operator',
       description: 'Liveness addon state. Never downloads anything.',
       success: { status: 200, schema: LivenessManagementResponse },
       handler: async (ctx) => {
@@ -46,6 +28,7 @@ export function addonRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'enable_liveness_v1_addons_liveness_enable_post',
       summary: 'Enable Liveness',
       tags: ['system'],
+      role: 'admin',
       description:
         'Starts (or joins) the background job that downloads and verifies the liveness models, then enables liveness in server.toml ' +
         'for the next start, keeping comments and other values. The running service is unchanged until it restarts.',

@@ -77,6 +77,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'create_collection_v1_collections_post',
       summary: 'Create Collection',
       tags: ['collections'],
+      role: 'operator',
       description: 'Create a collection pinned to the active model. threshold is stored as default_threshold.',
       body: { contentType: 'application/json', schema: CollectionCreate },
       success: { status: 201, schema: CollectionResponse },
@@ -93,6 +94,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'list_collections_v1_collections_get',
       summary: 'List Collections',
       tags: ['collections'],
+      role: 'operator',
       query: ListQuery,
       success: { status: 200, schema: CollectionPageResponse },
       handler: async (ctx) => {
@@ -111,6 +113,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'get_collection_v1_collections__collection_id__get',
       summary: 'Get Collection',
       tags: ['collections'],
+      role: 'operator',
       success: { status: 200, schema: CollectionResponse },
       handler: async (ctx) => {
         ctx.body = {
@@ -125,6 +128,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'patch_collection_v1_collections__collection_id__patch',
       summary: 'Patch Collection',
       tags: ['collections'],
+      role: 'operator',
       description:
         'Explicit nulls and unknown fields are rejected; search.profile cannot change. A no-op field bumps nothing.',
       body: { contentType: 'application/json', schema: CollectionPatch },
@@ -143,6 +147,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'delete_collection_v1_collections__collection_id__delete',
       summary: 'Delete Collection',
       tags: ['collections'],
+      role: 'operator',
       query: DeleteCollectionQuery,
       success: { status: 204, schema: null },
       handler: async (ctx) => {
@@ -157,6 +162,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'create_person_v1_collections__collection_id__persons_post',
       summary: 'Create Person',
       tags: ['persons'],
+      role: 'operator',
       description:
         'Register a person from one or more images, allowing partial success (201 with rejected_images). 422 registration_failed when every image is rejected.',
       body: { contentType: 'multipart/form-data', schema: CreatePersonBody },
@@ -197,6 +203,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'list_persons_v1_collections__collection_id__persons_get',
       summary: 'List Persons',
       tags: ['persons'],
+      role: 'operator',
       description:
         'search is a case-insensitive substring match on id, name and external_id; the cursor is bound to it.',
       query: PersonListQuery,
@@ -213,6 +220,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'get_person_v1_collections__collection_id__persons__person_id__get',
       summary: 'Get Person',
       tags: ['persons'],
+      role: 'operator',
       success: { status: 200, schema: PersonResponse },
       handler: async (ctx) => {
         ctx.body = {
@@ -227,6 +235,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'patch_person_v1_collections__collection_id__persons__person_id__patch',
       summary: 'Patch Person',
       tags: ['persons'],
+      role: 'operator',
       description: 'name and external_id may be null; metadata may not. Unknown fields are rejected.',
       body: { contentType: 'application/json', schema: PersonPatch },
       success: { status: 200, schema: PersonResponse },
@@ -244,6 +253,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'delete_person_v1_collections__collection_id__persons__person_id__delete',
       summary: 'Delete Person',
       tags: ['persons'],
+      role: 'operator',
       success: { status: 204, schema: null },
       handler: async (ctx) => {
         await persons.delete(ctx.params.collection_id!, ctx.params.person_id!);
@@ -256,6 +266,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'add_faces_v1_collections__collection_id__persons__person_id__faces_post',
       summary: 'Add Faces',
       tags: ['persons'],
+      role: 'operator',
       description: 'Add images to an existing person, allowing partial success. 201 even when every image is rejected.',
       body: { contentType: 'multipart/form-data', schema: AddFacesBody },
       success: { status: 201, schema: FaceRegistrationResponse },
@@ -281,6 +292,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'list_faces_v1_collections__collection_id__persons__person_id__faces_get',
       summary: 'List Faces',
       tags: ['persons'],
+      role: 'operator',
       query: ListQuery,
       success: { status: 200, schema: FacePageResponse },
       handler: async (ctx) => {
@@ -295,6 +307,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'delete_face_v1_collections__collection_id__persons__person_id__faces__face_id__delete',
       summary: 'Delete Face',
       tags: ['persons'],
+      role: 'operator',
       success: { status: 204, schema: null },
       handler: async (ctx) => {
         await persons.deleteFace(ctx.params.collection_id!, ctx.params.person_id!, ctx.params.face_id!);
@@ -307,6 +320,7 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'get_face_image_v1_collections__collection_id__persons__person_id__faces__face_id__image_get',
       summary: 'Get Face Image',
       tags: ['persons'],
+      role: 'operator',
       success: { status: 200, schema: null, media: 'image/jpeg', description: 'Saved 112 x 112 face crop' },
       handler: async (ctx) => {
         const jpeg = persons.faceImage(ctx.params.collection_id!, ctx.params.person_id!, ctx.params.face_id!);
@@ -321,6 +335,8 @@ export function collectionRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'search_v1_collections__collection_id__search_post',
       summary: 'Search',
       tags: ['search'],
+      role: 'operator',
+      audit: false,
       description:
         'Search the collection using the selected face. Each person scores its best face sample; matches are at or above the threshold, by similarity then person id. ' +
         'With faces=all (Vigil extension) every detected face is searched and returned in faces[] with its box; searched_face and matches stay those of the selected face.',

@@ -31,6 +31,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'list_events_v1_events_get',
       summary: 'List Events',
       tags: ['events'],
+      role: 'viewer',
       description:
         'The durable history of every monitor event, newest first. Filters combine (AND); the signed cursor is bound to them. type takes one type or several, comma-separated.',
       query: EventListQuery,
@@ -51,6 +52,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'delete_events_v1_events_delete',
       summary: 'Delete Events',
       tags: ['events'],
+      role: 'operator',
       description:
         'Deletes every event matching the filters (a range: since/until, a monitor, a person, …) with its pictures. Without any filter, all=true is required.',
       query: EventDeleteQuery,
@@ -68,6 +70,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'event_outputs_v1_events_status_get',
       summary: 'Event Outputs Status',
       tags: ['events'],
+      role: 'operator',
       description:
         'History size and retention, the MQTT connection and queue (dropped messages included), the webhook endpoints and their backlog, and the retry schedule.',
       success: { status: 200, schema: EventOutputsResponse },
@@ -81,6 +84,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'get_event_v1_events__event_id__get',
       summary: 'Get Event',
       tags: ['events'],
+      role: 'viewer',
       success: { status: 200, schema: HistoryEventResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, event: await events.get(ctx.params.event_id!) };
@@ -92,6 +96,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'delete_event_v1_events__event_id__delete',
       summary: 'Delete Event',
       tags: ['events'],
+      role: 'operator',
       success: { status: 204, schema: null },
       handler: async (ctx) => {
         await events.delete(ctx.params.event_id!);
@@ -104,6 +109,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'event_snapshot_v1_events__event_id__snapshot_jpg_get',
       summary: 'Event Snapshot',
       tags: ['events'],
+      role: 'viewer',
       success: {
         status: 200,
         schema: null,
@@ -118,6 +124,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'event_crop_v1_events__event_id__crop_jpg_get',
       summary: 'Event Face Crop',
       tags: ['events'],
+      role: 'viewer',
       success: {
         status: 200,
         schema: null,
@@ -132,6 +139,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'enrol_event_v1_events__event_id__enrol_post',
       summary: 'Enrol From Event',
       tags: ['events'],
+      role: 'operator',
       description:
         "Adds the event's face crop to a person of the collection (create=true makes a new person), through the normal registration: detection, the review_mode review, the collection's limits. 201 with rejected_images (adding to an existing person: even when the crop is rejected; creating: 422 registration_failed).",
       body: { contentType: 'application/json', schema: EventEnrol },

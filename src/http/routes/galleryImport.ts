@@ -33,6 +33,8 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'export_gallery_v1_collections__collection_id__export_get',
       summary: 'Export Gallery',
       tags: ['collections'],
+      role: 'admin',
+      audit: true,
       description:
         'The collection as streamed NDJSON: a header line {"type":"vigil_gallery_export","embedding_contract_id",...,"persons","faces"}, then one person per line ' +
         'in the import format (embeddings as base64 float32-LE) plus "crops" (base64 JPEG face crops, when the collection saved them). POST it to /import of a collection ' +
@@ -63,6 +65,7 @@ export function galleryImportRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'import_gallery_v1_collections__collection_id__import_post',
       summary: 'Import Gallery',
       tags: ['collections'],
+      role: 'operator',
       description:
         'Bulk import of persons with trusted embeddings (external_trusted semantics). embedding_contract_id comes from the query or, for a gallery export, from its header line ' +
         '(both given and different: 400 import_contract_conflict); an export line\'s "crops" (crops[i]: the base64 JPEG of embeddings[i], or null) are kept with their faces when the collection saves crops ' +

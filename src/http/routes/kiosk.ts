@@ -23,6 +23,7 @@ export function kioskRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpec[
       operationId: 'create_kiosk_token_v1_kiosk_tokens_post',
       summary: 'Create Kiosk Token',
       tags: ['kiosk'],
+      role: 'admin',
       description:
         'A token that opens GET /v1/monitors/{id}/state and /v1/monitors/{id}/preview.mjpeg of the listed monitors and nothing else. Stored hashed; survives restarts until revoked.',
       body: { contentType: 'application/json', schema: KioskTokenCreate },
@@ -45,6 +46,7 @@ export function kioskRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpec[
       operationId: 'list_kiosk_tokens_v1_kiosk_tokens_get',
       summary: 'List Kiosk Tokens',
       tags: ['kiosk'],
+      role: 'admin',
       success: { status: 200, schema: KioskTokenListResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, kiosk_tokens: rt.kiosk.list() };
@@ -56,6 +58,7 @@ export function kioskRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpec[
       operationId: 'revoke_kiosk_token_v1_kiosk_tokens__token_id__delete',
       summary: 'Revoke Kiosk Token',
       tags: ['kiosk'],
+      role: 'admin',
       description:
         'Revokes the token at once: its next request is 401 and the previews it has open end now; the record stays in the list with revoked_at.',
       success: { status: 200, schema: KioskTokenResponse },

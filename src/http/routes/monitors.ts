@@ -12,6 +12,7 @@ import {
   MonitorResponse,
   MonitorStateResponse,
 } from '../../contract/monitors.js';
+import { credentialCheck } from '../auth.js';
 import type { AuthorizedStreams } from '../authorizedStreams.js';
 import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
@@ -32,6 +33,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'create_monitor_v1_monitors_post',
       summary: 'Create Monitor',
       tags: ['monitors'],
+      role: 'operator',
       description:
         'Create an RTSP monitor. The URL (rtsp:// or rtsps://) is stored encrypted and always returned redacted. An enabled monitor starts at once; 429 when the stream capacity is used up.',
       body: { contentType: 'application/json', schema: MonitorCreate },
@@ -50,6 +52,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'list_monitors_v1_monitors_get',
       summary: 'List Monitors',
       tags: ['monitors'],
+      role: 'viewer',
       query: MonitorListQuery,
       success: { status: 200, schema: MonitorPageResponse },
       handler: async (ctx) => {
@@ -64,6 +67,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'list_fleet_monitors_v1_fleet_monitors_get',
       summary: 'List Fleet Monitors',
       tags: ['monitors'],
+      role: 'viewer',
       description:
         "Vigil extension. Fleet mode: every box's monitors (published by each box: name, collection, enabled, runtime status, never the URL), by box then id; box_id filters. Each box runs only its own monitors and they stay in its own file; change a monitor on its box. Sqlite mode, or the database unreachable: this box's own (fleet.source = local).",
       query: FleetMonitorQuery,
@@ -79,6 +83,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'get_monitor_v1_monitors__monitor_id__get',
       summary: 'Get Monitor',
       tags: ['monitors'],
+      role: 'viewer',
       success: { status: 200, schema: MonitorResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, monitor: monitors.get(ctx.params.monitor_id!) };
@@ -90,6 +95,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'patch_monitor_v1_monitors__monitor_id__patch',
       summary: 'Patch Monitor',
       tags: ['monitors'],
+      role: 'operator',
       description:
         'At least one field. Nulls are rejected except match_threshold (null inherits the collection threshold). Changing the URL, collection, inference_fps, match_threshold or event_policy restarts the session (new stream epoch); name, description, preview_enabled and event_buffer_size apply live.',
       body: { contentType: 'application/json', schema: MonitorPatch },
@@ -107,6 +113,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'delete_monitor_v1_monitors__monitor_id__delete',
       summary: 'Delete Monitor',
       tags: ['monitors'],
+      role: 'operator',
       success: { status: 204, schema: null },
       handler: async (ctx) => {
         monitors.delete(ctx.params.monitor_id!);
@@ -119,6 +126,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'monitor_state_v1_monitors__monitor_id__state_get',
       summary: 'Monitor State',
       tags: ['monitors'],
+      role: 'viewer',
       kiosk: true,
       description:
         'The current RTSP detection and recognition state: faces of the last processed frame, counters and the preview.',
@@ -133,6 +141,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'monitor_events_v1_monitors__monitor_id__events_get',
       summary: 'Monitor Events',
       tags: ['monitors'],
+      role: 'viewer',
       description:
         'Events of the current stream epoch after the cursor. stream_reset: the cursor is from another epoch (the newest events are returned); truncated: events fell out of the ring before they were read.',
       query: MonitorEventsQuery,
@@ -148,6 +157,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
       operationId: 'monitor_preview_v1_monitors__monitor_id__preview_mjpeg_get',
       summary: 'Monitor Preview',
       tags: ['monitors'],
+      role: 'viewer',
       kiosk: true,
       description:
         'Live Motion JPEG of the raw frames (no annotations drawn in). Each part has X-Frame-Seq (the frame number); with boxes=true the analysed frames carry their faces in X-Faces (a JSON array of PreviewFace), and while faces are in view only analysed frames are sent, so boxes are drawn on the frame they were found on. fps and width ask for less than the full rate and size (a grid of cameras). The API key is never accepted in the URL.',
@@ -179,12 +189,7 @@ export function monitorRoutes(rt: Runtime, streams: AuthorizedStreams): RouteSpe
         const credential = ctx.state.credential;
         const monitorId = ctx.params.monitor_id!;
         const unwatch = credential
-          ? streams.add(
-              credential.kind === 'kiosk'
-                ? () => rt.kiosk.allows(credential.token, monitorId)
-                : rt.keys.activeKeyCheck(),
-              () => res.end(),
-            )
+          ? streams.add(credentialCheck(rt, credential, monitorId), () => res.end())
           : () => undefined;
         res.once('close', () => {
           remove();

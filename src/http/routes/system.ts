@@ -102,6 +102,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'models_v1_models_get',
       summary: 'Models',
       tags: ['system'],
+      role: 'operator',
       success: { status: 200, schema: ModelsResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);
@@ -125,6 +126,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'system_v1_system_get',
       summary: 'System',
       tags: ['system'],
+      role: 'operator',
       success: { status: 200, schema: SystemResponse },
       handler: async (ctx) => {
         const inf = requireInference(rt);

@@ -29,6 +29,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'create_webhook_v1_webhooks_post',
       summary: 'Create Webhook',
       tags: ['webhooks'],
+      role: 'admin',
       description:
         'A receiver of monitor events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature). The secret is returned only here.',
       body: { contentType: 'application/json', schema: WebhookCreate },
@@ -45,6 +46,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'list_webhooks_v1_webhooks_get',
       summary: 'List Webhooks',
       tags: ['webhooks'],
+      role: 'admin',
       query: WebhookListQuery,
       success: { status: 200, schema: WebhookPageResponse },
       handler: async (ctx) => {
@@ -59,6 +61,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'get_webhook_v1_webhooks__webhook_id__get',
       summary: 'Get Webhook',
       tags: ['webhooks'],
+      role: 'admin',
       success: { status: 200, schema: WebhookResponse },
       handler: async (ctx) => {
         ctx.body = { request_id: ctx.state.requestId, webhook: webhooks.get(SCOPE, ctx.params.webhook_id!) };
@@ -70,6 +73,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'patch_webhook_v1_webhooks__webhook_id__patch',
       summary: 'Patch Webhook',
       tags: ['webhooks'],
+      role: 'admin',
       description:
         'enabled=true on a disabled endpoint clears the reason and the failure streak, and retries its waiting messages at once.',
       body: { contentType: 'application/json', schema: WebhookPatch },
@@ -85,6 +89,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'delete_webhook_v1_webhooks__webhook_id__delete',
       summary: 'Delete Webhook',
       tags: ['webhooks'],
+      role: 'admin',
       description: 'Deletes the endpoint, its waiting messages and its delivery log.',
       success: { status: 204, schema: null },
       handler: async (ctx) => {
@@ -98,6 +103,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'webhook_deliveries_v1_webhooks__webhook_id__deliveries_get',
       summary: 'Webhook Deliveries',
       tags: ['webhooks'],
+      role: 'admin',
       description:
         'The delivery log: every attempt (status, latency, attempt number, error, next retry), newest first.',
       query: WebhookListQuery,
@@ -119,6 +125,7 @@ export function webhookRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'test_webhook_v1_webhooks__webhook_id__test_post',
       summary: 'Send Test Event',
       tags: ['webhooks'],
+      role: 'admin',
       description: `Queues a ${WEBHOOK_TEST_TYPE} message for this endpoint (delivered after anything already waiting); its attempts appear in the delivery log.`,
       success: { status: 202, schema: WebhookTestResponse },
       handler: async (ctx) => {

@@ -1,7 +1,7 @@
 import type { HistoryEvent, HistoryEventPageResponse, MONITOR_EVENT_TYPES } from '../../contract/events.js';
 import type { PersonRegistrationResponse } from '../../contract/collections.js';
 import type { MonitorPageResponse } from '../../contract/monitors.js';
-import { api, enc, imageUrl, type Wire } from '../api.js';
+import { api, enc, imageUrl, session, type Wire } from '../api.js';
 import { field, fmt, h, replace } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
@@ -178,22 +178,24 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
             'Show frame',
           )
         : null,
-      e.type.startsWith('unknown_') && e.snapshot.status === 'ready'
+      // Enrolling and deleting are an operator's; a viewer only watches.
+      e.type.startsWith('unknown_') && e.snapshot.status === 'ready' && session.allows('operator')
         ? h('button', { type: 'button', class: 'small', onclick: () => enrolForm(e, slot) }, 'Enrol this face')
         : null,
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'small danger',
-          onclick: () =>
-            void busy(null, messages, async () => {
-              await api('DELETE', `/v1/events/${enc(e.id)}`);
-              li.remove();
-            }),
-        },
-        'Delete',
-      ),
+      session.allows('operator') &&
+        h(
+          'button',
+          {
+            type: 'button',
+            class: 'small danger',
+            onclick: () =>
+              void busy(null, messages, async () => {
+                await api('DELETE', `/v1/events/${enc(e.id)}`);
+                li.remove();
+              }),
+          },
+          'Delete',
+        ),
     );
     const li = h(
       'li',

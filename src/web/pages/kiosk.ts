@@ -1,4 +1,4 @@
-import { session } from '../api.js';
+import { restoreSession, session } from '../api.js';
 import { h, replace } from '../dom.js';
 import { KIOSK_KEY, KIOSK_READY } from '../kioskHandoff.js';
 import { LivePreview } from '../preview.js';
@@ -87,8 +87,9 @@ export function startKiosk(root: HTMLElement): void {
     run();
     return;
   }
-  void authRequired().then((required) => {
-    if (!required) return run();
+  void authRequired().then(async (required) => {
+    // Signed in with a password in this browser: the session cookie opens the preview, nothing to ask.
+    if (!required || (await restoreSession())) return run();
     if (!window.opener) return ask();
     window.addEventListener('message', fromOpener);
     (window.opener as Window).postMessage({ type: KIOSK_READY }, location.origin);

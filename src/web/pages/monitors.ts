@@ -7,7 +7,7 @@ import type {
   MonitorStateResponse,
   MonitorT,
 } from '../../contract/monitors.js';
-import { ApiFailure, api, enc, type Wire } from '../api.js';
+import { ApiFailure, api, enc, session, type Wire } from '../api.js';
 import { facts, field, fmt, h } from '../dom.js';
 import { openKiosk } from '../kioskHandoff.js';
 import { LivePreview, type Recognised } from '../preview.js';
@@ -170,8 +170,7 @@ export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
                     h(
                       'td',
                       null,
-                      enableToggle(m, messages, () => void load()),
-                      ' ',
+                      session.allows('operator') ? [enableToggle(m, messages, () => void load()), ' '] : null,
                       h('button', { type: 'button', class: 'small', onclick: () => openKiosk(m.id) }, 'Kiosk'),
                     ),
                   ),
@@ -187,6 +186,8 @@ export async function monitorsPage(ctx: PageContext): Promise<HTMLElement> {
   };
   await load();
   every(5000, ctx.signal, load);
+  // Viewers watch: adding a camera is for operators (its form would also read the collections, 403 to them).
+  if (!session.allows('operator')) return h('div', null, h('h1', null, 'Monitors'), messages, list);
 
   const { form, body } = await monitorForm(ctx.signal);
   const formMessages = messageArea();
@@ -251,9 +252,9 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
       h(
         'div',
         { class: 'actions' },
-        enableToggle(m, top, () => void reload()),
+        session.allows('operator') ? enableToggle(m, top, () => void reload()) : null,
         h('button', { type: 'button', onclick: () => openKiosk(mid) }, 'Open kiosk view'),
-        del,
+        session.allows('operator') ? del : null,
       ),
     );
   const reload = async () => {
@@ -355,7 +356,10 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   every(2000, ctx.signal, pollState);
   every(5000, ctx.signal, reload);
 
-  const { form, body } = await monitorForm(ctx.signal, m);
+  // What a viewer may not change is not offered: the settings form (operator) and the kiosk links (admin).
+  const { form, body } = session.allows('operator')
+    ? await monitorForm(ctx.signal, m)
+    : { form: h('form', { hidden: true }), body: () => ({}) };
   const formMessages = messageArea();
   const save = h('button', { type: 'submit' }, 'Save changes');
   form.append(save, formMessages);
@@ -372,7 +376,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
     });
   });
 
-  const kiosk = await kioskLinks(mid, ctx.signal);
+  const kiosk = session.allows('admin') ? await kioskLinks(mid, ctx.signal) : null;
   return h(
     'div',
     null,
