@@ -44,9 +44,17 @@ export function mqttOptions(mq: VigilConfig['mqtt']): MqttOptions {
 /** What a monitor session takes from [monitors] (decoding, preview, re-identification). */
 export function monitorSessionSettings(
   mc: VigilConfig['monitors'],
-): Pick<SessionDeps, 'source' | 'preview' | 'reidentifyMs' | 'trimLetterbox'> {
+): Pick<SessionDeps, 'source' | 'preview' | 'reidentifyMs' | 'trimLetterbox' | 'faces'> {
   return {
     trimLetterbox: mc.trim_letterbox,
+    faces: {
+      trackIdentity: mc.track_identity,
+      bankSize: mc.track_frames,
+      hysteresis: mc.track_hysteresis,
+      groupUnknowns: mc.group_unknowns,
+      unknownThreshold: mc.unknown_threshold,
+      unknownCrops: mc.unknown_crops,
+    },
     source: {
       pipeline: mc.pipeline,
       latencyMs: mc.latency_ms,

@@ -75,6 +75,9 @@ import { FleetMonitorDirectory } from '../monitors/fleetDirectory.js';
 import { EventHistory } from '../events/eventHistory.js';
 import { EventForwarder } from '../events/eventForwarder.js';
 import { EventService } from '../events/eventService.js';
+import { PersonTimeline } from '../events/personTimeline.js';
+import { UnknownService } from '../events/unknownService.js';
+import { UnknownStore } from '../events/unknownStore.js';
 import { PgHistory } from '../events/pgHistory.js';
 import { HistoryStore } from '../events/historyStore.js';
 import { MqttPublisher } from '../events/mqttPublisher.js';
@@ -440,6 +443,23 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       },
       fleetEvents,
     );
+    // Unknown visitors (issue 42): this box's unknown tracks grouped by face, with their crops.
+    const unknowns = new UnknownService(
+      new UnknownStore(db.db),
+      collections,
+      persons,
+      events,
+      cursors,
+      config.server.data_dir,
+      {
+        threshold: mc.unknown_threshold,
+        crops: mc.unknown_crops,
+        jpegQuality: ev.jpeg_quality,
+        storage: db.storage,
+        pendingEvents: () => history.pendingWrites,
+      },
+      log,
+    );
     const webhooks = new WebhookService(webhookStore, outbox, cursors, { allowHttp: wh.allow_http });
     // Scrapes run in a low-priority child process; unfinished runs of a previous process are re-queued.
     // Fleet mode: workspaces, keys, usage and runs in PostgreSQL (shared, metered fleet-wide); else SQLite.
@@ -497,6 +517,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       workspaces,
       scrapes,
       events,
+      unknowns,
+      timeline: new PersonTimeline(events, persons),
       webhooks,
       fleet: fleet ? { boxId, follower: fleet.follower, schemaVersion: fleetSchemaVersion } : null,
       purges,
@@ -559,6 +581,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       .start()
       .catch((e: unknown) => log.error({ err: e }, 'scrape runs could not be re-queued at start'));
     history.start();
+    unknowns.start();
     fleetEvents?.forwarder.start();
     monitorDirectory?.start();
     outbox.start();
@@ -640,6 +663,8 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         analyze: (request, signal) => inferenceEngine.analyze(request, signal),
         collection: (id) => collections.getBound(id),
         identify: (c, embeddings, threshold) => search.identify(c, embeddings, threshold),
+        rank: (c, embedding, k) => search.rank(c, embedding, k),
+        unknowns,
         maxDetectedFaces: config.detection.max_detected_faces,
         liveness,
         ...monitorSessionSettings(mc),
@@ -682,6 +707,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       await Promise.all([monitorsStopped, monitors.close()]);
       // The sessions have stopped: write what they pushed, then stop the outputs (their queues stay on disk).
       await history.close();
+      await unknowns.close();
       await Promise.all([outbox.close(), mqtt?.close(), fleetEvents?.forwarder.close(), monitorDirectory?.close()]);
       await engine?.close();
       await fleet?.follower.close();

@@ -75,10 +75,11 @@ export class SearchService {
     limit: number,
     threshold: number,
     collectionId = '',
+    op: 'search' | 'identify' = 'search',
   ): SearchMatch[] {
     const started = performance.now();
     const hits = tiedPersons(index, embedding, limit, threshold);
-    this.observer?.('search', collectionId, (performance.now() - started) / 1000);
+    this.observer?.(op, collectionId, (performance.now() - started) / 1000);
     const persons = this.store.personsBySeq(hits.map((h) => h.personKey));
     const faceIds = this.store.faceIdsBySeq(hits.map((h) => h.faceKey));
     const matches: (SearchMatch & { score: number })[] = [];
@@ -114,6 +115,14 @@ export class SearchService {
         f = h && faceIds.get(h.faceKey);
       return h && p && f ? { person: p.person, similarity: clipSimilarity(h.score), matched_face_id: f } : null;
     });
+  }
+
+  /**
+   * The `k` persons most similar to one embedding, best first (then by person id), at any similarity: how a
+   * monitor track's pooled template is ranked (its decision applies the threshold and the runner-up margin).
+   */
+  rank(collection: CollectionT, embedding: Float32Array, k: number): SearchMatch[] {
+    return this.matches(this.indexes.ready(collection), embedding, k, -1, collection.id, 'identify');
   }
 
   /** Of hits tied at the top, the one whose person id sorts first (the contract's tie-break). */

@@ -1141,6 +1141,48 @@ export const ConfigSchema = z.strictObject({
         .describe(
           'The letterboxed detector sizes ([detection] input_sizes above 160) run over the frame only: a 16:9 frame at 512x512 runs at 512x288 (44 % less detector work); false runs over the black fill below it too, like a /v1 request.',
         ),
+      track_identity: z
+        .boolean()
+        .default(true)
+        .describe(
+          'Track-level identity: each track keeps its best frames by quality (track_frames) and is identified on the quality-weighted mean of their embeddings, re-decided as better frames arrive (events carry the basis: frames used, best quality, runner-up margin); false = every frame on its own. A monitor may override it (faces.track_identity).',
+        ),
+      track_frames: z
+        .int()
+        .min(1)
+        .max(32)
+        .default(5)
+        .describe("Frames a track keeps (its best by quality) for its identity and an unknown visitor's sample crops."),
+      track_hysteresis: z
+        .number()
+        .min(0)
+        .max(0.5)
+        .default(0.03)
+        .describe(
+          "How far a track's new template must clear its current identity to change it (similarity): unknown -> person needs threshold + this, person -> unknown below threshold - this, another person this much above the current one. Stops flapping at the threshold.",
+        ),
+      group_unknowns: z
+        .boolean()
+        .default(true)
+        .describe(
+          'Group unknown tracks into unknown visitors with stable ids (unknown_id in events, GET /v1/unknowns), keeping their best crops (unknown_crops) under the data dir. A monitor may turn it off (faces.group_unknowns = false): no crops, no grouping for its faces.',
+        ),
+      unknown_threshold: z
+        .number()
+        .min(0)
+        .max(1)
+        .default(0.55)
+        .describe(
+          'An unknown visit joins the unknown visitor whose centroid its track template reaches by this cosine similarity, else it starts a new one; unknowns whose centroids come this close merge. Calibrated on the default pack (bench/quality.ts track probes: purity 1.000 and completeness >= 0.954 on every degradation at 0.55, docs/performance.md); stricter than the match threshold because one unknown must never mix two people.',
+        ),
+      unknown_crops: z
+        .int()
+        .min(1)
+        .max(20)
+        .default(5)
+        .describe(
+          'Sample crops kept per unknown visitor (its best by quality; JPEG, 0600, <data_dir>/events/unknowns/).',
+        ),
       motion: MotionConfigSchema.describe(
         "The motion gate (docs/cameras.md): a small grey copy of each sampled frame is compared with the scene's running average; the face detector runs only when something moves. Frigate gates an object detector (then finds faces in persons); Vigil gates the face detector itself.",
       ),

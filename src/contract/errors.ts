@@ -811,6 +811,41 @@ export const Errors = {
       details: { event_id: id },
     }),
   ),
+
+  // ---- unknown visitors (issue 42) ----
+  unknownNotFound: api(
+    'unknown_not_found',
+    404,
+    'No unknown visitor with this id (deleted, or removed with its last event by retention).',
+    (id: string) => ({ message: `Unknown visitor ${sq(id)} was not found.`, details: { unknown_id: id } }),
+  ),
+  unknownCropNotFound: api(
+    'unknown_crop_not_found',
+    404,
+    'The unknown visitor has no sample crop with this id (replaced by a better one, or deleted).',
+    (id: string, cropId: string) => ({
+      message: `Unknown visitor ${sq(id)} has no crop ${sq(cropId)}.`,
+      details: { unknown_id: id, crop_id: cropId },
+    }),
+  ),
+  unknownNotEnrollable: api(
+    'unknown_not_enrollable',
+    409,
+    'The unknown visitor has no sample crop to enrol from (its crops are written when its visit ends).',
+    (id: string, why: string) => ({
+      message: `Unknown visitor ${q(id)} cannot be enrolled: ${why}.`,
+      details: { unknown_id: id },
+    }),
+  ),
+  unknownModelMismatch: api(
+    'unknown_model_mismatch',
+    409,
+    'The unknown visitors were grouped with different recognition models; their faces cannot be compared, so they cannot be merged.',
+    (ids: string[], models: string[]) => ({
+      message: `Unknown visitors ${ids.map(q).join(', ')} come from different models (${models.join(', ')}).`,
+      details: { unknown_ids: ids, models },
+    }),
+  ),
   webhookNotFound: api('webhook_not_found', 404, 'No webhook endpoint with this id.', (id: string) => ({
     message: `Webhook ${sq(id)} was not found.`,
     details: { webhook_id: id },

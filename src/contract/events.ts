@@ -3,6 +3,7 @@ import { formField, formInt, requestId, schemaId as id } from './common.js';
 import { ID_PATTERN, isValidId } from './collections.js';
 import { FaceObservation } from './faces.js';
 import { EXIT_REASONS, MonitorPerson } from './monitors.js';
+import { IdentityBasis } from './identity.js';
 
 /**
  * The durable event history (/v1/events): every monitor event, in the order the monitors pushed them,
@@ -77,6 +78,15 @@ export const HistoryEvent = z
         "Identity and zone events: every zone of the monitor the track's face had been in up to this event (Frigate's entered_zones); null for other events and those recorded before zones existed.",
       ),
     zone: z.string().nullable().describe('zone_enter / zone_exit: the zone entered or left; null otherwise.'),
+    unknown_id: z
+      .string()
+      .nullable()
+      .describe(
+        'Events of an unknown track: the unknown visitor it was grouped with (GET /v1/unknowns/{unknown_id}); null otherwise.',
+      ),
+    identity: IdentityBasis.nullable().describe(
+      "Identity and zone events: why the face has its identity (the track's frames used, best quality, runner-up margin); null for other events and those recorded before it existed.",
+    ),
     synthetic: z
       .boolean()
       .describe(
@@ -125,6 +135,7 @@ export const EventListQuery = z.object({
   monitor_id: idField((v) => ID_PATTERN.test(v), 'monitor_id'),
   collection_id: idField(isValidId, 'collection_id'),
   person_id: idField((v) => ID_PATTERN.test(v), 'person_id'),
+  unknown_id: idField((v) => ID_PATTERN.test(v), 'unknown_id').describe('Only the events of this unknown visitor.'),
   type: csvOf(MONITOR_EVENT_TYPES, 'type').describe('One type or several, comma-separated.'),
   unknown_only: boolField.describe('Only unknown_enter / unknown_exit.'),
   since: time.describe('Events at or after this time (ISO 8601).'),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ErrorEnvelope, formInt, requestId, schemaId as id } from './common.js';
 import { ID_PATTERN, isValidId } from './collections.js';
 import { FaceObservation } from './faces.js';
+import { IdentityBasis } from './identity.js';
 
 /**
  * Monitors as the /v1 contract names them (InsightFace Server 0.3.x field names, ranges and defaults).
@@ -167,6 +168,38 @@ export const MonitorMotionPatch = z
   })
   .meta(id('MonitorMotionPatch'));
 
+// ---- faces over time (Vigil extension, issue 42) ----
+
+const facesFields = {
+  track_identity: z
+    .boolean()
+    .nullable()
+    .describe(
+      'Identify each track on its best frames pooled (true) or every frame alone (false); null = [monitors] track_identity.',
+    ),
+  group_unknowns: z
+    .boolean()
+    .nullable()
+    .describe(
+      "Group this monitor's unknown faces into unknown visitors and keep their crops (false: no unknown_id, no crops); null = [monitors] group_unknowns.",
+    ),
+};
+export const MonitorFaces = z
+  .strictObject({
+    track_identity: facesFields.track_identity.default(null),
+    group_unknowns: facesFields.group_unknowns.default(null),
+  })
+  .describe(
+    "Per-monitor track identity and unknown-visitor grouping; each null follows [monitors] (the box's defaults).",
+  )
+  .meta(id('MonitorFaces'));
+export const MonitorFacesPatch = z
+  .strictObject({
+    track_identity: facesFields.track_identity.optional(),
+    group_unknowns: facesFields.group_unknowns.optional(),
+  })
+  .meta(id('MonitorFacesPatch'));
+export type MonitorFacesT = z.infer<typeof MonitorFaces>;
 export type MonitorZoneT = z.infer<typeof MonitorZone>;
 export type MonitorMotionT = z.infer<typeof MonitorMotion>;
 export type PolygonT = [number, number][];
@@ -200,6 +233,7 @@ export const MonitorCreate = z
     face_mask: faceMask.default([]),
     min_face_size: minFaceSize.default(0),
     motion: MonitorMotion.prefault({}),
+    faces: MonitorFaces.prefault({}),
   })
   .meta(id('MonitorCreate'));
 
@@ -234,6 +268,7 @@ export const MonitorPatch = z
     face_mask: faceMask.optional(),
     min_face_size: minFaceSize.optional(),
     motion: MonitorMotionPatch.optional(),
+    faces: MonitorFacesPatch.optional(),
   })
   .refine(nonEmpty, 'at least one field is required')
   .meta(id('MonitorPatch'));
@@ -276,6 +311,7 @@ export const Monitor = z
     face_mask: z.array(z.array(z.tuple([z.number(), z.number()]))),
     min_face_size: z.int(),
     motion: MonitorMotion,
+    faces: MonitorFaces,
     runtime: MonitorRuntime,
     created_at: z.string(),
     updated_at: z.string(),
@@ -495,6 +531,13 @@ export const MonitorEvent = z
         "Identity and zone events: every zone of the monitor the track's face has been in so far (Frigate's entered_zones).",
       ),
     zone: z.string().nullable().optional().describe('zone_enter / zone_exit: the zone.'),
+    unknown_id: z
+      .string()
+      .optional()
+      .describe('Events of an unknown track: the unknown visitor it was grouped with (GET /v1/unknowns/{unknown_id}).'),
+    identity: IdentityBasis.optional().describe(
+      "Identity and zone events: why the face has its identity (the track's frames used, best quality, runner-up margin).",
+    ),
     error: z
       .looseObject({
         code: z.string(),

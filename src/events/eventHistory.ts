@@ -63,6 +63,8 @@ export function toRow(e: MonitorEventT, collectionId: string, snapshot: NewEvent
     reason: e.reason ?? null,
     zones_json: e.zones ? JSON.stringify(e.zones) : null,
     zone: e.zone ?? null,
+    unknown_id: e.unknown_id ?? null,
+    identity_json: e.identity ? JSON.stringify(e.identity) : null,
     snapshot,
     snapshot_path: null,
     snapshot_bytes: 0,

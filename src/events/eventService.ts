@@ -15,6 +15,7 @@ import { ADMIN_SCOPE } from './webhookOutput.js';
 import { nominalSchedule, type RetryPolicy } from '../webhooks/retrySchedule.js';
 import type { WebhookStore } from '../webhooks/webhookStore.js';
 import { eventView } from './eventView.js';
+import { enrolImages } from './enrolment.js';
 import type { EventFilter, HistoryStore, StoredEvent } from './historyStore.js';
 import type { SnapshotStore } from './snapshotStore.js';
 import type { EventForwarder } from './eventForwarder.js';
@@ -47,6 +48,7 @@ export function filterOf(q: Omit<EventDeleteQueryT, 'all'>): EventFilter {
     monitor_id: q.monitor_id,
     collection_id: q.collection_id,
     person_id: q.person_id,
+    unknown_id: q.unknown_id,
     types: q.type,
     unknown_only: q.unknown_only,
     since_ms: ms(q.since),
@@ -267,33 +269,13 @@ export class EventService {
     const bytes = await this.snapshots.read(r.snapshot_path, 'crop').catch(() => {
       throw Errors.eventNotEnrollable(id, 'its snapshot file is missing');
     });
-    const input = {
+    return enrolImages(
+      this.persons,
       collectionId,
-      images: [{ filename: `event-${id}.jpg`, bytes }],
-      reviewMode: body.review_mode,
-      embeddingMode: 'server' as const,
-    };
-    if (body.create) {
-      const created = await this.persons.createPerson(
-        {
-          ...input,
-          person: {
-            id: body.person_id,
-            name: body.name ?? null,
-            external_id: body.external_id ?? null,
-            metadata: { enrolled_from_event: id },
-          },
-        },
-        signal,
-      );
-      return { created: true, ...created };
-    }
-    const added = await this.persons.addFaces({ ...input, personId: body.person_id }, signal);
-    return {
-      created: false,
-      faces: added.faces,
-      rejected_images: added.rejected_images,
-      person: this.persons.get(collectionId, body.person_id),
-    };
+      [{ filename: `event-${id}.jpg`, bytes }],
+      body,
+      { enrolled_from_event: id },
+      signal,
+    );
   }
 }

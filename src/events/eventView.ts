@@ -25,6 +25,8 @@ export function eventView(r: StoredEvent): HistoryEventT {
     reason: (r.reason ?? null) as HistoryEventT['reason'],
     zones: r.zones_json ? (JSON.parse(r.zones_json) as string[]) : null,
     zone: r.zone ?? null,
+    unknown_id: r.unknown_id ?? null,
+    identity: r.identity_json ? (JSON.parse(r.identity_json) as HistoryEventT['identity']) : null,
     synthetic: r.reason === SYNTHETIC_EXIT_REASON,
     snapshot: {
       status: r.snapshot,

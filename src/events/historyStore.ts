@@ -27,6 +27,10 @@ export interface StoredEvent {
   zones_json: string | null;
   /** Zone events: the zone. */
   zone: string | null;
+  /** Events of an unknown track: the unknown visitor it was grouped into (issue 42). */
+  unknown_id: string | null;
+  /** Identity and zone events: why the face had its identity (IdentityBasis as JSON). */
+  identity_json: string | null;
   snapshot: 'none' | 'pending' | 'ready' | 'failed' | 'expired';
   snapshot_path: string | null;
   snapshot_bytes: number;
@@ -43,6 +47,7 @@ export interface EventFilter {
   monitor_id?: string | undefined;
   collection_id?: string | undefined;
   person_id?: string | undefined;
+  unknown_id?: string | undefined;
   types?: string[] | undefined;
   unknown_only?: boolean | undefined;
   since_ms?: number | undefined;
@@ -70,6 +75,7 @@ export function filterSql(
   if (f.monitor_id !== undefined) parts.push(`monitor_id = ${p(f.monitor_id)}`);
   if (f.collection_id !== undefined) parts.push(`collection_id = ${p(f.collection_id)}`);
   if (f.person_id !== undefined) parts.push(`person_id = ${p(f.person_id)}`);
+  if (f.unknown_id !== undefined) parts.push(`unknown_id = ${p(f.unknown_id)}`);
   const types = f.unknown_only
     ? f.types?.length
       ? f.types.filter((t) => t.startsWith('unknown_'))
@@ -106,6 +112,8 @@ export const COLUMNS = [
   'reason',
   'zones_json',
   'zone',
+  'unknown_id',
+  'identity_json',
   'snapshot',
   'snapshot_path',
   'snapshot_bytes',

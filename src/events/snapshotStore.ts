@@ -68,6 +68,21 @@ export function fitInside(width: number, height: number, maxSide: number): { wid
 }
 
 const dayOf = (iso: string) => iso.slice(0, 10);
+
+/**
+ * Writes a picture of a face: 0600, under a temporary name renamed over `file`, so a crash leaves either
+ * nothing or a whole file (a leftover `.tmp` is removed by the startup sweeps).
+ */
+export async function writePrivateFile(file: string, data: Buffer): Promise<void> {
+  const tmp = `${file}.tmp`;
+  try {
+    await writeFile(tmp, data, { mode: 0o600 });
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+  await rename(tmp, file);
+}
 const SAFE = /^[0-9]{4}-[0-9]{2}-[0-9]{2}\/[0-9a-f-]{36}$/;
 
 /**
@@ -170,15 +185,8 @@ export class SnapshotStore {
     };
   }
 
-  private async writeAtomic(file: string, data: Buffer): Promise<void> {
-    const tmp = `${file}.tmp`;
-    try {
-      await writeFile(tmp, data, { mode: 0o600 });
-    } catch (e) {
-      await rm(tmp, { force: true });
-      throw e;
-    }
-    await rename(tmp, file);
+  private writeAtomic(file: string, data: Buffer): Promise<void> {
+    return writePrivateFile(file, data);
   }
 
   read(path: string, kind: 'frame' | 'crop'): Promise<Buffer> {

@@ -29,6 +29,7 @@ import { monitorRoutes } from './routes/monitors.js';
 import { monitorSetupRoutes } from './routes/monitorSetup.js';
 import { settingsRoutes } from './routes/settings.js';
 import { eventRoutes } from './routes/events.js';
+import { unknownRoutes } from './routes/unknowns.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { kioskRoutes } from './routes/kiosk.js';
 import { systemRoutes } from './routes/system.js';
@@ -66,6 +67,7 @@ export function apiRoutes(
     ...monitorSetupRoutes(rt),
     ...settingsRoutes(rt),
     ...eventRoutes(rt),
+    ...unknownRoutes(rt),
     ...webhookRoutes(rt),
     ...scraperRoutes(rt),
     ...workspaceWebhookRoutes(rt),

@@ -22,6 +22,8 @@ import type { VigilMetrics } from './metrics.js';
 import type { ScrapeRunService } from '../scrapers/runService.js';
 import type { WorkspaceRepository } from '../workspaces/repository.js';
 import type { EventService } from '../events/eventService.js';
+import type { PersonTimeline } from '../events/personTimeline.js';
+import type { UnknownService } from '../events/unknownService.js';
 import type { WebhookService } from '../webhooks/webhookService.js';
 import type { GalleryFollower } from '../collections/fleetFollower.js';
 import type { CollectionPurger } from '../collections/collectionPurger.js';
@@ -77,6 +79,10 @@ export interface Runtime {
   scrapes: ScrapeRunService;
   /** The durable event history and its outputs' status. */
   events: EventService;
+  /** Unknown visitors grouped from the monitors' unknown tracks (issue 42). */
+  unknowns: UnknownService;
+  /** Where and when a person was seen, from the event history. */
+  timeline: PersonTimeline;
   webhooks: WebhookService;
   /** Fleet mode ([store] backend = "postgres"): this box's name and its follower of the shared gallery. */
   /** schemaVersion: the fleet database's, as this box migrated or found it at start (null: unreachable then). */

@@ -5,6 +5,7 @@ import { livenessBlock, type LivenessPolicy } from '../inference/faceService.js'
 import { faceObservation } from '../inference/observation.js';
 import type { AnalyzedFace, AnalyzeRequest, AnalyzeResult } from '../inference/pipeline.js';
 import type { FaceObservationT } from '../contract/faces.js';
+import type { IdentityBasisT } from '../contract/identity.js';
 import type { Frame } from './frameSource.js';
 import type { MonitorPersonT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
@@ -25,6 +26,15 @@ export interface FrameProcessorDeps {
   liveness: LivenessPolicy | null;
   /** [monitors] trim_letterbox: the detector runs over the frame, not over the letterbox fill below it. */
   trimLetterbox: boolean;
+  /** The `k` persons most similar to an embedding, best first, at any similarity (track-level identity). */
+  rank?(collection: CollectionT, embedding: Float32Array, k: number): SearchMatch[];
+}
+
+/** A person a track's template was compared with (TrackFaces). */
+export interface RankedMatch {
+  person: MonitorPersonT;
+  similarity: number;
+  matched_face_id: string;
 }
 
 /**
@@ -38,6 +48,10 @@ export interface FacePayload {
   matched_face_id: string | null;
   threshold: number;
   identifiedAt?: number;
+  /** This frame's embedding (never in events or the state): the track's frame bank pools it. */
+  embedding?: Float32Array;
+  /** Why the face has its identity (track-level identity, see TrackFaces). */
+  identity?: IdentityBasisT;
 }
 
 /**
@@ -51,6 +65,8 @@ export interface ProcessedFrame {
   reused?: number;
   /** Faces dropped by the monitor's face_mask or min_face_size (never searched nor tracked). */
   ignored?: number;
+  /** Ranks a track's template against the collection (absent without a search to rank with). */
+  rank?: (embedding: Float32Array, k: number) => RankedMatch[];
 }
 
 /**
@@ -238,10 +254,28 @@ export class FrameProcessor {
           similarity: m ? m.similarity : null,
           matched_face_id: m?.matched_face_id ?? null,
           person: m ? { id: m.person.id, name: m.person.name, external_id: m.person.external_id } : null,
-          ...(face.embedding ? { identifiedAt } : {}),
+          ...(face.embedding ? { identifiedAt, embedding: face.embedding } : {}),
         },
       };
     });
-    return { detections, threshold, frame: used, embedded: searchable.length, reused, ignored };
+    const rank = deps.rank?.bind(deps);
+    return {
+      detections,
+      threshold,
+      frame: used,
+      embedded: searchable.length,
+      reused,
+      ignored,
+      ...(rank
+        ? {
+            rank: (e: Float32Array, k: number) =>
+              rank(collection, e, k).map((m) => ({
+                person: { id: m.person.id, name: m.person.name, external_id: m.person.external_id },
+                similarity: m.similarity,
+                matched_face_id: m.matched_face_id,
+              })),
+          }
+        : {}),
+    };
   }
 }

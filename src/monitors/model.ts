@@ -1,4 +1,4 @@
-import type { EventPolicy, MonitorMotionT, MonitorZoneT, PolygonT } from '../contract/monitors.js';
+import type { EventPolicy, MonitorFacesT, MonitorMotionT, MonitorZoneT, PolygonT } from '../contract/monitors.js';
 
 /** A stored monitor with its plaintext URL (decrypted in memory only). */
 export interface MonitorRecord {
@@ -19,6 +19,8 @@ export interface MonitorRecord {
   min_face_size: number;
   /** Overrides of [monitors.motion] (null: the box's setting). */
   motion: MonitorMotionT;
+  /** Overrides of [monitors] track_identity and group_unknowns (null or absent: the box's setting). */
+  faces?: MonitorFacesT;
   created_at: string;
   updated_at: string;
   /** The box that runs it ([server] box_id of the box it was created on). */

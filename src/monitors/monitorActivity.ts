@@ -15,6 +15,7 @@ import type { MonitorRecord } from './model.js';
 import type { GateTrack } from './motionGate.js';
 import { Tracker, type TrackEvent } from './tracker.js';
 import { boxCentre, ZoneTracker } from './zones.js';
+import type { TrackFaces } from './trackFaces.js';
 
 export type ErrorSource = 'source' | 'inference';
 /** `cause` names why an RTSP source is unavailable (connection_refused, host_not_found, ...). */
@@ -67,9 +68,11 @@ export class MonitorActivity {
     private record: MonitorRecord,
     readonly epoch: string,
     private readonly sink: MonitorEventSink | null = null,
+    /** Frame banks, track-level identity and unknown visitors (issue 42); null: every frame on its own. */
+    private readonly trackFaces: TrackFaces | null = null,
   ) {
     this.ring = new EventRing(epoch, record.event_buffer_size);
-    this.tracker = new Tracker<FacePayload>(record.event_policy, () => randomUUID());
+    this.tracker = new Tracker<FacePayload>(record.event_policy, () => randomUUID(), trackFaces?.decide ?? null);
     this.zones = new ZoneTracker(record.zones);
   }
 
@@ -119,8 +122,9 @@ export class MonitorActivity {
     processingMs: number,
     frame: EventFrame | null = null,
   ): void {
-    const { detections } = result;
-    const { events, trackIds } = this.tracker.update(detections, now);
+    this.trackFaces?.frame(result.threshold, result.rank ?? null, frame);
+    // The faces as their tracks identify them (the frame's own identity without track-level identity).
+    const { events, trackIds, decided: detections } = this.tracker.update(result.detections, now);
     // Where each face is now; the changes of tracks announced before this frame are zone events below.
     const changes = trackIds.map((id, i) => this.zones.observe(id, boxCentre(detections[i]!.box)));
     this.faces = detections.map((d, i) => ({
@@ -146,6 +150,7 @@ export class MonitorActivity {
       for (const zone of c.entered) this.pushZone('zone_enter', id, detections[i]!.payload, zone);
     });
     if (this.record.zones.length) this.zones.retain(new Set(this.tracker.open().map((t) => t.id)));
+    this.trackFaces?.retain(new Set(this.tracker.open().map((t) => t.id)));
     if (this.sink && frame) for (const id of trackIds) this.trackFrames.set(id, { frame, at: now });
     this.processed++;
     this.embeddedFaces += result.embedded ?? 0;
@@ -196,6 +201,7 @@ export class MonitorActivity {
     this.emitTrackEvents(this.tracker.expire(now), null);
     // Tracks that expired before they were confirmed leave no exit; their zone state goes with them.
     if (this.record.zones.length) this.zones.retain(new Set(this.tracker.open().map((t) => t.id)));
+    this.trackFaces?.retain(new Set(this.tracker.open().map((t) => t.id)));
     // Tracks that ended without an exit (never confirmed) leave their frame here: drop what is stale.
     const stale = now - this.record.event_policy.absence_timeout_seconds * 1000 - 1000;
     for (const [id, f] of this.trackFrames) if (f.at < stale) this.trackFrames.delete(id);
@@ -205,6 +211,7 @@ export class MonitorActivity {
   end(reason: SessionEndReason): void {
     this.emitTrackEvents(this.tracker.end(reason), null);
     this.zones.retain(new Set());
+    this.trackFaces?.retain(new Set());
     this.trackFrames.clear();
     this.faces = [];
   }
@@ -295,8 +302,9 @@ export class MonitorActivity {
     this.sink?.event(event, { collectionId: this.record.collection_id, frame });
   }
 
-  /** The face fields every identity and zone event carries. */
-  private static faceFields(trackId: string, p: FacePayload) {
+  /** The face fields every identity and zone event carries (unknown_id and identity: issue 42). */
+  private faceFields(trackId: string, p: FacePayload) {
+    const unknownId = this.trackFaces?.unknownId(trackId) ?? null;
     return {
       track_id: trackId,
       person: p.person,
@@ -304,6 +312,8 @@ export class MonitorActivity {
       threshold: p.threshold,
       matched_face_id: p.matched_face_id,
       face: p.face,
+      ...(unknownId ? { unknown_id: unknownId } : {}),
+      ...(p.identity ? { identity: p.identity } : {}),
     };
   }
 
@@ -315,7 +325,7 @@ export class MonitorActivity {
     reason?: ExitReason,
   ): void {
     this.push(type, {
-      ...MonitorActivity.faceFields(trackId, p),
+      ...this.faceFields(trackId, p),
       zone,
       zones: this.zones.visited(trackId),
       ...(reason ? { reason } : {}),
@@ -340,15 +350,18 @@ export class MonitorActivity {
         for (const zone of new Set(inside(e.trackId))) this.pushZone('zone_exit', e.trackId, p, zone, e.reason);
         this.announced.delete(e.trackId);
       }
+      // An unknown track gets its unknown visitor before its enter is pushed, and ends the visit after its exit.
+      if (!exit) this.trackFaces?.entered(e, Date.now());
       this.push(
         e.type,
         {
-          ...MonitorActivity.faceFields(e.trackId, p),
+          ...this.faceFields(e.trackId, p),
           zones: this.zones.visited(e.trackId),
           ...(exit ? { reason: e.reason ?? null } : {}),
         },
         frame,
       );
+      if (exit) this.trackFaces?.exited(e, Date.now());
       if (!exit) {
         this.announced.add(e.trackId);
         for (const zone of this.zones.inside(e.trackId)) this.pushZone('zone_enter', e.trackId, p, zone);

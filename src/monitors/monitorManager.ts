@@ -215,6 +215,7 @@ export class MonitorManager {
       face_mask: r.face_mask,
       min_face_size: r.min_face_size,
       motion: { ...r.motion },
+      faces: { track_identity: null, group_unknowns: null, ...r.faces },
       runtime: this.runtime(r),
       created_at: r.created_at,
       updated_at: r.updated_at,
@@ -254,6 +255,7 @@ export class MonitorManager {
       face_mask: body.face_mask,
       min_face_size: body.min_face_size,
       motion: { ...body.motion },
+      faces: { ...body.faces },
       created_at: at,
       updated_at: at,
       box_id: this.boxId,
@@ -306,6 +308,12 @@ export class MonitorManager {
         ...current.event_policy,
         ...Object.fromEntries(Object.entries(body.event_policy ?? {}).filter(([, v]) => v !== undefined)),
       },
+      faces: {
+        track_identity: null,
+        group_unknowns: null,
+        ...current.faces,
+        ...Object.fromEntries(Object.entries(body.faces ?? {}).filter(([, v]) => v !== undefined)),
+      },
       updated_at: new Date().toISOString(),
     };
     if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
@@ -313,7 +321,9 @@ export class MonitorManager {
       RESTART_FIELDS.some((f) => next[f] !== current[f]) ||
       JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy) ||
       // Zones restart the session: faces in a changed zone exit it (monitor_restarted) rather than linger.
-      JSON.stringify(next.zones) !== JSON.stringify(current.zones);
+      JSON.stringify(next.zones) !== JSON.stringify(current.zones) ||
+      // So do the faces overrides: a session's tracks are identified and grouped one way from start to end.
+      JSON.stringify(next.faces) !== JSON.stringify(current.faces);
     const running = this.sessions.get(id);
     if (next.enabled && !running) this.claimSlot();
     let started: MonitorSession | null = null;

@@ -13,6 +13,7 @@ import { gateSettings, MotionGate, type GateStats, type MotionDefaults } from '.
 import type { NormBox } from './motionDetector.js';
 import { PreviewHub, previewFaces } from './previewHub.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
+import { trackFacesFor, type TrackFacesDefaults, type UnknownVisitors } from './trackFaces.js';
 import type { GreyFrame } from './frameSource.js';
 
 /** What a session needs from the rest of the daemon. */
@@ -26,6 +27,10 @@ export interface SessionDeps extends FrameProcessorDeps {
   events?: MonitorEventSink;
   /** [monitors.motion]: the motion gate's defaults. */
   motion: MotionDefaults;
+  /** [monitors] track identity and unknown-visitor grouping (issue 42); absent: every frame on its own. */
+  faces?: TrackFacesDefaults;
+  /** Where announced unknown tracks are grouped (the events layer's UnknownService). */
+  unknowns?: UnknownVisitors | null;
 }
 
 /** What a session tells its manager besides events (the MQTT motion topic). */
@@ -100,7 +105,12 @@ export class MonitorSession {
     private readonly hooks: SessionHooks = {},
   ) {
     this.record = record;
-    this.activity = new MonitorActivity(record, this.epoch, deps.events ?? null);
+    this.activity = new MonitorActivity(
+      record,
+      this.epoch,
+      deps.events ?? null,
+      trackFacesFor(record, deps.faces, deps.unknowns ?? null, this.epoch),
+    );
     this.gate = new MotionGate(gateSettings(record, deps.motion), (active) => {
       if (!this.stopped) hooks.motion?.(active);
     });

@@ -1,6 +1,6 @@
 import type { Db } from '../store/database.js';
 import type { CredentialCipher } from '../store/credentialCipher.js';
-import { MonitorMotion, type MonitorZoneT, type PolygonT } from '../contract/monitors.js';
+import { MonitorFaces, MonitorMotion, type MonitorZoneT, type PolygonT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 
 interface MonitorRow {
@@ -23,6 +23,7 @@ interface MonitorRow {
   face_mask_json: string;
   min_face_size: number;
   motion_json: string;
+  faces_json: string;
   created_at: string;
   updated_at: string;
   box_id: string | null;
@@ -59,6 +60,7 @@ export class MonitorStore {
       min_face_size: r.min_face_size,
       // Fields a later version adds get their defaults (null: follow [monitors.motion]).
       motion: MonitorMotion.parse(JSON.parse(r.motion_json)),
+      faces: MonitorFaces.parse(JSON.parse(r.faces_json)),
       created_at: r.created_at,
       updated_at: r.updated_at,
       box_id: r.box_id ?? '',
@@ -86,6 +88,7 @@ export class MonitorStore {
       face_mask_json: JSON.stringify(m.face_mask),
       min_face_size: m.min_face_size,
       motion_json: JSON.stringify(m.motion),
+      faces_json: JSON.stringify(m.faces ?? {}),
       created_at: m.created_at,
       updated_at: m.updated_at,
       box_id: m.box_id,
@@ -121,10 +124,10 @@ export class MonitorStore {
       .prepare(
         `INSERT INTO monitors (id, name, description, enabled, source_url_encrypted, collection_id, inference_fps,
       match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled,
-      zones_json, motion_mask_json, face_mask_json, min_face_size, motion_json, created_at, updated_at, box_id)
+      zones_json, motion_mask_json, face_mask_json, min_face_size, motion_json, faces_json, created_at, updated_at, box_id)
       VALUES (@id, @name, @description, @enabled, @source_url_encrypted, @collection_id, @inference_fps, @match_threshold, @event_buffer_size,
       @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled,
-      @zones_json, @motion_mask_json, @face_mask_json, @min_face_size, @motion_json, @created_at, @updated_at, @box_id)
+      @zones_json, @motion_mask_json, @face_mask_json, @min_face_size, @motion_json, @faces_json, @created_at, @updated_at, @box_id)
       ON CONFLICT (id) DO NOTHING`,
       )
       .run(this.toRow(m));
@@ -138,7 +141,8 @@ export class MonitorStore {
       collection_id = @collection_id, inference_fps = @inference_fps, match_threshold = @match_threshold, event_buffer_size = @event_buffer_size,
       confirm_frames = @confirm_frames, absence_timeout_seconds = @absence_timeout_seconds, cooldown_seconds = @cooldown_seconds,
       emit_unknown = @emit_unknown, preview_enabled = @preview_enabled, zones_json = @zones_json, motion_mask_json = @motion_mask_json,
-      face_mask_json = @face_mask_json, min_face_size = @min_face_size, motion_json = @motion_json, updated_at = @updated_at WHERE id = @id`,
+      face_mask_json = @face_mask_json, min_face_size = @min_face_size, motion_json = @motion_json, faces_json = @faces_json,
+      updated_at = @updated_at WHERE id = @id`,
       )
       .run(this.toRow(m));
   }

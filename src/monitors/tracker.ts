@@ -62,10 +62,22 @@ export class Tracker<P> {
   constructor(
     private readonly policy: EventPolicy,
     private readonly newTrackId: (n: number) => string = (n) => `t${n}`,
+    /**
+     * Called for each face once its track is known (a new track's id included), before its identity is
+     * compared with the track's: returns the face with the identity to use (track-level identity, see
+     * TrackFaces). Association itself uses the face's own identity.
+     */
+    private readonly decide: ((trackId: string, det: Detection<P>, now: number) => Detection<P>) | null = null,
   ) {}
 
-  /** Associates one frame's faces (at time `now`, ms) and returns the events, plus each face's track id. */
-  update(detections: Detection<P>[], now: number): { events: TrackEvent<P>[]; trackIds: string[] } {
+  /**
+   * Associates one frame's faces (at time `now`, ms) and returns the events, plus each face's track id and
+   * the faces with the identity their tracks use (`decided`: the faces themselves without a decide hook).
+   */
+  update(
+    detections: Detection<P>[],
+    now: number,
+  ): { events: TrackEvent<P>[]; trackIds: string[]; decided: Detection<P>[] } {
     // Tracks unseen for the absence timeout end first, so a face after a long gap starts a new track.
     const events: TrackEvent<P>[] = this.expire(now);
     const pairs: { d: number; t: number; iou: number }[] = [];
@@ -79,16 +91,20 @@ export class Tracker<P> {
     pairs.sort((a, b) => b.iou - a.iou || a.d - b.d || a.t - b.t);
     const trackOf = new Array<Track<P> | undefined>(detections.length);
     const taken = new Set<number>();
+    const decided: Detection<P>[] = [];
     for (const p of pairs) {
       if (trackOf[p.d] || taken.has(p.t)) continue;
       trackOf[p.d] = this.tracks[p.t];
       taken.add(p.t);
     }
-    detections.forEach((det, d) => {
+    detections.forEach((face, d) => {
       let track = trackOf[d];
+      const id = track?.id ?? this.newTrackId(this.nextId++);
+      const det = this.decide ? this.decide(id, face, now) : face;
+      decided.push(det);
       if (!track) {
         track = {
-          id: this.newTrackId(this.nextId++),
+          id,
           box: det.box,
           kind: det.kind,
           personId: det.personId,
@@ -121,7 +137,7 @@ export class Tracker<P> {
         track.announced = this.emit(det.kind === 'matched' ? 'person_enter' : 'unknown_enter', track, now, events);
       }
     });
-    return { events, trackIds: trackOf.map((t) => t!.id) };
+    return { events, trackIds: trackOf.map((t) => t!.id), decided };
   }
 
   /** Ends tracks unseen for the absence timeout; also called between frames so exits do not wait for video. */

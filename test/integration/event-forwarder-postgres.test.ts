@@ -79,6 +79,8 @@ const row = (o: Partial<NewEvent> = {}): NewEvent => ({
   reason: null,
   zones_json: null,
   zone: null,
+  unknown_id: null,
+  identity_json: null,
   snapshot: 'none',
   snapshot_path: null,
   snapshot_bytes: 0,
