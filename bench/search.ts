@@ -32,6 +32,8 @@
  *                   anchor and the truth), int8 with and without the fp16 re-rank (--profiles picks the int8 ones)
  *                   interleaved in the same run: recall@10 of persons, p50/p99, speed-up against fp32, bytes per
  *                   face; with --hnsw-ef-search, the HNSW graph's recall@10 at each ef (--skip-hnsw: none).
+ *                   --query-noise: the fresh face noise of the queries (0.75, as the gallery's faces: cos ~0.66 to
+ *                   the person's best face; 1.0: ~0.59, a harder photo)
  *                   Writes bench/results/search-near-ties-<n>.json
  * Prints a table, writes bench/results/search.json. global.gc is used when present (node --expose-gc),
  * otherwise it is enabled at runtime through v8.setFlagsFromString.
@@ -87,6 +89,7 @@ const { values } = parseArgs({
     'hnsw-candidates': { type: 'string', default: '' },
     'near-ties': { type: 'boolean', default: false },
     'group-persons': { type: 'string', default: '800' },
+    'query-noise': { type: 'string', default: '0.75' },
   },
 });
 
@@ -843,7 +846,7 @@ const NEAR_TIE_LIMIT = 10;
  * its stored faces, plus fresh face noise as clusteredRows draws it: another photo of someone enrolled
  * (cos ~0.6 to the stored faces), not a stored face with a little noise.
  */
-function knownPersonQueries(data: Float32Array, n: number, nq: number, seed: number): QuerySet {
+function knownPersonQueries(data: Float32Array, n: number, nq: number, seed: number, noise = 0.75): QuerySet {
   const rand = mulberry32(seed);
   const g = gaussians(seed + 1);
   const sd = 1 / Math.sqrt(DIM);
@@ -856,7 +859,7 @@ function knownPersonQueries(data: Float32Array, n: number, nq: number, seed: num
     for (let f = 0; f < FACES_PER_PERSON; f++)
       for (let j = 0; j < DIM; j++) identity[j]! += data[(person * FACES_PER_PERSON + f) * DIM + j]!;
     const norm = Math.hypot(...identity);
-    for (let j = 0; j < DIM; j++) vectors[q * DIM + j] = identity[j]! / norm + 0.75 * sd * g();
+    for (let j = 0; j < DIM; j++) vectors[q * DIM + j] = identity[j]! / norm + noise * sd * g();
     normalise(vectors, q);
     source.push(person);
   }
@@ -873,7 +876,7 @@ async function nearTies(n: number) {
   const groups = Math.max(1, Math.round(n / FACES_PER_PERSON / groupPersons));
   let t = performance.now();
   const data = clusteredRows(n, 0x5eed + n, groups);
-  const qs = knownPersonQueries(data, n, NQ, 0xc0ffee + n);
+  const qs = knownPersonQueries(data, n, NQ, 0xc0ffee + n, Number(values['query-noise']));
   log(
     `near ties, N = ${n}: ${groups} groups of ~${groupPersons} persons x ${FACES_PER_PERSON} faces, ${NQ} known-person queries, generated in ${((performance.now() - t) / 1000).toFixed(1)} s`,
   );
@@ -1030,7 +1033,14 @@ async function nearTies(n: number) {
     at: new Date().toISOString(),
     n,
     machine,
-    settings: { dim: DIM, queries: NQ, groups, group_persons: groupPersons, faces_per_person: FACES_PER_PERSON },
+    settings: {
+      dim: DIM,
+      queries: NQ,
+      query_noise: Number(values['query-noise']),
+      groups,
+      group_persons: groupPersons,
+      faces_per_person: FACES_PER_PERSON,
+    },
     gap_10_11: { p10: pct(gaps, 10), median: pct(gaps, 50), p90: pct(gaps, 90) },
     profiles,
     hnsw,

@@ -954,7 +954,7 @@ export const ConfigSchema = z.strictObject({
         .boolean()
         .default(true)
         .describe(
-          "int8 profiles keep an fp16 copy of every row (2 bytes per value beside the 1 of the int8 row) and re-rank the scan's candidates from it: recall@10 against fp32 0.96 -> 1.000 on near-tie galleries (docs/performance.md). false: the int8 score is the answer, as upstream, at a third of the memory.",
+          "int8 profiles keep an fp16 copy of every row (2 bytes per value beside the 1 of the int8 row) and re-rank the scan's candidates from it: recall@10 against fp32 0.977-0.981 -> 0.999-1.000 on near-tie galleries, for about the same speed (docs/performance.md). false: the int8 score is the answer, as upstream, at a third of the memory.",
         ),
       default_search_index: z
         .enum(['exact', 'hnsw'])
@@ -979,7 +979,7 @@ export const ConfigSchema = z.strictObject({
         .max(4096)
         .default(256)
         .describe(
-          'ef_search (at least the candidates a search asks for): 256 by measurement (bench/search.ts, M 32 / ef_add 256): known-person recall@10 0.998-0.999 on a near-tie gallery of 100k faces (192: 0.996-0.997; an outside test saw 0.986) and 0.997 for face queries at 1M (192: 0.992), for a p99 about 10 % higher (1.06 against 0.97 ms at 1M with the native walker).',
+          'ef_search (at least the candidates a search asks for): 256 by measurement (bench/search.ts, M 32 / ef_add 256): face-query recall@10 0.997 at 1M (192: 0.992) for a p99 about 10 % higher (1.06 against 0.97 ms with the native walker); on a near-tie gallery of 100k faces both give known-person recall@10 0.999, where an outside test saw 0.986 at 192.',
         ),
       hnsw_memory: z
         .enum(['view', 'load', 'huge_pages'])
