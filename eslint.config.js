@@ -1,7 +1,18 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tmp/', 'var/', 'bench/results/', 'native/*/build/', '.pkg-build/', 'dist-pkg/'] },
+  {
+    ignores: [
+      'dist/',
+      'node_modules/',
+      '.tmp/',
+      'var/',
+      'bench/results/',
+      'native/*/build/',
+      '.pkg-build/',
+      'dist-pkg/',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     rules: {

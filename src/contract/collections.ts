@@ -47,7 +47,8 @@ export type MetadataProblem =
 /** Why `value` is outside the metadata bounds, or null. The depth is checked first, so stringify never recurses deeply. */
 export function metadataProblem(value: unknown): MetadataProblem | null {
   if (deeperThan(value, MAX_METADATA_DEPTH)) return { reason: 'too_deep', max_metadata_depth: MAX_METADATA_DEPTH };
-  const bytes = Buffer.byteLength(JSON.stringify(value) ?? '');
+  // TextEncoder, not Buffer: the browser code type-checks this module too.
+  const bytes = new TextEncoder().encode(JSON.stringify(value) ?? '').length;
   return bytes > MAX_METADATA_BYTES ? { reason: 'too_large', max_metadata_bytes: MAX_METADATA_BYTES, bytes } : null;
 }
 
