@@ -38,6 +38,7 @@ import { inspectPack, loadInstalledPack } from '../src/models/installed.js';
 import { installPack } from '../src/models/installer.js';
 import {
   contextCrop,
+  seededRandom,
   gaussianBlur,
   infraredGray,
   jpegRecompress,
@@ -62,6 +63,19 @@ import {
   type OperatingPoint,
 } from './quality/metrics.js';
 import { fileTempDir } from '../test/helpers/tempDir.js';
+import {
+  announcedFigures,
+  BANK,
+  clusterVisitors,
+  perFrameScores,
+  scoreTracks,
+  trackFigures,
+  TRACK_CONDITIONS,
+  TRACK_METHODS,
+  type FrameResult,
+  type GalleryFace,
+  type TrackProbe,
+} from './quality/tracks.js';
 
 const REPO = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const SHARED = process.env.VIGIL_SHARED_DIR ?? resolve(REPO, '../shared');
@@ -87,6 +101,13 @@ const { values } = parseArgs({
     out: { type: 'string', default: join(REPO, 'bench/results/quality.json') },
     /** Rounds of the interleaved latency A/B of the variants (0 = skip). */
     latency: { type: 'string', default: '0' },
+    /** Track probes (issue 42): conditions, comma-separated, or none. */
+    tracks: { type: 'string', default: TRACK_CONDITIONS.map((c) => c.name).join(',') },
+    'track-frames': { type: 'string', default: '8' },
+    /** Tracks per gallery face and condition (each a visit of that person in the unknown-visitor grouping). */
+    'track-visits': { type: 'string', default: '2' },
+    /** A file that keeps every track frame's result between runs (for iterating on the scoring only). */
+    'probe-cache': { type: 'string' },
   },
 });
 
@@ -669,6 +690,13 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
           `    ${g.gate.padEnd(24)} FTA ${String(g.conditions.reduce((a, c) => a + c.fta, 0)).padStart(3)}  ${fmtPoint(g.pooled_at_calibration_far)}  ${night ? fmtPoint(night.tar_at_far_1e2) : ''}`,
         );
       }
+      const tracks = await trackAnalysis(
+        engine,
+        samples,
+        variant,
+        declared ?? recommended,
+        `${packId}/${variant.name}`,
+      );
       const templates = templateAnalysis(samples, scored);
       console.log('  person templates over all conditions: TAR @ FAR 1e-2 | TAR @ FAR 1e-3 | rank-1 (persons)');
       for (const t of templates)
@@ -691,6 +719,7 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
         })),
         gates,
         templates,
+        tracks,
         raw: results.map((r) => ({ condition: r.condition, perProbe: r.perProbe, nonMatedBest: r.nonMatedBest })),
       });
     }
@@ -714,6 +743,134 @@ async function runPack(packId: string, variantNames: string[], conditionNames: s
   } finally {
     await engine.close();
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Track probes (issue 42): sequences of frames per gallery face, scored per frame and per track, and the
+// unknown-visitor grouping measured on them.
+
+/** Clustering thresholds swept for the unknown-visitor grouping; the daemon's default is marked. */
+const CLUSTER_THRESHOLDS = [0.35, 0.4, 0.45, 0.5, 0.55, 0.6];
+/** Frames that confirm a track in the daemon (event_policy.confirm_frames default): the enter's template. */
+const CONFIRM_FRAMES = 3;
+/** [monitors] track_hysteresis default. */
+const HYSTERESIS = 0.03;
+
+const cacheKey = (...parts: (string | number)[]) => parts.join('|');
+function loadProbeCache(file: string | undefined): Map<string, FrameResult> {
+  const out = new Map<string, FrameResult>();
+  if (!file || !existsSync(file)) return out;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (!line) continue;
+    const [k, e, q] = JSON.parse(line) as [string, string | null, number];
+    out.set(k, {
+      embedding: e === null ? null : new Float32Array(new Uint8Array(Buffer.from(e, 'base64')).buffer),
+      quality: q,
+    });
+  }
+  return out;
+}
+function saveProbeCache(file: string | undefined, cache: Map<string, FrameResult>): void {
+  if (!file) return;
+  const lines = [...cache].map(([k, r]) =>
+    JSON.stringify([
+      k,
+      r.embedding
+        ? Buffer.from(r.embedding.buffer, r.embedding.byteOffset, r.embedding.byteLength).toString('base64')
+        : null,
+      r.quality,
+    ]),
+  );
+  writeFileSync(file, lines.join('\n') + '\n');
+}
+
+async function trackAnalysis(
+  engine: InferenceEngine,
+  samples: Sample[],
+  variant: Variant,
+  threshold: number,
+  tag: string,
+) {
+  const names = values.tracks === 'none' ? [] : values.tracks!.split(',').filter(Boolean);
+  if (!names.length) return null;
+  const frames = Number(values['track-frames']),
+    visits = Number(values['track-visits']);
+  const cache = loadProbeCache(values['probe-cache']);
+  const gallery: GalleryFace[] = samples.map((s) => ({ label: s.label, embedding: s.face.embedding }));
+  const conditions = [];
+  console.log(
+    `  track probes: ${visits} track(s) of ${frames} frames per face and condition; TAR @ FAR 1e-2 [95 % CI] @thr; at the default threshold ${threshold.toFixed(2)}: DIR (mated) and FPIR (strangers) [95 % CI]`,
+  );
+  for (const [ci, cond] of TRACK_CONDITIONS.entries()) {
+    if (!names.includes(cond.name)) continue;
+    const probes: TrackProbe[] = [];
+    for (const [i, s] of samples.entries()) {
+      const clean = contextCrop(s.image, s.face.box, 1);
+      for (let v = 0; v < visits; v++) {
+        const rnd = seededRandom(7919 * (ci + 1) + 104_729 * v + 31 * i);
+        const side = rnd() < 0.5 ? -1 : 1;
+        const results: FrameResult[] = [];
+        for (let f = 0; f < frames; f++) {
+          const key = cacheKey(tag, cond.name, s.id, v, f, frames);
+          // The frame is made even when cached: its draws from rnd keep the later frames the same.
+          const p = await cond.frame(clean, { index: f, frames, rnd, seed: 3000 + 1_000_003 * v + 1009 * i + f, side });
+          let r = cache.get(key);
+          if (!r) {
+            const pr = await probe(engine, p, variant);
+            r = { embedding: pr.embedding, quality: pr.face?.quality.score ?? 0 };
+            cache.set(key, r);
+          }
+          results.push(r);
+        }
+        probes.push({ sample: i, visit: v, frames: results });
+      }
+    }
+    const perFrame = trackFigures(perFrameScores(gallery, probes), threshold);
+    const methods = TRACK_METHODS.map((m) => ({
+      method: m.name,
+      describe: m.describe,
+      ...trackFigures(scoreTracks(gallery, probes, m), threshold),
+    }));
+    const decisions = { threshold, hysteresis: HYSTERESIS, confirm: CONFIRM_FRAMES, bank: BANK };
+    const announced = (['frame', 'track'] as const).map((mode) => announcedFigures(gallery, probes, mode, decisions));
+    const clustering = CLUSTER_THRESHOLDS.map((t) => ({
+      threshold: t,
+      ...clusterVisitors(gallery, probes, { threshold: t, confirmFrames: CONFIRM_FRAMES, seed: 42 }),
+    }));
+    conditions.push({
+      condition: cond.name,
+      describe: cond.describe,
+      per_frame: perFrame,
+      per_track: methods,
+      announced,
+      clustering,
+    });
+    const line = (name: string, f: ReturnType<typeof trackFigures>) => {
+      const o = f.at_default_threshold;
+      console.log(
+        `    ${cond.name.padEnd(14)} ${name.padEnd(20)} FTA ${String(f.fta).padStart(3)}/${String(f.probes).padEnd(4)} AUC ${f.roc_auc.toFixed(4)}  d' ${f.d_prime.toFixed(2)}  ${fmtPoint(f.tar_at_far_1e2)}  DIR ${pct(o.dir)}  FPIR ${pct(o.fpir)} [${pct(o.fpir_ci95.low)}–${pct(o.fpir_ci95.high)}] (${o.non_mated})`,
+      );
+    };
+    line('per_frame', perFrame);
+    for (const m of methods) line(m.method, m);
+    for (const a of announced)
+      console.log(
+        `    ${cond.name.padEnd(14)} announced, ${a.mode === 'frame' ? 'per frame' : 'track identity'}: DIR ${pct(a.dir)} [${pct(a.dir_ci95.low)}–${pct(a.dir_ci95.high)}] of ${a.mated} (${a.misidentified} misidentified), FPIR ${pct(a.fpir)} [${pct(a.fpir_ci95.low)}–${pct(a.fpir_ci95.high)}] of ${a.strangers} stranger tracks`,
+      );
+    console.log(
+      `    ${cond.name.padEnd(14)} unknown visitors (purity / completeness / clusters of ${clustering[0]!.labels} people): ${clustering.map((c) => `@${c.threshold} ${c.purity.toFixed(3)}/${c.completeness.toFixed(3)}/${c.clusters}`).join('  ')}`,
+    );
+  }
+  saveProbeCache(values['probe-cache'], cache);
+  return {
+    frames,
+    visits,
+    bank: BANK,
+    confirm_frames: CONFIRM_FRAMES,
+    hysteresis: HYSTERESIS,
+    default_threshold: threshold,
+    conditions,
+  };
 }
 
 interface Contender {

@@ -77,12 +77,14 @@ export async function smallFaceInFrame(
   faceWidth: number,
   frame: { width: number; height: number } = { width: 1280, height: 720 },
   grey = 118,
+  /** Where the face's centre goes, in pixels of the frame (default: the frame's centre). */
+  centre: { x: number; y: number } = { x: frame.width / 2, y: frame.height / 2 },
 ): Promise<Probe> {
   const s = await scaleFace(p, faceWidth);
   const cx = (s.box[0] + s.box[2]) / 2,
     cy = (s.box[1] + s.box[3]) / 2;
-  const dx = Math.round(frame.width / 2 - cx),
-    dy = Math.round(frame.height / 2 - cy);
+  const dx = Math.round(centre.x - cx),
+    dy = Math.round(centre.y - cy);
   const data = new Uint8Array(frame.width * frame.height * 3).fill(grey);
   for (let y = 0; y < s.image.height; y++) {
     const fy = y + dy;

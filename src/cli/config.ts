@@ -1,10 +1,13 @@
-import { resolve } from 'node:path';
+import { chownSync, existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { loadConfig } from '../config/load.js';
 import { coerceSettingValue, parseSettingKey, settingRule } from '../config/settings.js';
 import { describeSettings, type SettingEntry } from '../config/settingsService.js';
 import { writeSettings } from '../config/settingsWriter.js';
 import { Errors } from '../contract/errors.js';
+import { openDatabase } from '../store/database.js';
 import { dataDirHolder } from '../store/dataDirLock.js';
+import { AuditLog, cliActor } from '../users/auditLog.js';
 import { parseCommandLine } from './commandLine.js';
 import type { CliIo } from './workspaces.js';
 
@@ -34,6 +37,32 @@ export function signalDaemon(dataDir: string): Delivery {
   } catch (e) {
     return { running: true, pid, signalled: false, error: (e as NodeJS.ErrnoException).code ?? String(e) };
   }
+}
+
+/**
+ * The change in the daemon's audit log (source cli), as PATCH /v1/settings would be: only into a database
+ * that exists (a box never started has no log yet). Run as root, the database's side files keep their owner
+ * (SQLite creates -wal and -shm when no daemon has them open), so the service can still open it.
+ */
+export function auditConfigChange(dataDir: string, detail: Record<string, unknown>): boolean {
+  const file = join(dataDir, 'vigil.db');
+  if (!existsSync(file)) return false;
+  const owner = statSync(file);
+  const db = openDatabase(dataDir, undefined, { lock: false });
+  try {
+    new AuditLog(db.db).record({
+      source: 'cli',
+      actor_type: 'cli',
+      actor: cliActor(),
+      action: 'patch_settings_v1_settings_patch',
+      detail,
+    });
+  } finally {
+    db.close();
+    for (const f of [file, `${file}-wal`, `${file}-shm`])
+      if (existsSync(f) && statSync(f).uid !== owner.uid) chownSync(f, owner.uid, owner.gid);
+  }
+  return true;
 }
 
 /** One line per changed key: saved, and applied by the daemon or waiting for a (re)start. */
@@ -109,6 +138,7 @@ export async function runConfigCommand(
       const written = await writeSettings(file, { [key]: value }, { env: process.env });
       const changed = written.after !== written.before;
       const dataDir = loaded.config.server.data_dir;
+      if (changed) auditConfigChange(dataDir, { keys: [key], config_file: file });
       const delivery: Delivery = changed ? signalDaemon(dataDir) : { running: false };
       const line = changed ? describeDelivery(key, delivery) : `${key}: unchanged (the file already has that value)`;
       const restartRequired = changed && delivery.running && settingRule(key).apply === 'restart';

@@ -46,7 +46,27 @@ const SECRETS = new Set([
  */
 export const LIVE_GROUPS = {
   log: ['server.log_level'],
-  mqtt: ['mqtt.'],
+  // Every key the publisher takes (mqttOptions), listed: a key added to [mqtt] is restart-only until its
+  // applier takes it (the same for the groups below).
+  mqtt: [
+    'mqtt.enabled',
+    'mqtt.url',
+    'mqtt.client_id',
+    'mqtt.topic_prefix',
+    'mqtt.qos',
+    'mqtt.retain',
+    'mqtt.ca_file',
+    'mqtt.cert_file',
+    'mqtt.key_file',
+    'mqtt.tls_verify',
+    'mqtt.discovery',
+    'mqtt.discovery_prefix',
+    'mqtt.snapshots',
+    'mqtt.queue_max_messages',
+    'mqtt.reconnect_delay_seconds',
+    'mqtt.max_reconnect_delay_seconds',
+    'mqtt.keepalive_seconds',
+  ],
   retention: [
     'events.max_age_days',
     'events.max_events',
@@ -55,7 +75,12 @@ export const LIVE_GROUPS = {
     'events.snapshots',
   ],
   detection: ['detection.threshold', 'detection.nms_threshold', 'detection.single_face_selection'],
-  registration: ['registration.'],
+  registration: [
+    'registration.min_score',
+    'registration.min_quality',
+    'registration.min_face_size',
+    'registration.max_pose_degrees',
+  ],
   collectionDefaults: [
     'collections.save_face_crops',
     'collections.default_search_profile',
@@ -64,7 +89,20 @@ export const LIVE_GROUPS = {
     'collections.default_load_policy',
     'collections.default_search_index',
   ],
-  monitors: ['monitors.'],
+  // What a monitor session takes from [monitors] (monitorSessionSettings): applied by restarting the streams.
+  monitors: [
+    'monitors.max_streams',
+    'monitors.preview_fps',
+    'monitors.jpeg_quality',
+    'monitors.open_timeout_seconds',
+    'monitors.read_timeout_seconds',
+    'monitors.reconnect_delay_seconds',
+    'monitors.latency_ms',
+    'monitors.frame_max_side',
+    'monitors.reidentify_interval_seconds',
+    'monitors.trim_letterbox',
+    'monitors.pipeline',
+  ],
 } as const satisfies Record<string, readonly string[]>;
 const LIVE: readonly string[] = Object.values(LIVE_GROUPS).flat();
 
@@ -78,6 +116,8 @@ const RESTART_EDITABLE = [
   'inference.liveness_compare_scope',
   'inference.liveness_on_registration',
   'collections.',
+  'registration.',
+  'monitors.',
   'webhooks.',
   'web.',
   'metrics.enabled',

@@ -263,3 +263,38 @@ test.serial('test connection of a saved monitor uses its stored URL', async (t) 
   t.is((await call(d, 'POST', '/v1/monitors/nobody/test')).json.error.code, 'monitor_not_found');
   await call(d, 'DELETE', '/v1/monitors/door');
 });
+
+test.serial('roles: only admins read or change settings; operators test cameras, viewers do neither', async (t) => {
+  /** A signed-in browser of a new user with that role: its session cookie, CSRF token and origin. */
+  const browser = async (role: string) => {
+    const password = `${role} password 1`;
+    t.is((await call(d, 'POST', '/v1/users', { username: role, password, role })).status, 201);
+    const headers = { Origin: d.url, 'Sec-Fetch-Site': 'same-origin' };
+    const login = await call(d, 'POST', '/v1/auth/login', { username: role, password }, headers);
+    const cookie = login.res.headers
+      .getSetCookie()
+      .find((c) => c.startsWith('vigil_session='))!
+      .split(';')[0]!;
+    return { ...headers, Cookie: cookie, 'X-CSRF-Token': login.json.csrf_token as string };
+  };
+  const viewer = await browser('viewer');
+  const operator = await browser('operator');
+  for (const who of [viewer, operator]) {
+    const get = await call(d, 'GET', '/v1/settings', undefined, who);
+    t.is(get.status, 403);
+    t.like(get.json.error, { code: 'forbidden_role', details: { required_role: 'admin' } });
+    t.is((await call(d, 'PATCH', '/v1/settings', { 'events.max_age_days': 1 }, who)).status, 403);
+  }
+  const port = await freePort();
+  const source = { url: `rtsp://127.0.0.1:${port}/x` };
+  t.is((await call(d, 'POST', '/v1/monitors/test', { source }, viewer)).status, 403);
+  t.is((await call(d, 'GET', '/v1/monitor-pipelines', undefined, viewer)).status, 403);
+  const tested = await call(d, 'POST', '/v1/monitors/test', { source }, operator);
+  t.is(tested.status, 200);
+  t.like(tested.json.test, { ok: false, cause: 'connection_refused' });
+  t.is(d.runtime.loaded.config.events.max_age_days, 7, 'nothing changed');
+  // The admin's change is in the audit log with the keys it changed.
+  await call(d, 'PATCH', '/v1/settings', { 'events.max_age_days': 8 });
+  const audit = await call(d, 'GET', '/v1/audit?action=patch_settings_v1_settings_patch');
+  t.like(audit.json.entries[0], { source: 'api', detail: { keys: ['events.max_age_days'], restart_required: false } });
+});

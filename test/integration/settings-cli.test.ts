@@ -67,6 +67,9 @@ test.serial('vigil config set on a running daemon: saved, SIGHUP, applied live',
   t.regex(d.output(), /"via":"reload"[^\n]*"applied":\["events\.max_age_days"\][^\n]*settings changed/);
   const get = await vigil(['config', 'get', 'events.max_age_days']);
   t.is(get.stdout, 'events.max_age_days = 5  (file, live)\n');
+  // In the audit log as a CLI change, like the same PATCH over the API would be.
+  const audit = await api('/v1/audit?action=patch_settings_v1_settings_patch');
+  t.like(audit.entries[0], { source: 'cli', actor_type: 'cli', detail: { keys: ['events.max_age_days'] } });
 });
 
 test.serial('vigil config set of a restart-only key says so; the daemon shows it pending', async (t) => {

@@ -2,13 +2,15 @@ import test from 'ava';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
+import { monitorSessionSettings, mqttOptions, reviewGates } from '../../src/cli/daemonSettings.js';
 import { replacementMode } from '../../src/config/configFile.js';
 import { ENV_OVERRIDES, loadConfig } from '../../src/config/load.js';
 import { PIPELINE_PRESETS, expandPipeline, presetOf } from '../../src/config/pipelinePresets.js';
-import { DEFAULT_MONITOR_PIPELINE, pipelineProblem } from '../../src/config/schema.js';
+import { ConfigSchema, DEFAULT_MONITOR_PIPELINE, pipelineProblem } from '../../src/config/schema.js';
 import {
   closestKey,
   coerceSettingValue,
+  LIVE_GROUPS,
   parseSettingKey,
   setValueAt,
   settingKeys,
@@ -219,4 +221,33 @@ test('pipeline presets validate as [monitors] pipeline and are recognised back',
   t.is(presetOf(`${DEFAULT_MONITOR_PIPELINE} `)?.id, 'software');
   t.is(presetOf('rtspsrc name=src ! fakesink'), null);
   t.is(expandPipeline('rtspsrc name=src ! x'), 'rtspsrc name=src ! x');
+});
+
+test('every key called live is really taken by its applier: the MQTT options and the monitor sessions change', (t) => {
+  const base = loadConfig(null, {}).config;
+  /** A different valid value for a key: the other boolean, the next number in range, another string. */
+  const other = (key: string): unknown => {
+    const { schema } = parseSettingKey(key);
+    const v = valueAt(base, key);
+    if (typeof v === 'boolean') return !v;
+    if (typeof v === 'number') {
+      const consts = ((schema.anyOf as { const?: number }[] | undefined) ?? []).map((s) => s.const);
+      if (consts.length) return consts.find((c) => c !== v);
+      return typeof schema.maximum === 'number' && v + 1 > schema.maximum ? v / 2 : v + 1;
+    }
+    if (key === 'mqtt.url') return 'mqtt://other.lan:1883';
+    if (key === 'monitors.pipeline') return expandPipeline('vaapi');
+    return typeof v === 'string' ? `${v}x` : '/etc/vigil/x.pem';
+  };
+  const changed = (key: string) => {
+    const raw = {};
+    setValueAt(raw, key, other(key));
+    return ConfigSchema.parse(raw);
+  };
+  for (const key of LIVE_GROUPS.mqtt.filter((k) => k !== 'mqtt.enabled'))
+    t.notDeepEqual(mqttOptions(changed(key).mqtt), mqttOptions(base.mqtt), key);
+  for (const key of LIVE_GROUPS.monitors.filter((k) => k !== 'monitors.max_streams'))
+    t.notDeepEqual(monitorSessionSettings(changed(key).monitors), monitorSessionSettings(base.monitors), key);
+  for (const key of LIVE_GROUPS.registration)
+    t.notDeepEqual(reviewGates(changed(key).registration), reviewGates(base.registration), key);
 });

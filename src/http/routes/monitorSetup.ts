@@ -46,6 +46,7 @@ export function monitorSetupRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'test_monitor_source_v1_monitors_test_post',
       summary: 'Test Camera Connection',
       tags: ['monitors'],
+      role: 'operator',
       description:
         "Vigil extension. Tries a camera before it is saved: the monitor's probe (name lookup, connect, RTSP DESCRIBE with the URL's credentials), then the decode pipeline (default [monitors] pipeline, or a pipeline id or template) until its first frame, returned as a JPEG. 200 with ok false says how far it got (stage) and why (cause, as a monitor reports it: connection_refused, unauthorized, …). Nothing is stored.",
       body: { contentType: 'application/json', schema: MonitorTestRequest },
@@ -54,6 +55,7 @@ export function monitorSetupRoutes(rt: Runtime): RouteSpec[] {
       handler: async (ctx) => {
         const body = await readJson(ctx, MonitorTestRequest, maxBytes);
         const test = await tester.test(body.source.url, options(body.pipeline, body.timeout_seconds));
+        ctx.state.auditDetail = { source: test.source, ok: test.ok, stage: test.stage };
         ctx.body = { request_id: ctx.state.requestId, test };
       },
     },
@@ -63,6 +65,7 @@ export function monitorSetupRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'test_monitor_v1_monitors__monitor_id__test_post',
       summary: 'Test Monitor Connection',
       tags: ['monitors'],
+      role: 'operator',
       description:
         "Vigil extension. The connection test of a saved monitor, with its stored (encrypted) URL: probe, then the first decoded frame as a JPEG. The monitor's own session is not touched (the camera sees a second, short connection).",
       body: { contentType: 'application/json', schema: MonitorStoredTestRequest },
@@ -76,6 +79,7 @@ export function monitorSetupRoutes(rt: Runtime): RouteSpec[] {
             ? MonitorStoredTestRequest.parse({})
             : await readJson(ctx, MonitorStoredTestRequest, maxBytes);
         const test = await tester.test(url, options(body.pipeline, body.timeout_seconds));
+        ctx.state.auditDetail = { ok: test.ok, stage: test.stage };
         ctx.body = { request_id: ctx.state.requestId, test };
       },
     },
@@ -85,6 +89,7 @@ export function monitorSetupRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'list_monitor_pipelines_v1_monitor_pipelines_get',
       summary: 'List Monitor Pipelines',
       tags: ['monitors'],
+      role: 'operator',
       description:
         'Vigil extension. The decode pipelines a camera set-up offers for [monitors] pipeline (software, and the Jetson, VA-API and V4L2 hardware decoders), whether this box has their GStreamer elements, and which one runs now. Choose one with PATCH /v1/settings {"monitors.pipeline": "<id>"} (admin); try it first with POST /v1/monitors/test and its pipeline field.',
       success: { status: 200, schema: MonitorPipelinesResponse },

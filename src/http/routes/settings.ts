@@ -17,6 +17,7 @@ export function settingsRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'get_settings_v1_settings_get',
       summary: 'Get Settings',
       tags: ['settings'],
+      role: 'admin',
       description:
         'Vigil extension. Every key of server.toml (dotted, e.g. mqtt.url) with the value the daemon runs with, its default, where it came from (file, env, default), whether the API may change it, and whether a change applies at once (live) or at the next start (restart). Secrets are never returned (is_set says whether one is); URLs are shown without credentials. restart_pending: the file holds another value than the running one.',
       success: { status: 200, schema: SettingsResponse },
@@ -30,6 +31,7 @@ export function settingsRoutes(rt: Runtime): RouteSpec[] {
       operationId: 'patch_settings_v1_settings_patch',
       summary: 'Patch Settings',
       tags: ['settings'],
+      role: 'admin',
       description:
         'Vigil extension. Changes keys of server.toml, all or nothing: each value is validated by the schema the service starts with (400 settings_invalid names the key, nothing is written), the file is edited keeping its comments and replaced atomically, then every key that can be is applied without a restart (MQTT reconnects, retention, detection thresholds, monitors restart their streams). results says per key whether it was applied or waits for a restart. null removes a key from the file (its default applies). Credentials, where the service listens and its data stay in the file or the environment (400 setting_not_editable). `vigil config set KEY VALUE` does the same from a shell.',
       body: { contentType: 'application/json', schema: SettingsPatch },
@@ -38,6 +40,7 @@ export function settingsRoutes(rt: Runtime): RouteSpec[] {
         const body = await readJson(ctx, PatchBody, maxBytes);
         const change = await rt.settings.patch(body);
         const keys = Object.keys(change.results);
+        ctx.state.auditDetail = { keys, restart_required: change.restart_required };
         const view = await rt.settings.view();
         ctx.body = {
           request_id: ctx.state.requestId,
