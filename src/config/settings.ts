@@ -102,6 +102,14 @@ export const LIVE_GROUPS = {
     'monitors.reidentify_interval_seconds',
     'monitors.trim_letterbox',
     'monitors.pipeline',
+    // Track identity and unknown grouping (SessionDeps.faces): new sessions use them; the unknown visitors'
+    // threshold and crop count travel with each visit to the UnknownService.
+    'monitors.track_identity',
+    'monitors.track_frames',
+    'monitors.track_hysteresis',
+    'monitors.group_unknowns',
+    'monitors.unknown_threshold',
+    'monitors.unknown_crops',
   ],
 } as const satisfies Record<string, readonly string[]>;
 const LIVE: readonly string[] = Object.values(LIVE_GROUPS).flat();
