@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { SEARCH_PROFILES } from '../contract/collections.js';
 import { VERSION } from '../contract/version.js';
@@ -737,7 +738,7 @@ export const ConfigSchema = z.strictObject({
         .default([])
         .describe('Browser origins allowed by CORS, exact, e.g. ["http://kiosk.lan:8080"] (VIGIL_CORS_ORIGINS).'),
       trusted_proxies: z
-        .array(z.union([z.ipv4(), z.ipv6()]))
+        .array(z.string().refine((a) => isIP(a) !== 0, 'each trusted proxy is an IPv4 or IPv6 address'))
         .max(64)
         .default(['127.0.0.1', '::1'])
         .describe(

@@ -17,6 +17,7 @@ import { newSetupCode, normaliseSetupCode, setupCodeMatches } from '../../src/us
 import { UserService } from '../../src/users/userService.js';
 import { UserStore } from '../../src/users/userStore.js';
 import { forwardedClient } from '../../src/http/browserSession.js';
+import { configFromText } from '../../src/config/load.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 const root = fileTempDir('vigil-users-test-');
@@ -111,6 +112,17 @@ test('X-Forwarded-For: the rightmost hop that is not a trusted proxy is the clie
   t.is(forwardedClient('127.0.0.1', '203.0.113.9, 10.0.0.2', trusted), '203.0.113.9');
   t.is(forwardedClient('127.0.0.1', 'garbage', trusted), '127.0.0.1');
   t.is(forwardedClient('127.0.0.1', '::ffff:203.0.113.9', trusted), '203.0.113.9');
+});
+
+test('[server] trusted_proxies takes IPv4 and IPv6 addresses only; loopback by default', (t) => {
+  t.deepEqual(configFromText('', null, {}).server.trusted_proxies, ['127.0.0.1', '::1']);
+  t.deepEqual(configFromText('[server]\ntrusted_proxies = ["10.0.0.5", "fd00::1"]', null, {}).server.trusted_proxies, [
+    '10.0.0.5',
+    'fd00::1',
+  ]);
+  t.throws(() => configFromText('[server]\ntrusted_proxies = ["proxy.lan"]', null, {}), {
+    message: /trusted_proxies.*IPv4 or IPv6/s,
+  });
 });
 
 test('sessions end when idle too long, at their absolute end, at sign-out and at a password change', async (t) => {
