@@ -264,6 +264,31 @@ test.serial('test connection of a saved monitor uses its stored URL', async (t) 
   await call(d, 'DELETE', '/v1/monitors/door');
 });
 
+test.serial('a [monitors] decoding key restarts the running cameras with it, without a service restart', async (t) => {
+  const created = await call(d, 'POST', '/v1/monitors', {
+    id: 'yard',
+    name: 'Yard',
+    collection_id: 'cams',
+    source: { url: rtsp.url() },
+  });
+  t.is(created.status, 201, JSON.stringify(created.json));
+  t.teardown(() => call(d, 'DELETE', '/v1/monitors/yard').then(() => undefined));
+  const state = async () => (await call(d, 'GET', '/v1/monitors/yard/state')).json.state as Entry;
+  const first = await waitFor('yard running', async () => {
+    const s = await state();
+    return s.status === 'running' ? s : undefined;
+  });
+  const r = await call(d, 'PATCH', '/v1/settings', { 'monitors.latency_ms': 50, 'monitors.max_streams': 3 });
+  t.deepEqual(r.json.results['monitors.latency_ms'], { applied: true, restart_required: false, reason: null });
+  t.true(r.json.results['monitors.max_streams'].applied);
+  // A new session (a new stream epoch) that reads frames again.
+  await waitFor('yard restarted and running', async () => {
+    const s = await state();
+    return s.stream_epoch !== first.stream_epoch && s.status === 'running' ? true : undefined;
+  });
+  t.is(d.runtime.loaded.config.monitors.latency_ms, 50);
+});
+
 test.serial('roles: only admins read or change settings; operators test cameras, viewers do neither', async (t) => {
   /** A signed-in browser of a new user with that role: its session cookie, CSRF token and origin. */
   const browser = async (role: string) => {

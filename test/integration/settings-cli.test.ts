@@ -105,6 +105,19 @@ test.serial('vigil config set refuses an invalid or protected value and leaves t
   t.is(readFileSync(file, 'utf8'), before);
 });
 
+test.serial('a hand edit that does not validate is refused at SIGHUP and the daemon keeps its settings', async (t) => {
+  const good = readFileSync(file, 'utf8');
+  t.teardown(() => writeFileSync(file, good));
+  writeFileSync(file, good.replace(/max_age_days = \d+/, 'max_age_days = "a week"'));
+  const pid = Number(readFileSync(join(d.dataDir, 'vigil.lock.pid'), 'utf8'));
+  process.kill(pid, 'SIGHUP');
+  await waitFor('the refusal in the log', async () =>
+    /the config file was not applied: it does not validate/.test(d.output()) ? true : undefined,
+  );
+  t.is((await api('/v1/events/status')).history.retention.max_age_days, 5, 'the running value is kept');
+  t.is((await fetch(`${d.url}/v1/health`)).status, 200);
+});
+
 test.serial('vigil config set on a stopped box writes the file only', async (t) => {
   const dir = tempDir(t, 'vigil-config-cli-');
   const stopped = join(dir, 'server.toml');
