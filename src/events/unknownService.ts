@@ -7,6 +7,7 @@ import sharp from 'sharp';
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
 import { Errors } from '../contract/errors.js';
+import type { HistoryEventT } from '../contract/events.js';
 import type { UnknownEnrolT, UnknownListQueryT, UnknownT } from '../contract/unknowns.js';
 import type { FaceCrop, UnknownVisit, UnknownVisitors } from '../monitors/trackFaces.js';
 import type { ExitReason } from '../contract/monitors.js';
@@ -343,11 +344,17 @@ export class UnknownService implements UnknownVisitors {
   /** The unknown (a merged-away id gives the one it joined), its visits and newest events. */
   async get(id: string) {
     const r = this.row(id);
-    const page = await this.events.list({ unknown_id: r.id, limit: 500 });
+    // Its own events, and (fleet mode) the copies forwarded under an id merged into it before the merge.
+    const events: HistoryEventT[] = [];
+    for (const u of [r.id, ...this.store.aliasesOf(r.id)])
+      events.push(...(await this.events.list({ unknown_id: u, limit: 500 })).items);
+    const unique = [...new Map(events.map((e) => [e.id, e])).values()].sort((a, b) =>
+      a.occurred_at < b.occurred_at ? 1 : a.occurred_at > b.occurred_at ? -1 : 0,
+    );
     return {
       unknown: this.views([r])[0]!,
-      visits: visitsOf(page.items).slice(0, 100),
-      events: page.items.slice(0, 50),
+      visits: visitsOf(unique).slice(0, 100),
+      events: unique.slice(0, 50),
     };
   }
 

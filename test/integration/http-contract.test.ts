@@ -231,7 +231,7 @@ const deref = (doc: Json, s: Json | undefined): Json | undefined =>
 
 /** Request fields Vigil adds to upstream bodies: optional, defaulting to the upstream behaviour. */
 /** The monitor extensions of issue 41: zones, masks, min_face_size and the motion gate's overrides. */
-const MONITOR_EXTENSIONS = ['zones', 'motion_mask', 'face_mask', 'min_face_size', 'motion'];
+const MONITOR_EXTENSIONS = ['zones', 'motion_mask', 'face_mask', 'min_face_size', 'motion', 'faces'];
 const BODY_EXTENSIONS: Record<string, string[]> = {
   '/v1/collections/{collection_id}/search': ['faces'],
   '/v1/monitors': MONITOR_EXTENSIONS,
@@ -252,6 +252,7 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
     'get /v1/collections/{collection_id}/export',
     'post /v1/monitors/test',
     'post /v1/monitors/{monitor_id}/test',
+    'get /v1/collections/{collection_id}/persons/{person_id}/timeline',
   ]);
   const extensionFamilies = [
     '/v1/events',
@@ -263,6 +264,7 @@ test('/openapi.json is structurally compatible with the upstream snapshot for ev
     '/v1/auth',
     '/v1/users',
     '/v1/audit',
+    '/v1/unknowns',
   ];
   for (const family of extensionFamilies)
     t.false(
