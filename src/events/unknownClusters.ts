@@ -8,6 +8,7 @@
  * first, poorer visits kept apart converge into one. Pure (no storage, no clock): the unknowns service
  * persists what it decides, and bench/quality.ts measures purity and completeness with this same code.
  */
+import { cosineSimilarity } from '../inference/pipeline.js';
 
 export interface ClusterState {
   id: string;
@@ -16,29 +17,6 @@ export interface ClusterState {
   weight: number;
   /** Lower = older; the older of two merged clusters keeps its id. */
   order: number;
-}
-
-/** Cosine of a unit-length vector and a non-normalised sum. */
-function cosineToSum(unit: Float32Array, sum: Float32Array): number {
-  let dot = 0,
-    sq = 0;
-  for (let i = 0; i < unit.length; i++) {
-    dot += unit[i]! * sum[i]!;
-    sq += sum[i]! * sum[i]!;
-  }
-  return sq > 0 ? dot / Math.sqrt(sq) : -1;
-}
-
-function cosineOfSums(a: Float32Array, b: Float32Array): number {
-  let dot = 0,
-    aa = 0,
-    bb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    aa += a[i]! * a[i]!;
-    bb += b[i]! * b[i]!;
-  }
-  return aa > 0 && bb > 0 ? dot / Math.sqrt(aa * bb) : -1;
 }
 
 export function normalised(v: Float32Array): Float32Array {
@@ -86,7 +64,7 @@ export class UnknownClusters {
     let best: { id: string; similarity: number; order: number } | null = null;
     for (const c of this.clusters.values()) {
       if (c.id === exclude) continue;
-      const s = cosineToSum(template, c.sum);
+      const s = cosineSimilarity(template, c.sum);
       if (!best || s > best.similarity || (s === best.similarity && c.order < best.order))
         best = { id: c.id, similarity: s, order: c.order };
     }
@@ -133,7 +111,7 @@ export class UnknownClusters {
       let best: { other: ClusterState; s: number } | null = null;
       for (const o of this.clusters.values()) {
         if (o.id === current) continue;
-        const s = cosineOfSums(c.sum, o.sum);
+        const s = cosineSimilarity(c.sum, o.sum);
         if (s >= this.mergeThreshold && (!best || s > best.s)) best = { other: o, s };
       }
       if (!best) return merges;
