@@ -7,8 +7,8 @@ import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
  *
  *   $scrypt$v=1$n=32768,r=8,p=1$<salt, base64 without padding>$<32-byte key, base64 without padding>
  *
- * N=2^15, r=8 takes 32 MiB and about 0.1 s per check on a small ARM box: a stolen database costs an attacker
- * that much per guess, a sign-in costs it once.
+ * N=2^15, r=8 takes 32 MiB and a fraction of a second per check (0.3 s measured on a busy 2-core box): a stolen
+ * database costs an attacker that much per guess, a sign-in costs it once.
  */
 export interface ScryptParams {
   N: number;
