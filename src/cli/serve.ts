@@ -668,7 +668,6 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         maxDetectedFaces: config.detection.max_detected_faces,
         liveness,
         ...monitorSessionSettings(mc),
-        motion: mc.motion,
         log,
         events: history,
       };

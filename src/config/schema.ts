@@ -372,9 +372,9 @@ export const MotionConfigSchema = z
       .number()
       .min(0.1)
       .max(3600)
-      .default(2)
+      .default(5)
       .describe(
-        'With nothing moving the detector still runs this often on the whole frame (and at least twice per absence_timeout_seconds while a face is tracked), so a person standing still keeps their track.',
+        'With nothing moving and no face tracked, the detector still runs this often on the whole frame (a face that came without motion: the scene at start, a sitter below the threshold). While a face is tracked it runs at least twice per absence_timeout_seconds, so a person standing still keeps their track and identity.',
       ),
     off_delay_seconds: z
       .number()

@@ -148,7 +148,7 @@ const motionFields = {
     .min(0.1)
     .max(3600)
     .nullable()
-    .describe('With nothing moving, the detector still runs this often; null = [monitors.motion].'),
+    .describe('With nothing moving and no face tracked, the detector still runs this often; null = [monitors.motion].'),
 };
 export const MonitorMotion = z
   .strictObject({

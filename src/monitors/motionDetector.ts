@@ -47,17 +47,16 @@ export function percentileRange(grey: Uint8Array, low: number, high: number): [n
   return [at(low), at(high)];
 }
 
-/** Maps lo..hi to 0..255 (clipped) into `out`. */
+/** Maps lo..hi to 0..255 (clipped) into `out`, through a 256-entry table. */
 export function stretchContrast(src: Uint8Array, lo: number, hi: number, out: Uint8Array): void {
   const span = hi - lo;
   if (!(span > 0)) {
     out.set(src);
     return;
   }
-  for (let i = 0; i < src.length; i++) {
-    const v = ((src[i]! - lo) * 255) / span;
-    out[i] = v <= 0 ? 0 : v >= 255 ? 255 : v;
-  }
+  const lut = new Uint8Array(256);
+  for (let v = 0; v < 256; v++) lut[v] = Math.min(255, Math.max(0, ((v - lo) * 255) / span));
+  for (let i = 0; i < src.length; i++) out[i] = lut[src[i]!]!;
 }
 
 /** A [1 2 1]/4 blur in each direction (edges clamped): a cheap Gaussian of sigma ~0.7 against pixel noise. */
@@ -79,29 +78,32 @@ export function blur3x3(src: Uint8Array, w: number, h: number, out: Uint8Array, 
   }
 }
 
-/** out[i] = 1 where |frame - average| > threshold, else 0; returns how many pixels moved. */
+/** out[i] = 1 where |frame - average| > threshold (the average rounded, as OpenCV's convertScaleAbs), else 0; returns how many pixels moved. */
 export function differenceMask(frame: Uint8Array, average: Float32Array, threshold: number, out: Uint8Array): number {
   let n = 0;
   for (let i = 0; i < frame.length; i++) {
-    const moved = Math.abs(frame[i]! - Math.round(average[i]!)) > threshold ? 1 : 0;
+    const d = frame[i]! - ((average[i]! + 0.5) | 0);
+    const moved = d > threshold || d < -threshold ? 1 : 0;
     out[i] = moved;
     n += moved;
   }
   return n;
 }
 
-/** A 3x3 dilation of a 0/1 mask: closes the small holes and gaps inside a moving shape. */
-export function dilate3x3(src: Uint8Array, w: number, h: number, out: Uint8Array): void {
+/**
+ * A 3x3 dilation of a 0/1 mask (closes the small holes and gaps inside a moving shape), as a horizontal then
+ * a vertical 3-wide maximum; `tmp` is scratch of w*h.
+ */
+export function dilate3x3(src: Uint8Array, w: number, h: number, out: Uint8Array, tmp: Uint8Array): void {
   for (let y = 0; y < h; y++) {
-    const y0 = Math.max(0, y - 1),
-      y1 = Math.min(h - 1, y + 1);
-    for (let x = 0; x < w; x++) {
-      const x0 = Math.max(0, x - 1),
-        x1 = Math.min(w - 1, x + 1);
-      let v = 0;
-      for (let yy = y0; yy <= y1 && !v; yy++) for (let xx = x0; xx <= x1; xx++) if (src[yy * w + xx]) v = 1;
-      out[y * w + x] = v;
-    }
+    const r = y * w;
+    for (let x = 0; x < w; x++)
+      tmp[r + x] = src[r + x]! | (x > 0 ? src[r + x - 1]! : 0) | (x < w - 1 ? src[r + x + 1]! : 0);
+  }
+  for (let y = 0; y < h; y++) {
+    const r = y * w;
+    for (let x = 0; x < w; x++)
+      out[r + x] = tmp[r + x]! | (y > 0 ? tmp[r + x - w]! : 0) | (y < h - 1 ? tmp[r + x + w]! : 0);
   }
 }
 
@@ -262,9 +264,10 @@ export class MotionDetector {
       this.average = Float32Array.from(this.blurred);
       return { regions: [], share: 0, calibrating: true };
     }
-    differenceMask(this.blurred, this.average, s.threshold, this.moved);
-    dilate3x3(this.moved, w, h, this.dilated);
-    const all = blobs(this.dilated, w, h, this.labels, this.stack);
+    // Nothing moved (an empty scene, most of the time): no dilation, no blobs.
+    const moved = differenceMask(this.blurred, this.average, s.threshold, this.moved);
+    if (moved) dilate3x3(this.moved, w, h, this.dilated, this.work); // `work` (the stretched frame) is done with
+    const all = moved ? blobs(this.dilated, w, h, this.labels, this.stack) : [];
     const total = w * h;
     const movingPixels = all.reduce((a, b) => a + b.pixels, 0);
     const share = movingPixels / total;

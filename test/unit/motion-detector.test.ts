@@ -79,7 +79,7 @@ test('dilate3x3 grows a pixel into its 3x3 neighbourhood, clipped at the edges',
   const src = new Uint8Array(w * h),
     out = new Uint8Array(w * h);
   src[0] = 1;
-  dilate3x3(src, w, h, out);
+  dilate3x3(src, w, h, out, new Uint8Array(w * h));
   t.deepEqual([...out], [1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]);
 });
 

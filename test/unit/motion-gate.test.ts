@@ -1,4 +1,5 @@
 import test from 'ava';
+import { DetectionConfigSchema } from '../../src/config/schema.js';
 import type { DetectionProfile, AnalyzedFace } from '../../src/inference/pipeline.js';
 import { gateDecision, MotionGate, regionOfInterest, type GateSettings } from '../../src/monitors/motionGate.js';
 import { copyCrop, cropRect, regionProfile, toFrame } from '../../src/monitors/regionCrop.js';
@@ -151,15 +152,9 @@ test('MotionGate: gating off still reports motion but infers every frame', (t) =
   t.like(g.decide(700, [], 650, 3000), { infer: true, reason: 'ungated', region: null });
 });
 
-const profile: DetectionProfile = {
-  input_sizes: [
-    [96, 96],
-    [512, 512],
-  ],
-  threshold: 0.5,
-  nms_threshold: 0.4,
-  single_face_selection: 'largest',
-};
+/** The default detection profile ([detection]: 96x96 and 512x512). */
+const { max_detected_faces: _max, ...profile }: DetectionProfile & { max_detected_faces: number } =
+  DetectionConfigSchema.parse({});
 
 test('cropRect: whole pixels, at least 64 a side, kept inside the frame', (t) => {
   t.deepEqual(cropRect([0.25, 0.5, 0.25, 0.25], 1280, 720), { x: 320, y: 360, width: 320, height: 180 });
