@@ -189,19 +189,26 @@ export class MqttPublisher implements HistoryOutput {
   }
 
   start(): void {
-    if (!this.enabled) return;
-    this.started = true;
-    this.resetPresenceFromHistory();
-    this.clearDeletedPersons();
-    this.clearTimer = setInterval(() => {
-      try {
-        this.clearDeletedPersons();
-      } catch (e) {
-        this.log.error({ err: e }, 'clearing the presence topics of deleted persons failed');
-      }
-    }, CLEAR_INTERVAL_MS);
-    this.clearTimer.unref();
-    this.connect();
+    if (this.enabled) {
+      this.started = true;
+      this.resetPresenceFromHistory();
+    }
+    // Deleted persons' rows are swept with MQTT off too: enqueue() then publishes nothing (as for any change
+    // made while it is off) and the rows go, so the table does not grow on a box without a broker.
+    this.sweepDeletedPersons();
+    if (!this.clearTimer) {
+      this.clearTimer = setInterval(() => this.sweepDeletedPersons(), CLEAR_INTERVAL_MS);
+      this.clearTimer.unref();
+    }
+    if (this.enabled) this.connect();
+  }
+
+  private sweepDeletedPersons(): void {
+    try {
+      this.clearDeletedPersons();
+    } catch (e) {
+      this.log.error({ err: e }, 'clearing the presence topics of deleted persons failed');
+    }
   }
 
   // ---- outputs of the history (inside its transaction) ----
