@@ -67,11 +67,13 @@ export class Pacer {
 }
 
 /**
- * How long after the last analysed frame with faces the boxed clients keep getting analysed frames:
- * a few inference intervals, so the boxes do not flicker off between two analyses of the same face.
+ * How long after the last analysed frame with faces the boxed clients keep getting analysed frames: a few
+ * inference intervals, or one and a half of the gap seen between analysed frames (the motion gate analyses a
+ * face that stands still only at its keep-alive), so the boxes do not flicker off between two analyses of
+ * the same face; at most 4 s, the longest a picture may stand still.
  */
-export function followMs(inferenceIntervalMs: number): number {
-  return Math.max(1000, 3 * inferenceIntervalMs);
+export function followMs(inferenceIntervalMs: number, gapMs = 0): number {
+  return Math.min(4000, Math.max(1000, 3 * inferenceIntervalMs, 1.5 * gapMs));
 }
 
 interface ViewerState {
@@ -113,6 +115,8 @@ export class PreviewHub {
   private latest = new Map<number, PreviewPart>();
   /** The clock time until which boxed clients follow the analysed frames. */
   private facesUntil = 0;
+  /** When the last analysed frame came (the gap to the next one sets how long boxes are followed). */
+  private lastAnalysedAt: number | null = null;
   /** The width of the frames offered last (which width a joining client's cached JPEG has). */
   private frameWidth = 0;
   /** JPEGs encoded since the session started. */
@@ -206,7 +210,9 @@ export class PreviewHub {
   ): void {
     if (this.viewers.size === 0) return;
     const now = this.now();
-    if (faces.length) this.facesUntil = now + followMs(intervalMs);
+    const gap = this.lastAnalysedAt === null ? 0 : now - this.lastAnalysedAt;
+    this.lastAnalysedAt = now;
+    if (faces.length) this.facesUntil = now + followMs(intervalMs, gap);
     if (now >= this.facesUntil || ![...this.viewers].some((v) => v.boxes)) return;
     let data: Uint8Array;
     try {

@@ -69,13 +69,10 @@ export class LivePreview {
     private readonly opts: PreviewOptions = {},
   ) {
     this.params = { ...opts.params };
-    const img = (hidden: boolean) =>
-      h('img', {
-        alt: `Live preview of monitor ${monitorId}`,
-        class: 'preview-img',
-        style: hidden ? 'visibility: hidden' : null,
-      });
-    this.imgs = [img(false), img(true)];
+    const img = () => h('img', { alt: `Live preview of monitor ${monitorId}`, class: 'preview-img' });
+    this.imgs = [img(), img()];
+    // Through the CSSOM: the page's CSP allows no style attributes.
+    this.imgs[1].style.visibility = 'hidden';
     this.canvas = h('canvas', { class: 'preview-overlay', 'aria-hidden': 'true' });
     this.element = h(
       'div',
@@ -117,6 +114,11 @@ export class LivePreview {
     this.shown = this.loading = null;
     this.queued = null;
     for (const i of this.imgs) i.removeAttribute('src');
+  }
+
+  /** The picture on screen now (a still for the zone editor), or null before the first frame. */
+  currentImage(): HTMLImageElement | null {
+    return this.shown ? this.img : null;
   }
 
   /** Off screen (or the tab hidden): the stream is closed, so the server encodes nothing for it. */

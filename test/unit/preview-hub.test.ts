@@ -62,9 +62,11 @@ test('a pacer at 5/s lets 5 of 6 frames a second through, and does not burst aft
   t.false(p.due(later + 50));
 });
 
-test('followMs: at least a second, three inference intervals at low rates', (t) => {
+test('followMs: at least a second, three inference intervals, the gap between analyses, at most 4 s', (t) => {
   t.is(followMs(200), 1000);
   t.is(followMs(500), 1500);
+  t.is(followMs(200, 2000), 3000, 'a face standing still is analysed at the keep-alive only');
+  t.is(followMs(200, 60_000), 4000);
 });
 
 test('clients get their own rate and width; one encode per width', async (t) => {
