@@ -8,7 +8,8 @@ import type Koa from 'koa';
  * paths are answered here; everything else (/v1, /workspaces, /mcp, /openapi.json and their 404
  * envelopes) falls through to the API router untouched.
  */
-export const UI_PATH = /^\/(?:(?:collections|search|compare|detect|monitors|events|system|kiosk)(?:\/[^/]+)*\/?)?$/;
+export const UI_PATH =
+  /^\/(?:(?:dashboard|collections|search|compare|detect|monitors|events|unknowns|system|settings|users|kiosk)(?:\/[^/]+)*\/?)?$/;
 
 const TYPES: Record<string, string> = {
   '.js': 'text/javascript; charset=utf-8',

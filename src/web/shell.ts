@@ -5,6 +5,10 @@ import { listen, match, route, type Route } from './router.js';
 import { authStatus, signInForm } from './signin.js';
 import { errorBox } from './ui.js';
 import { dashboardPage } from './pages/dashboard.js';
+import { livePage } from './pages/live.js';
+import { settingsPage } from './pages/settings.js';
+import { unknownsPage } from './pages/unknowns.js';
+import { usersPage } from './pages/users.js';
 import { collectionPage, collectionsPage } from './pages/collections.js';
 import { personPage } from './pages/person.js';
 import { comparePage, detectPage, searchPage } from './pages/faces.js';
@@ -14,7 +18,8 @@ import { eventsPage } from './pages/events.js';
 import { answerKioskRequests } from './kioskHandoff.js';
 
 const routes: Route[] = [
-  route('/', 'Dashboard', dashboardPage),
+  route('/', 'Live', livePage),
+  route('/dashboard', 'Dashboard', dashboardPage),
   route('/collections', 'Collections', collectionsPage),
   route('/collections/:cid', 'Collection', collectionPage),
   route('/collections/:cid/persons/:pid', 'Person', personPage),
@@ -25,26 +30,39 @@ const routes: Route[] = [
   route('/monitors/:mid', 'Monitor', monitorPage),
   route('/events', 'Events', eventsPage),
   route('/system', 'System', systemPage),
+  route('/settings', 'Settings', settingsPage),
+  route('/unknowns', 'Unknown visitors', unknownsPage),
+  route('/users', 'Users', usersPage),
 ];
 
 /** Each page with the least role whose calls it makes (a viewer watches cameras and events only). */
 const NAV: [string, string, RoleT][] = [
-  ['/', 'Dashboard', 'operator'],
+  ['/', 'Live', 'viewer'],
+  ['/dashboard', 'Dashboard', 'operator'],
   ['/collections', 'Collections', 'operator'],
   ['/search', 'Search', 'operator'],
   ['/compare', 'Compare', 'operator'],
   ['/detect', 'Detect', 'operator'],
   ['/monitors', 'Monitors', 'viewer'],
   ['/events', 'Events', 'viewer'],
+  ['/unknowns', 'Visitors', 'viewer'],
   ['/system', 'System', 'operator'],
+  ['/settings', 'Settings', 'admin'],
+  ['/users', 'Users', 'admin'],
 ];
 
 export function startApp(root: HTMLElement): void {
   let page: AbortController | null = null;
   const main = h('main', { id: 'main', tabindex: '-1' });
-  const nav = h('nav', { class: 'topnav', 'aria-label': 'Main' });
+  const nav = h('nav', { class: 'topnav', id: 'topnav', 'aria-label': 'Main' });
   const signOut = h('button', { type: 'button', class: 'small' }, 'Sign out');
   const who = h('span', { class: 'who muted', 'data-testid': 'signed-in-as' });
+  // Phones: the nav folds behind a menu button (CSS shows the button and hides the nav below 760 px).
+  const menu = h(
+    'button',
+    { type: 'button', class: 'menu-toggle small', 'aria-expanded': 'false', 'aria-controls': 'topnav' },
+    'Menu',
+  );
   const layout = h(
     'div',
     { class: 'layout' },
@@ -53,6 +71,7 @@ export function startApp(root: HTMLElement): void {
       'header',
       { class: 'top' },
       h('span', { class: 'brand' }, 'Vigil'),
+      menu,
       nav,
       h('a', { href: '/docs', class: 'docs-link', target: '_blank', rel: 'noopener' }, 'API docs'),
       who,
@@ -72,6 +91,12 @@ export function startApp(root: HTMLElement): void {
       ),
     );
   };
+  const header = layout.querySelector('header.top')!;
+  const fold = (open: boolean) => {
+    header.classList.toggle('open', open);
+    menu.setAttribute('aria-expanded', String(open));
+  };
+  menu.addEventListener('click', () => fold(!header.classList.contains('open')));
   signOut.addEventListener('click', () => {
     void endSession().then(() => showSignIn('Signed out.'));
   });
@@ -91,8 +116,7 @@ export function startApp(root: HTMLElement): void {
     page?.abort();
     page = new AbortController();
     const signal = page.signal;
-    // A viewer's home is the cameras: the dashboard's calls would only answer 403.
-    if (location.pathname === '/' && !session.allows('operator')) history.replaceState(null, '', '/monitors');
+    fold(false);
     const found = match(routes, location.pathname);
     who.textContent = session.username ? `${session.username} (${session.role})` : '';
     signOut.hidden = !needKey;
@@ -107,7 +131,7 @@ export function startApp(root: HTMLElement): void {
       replace(
         main,
         h('h1', null, 'Not found'),
-        h('p', null, 'No page here. ', h('a', { href: '/' }, 'Go to the dashboard.')),
+        h('p', null, 'No page here. ', h('a', { href: '/' }, 'Go to the cameras.')),
       );
       return;
     }

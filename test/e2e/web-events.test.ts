@@ -91,12 +91,13 @@ test.serial(
     await unknown.getByRole('button', { name: 'Show frame' }).click();
     await unknown.locator('img.event-frame[src^="blob:"]').waitFor();
     await unknown.getByRole('button', { name: 'Enrol this face' }).click();
-    await unknown.getByLabel('Person id').fill('rose');
-    await unknown.getByLabel('Name').fill('Rose Leslie');
+    // The picker: no ids to type; a new person is named, the id comes from the name.
+    await unknown.getByLabel('a new person').check();
+    await unknown.getByLabel('Name of the new person').fill('Rose Leslie');
     await unknown.getByRole('button', { name: 'Enrol', exact: true }).click();
     await unknown.getByText('Enrolled into').waitFor();
     await screenshot(page, '21-events-enrolled');
-    const person = await call(d, 'GET', '/v1/collections/staff/persons/rose');
+    const person = await call(d, 'GET', '/v1/collections/staff/persons/rose-leslie');
     t.is(person.json.person.face_count, 1);
 
     await signIn(page, d.url, d.key, '/collections/staff/persons/obama'); // the key lives only in the tab's memory

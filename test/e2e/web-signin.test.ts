@@ -74,8 +74,11 @@ test.serial('a wrong password is the form’s error; a viewer signs in to the ca
   await page.getByLabel('Password', { exact: true }).fill('guard password 1');
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByTestId('signed-in-as').filter({ hasText: 'guard (viewer)' }).waitFor();
-  t.is(new URL(page.url()).pathname, '/monitors');
-  t.deepEqual(await page.locator('nav.topnav a').allTextContents(), ['Monitors', 'Events']);
+  // A viewer's home is the live camera grid; the nav offers only what a viewer may use.
+  t.is(new URL(page.url()).pathname, '/');
+  t.deepEqual(await page.locator('nav.topnav a').allTextContents(), ['Live', 'Monitors', 'Events', 'Visitors']);
+  await page.getByText('No cameras yet.').waitFor();
+  await nav('Monitors').click();
   await page.getByText('No monitors yet.').waitFor();
   t.is(await page.getByRole('button', { name: 'Create monitor' }).count(), 0, 'adding a camera is not offered');
   await nav('Events').click();

@@ -81,7 +81,7 @@ test.serial('sign in, dashboard', async (t) => {
   await page.goto(d.url + '/');
   await useApiKey(page, 'not-the-key-0123456789');
   await page.getByText('That API key is not valid.').waitFor();
-  await signIn(page, d.url, d.key);
+  await signIn(page, d.url, d.key, '/dashboard');
   await page.getByTestId('readiness').filter({ hasText: 'Ready' }).waitFor();
   t.is(await page.getByTestId('model-pack').textContent(), 'edge_s');
   t.is(await page.getByTestId('provider').textContent(), 'cpu');
@@ -115,10 +115,10 @@ test.serial(
     t.is(results[1], 'No face found (face_not_found)');
     t.regex(results[2]!, /^Accepted/);
     await screenshot(page, '02-enrolment');
-    await page.getByRole('table', { name: 'Persons' }).getByRole('link', { name: 'obama' }).waitFor();
+    await page.getByRole('list', { name: 'Persons' }).getByRole('link', { name: /obama/ }).waitFor();
 
     // The saved crops are fetched with the key in a header and shown from object URLs.
-    await page.getByRole('table', { name: 'Persons' }).getByRole('link', { name: 'obama' }).click();
+    await page.getByRole('list', { name: 'Persons' }).getByRole('link', { name: /obama/ }).click();
     await page.getByRole('heading', { name: 'Barack Obama' }).waitFor();
     await waitFor(
       'crops',

@@ -2,17 +2,20 @@ import type {
   CollectionPageResponse,
   CollectionResponse,
   CollectionT,
+  FacePageResponse,
   PersonPageResponse,
   PersonRegistrationResponse,
+  PersonT,
   RejectedImageT,
 } from '../../contract/collections.js';
 import type { ModelsResponse } from '../../contract/system.js';
-import { ApiFailure, api, enc, type Wire } from '../api.js';
+import { ApiFailure, api, enc, imageUrl, type Wire } from '../api.js';
 import { facts, field, fmt, h, replace } from '../dom.js';
 import { navigate, type PageContext } from '../router.js';
 import { ImagePicker } from '../images.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
 import { enrolmentResults } from './person.js';
+import { initials } from '../names.js';
 
 const PROFILES = ['fp32_v1', 'fp16_v1', 'bf16_v1', 'int8_x736_v1', 'int8_x1000_v1'];
 const num = (v: string): number | undefined => (v.trim() === '' ? undefined : Number(v));
@@ -39,7 +42,8 @@ function profileFields(c?: CollectionT) {
       value: c?.default_threshold ?? '',
       placeholder: 'server default',
     }),
-    crops: h('input', { type: 'checkbox', checked: c?.save_face_crops ?? false }),
+    // New collections made here keep their face crops (the person pages show them); the API's default stays upstream's.
+    crops: h('input', { type: 'checkbox', checked: c?.save_face_crops ?? true }),
     detThreshold: h('input', {
       type: 'number',
       min: '0',
@@ -106,6 +110,37 @@ function profileFields(c?: CollectionT) {
     ),
   ];
   return { f, detection, fields };
+}
+
+/**
+ * A person of the face library: a saved face crop (the first face that has one), the name and the count.
+ * The crop is fetched with the credential and shown from an object URL, revoked with the page.
+ */
+function personCard(collectionPath: string, p: PersonT, signal: AbortSignal): HTMLElement {
+  const href = `${location.pathname.replace(/\/$/, '')}/persons/${enc(p.id)}`;
+  const photo = h('span', { class: 'person-photo nocrop', 'aria-hidden': 'true' }, initials(p.name ?? p.id));
+  const personPath = `${collectionPath}/persons/${enc(p.id)}`;
+  void api<Wire<typeof FacePageResponse>>('GET', `${personPath}/faces?limit=10`, undefined, signal)
+    .then(async (r) => {
+      const f = r.faces.find((x) => x.has_crop);
+      if (!f) return;
+      const u = await imageUrl(`${personPath}/faces/${enc(f.id)}/image`, signal);
+      if (signal.aborted) return URL.revokeObjectURL(u);
+      signal.addEventListener('abort', () => URL.revokeObjectURL(u), { once: true });
+      photo.replaceWith(h('img', { class: 'person-photo', src: u, alt: '', width: 96, height: 96 }));
+    })
+    .catch(() => undefined);
+  return h(
+    'li',
+    { class: 'person-card' },
+    h(
+      'a',
+      { href },
+      photo,
+      h('strong', null, p.name ?? p.id),
+      h('small', { class: 'muted' }, `${p.id} · ${p.face_count} face${p.face_count === 1 ? '' : 's'}`),
+    ),
+  );
 }
 
 export async function collectionsPage(ctx: PageContext): Promise<HTMLElement> {
@@ -308,6 +343,9 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
 
   // Persons: search and pages.
   const pager = new Pager();
+  // The thumbnails of the page shown; a new page or search drops the old ones.
+  let scope = new AbortController();
+  ctx.signal.addEventListener('abort', () => scope.abort(), { once: true });
   const search = h('input', { type: 'search', placeholder: 'id, name or external id', maxlength: '200' });
   const persons = h('div');
   const loadPersons = async () => {
@@ -317,39 +355,14 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
       if (search.value.trim()) q.set('search', search.value.trim());
       const r = await api<Wire<typeof PersonPageResponse>>('GET', `${path}/persons?${q}`, undefined, ctx.signal);
       pager.next = r.next_cursor;
+      scope.abort();
+      scope = new AbortController();
       persons.replaceChildren(
         r.persons.length
           ? h(
-              'table',
-              { 'aria-label': 'Persons' },
-              h(
-                'thead',
-                null,
-                h(
-                  'tr',
-                  null,
-                  ['ID', 'Name', 'External ID', 'Faces', 'Created'].map((t) => h('th', { scope: 'col' }, t)),
-                ),
-              ),
-              h(
-                'tbody',
-                null,
-                r.persons.map((p) =>
-                  h(
-                    'tr',
-                    null,
-                    h(
-                      'td',
-                      null,
-                      h('a', { href: `${location.pathname.replace(/\/$/, '')}/persons/${enc(p.id)}` }, p.id),
-                    ),
-                    h('td', null, p.name ?? '—'),
-                    h('td', null, p.external_id ?? '—'),
-                    h('td', null, p.face_count),
-                    h('td', null, fmt.time(p.created_at)),
-                  ),
-                ),
-              ),
+              'ul',
+              { class: 'person-grid', 'aria-label': 'Persons' },
+              r.persons.map((p) => personCard(path, p, scope.signal)),
             )
           : h('p', { class: 'muted' }, search.value ? 'No person matches.' : 'No persons yet.'),
         pager.controls(() => void loadPersons()),
@@ -377,10 +390,11 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
   });
   const pname = h('input', { type: 'text', maxlength: '200' });
   const external = h('input', { type: 'text', maxlength: '200' });
+  // Enrolment from the UI is reviewed: a group photo, a blurred or tiny face is refused with its reason.
   const review = h(
     'select',
     null,
-    ['off', 'standard', 'strict'].map((v) => h('option', { value: v }, v)),
+    ['standard', 'strict', 'off'].map((v) => h('option', { value: v, selected: v === 'standard' }, v)),
   );
   const picker = new ImagePicker('Photos of the person (one face each)');
   const enrolMessages = messageArea();
@@ -392,7 +406,11 @@ export async function collectionPage(ctx: PageContext): Promise<HTMLElement> {
     field('Person ID', pid),
     field('Name', pname),
     field('External ID', external),
-    field('Review mode', review, 'standard/strict reject blurry, small or turned faces.'),
+    field(
+      'Review mode',
+      review,
+      'standard refuses photos with several faces and blurry, small or turned faces; strict is stricter; off takes the largest face of any photo.',
+    ),
     picker.element,
     enrol,
     enrolMessages,

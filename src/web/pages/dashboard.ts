@@ -1,6 +1,8 @@
+import type { HistoryEventPageResponse } from '../../contract/events.js';
 import type { MonitorPageResponse } from '../../contract/monitors.js';
 import type { HealthResponse, LivenessManagementResponse, SystemResponse } from '../../contract/system.js';
 import { api, type Wire } from '../api.js';
+import { cameraPath, downCause, faceThumb, statusBadge, whoOf, type CameraEvent } from '../cameras.js';
 import { facts, fmt, h } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { errorBox, every } from '../ui.js';
@@ -27,15 +29,105 @@ interface RecentError {
   path: string;
 }
 
-/** Readiness, model and provider in use, liveness, counts, recent errors and host load; refreshed every 5 s. */
+/** The cameras at a glance: each one's state, or why it shows nothing. */
+function camerasCard(monitors: Wire<typeof MonitorPageResponse> | null, error: unknown): HTMLElement {
+  const list = monitors?.monitors ?? [];
+  const up = list.filter((m) => m.runtime.status === 'running' && m.runtime.connected).length;
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'd-cams' },
+    h('h2', { id: 'd-cams' }, 'Cameras'),
+    monitors
+      ? [
+          h(
+            'p',
+            { class: `big ${up === list.length ? 'ok' : 'warn'}`, 'data-testid': 'cameras-up' },
+            list.length ? `${up} of ${list.length} streaming` : 'None yet',
+          ),
+          h(
+            'ul',
+            { class: 'plain camera-list' },
+            list.map((m) =>
+              h(
+                'li',
+                null,
+                h('a', { href: cameraPath(m.id) }, m.name),
+                ' ',
+                statusBadge(m.runtime.status, m.runtime.connected),
+                downCause(m) ? h('small', { class: 'muted' }, ` ${downCause(m)}`) : null,
+              ),
+            ),
+          ),
+          h('a', { href: '/' }, 'Watch them live'),
+        ]
+      : errorBox(error),
+  );
+}
+
+/** The newest arrivals with their faces; re-rendered only when they change (the crops are fetched once). */
+function recentEvents(signal: AbortSignal) {
+  const list = h('ul', { class: 'plain recent-events', 'data-testid': 'recent-events' });
+  const card = h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'd-events' },
+    h('h2', { id: 'd-events' }, 'Recent events'),
+    list,
+    h('a', { href: '/events' }, 'All events'),
+  );
+  let key = '';
+  let scope = new AbortController();
+  signal.addEventListener('abort', () => scope.abort(), { once: true });
+  const set = (events: CameraEvent[] | null, error: unknown) => {
+    if (!events) return list.replaceChildren(h('li', null, errorBox(error)));
+    const k = events.map((e) => e.id).join();
+    if (k === key) return;
+    key = k;
+    scope.abort();
+    scope = new AbortController();
+    list.replaceChildren(
+      ...(events.length
+        ? events.map((e) => {
+            const thumb = faceThumb(scope.signal);
+            thumb.set(e);
+            return h(
+              'li',
+              null,
+              thumb.img,
+              h(
+                'span',
+                null,
+                h('strong', null, whoOf(e)),
+                h('br'),
+                h('small', { class: 'muted' }, `${e.monitor_id} · ${fmt.time(e.occurred_at)}`),
+              ),
+            );
+          })
+        : [h('li', { class: 'muted' }, 'No arrivals yet.')]),
+    );
+  };
+  return { card, set };
+}
+
+/**
+ * Cameras, recent arrivals and health at a glance, refreshed every 5 s; the model's execution-provider
+ * report (why each unused provider is unavailable) stays behind a disclosure.
+ */
 export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
   const body = h('div', { class: 'grid' });
+  const events = recentEvents(ctx.signal);
+  let providersOpen = false;
   const load = async () => {
-    const [health, system, liveness, monitors] = await Promise.allSettled([
+    const [health, system, liveness, monitors, recent] = await Promise.allSettled([
       api<Wire<typeof HealthResponse>>('GET', '/v1/health', undefined, ctx.signal),
       api<Wire<typeof SystemResponse>>('GET', '/v1/system', undefined, ctx.signal),
       api<Wire<typeof LivenessManagementResponse>>('GET', '/v1/addons/liveness', undefined, ctx.signal),
       api<Wire<typeof MonitorPageResponse>>('GET', '/v1/monitors?limit=100', undefined, ctx.signal),
+      api<Wire<typeof HistoryEventPageResponse>>(
+        'GET',
+        '/v1/events?limit=6&type=person_enter,unknown_enter',
+        undefined,
+        ctx.signal,
+      ),
     ]);
     if (ctx.signal.aborted) return;
     const cards: HTMLElement[] = [];
@@ -69,61 +161,21 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
         ]),
       ),
     );
+    cards.push(
+      camerasCard(monitors.status === 'fulfilled' ? monitors.value : null, (monitors as { reason?: unknown }).reason),
+    );
+    events.set(recent.status === 'fulfilled' ? recent.value.events : null, (recent as { reason?: unknown }).reason);
+    cards.push(events.card);
     if (system.status === 'fulfilled') {
       const s = system.value;
       const rt = s.runtime as RuntimeReport;
       const cpu = s.cpu as CpuReport;
-      cards.push(
-        h(
-          'section',
-          { class: 'card', 'aria-labelledby': 'd-model' },
-          h('h2', { id: 'd-model' }, 'Model'),
-          facts([
-            ['Model pack', h('span', { 'data-testid': 'model-pack' }, s.model?.model_id ?? '—')],
-            ['Model digest', h('code', null, String(s.model?.model_digest ?? '—').slice(0, 16))],
-            ['Execution provider', h('span', { 'data-testid': 'provider' }, s.execution_provider ?? '—')],
-            [
-              'Available providers',
-              h('span', { 'data-testid': 'providers-available' }, (rt.available_execution_providers ?? []).join(', ')),
-            ],
-            [
-              'Not available here',
-              h(
-                'ul',
-                { class: 'plain', 'data-testid': 'providers-unavailable' },
-                ...(rt.execution_provider_report ?? [])
-                  .filter((p) => !p.available)
-                  .map((p) => h('li', null, h('strong', null, p.name), `: ${p.reason}`)),
-              ),
-            ],
-            ['Embedding dimension', fmt.num(s.model?.embedding_dimension)],
-          ]),
-        ),
-      );
-      cards.push(
-        h(
-          'section',
-          { class: 'card', 'aria-labelledby': 'd-counts' },
-          h('h2', { id: 'd-counts' }, 'Contents'),
-          facts([
-            ['Collections', fmt.num(s.stats?.collection_count)],
-            ['Persons', fmt.num(s.stats?.person_count)],
-            ['Faces', fmt.num(s.stats?.face_count)],
-            [
-              'Monitors',
-              monitors.status === 'fulfilled'
-                ? `${monitors.value.monitors.length}${monitors.value.next_cursor ? '+' : ''}`
-                : '—',
-            ],
-          ]),
-        ),
-      );
       const la: number[] = rt.load_average ?? [];
       cards.push(
         h(
           'section',
           { class: 'card', 'aria-labelledby': 'd-host' },
-          h('h2', { id: 'd-host' }, 'Host'),
+          h('h2', { id: 'd-host' }, 'Health'),
           facts([
             [
               'Load (1/5/15 min)',
@@ -152,6 +204,45 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
             ],
             ['OS', `${s.os} ${s.architecture}`],
           ]),
+        ),
+      );
+      const unavailable = (rt.execution_provider_report ?? []).filter((p) => !p.available);
+      const details = h(
+        'details',
+        { class: 'providers', open: providersOpen },
+        h('summary', null, `Provider details (${unavailable.length} not available here)`),
+        facts([
+          [
+            'Available providers',
+            h('span', { 'data-testid': 'providers-available' }, (rt.available_execution_providers ?? []).join(', ')),
+          ],
+          [
+            'Not available here',
+            h(
+              'ul',
+              { class: 'plain', 'data-testid': 'providers-unavailable' },
+              ...unavailable.map((p) => h('li', null, h('strong', null, p.name), `: ${p.reason}`)),
+            ),
+          ],
+        ]),
+      );
+      // The refresh keeps the disclosure as the user left it.
+      details.addEventListener('toggle', () => (providersOpen = details.open));
+      cards.push(
+        h(
+          'section',
+          { class: 'card', 'aria-labelledby': 'd-model' },
+          h('h2', { id: 'd-model' }, 'Model'),
+          facts([
+            ['Model pack', h('span', { 'data-testid': 'model-pack' }, s.model?.model_id ?? '—')],
+            ['Model digest', h('code', null, String(s.model?.model_digest ?? '—').slice(0, 16))],
+            ['Execution provider', h('span', { 'data-testid': 'provider' }, s.execution_provider ?? '—')],
+            ['Embedding dimension', fmt.num(s.model?.embedding_dimension)],
+            ['Collections', fmt.num(s.stats?.collection_count)],
+            ['Persons', fmt.num(s.stats?.person_count)],
+            ['Faces', fmt.num(s.stats?.face_count)],
+          ]),
+          details,
         ),
       );
       const errors = s.recent_errors as unknown as RecentError[];
@@ -200,7 +291,7 @@ export async function dashboardPage(ctx: PageContext): Promise<HTMLElement> {
     if (liveness.status === 'fulfilled') {
       const l = liveness.value;
       cards.splice(
-        2,
+        1,
         0,
         h(
           'section',

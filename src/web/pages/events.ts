@@ -1,11 +1,10 @@
 import type { HistoryEvent, HistoryEventPageResponse, MONITOR_EVENT_TYPES } from '../../contract/events.js';
-import type { PersonRegistrationResponse } from '../../contract/collections.js';
 import type { MonitorPageResponse } from '../../contract/monitors.js';
 import { api, enc, imageUrl, session, type Wire } from '../api.js';
 import { field, fmt, h, replace } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
-import { reasonText } from './person.js';
+import { enrolForm } from '../enrolForm.js';
 
 const TYPES: (typeof MONITOR_EVENT_TYPES)[number][] = [
   'person_enter',
@@ -61,6 +60,7 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
   unknownOnly.checked = q.get('unknown_only') === 'true';
   collection.value = q.get('collection_id') ?? '';
   person.value = q.get('person_id') ?? '';
+  const unknownId = q.get('unknown_id') ?? '';
 
   const query = () => {
     const p = new URLSearchParams({ limit: '20' });
@@ -72,6 +72,8 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
     if (unknownOnly.checked) p.set('unknown_only', 'true');
     set('collection_id', collection.value.trim());
     set('person_id', person.value.trim());
+    // From an unknown visitor's "Events" link (the filter is not a field: it names a visitor, not a person).
+    set('unknown_id', unknownId);
     if (since.value) p.set('since', new Date(since.value).toISOString());
     if (until.value) p.set('until', new Date(until.value).toISOString());
     if (pager.cursor) p.set('cursor', pager.cursor);
@@ -97,50 +99,18 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
     return h('span', { class: 'muted event-crop' }, e.snapshot.status === 'none' ? '' : `picture ${e.snapshot.status}`);
   };
 
-  const enrolForm = (e: Event, slot: HTMLElement) => {
-    const out = messageArea();
-    const col = h('input', { name: 'collection_id', value: e.collection_id ?? '', required: true });
-    const pid = h('input', { name: 'person_id', required: true, autocomplete: 'off' });
-    const name = h('input', { name: 'name', autocomplete: 'off' });
-    const create = h('input', { type: 'checkbox', name: 'create', checked: true });
-    const submit = h('button', { type: 'submit' }, 'Enrol');
-    const f = h(
-      'form',
-      { class: 'enrol', 'aria-label': 'Enrol this face' },
-      field('Collection', col),
-      field('Person id', pid, 'A new person (keep "new person" ticked) or an existing one'),
-      field('Name', name),
-      h('label', { class: 'check' }, create, ' new person'),
-      submit,
-      out,
+  // Enrol an unknown face as a person chosen by name (an existing one, or a new one), reviewed as usual.
+  const enrol = async (e: Event, slot: HTMLElement) => {
+    replace(
+      slot,
+      await enrolForm({
+        path: `/v1/events/${enc(e.id)}/enrol`,
+        collectionId: e.collection_id,
+        signal: ctx.signal,
+        label: 'Enrol this face',
+      }),
     );
-    f.addEventListener('submit', (ev) => {
-      ev.preventDefault();
-      void busy(submit, out, async () => {
-        const r = await api<Wire<typeof PersonRegistrationResponse>>('POST', `/v1/events/${enc(e.id)}/enrol`, {
-          collection_id: col.value.trim(),
-          person_id: pid.value.trim(),
-          create: create.checked,
-          ...(name.value.trim() ? { name: name.value.trim() } : {}),
-        });
-        const p = r.person as { id: string; name?: string | null };
-        out.show(
-          r.faces.length
-            ? notice(
-                h(
-                  'span',
-                  null,
-                  'Enrolled into ',
-                  h('a', { href: `/collections/${enc(col.value.trim())}/persons/${enc(p.id)}` }, p.name ?? p.id),
-                  '.',
-                ),
-              )
-            : notice(`Not enrolled: ${r.rejected_images.map((x) => reasonText(x.reason)).join(', ')}`, 'warn'),
-        );
-      });
-    });
-    replace(slot, f);
-    pid.focus();
+    slot.querySelector<HTMLInputElement>('input[type=search]')?.focus();
   };
 
   const row = (e: Event) => {
@@ -180,7 +150,7 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
         : null,
       // Enrolling and deleting are an operator's; a viewer only watches.
       e.type.startsWith('unknown_') && e.snapshot.status === 'ready' && session.allows('operator')
-        ? h('button', { type: 'button', class: 'small', onclick: () => enrolForm(e, slot) }, 'Enrol this face')
+        ? h('button', { type: 'button', class: 'small', onclick: () => void enrol(e, slot) }, 'Enrol this face')
         : null,
       session.allows('operator') &&
         h(
@@ -253,6 +223,10 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
     void load();
   });
   await load();
-  const title = person.value ? `History of ${person.value}` : 'Events';
+  const title = person.value
+    ? `History of ${person.value}`
+    : unknownId
+      ? `Visits of unknown visitor ${unknownId}`
+      : 'Events';
   return h('div', null, h('h1', null, title), filters, messages, list, pagerSlot);
 }

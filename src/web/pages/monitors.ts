@@ -7,8 +7,12 @@ import type {
   MonitorStateResponse,
   MonitorT,
 } from '../../contract/monitors.js';
+import type { MonitorPipelinesResponse, MonitorTestResponse, MonitorTestResult } from '../../contract/settings.js';
 import { ApiFailure, api, enc, session, type Wire } from '../api.js';
+import { lastErrorText, statusBadge } from '../cameras.js';
 import { facts, field, fmt, h } from '../dom.js';
+import { idFromName, withCredentials } from '../names.js';
+import { zoneEditor } from '../zoneEditor.js';
 import { openKiosk } from '../kioskHandoff.js';
 import { LivePreview, type Recognised } from '../preview.js';
 import { navigate, type PageContext } from '../router.js';
@@ -29,17 +33,47 @@ export function monitorError(e: unknown): HTMLElement {
   return errorBox(e);
 }
 
-function statusBadge(status: string, connected: boolean): HTMLElement {
-  const level =
-    status === 'running' && connected ? 'ok' : status === 'stopped' ? 'muted' : status === 'error' ? 'error' : 'warn';
-  return h('span', { class: `badge ${level}` }, status);
+/** What a connection test found: the first frame, or how far it got and why not. */
+function testResult(t: Wire<typeof MonitorTestResult>): HTMLElement {
+  if (t.ok && t.snapshot)
+    return h(
+      'figure',
+      { class: 'test-result', 'data-testid': 'test-result', 'data-ok': 'true' },
+      h('img', {
+        class: 'event-frame',
+        src: `data:${t.snapshot.content_type};base64,${t.snapshot.data_base64}`,
+        alt: `First frame of ${t.source}`,
+      }),
+      h(
+        'figcaption',
+        { class: 'ok' },
+        `Connected: ${t.frame ? `${t.frame.width}×${t.frame.height}, ` : ''}first frame in ${(t.elapsed_ms / 1000).toFixed(1)} s with the ${t.pipeline} decoder.`,
+      ),
+    );
+  const cause = t.cause ? t.cause.replaceAll('_', ' ') : null;
+  return h(
+    'div',
+    { class: 'alert error test-result', role: 'alert', 'data-testid': 'test-result', 'data-ok': 'false' },
+    h('strong', null, cause ? `Camera unreachable: ${cause}. ` : `Failed at the ${t.stage} step. `),
+    t.message,
+    ' ',
+    h('code', null, `stage ${t.stage}`),
+  );
 }
 
+/**
+ * The camera form (add and edit): name (the id follows it), address with the user and password beside it
+ * (the URL is stored encrypted and always shown without them), collection, analysis rate, threshold, the
+ * decoder, and a connection test that shows the first frame or the cause.
+ */
 async function monitorForm(
   signal: AbortSignal,
   m?: MonitorT,
 ): Promise<{ form: HTMLFormElement; body: () => Record<string, unknown> }> {
-  const cols = await api<Wire<typeof CollectionPageResponse>>('GET', '/v1/collections?limit=100', undefined, signal);
+  const [cols, pipelines] = await Promise.all([
+    api<Wire<typeof CollectionPageResponse>>('GET', '/v1/collections?limit=100', undefined, signal),
+    api<Wire<typeof MonitorPipelinesResponse>>('GET', '/v1/monitor-pipelines', undefined, signal).catch(() => null),
+  ]);
   const id = h('input', {
     type: 'text',
     required: true,
@@ -49,14 +83,22 @@ async function monitorForm(
     disabled: !!m,
   });
   const name = h('input', { type: 'text', required: true, maxlength: '200', value: m?.name ?? '' });
+  // The id follows the name until someone edits it.
+  let idTouched = false;
+  id.addEventListener('input', () => (idTouched = true));
+  name.addEventListener('input', () => {
+    if (!m && !idTouched) id.value = idFromName(name.value, 'camera');
+  });
   // The stored URL is never shown with its credentials: edit shows the redacted form and sends a URL only when retyped.
   const url = h('input', {
     type: 'text',
     required: !m,
     autocomplete: 'off',
     spellcheck: 'false',
-    placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://user:password@camera/stream',
+    placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://camera.lan:554/stream1',
   });
+  const user = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' });
+  const password = h('input', { type: 'password', autocomplete: 'new-password' });
   const collection = h(
     'select',
     { required: true },
@@ -73,24 +115,73 @@ async function monitorForm(
     value: m?.match_threshold ?? '',
     placeholder: 'collection default',
   });
+  const decoder = h(
+    'select',
+    { disabled: !pipelines },
+    (pipelines?.pipelines ?? []).map((p) =>
+      h(
+        'option',
+        { value: p.id, selected: p.current, disabled: !p.available },
+        `${p.label}${p.available ? '' : ' (not on this box)'}`,
+      ),
+    ),
+  );
   const preview = h('input', { type: 'checkbox', checked: m ? m.preview_enabled : true, id: `pv${m ? 'e' : 'n'}` });
   const enabled = h('input', { type: 'checkbox', checked: m ? m.enabled : true, id: `en${m ? 'e' : 'n'}` });
+  const cameraUrl = () => withCredentials(url.value, user.value.trim(), password.value);
+
+  // Test connection: the typed address (or, when editing with none typed, the stored one) with the decoder chosen.
+  const testOut = messageArea();
+  const test = h('button', { type: 'button', class: 'secondary' }, 'Test connection');
+  test.addEventListener('click', () => {
+    const typed = url.value.trim();
+    if (!typed && !m) return testOut.show(notice('Type the camera address first.', 'warn'));
+    testOut.show(h('p', { class: 'muted' }, 'Connecting to the camera…'));
+    void busy(test, testOut, async () => {
+      const pipeline = decoder.value || undefined;
+      const r = typed
+        ? await api<Wire<typeof MonitorTestResponse>>('POST', '/v1/monitors/test', {
+            source: { url: cameraUrl() },
+            ...(pipeline ? { pipeline } : {}),
+          })
+        : await api<Wire<typeof MonitorTestResponse>>('POST', `/v1/monitors/${enc(m!.id)}/test`, {
+            ...(pipeline ? { pipeline } : {}),
+          });
+      testOut.show(testResult(r.test));
+    });
+  });
+
   const form = h(
     'form',
     { class: 'card', 'aria-labelledby': m ? 'edit-mon' : 'new-mon' },
-    h('h2', { id: m ? 'edit-mon' : 'new-mon' }, m ? 'Settings' : 'New monitor'),
-    m ? null : field('ID', id),
+    h('h2', { id: m ? 'edit-mon' : 'new-mon' }, m ? 'Settings' : 'Add a camera'),
     field('Name', name),
+    m ? null : field('ID', id, 'Follows the name; letters, digits, . _ - (it names the camera in the API and MQTT).'),
     field(
       'RTSP URL',
       url,
       m
-        ? 'Leave empty to keep the current URL (stored encrypted, shown without credentials).'
-        : 'Stored encrypted; shown without credentials afterwards.',
+        ? 'Leave empty to keep the current address (stored encrypted, shown without credentials).'
+        : 'The camera’s stream address; stored encrypted, shown without credentials afterwards.',
     ),
-    field('Collection', collection),
-    field('Inference rate (frames/s)', fps),
+    h(
+      'div',
+      { class: 'field-pair' },
+      field('Camera user', user, m ? 'With a new address only.' : 'If the camera asks for one.'),
+      field('Camera password', password),
+    ),
+    h('div', { class: 'actions' }, test),
+    testOut,
+    field('Collection', collection, 'The persons this camera recognises.'),
+    field('Inference rate (frames/s)', fps, 'How often a frame is analysed; higher finds faces sooner and costs more.'),
     field('Match threshold', threshold),
+    pipelines
+      ? field(
+          'Decoder',
+          decoder,
+          'Used by the connection test. Every camera of this box decodes with the one chosen in Settings → Cameras.',
+        )
+      : null,
     h('div', { class: 'field inline' }, preview, h('label', { for: preview.id }, 'Live preview allowed')),
     m ? null : h('div', { class: 'field inline' }, enabled, h('label', { for: enabled.id }, 'Start now')),
   );
@@ -101,8 +192,8 @@ async function monitorForm(
       inference_fps: Number(fps.value),
       preview_enabled: preview.checked,
     };
-    if (!m) Object.assign(b, { id: id.value.trim(), enabled: enabled.checked });
-    if (url.value.trim()) b.source = { url: url.value.trim() };
+    if (!m) Object.assign(b, { id: id.value.trim() || idFromName(name.value, 'camera'), enabled: enabled.checked });
+    if (url.value.trim()) b.source = { url: cameraUrl() };
     if (threshold.value !== '') b.match_threshold = Number(threshold.value);
     else if (m && m.match_threshold !== null) b.match_threshold = null;
     return b;
@@ -377,6 +468,17 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
   });
 
   const kiosk = session.allows('admin') ? await kioskLinks(mid, ctx.signal) : null;
+  // Zones and masks are drawn on a still of this camera (operators).
+  const zones = session.allows('operator')
+    ? zoneEditor(
+        m,
+        () => preview.currentImage(),
+        (saved) => {
+          m = saved;
+          renderDetails();
+        },
+      )
+    : null;
   return h(
     'div',
     null,
@@ -394,6 +496,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
       stateBox,
     ),
     h('section', { class: 'card', 'aria-labelledby': 'evh' }, h('h2', { id: 'evh' }, 'Events'), eventNote, events),
+    zones,
     kiosk,
     form,
   );
@@ -476,12 +579,4 @@ async function kioskLinks(mid: string, signal: AbortSignal): Promise<HTMLElement
     messages,
     list,
   );
-}
-
-/** "rtsp_source_unavailable (connection_refused): The RTSP source is unavailable: ..." */
-function lastErrorText(e: Record<string, unknown>): string {
-  const cause = typeof e.cause === 'string' ? ` (${e.cause})` : '';
-  return typeof e.code === 'string' && typeof e.message === 'string'
-    ? `${e.code}${cause}: ${e.message}`
-    : JSON.stringify(e);
 }

@@ -5,8 +5,9 @@ import type {
   PersonResponse,
   RejectedImageT,
 } from '../../contract/collections.js';
+import type { PersonTimelineResponse } from '../../contract/unknowns.js';
 import { api, enc, imageUrl, type Wire } from '../api.js';
-import { facts, field, fmt, h } from '../dom.js';
+import { append, facts, field, fmt, h } from '../dom.js';
 import { ImagePicker, livenessLine } from '../images.js';
 import { navigate, type PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
@@ -61,6 +62,80 @@ export function enrolmentResults(
       );
     }
   }
+}
+
+/** Where and when the cameras saw this person (GET …/timeline): per camera, then the latest visits. */
+async function timelineSection(cid: string, pid: string, signal: AbortSignal): Promise<HTMLElement> {
+  const body = h('div', { 'data-testid': 'timeline' });
+  try {
+    const t = await api<Wire<typeof PersonTimelineResponse>>(
+      'GET',
+      `/v1/collections/${enc(cid)}/persons/${enc(pid)}/timeline?limit=20`,
+      undefined,
+      signal,
+    );
+    append(body, [
+      t.visit_count
+        ? h(
+            'p',
+            null,
+            `${t.visit_count} visit${t.visit_count === 1 ? '' : 's'}, first ${fmt.time(t.first_seen_at)}, last ${fmt.time(t.last_seen_at)}.`,
+          )
+        : h('p', { class: 'muted' }, 'Not seen by a camera yet.'),
+      t.cameras.length
+        ? h(
+            'table',
+            { 'aria-label': 'Cameras that saw this person' },
+            h(
+              'thead',
+              null,
+              h(
+                'tr',
+                null,
+                ['Camera', 'Visits', 'Last seen', 'Zones'].map((x) => h('th', { scope: 'col' }, x)),
+              ),
+            ),
+            h(
+              'tbody',
+              null,
+              t.cameras.map((c) =>
+                h(
+                  'tr',
+                  null,
+                  h('td', null, h('a', { href: `/monitors/${enc(c.monitor_id)}` }, c.monitor_id)),
+                  h('td', null, c.visits),
+                  h('td', null, fmt.time(c.last_seen_at)),
+                  h('td', null, c.zones.join(', ') || '—'),
+                ),
+              ),
+            ),
+          )
+        : null,
+      t.visits.length
+        ? h(
+            'ol',
+            { class: 'plain visits', 'aria-label': 'Latest visits' },
+            t.visits.map((v) =>
+              h(
+                'li',
+                null,
+                `${fmt.time(v.entered_at)} · ${v.monitor_id}`,
+                v.seconds !== null ? ` · ${Math.round(v.seconds)} s` : ' · still there',
+                v.zones.length ? ` · ${v.zones.join(', ')}` : '',
+              ),
+            ),
+          )
+        : null,
+    ]);
+  } catch (e) {
+    body.append(errorBox(e));
+  }
+  return h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'timeh' },
+    h('h2', { id: 'timeh' }, 'Seen by the cameras'),
+    body,
+  );
 }
 
 export async function personPage(ctx: PageContext): Promise<HTMLElement> {
@@ -205,6 +280,7 @@ export async function personPage(ctx: PageContext): Promise<HTMLElement> {
       del,
     ),
     h('section', { class: 'card', 'aria-labelledby': 'facesh' }, h('h2', { id: 'facesh' }, 'Saved faces'), faces),
+    await timelineSection(cid, pid, ctx.signal),
     addForm,
     edit,
   );
