@@ -5,7 +5,7 @@ import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
-import { Errors, isVigilError, type VigilError } from '../contract/errors.js';
+import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
 import { replyToClientErrors } from '../http/clientError.js';
@@ -23,7 +23,6 @@ import type { DetectionProfile } from '../inference/pipeline.js';
 import { availableProviders } from '../inference/sessions.js';
 import { createLogger } from '../log/logger.js';
 import { PACK_JSON, installCommand, loadInstalledPack, packDir } from '../models/installed.js';
-import { exitCodeFor } from './exitCodes.js';
 import { DAEMON_ALLOCATOR_LIBRARY, memoryAllocator } from '../system/allocator.js';
 import { resolveCatalog, resolveDefaultThreshold } from '../models/catalog.js';
 import { LivenessManager } from '../addons/livenessManager.js';
@@ -813,22 +812,14 @@ export function notifySystemd(
   });
 }
 
-/** The one line a failed start prints, with the exit code that says which kind of failure it was. */
-function fatal(e: unknown): number {
-  const line = isVigilError(e) ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
-  process.stderr.write(`vigil: ${line}\n`);
-  return exitCodeFor(e);
-}
-
+/**
+ * A failed start throws: the CLI's one handler prints the line every command prints (`vigil: error: <code>: …`)
+ * and exits with the code that says which kind of failure it was (exit-codes.md).
+ */
 export async function runServeCommand(args: { config?: string }): Promise<number> {
-  let daemon: Daemon;
-  try {
-    const loaded = loadConfig(args.config);
-    await preflight(loaded);
-    daemon = await startDaemon(loaded);
-  } catch (e) {
-    return fatal(e);
-  }
+  const loaded = loadConfig(args.config);
+  await preflight(loaded);
+  const daemon = await startDaemon(loaded);
   const stop = (signal: string) => {
     daemon.runtime.log.info({ signal }, 'stopping');
     void notifySystemd('STOPPING=1');
@@ -849,7 +840,7 @@ export async function runServeCommand(args: { config?: string }): Promise<number
   } catch (e) {
     daemon.runtime.log.fatal({ code: (e as VigilError).code, err: e }, (e as Error).message);
     await daemon.close();
-    return fatal(e);
+    throw e;
   }
   await notifySystemd('READY=1', process.env, daemon.runtime.log);
   return new Promise<number>(() => undefined); // runs until a signal

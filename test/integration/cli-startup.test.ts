@@ -123,8 +123,12 @@ test('serve: config errors, unknown model_pack, missing models and an unusable d
   t.is(missingConfig.code, EXIT.config);
   t.regex(
     missingConfig.stderr,
-    /^vigil: config_unreadable: Cannot read config file \/nonexistent\/server.toml: ENOENT\n$/,
+    /^vigil: error: config_unreadable: Cannot read config file \/nonexistent\/server.toml: ENOENT\n$/,
   );
+  // The line every command prints, and VIGIL_DEBUG=1 adds the stack for a bug report (exit-codes.md).
+  const debug = vigil(['serve', '--config', '/nonexistent/server.toml'], { VIGIL_DEBUG: '1' });
+  t.is(debug.code, EXIT.config);
+  t.regex(debug.stderr, /^vigil: error: config_unreadable: .*\n.*\n\s+at /);
 });
 
 test('serve: a data dir this user cannot write is exit 13', (t) => {
@@ -165,7 +169,9 @@ test('serve: the port in use is one line and exit 14', async (t) => {
     t.is(r.code, EXIT.portInUse, r.stderr);
     t.regex(
       r.stderr,
-      new RegExp(`^vigil: port_in_use: Cannot listen on 127.0.0.1:${port}: the address is already in use\\. .*\\n$`),
+      new RegExp(
+        `^vigil: error: port_in_use: Cannot listen on 127.0.0.1:${port}: the address is already in use\\. .*\\n$`,
+      ),
     );
   } finally {
     blocker.close();

@@ -126,7 +126,7 @@ test('a read-only data dir at start is one line on stderr, exit code 13 (a data-
     t.is(lines.length, 1, r.stderr);
     t.regex(
       lines[0]!,
-      /^vigil: (error: )?data_dir_unusable: The data directory .* is not usable: the file system is read-only/,
+      /^vigil: error: data_dir_unusable: The data directory .* is not usable: the file system is read-only/,
     );
     t.notRegex(r.stderr, /\n\s+at /);
   } finally {

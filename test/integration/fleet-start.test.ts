@@ -151,7 +151,7 @@ test.serial(
       const r = serveFails(boxConfig(t, store).file, env);
       t.is(r.code, EXIT.storeMisconfigured, `${what}: ${r.stderr}`);
       t.is(r.stderr.trim().split('\n').length, 1, `${what}: ${r.stderr}`);
-      t.regex(r.stderr, /^vigil: store_misconfigured: \[store\] /, what);
+      t.regex(r.stderr, /^vigil: error: store_misconfigured: \[store\] /, what);
       t.regex(r.stderr, re, what);
       t.notRegex(r.stderr, /^\s+at /m, `${what}: no stack`);
       t.notRegex(r.stdout, /"listening"/, `${what}: never listened`);
