@@ -44,7 +44,7 @@ export function mqttOptions(mq: VigilConfig['mqtt']): MqttOptions {
 /** What a monitor session takes from [monitors] (decoding, preview, re-identification). */
 export function monitorSessionSettings(
   mc: VigilConfig['monitors'],
-): Pick<SessionDeps, 'source' | 'preview' | 'reidentifyMs' | 'trimLetterbox' | 'faces' | 'motion'> {
+): Pick<SessionDeps, 'source' | 'preview' | 'reidentifyMs' | 'trimLetterbox' | 'faces' | 'motion' | 'clips'> {
   return {
     trimLetterbox: mc.trim_letterbox,
     faces: {
@@ -66,6 +66,7 @@ export function monitorSessionSettings(
     preview: { fps: mc.preview_fps, quality: mc.jpeg_quality },
     reidentifyMs: mc.reidentify_interval_seconds * 1000,
     motion: mc.motion,
+    clips: mc.clips,
   };
 }
 

@@ -81,6 +81,7 @@ import { PgHistory } from '../events/pgHistory.js';
 import { HistoryStore } from '../events/historyStore.js';
 import { MqttPublisher } from '../events/mqttPublisher.js';
 import { SnapshotStore } from '../events/snapshotStore.js';
+import { ClipStore } from '../events/clipStore.js';
 import { WebhookEventOutput } from '../events/webhookOutput.js';
 import { WebhookOutbox } from '../webhooks/webhookOutbox.js';
 import { WebhookService } from '../webhooks/webhookService.js';
@@ -362,6 +363,9 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       },
       log,
     );
+    // Clips a crash left recording keep their whole fragments (before the orphan sweep of history.recover()).
+    const clipStore = new ClipStore(snapshots, historyStore, log, db.storage);
+    clipStore.recover();
     history.recover();
     const webhookStore = new WebhookStore(db.db, boxCipher);
     const encryptedSecrets = webhookStore.encryptPlaintextSecrets();
@@ -669,6 +673,7 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
         ...monitorSessionSettings(mc),
         log,
         events: history,
+        clipSink: clipStore,
       };
       // Monitors do not wait for an integrity check (it starts once the daemon is ready).
       if (!closed) monitors.restore();

@@ -312,7 +312,7 @@ export const ScrapersConfigSchema = z.strictObject({
  * one would wait in preroll for the second with the one thread blocked). A template without it runs ungated.
  */
 export const DEFAULT_MONITOR_PIPELINE =
-  'rtspsrc name=src latency={latency_ms} protocols=tcp ! decodebin ! videorate name=rate drop-only=true max-rate={max_fps} ! tee name=split ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false async=false split. ! videoscale ! video/x-raw,height={motion_height},pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=GRAY8 ! appsink name=motion max-buffers=1 drop=true sync=false async=false';
+  'rtspsrc name=src latency={latency_ms} protocols=tcp ! {record}decodebin ! videorate name=rate drop-only=true max-rate={max_fps} ! tee name=split ! videoscale ! video/x-raw,width=[1,{max_side}],height=[1,{max_side}],pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=RGB ! appsink name=sink max-buffers=1 drop=true sync=false async=false split. ! videoscale ! video/x-raw,height={motion_height},pixel-aspect-ratio=1/1 ! videoconvert ! video/x-raw,format=GRAY8 ! appsink name=motion max-buffers=1 drop=true sync=false async=false';
 
 /** What the monitor pipeline template must contain for FrameSource to drive it. */
 export function pipelineProblem(p: string): string | null {
@@ -326,6 +326,39 @@ export function pipelineProblem(p: string): string | null {
 }
 
 /** [monitors.motion]: the motion gate's defaults (each monitor may override gate, threshold, min_area, keepalive). */
+export const ClipsConfigSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Record a clip around identity events (person_enter / unknown_enter to the exit, plus the pre- and post-roll) from the camera's encoded stream, without re-encoding: an MP4 under <data_dir>/events/snapshots/ (0600) kept and pruned with the event pictures ([events] retention; max_snapshot_bytes counts pictures and clips together). H.264 and H.265 cameras, with a pipeline template that has {record}. Per monitor: clips.enabled.",
+      ),
+    pre_seconds: z
+      .number()
+      .min(0)
+      .max(60)
+      .default(5)
+      .describe(
+        'Pre-roll: the clip starts at the key frame at or before this long before the enter (kept in memory: about this many seconds plus one key frame interval of the encoded stream per recording monitor). Per monitor: clips.pre_seconds.',
+      ),
+    post_seconds: z
+      .number()
+      .min(0)
+      .max(300)
+      .default(5)
+      .describe(
+        'Post-roll: recorded on this long after the last face left (the exit); a face entering meanwhile joins the clip. Per monitor: clips.post_seconds.',
+      ),
+    max_seconds: z
+      .number()
+      .min(10)
+      .max(3600)
+      .default(300)
+      .describe('A clip ends here (end_reason capped) even while faces stay in view; the next enter starts a new one.'),
+  })
+  .prefault({});
+
 export const MotionConfigSchema = z
   .strictObject({
     gate: z
@@ -1184,6 +1217,9 @@ export const ConfigSchema = z.strictObject({
         .describe(
           'Sample crops kept per unknown visitor (its best by quality; JPEG, 0600, <data_dir>/events/unknowns/).',
         ),
+      clips: ClipsConfigSchema.describe(
+        'Event clips (docs/cameras.md): MP4 recordings of the encoded stream around identity events, off by default.',
+      ),
       motion: MotionConfigSchema.describe(
         "The motion gate (docs/cameras.md): a small grey copy of each sampled frame is compared with the scene's running average; the face detector runs only when something moves. Frigate gates an object detector (then finds faces in persons); Vigil gates the face detector itself.",
       ),
@@ -1195,7 +1231,7 @@ export const ConfigSchema = z.strictObject({
           if (problem) ctx.addIssue({ code: 'custom', message: problem });
         })
         .describe(
-          "The GStreamer decode pipeline. It needs an element named src (its location is set from the monitor URL, never spliced into this string) and must end in an appsink named sink that receives video/x-raw,format=RGB. Placeholders: {latency_ms}; {max_fps} (the monitor's inference_fps, or preview_fps when its preview is on and higher, rounded up, plus one); {max_side} (frame_max_side); {motion_height} ([monitors.motion] frame_height). An appsink named motion that receives video/x-raw,format=GRAY8 (a tee after the rate limiter) feeds the motion gate; without it every sampled frame is inferred. Keep \"videorate name=rate drop-only=true max-rate={max_fps}\" right after the decoder: it drops the frames past the monitor's rate before scaling and colour conversion, and the monitor reads the decoder's frame count from it. Hardware-decoder templates (Jetson, VA-API, V4L2) and rtsps:// certificates: docs/cameras.md.",
+          "The GStreamer decode pipeline. It needs an element named src (its location is set from the monitor URL, never spliced into this string) and must end in an appsink named sink that receives video/x-raw,format=RGB. Placeholders: {latency_ms}; {max_fps} (the monitor's inference_fps, or preview_fps when its preview is on and higher, rounded up, plus one); {max_side} (frame_max_side); {motion_height} ([monitors.motion] frame_height). An appsink named motion that receives video/x-raw,format=GRAY8 (a tee after the rate limiter) feeds the motion gate; without it every sampled frame is inferred. {record} right after the source (\"rtspsrc ... ! {record}decodebin\") is where event clips tee the encoded stream off (depayloader, parser, tee to mp4mux); a template without it records no clips. Keep \"videorate name=rate drop-only=true max-rate={max_fps}\" right after the decoder: it drops the frames past the monitor's rate before scaling and colour conversion, and the monitor reads the decoder's frame count from it. Hardware-decoder templates (Jetson, VA-API, V4L2) and rtsps:// certificates: docs/cameras.md.",
         ),
     })
     .prefault({})

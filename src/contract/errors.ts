@@ -793,6 +793,24 @@ export const Errors = {
       details: { event_id: id, snapshot },
     }),
   ),
+  clipNotFound: api(
+    'clip_not_found',
+    404,
+    'The event has no playable clip (`details.clip` says why: none, recording, failed, expired).',
+    (id: string, clip: string) => ({
+      message: `Event ${sq(id)} has no clip (${clip}).`,
+      details: { event_id: id, clip },
+    }),
+  ),
+  rangeNotSatisfiable: api(
+    'range_not_satisfiable',
+    416,
+    'The Range header asks for bytes the file does not have, or is not a single bytes range (`details.size`).',
+    (range: string, size: number) => ({
+      message: `Range ${JSON.stringify(range.slice(0, 100))} cannot be served from ${size} bytes.`,
+      details: { range: range.slice(0, 100), size },
+    }),
+  ),
   eventPictureOnOtherBox: api(
     'event_picture_on_other_box',
     409,

@@ -44,6 +44,34 @@ export const EventSnapshot = z
   })
   .meta(id('EventSnapshot'));
 
+export const CLIP_STATES = ['recording', 'ready', 'failed', 'expired'] as const;
+
+export const EventClip = z
+  .looseObject({
+    id: z.string().describe('The clip: the events of the tracks in view while it recorded share it.'),
+    status: z
+      .enum(CLIP_STATES)
+      .describe(
+        'recording: still being written (post-roll); ready: playable; failed: nothing could be kept; expired: removed by the bytes retention.',
+      ),
+    url: z
+      .string()
+      .nullable()
+      .describe(
+        'The MP4 (video/mp4, HTTP range requests): /v1/events/{event_id}/clip.mp4; while recording it answers 404 clip_not_found until ready; null when failed or expired.',
+      ),
+    started_at: z.string().nullable().describe('Wall-clock time of its first frame (a key frame before the pre-roll).'),
+    duration_ms: z.int().describe('Its length once ready; 0 while recording.'),
+    bytes: z.int(),
+    end_reason: z
+      .string()
+      .nullable()
+      .describe(
+        'Why it ended: completed (post-roll done), capped (max_seconds), disk_full, stream_lost, monitor_stopped, recovered (after a crash), write_failed; null while recording.',
+      ),
+  })
+  .meta(id('EventClip'));
+
 export const HistoryEvent = z
   .looseObject({
     id: z.uuid().describe('The same id as in /v1/monitors/{id}/events.'),
@@ -93,6 +121,11 @@ export const HistoryEvent = z
         'True for an exit made at start for a track that the previous process left open (it died: reason daemon_restarted); occurred_at is then when it was closed, not when the person left.',
       ),
     snapshot: EventSnapshot,
+    clip: EventClip.nullable()
+      .optional()
+      .describe(
+        "The event clip of its monitor's encoded stream around it ([monitors.clips]); null when it has none (clips off, not recordable, or from before clips).",
+      ),
   })
   .meta(id('HistoryEvent'));
 

@@ -48,6 +48,16 @@ export const MonitorSourceInput = z
   .strictObject({ type: z.literal('rtsp').default('rtsp'), url: rtspUrl })
   .meta(id('MonitorSource-Input'));
 
+/**
+ * The detect stream (Vigil extension, as Frigate's `detect` input role): a camera's low-resolution sub-stream
+ * that motion and face detection read instead of `source.url`; the main stream then gives the event pictures.
+ */
+const detectUrl = rtspUrl
+  .nullable()
+  .describe(
+    "A low-resolution sub-stream of the same camera (rtsp:// or rtsps://; credentials in it are stored encrypted as the source's): motion and face detection read it, and source.url is opened for the event pictures while something moves or a face is tracked. null: everything reads source.url.",
+  );
+
 const confirmFrames = z.int().min(1).max(100);
 const absenceTimeout = z.number().min(0.1).max(300);
 const cooldown = z.number().min(0).max(3600);
@@ -200,6 +210,45 @@ export const MonitorFacesPatch = z
   })
   .meta(id('MonitorFacesPatch'));
 export type MonitorFacesT = z.infer<typeof MonitorFaces>;
+
+// ---- event clips (Vigil extension, issue 41) ----
+
+const clipsFields = {
+  enabled: z
+    .boolean()
+    .nullable()
+    .describe(
+      "Record a clip of the camera's encoded stream around identity events (person_enter / unknown_enter to the exit); null = [monitors.clips] enabled.",
+    ),
+  pre_seconds: z
+    .number()
+    .min(0)
+    .max(60)
+    .nullable()
+    .describe('Pre-roll kept in memory (from the key frame at or before it); null = [monitors.clips] pre_seconds.'),
+  post_seconds: z
+    .number()
+    .min(0)
+    .max(300)
+    .nullable()
+    .describe('Recorded on after the last exit; null = [monitors.clips] post_seconds.'),
+};
+export const MonitorClips = z
+  .strictObject({
+    enabled: clipsFields.enabled.default(null),
+    pre_seconds: clipsFields.pre_seconds.default(null),
+    post_seconds: clipsFields.post_seconds.default(null),
+  })
+  .describe("Per-monitor event clips; each null follows [monitors.clips] (the box's defaults).")
+  .meta(id('MonitorClips'));
+export const MonitorClipsPatch = z
+  .strictObject({
+    enabled: clipsFields.enabled.optional(),
+    pre_seconds: clipsFields.pre_seconds.optional(),
+    post_seconds: clipsFields.post_seconds.optional(),
+  })
+  .meta(id('MonitorClipsPatch'));
+export type MonitorClipsT = z.infer<typeof MonitorClips>;
 export type MonitorZoneT = z.infer<typeof MonitorZone>;
 export type MonitorMotionT = z.infer<typeof MonitorMotion>;
 export type PolygonT = [number, number][];
@@ -234,6 +283,8 @@ export const MonitorCreate = z
     min_face_size: minFaceSize.default(0),
     motion: MonitorMotion.prefault({}),
     faces: MonitorFaces.prefault({}),
+    detect_url: detectUrl.default(null),
+    clips: MonitorClips.prefault({}),
   })
   .meta(id('MonitorCreate'));
 
@@ -269,6 +320,8 @@ export const MonitorPatch = z
     min_face_size: minFaceSize.optional(),
     motion: MonitorMotionPatch.optional(),
     faces: MonitorFacesPatch.optional(),
+    detect_url: detectUrl.optional(),
+    clips: MonitorClipsPatch.optional(),
   })
   .refine(nonEmpty, 'at least one field is required')
   .meta(id('MonitorPatch'));
@@ -312,6 +365,12 @@ export const Monitor = z
     min_face_size: z.int(),
     motion: MonitorMotion,
     faces: MonitorFaces,
+    detect_url: z
+      .string()
+      .nullable()
+      .optional()
+      .describe('The detect sub-stream, redacted as source.url is (scheme://host[:port]/path); null: none.'),
+    clips: MonitorClips.optional(),
     runtime: MonitorRuntime,
     created_at: z.string(),
     updated_at: z.string(),
@@ -447,6 +506,21 @@ export const MonitorMotionState = z
       .describe("The effective settings: the monitor's motion overrides over [monitors.motion]."),
   })
   .meta(id('MonitorMotionState'));
+export const MonitorStreamsState = z
+  .looseObject({
+    main_open: z
+      .boolean()
+      .describe('The main stream is being decoded now (it is opened while something moves or a face is tracked).'),
+    main: z
+      .looseObject({ width: z.int().nullable(), height: z.int().nullable() })
+      .describe("The main stream's frames (null before it was first opened)."),
+    pictures_from_main: z.int().describe("Event pictures cut from the main stream's newest frame."),
+    pictures_from_detect: z
+      .int()
+      .describe('Event pictures from the detect stream (the main stream was not open or had no frame within 1 s).'),
+  })
+  .describe('Only for a monitor with a detect_url (`source` is then the detect stream).')
+  .meta(id('MonitorStreamsState'));
 export const MonitorState = z
   .looseObject({
     monitor_id: z.string(),
@@ -471,6 +545,7 @@ export const MonitorState = z
       .looseObject({ enabled: z.boolean(), active: z.boolean(), viewers: z.int(), frames: z.int() })
       .meta(id('MonitorPreviewState')),
     motion: MonitorMotionState,
+    streams: MonitorStreamsState.optional(),
     reconnects: z.int(),
     inference_errors: z.int(),
     last_error: lastError,

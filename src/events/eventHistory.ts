@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { IDENTITY_EVENT_TYPES } from '../contract/events.js';
 import { SYNTHETIC_EXIT_REASON, type MonitorEventT } from '../contract/monitors.js';
-import type { EventFrame, MonitorEventSink } from '../monitors/eventSink.js';
+import { pictureBox, type EventContext, type MonitorEventSink } from '../monitors/eventSink.js';
 import type { HistoryStore, NewEvent, StoredEvent } from './historyStore.js';
 import { isStorageFull, type StorageGuard } from '../store/storageGuard.js';
 import type { SnapshotFiles, SnapshotStore } from './snapshotStore.js';
@@ -189,15 +189,15 @@ export class EventHistory implements MonitorEventSink {
 
   // ---- the monitors' sink ----
 
-  event(e: MonitorEventT, ctx: { collectionId: string; frame: EventFrame | null }): void {
+  event(e: MonitorEventT, ctx: EventContext): void {
     if (this.closed) return;
     this.epochsSeen.add(e.stream_epoch);
     const identity = IDENTITY_EVENT_TYPES.includes(e.type);
-    const box = e.face?.bbox.pixels;
+    const box = e.face ? pictureBox(e.face.bbox, ctx.frame) : undefined;
     const wantPicture = this.o.snapshots && identity && ctx.frame !== null && box !== undefined;
     const item: Pending & { kind: 'event' } = {
       kind: 'event',
-      row: toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId),
+      row: { ...toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId), clip_id: ctx.clipId ?? null },
       queuedAt: performance.now(),
       snapshot: wantPicture ? 'waiting' : null,
     };
@@ -270,7 +270,8 @@ export class EventHistory implements MonitorEventSink {
             const row: NewEvent = files
               ? { ...p.row, ...snapshotColumns(files) }
               : { ...p.row, snapshot: p.snapshot === 'failed' ? 'failed' : p.row.snapshot };
-            const stored = { ...row, seq: this.store.insert(row) };
+            const stored: StoredEvent = { ...row, seq: this.store.insert(row) };
+            if (stored.clip_id) stored.clip = this.store.clipRow(stored.clip_id);
             // Identity events only: a track's zone_enter / zone_exit neither opens nor closes it.
             if (stored.track_id !== null && IDENTITY_EVENT_TYPES.includes(stored.type)) {
               if (stored.type.endsWith('_enter')) this.store.trackOpened(stored);

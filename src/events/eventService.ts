@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
 import { Errors } from '../contract/errors.js';
@@ -150,7 +151,7 @@ export class EventService {
       if (!Number.isSafeInteger(before)) throw Errors.invalidCursor('malformed');
     }
     const page = toPage(this.store.list(f, before, q.limit + 1), q.limit, (r) => String(r.seq), this.cursors, scope);
-    return { items: page.items.map(eventView), next_cursor: page.next_cursor };
+    return { items: this.store.withClips(page.items).map(eventView), next_cursor: page.next_cursor };
   }
 
   /**
@@ -192,11 +193,11 @@ export class EventService {
 
   /** Fleet mode: from the database (any box), else this box's own history (not yet forwarded, or the database down). */
   async get(id: string): Promise<HistoryEventT> {
-    if (!this.fleet) return eventView(this.row(id));
+    if (!this.fleet) return eventView(this.store.withClips([this.row(id)])[0]!);
     const r = await this.db((pg) => pg.get(id));
     if (r !== DOWN && r) return eventView(r);
     const local = this.store.get(id);
-    if (local) return eventView(local);
+    if (local) return eventView(this.store.withClips([local])[0]!);
     if (r === DOWN) throw Errors.storeUnavailable(this.downReason);
     throw Errors.eventNotFound(id);
   }
@@ -209,6 +210,22 @@ export class EventService {
       return await this.snapshots.read(r.snapshot_path, kind);
     } catch {
       throw Errors.eventSnapshotNotFound(id, 'missing');
+    }
+  }
+
+  /**
+   * The event's clip file (MP4) and its size: only the recording box has it. 404 clip_not_found while it
+   * records, when it failed or expired, and for an event without one.
+   */
+  async clip(id: string): Promise<{ file: string; size: number }> {
+    const r = await this.ownRow(id);
+    const c = r.clip_id ? this.store.clipRow(r.clip_id) : null;
+    if (!c || c.status !== 'ready') throw Errors.clipNotFound(id, c?.status ?? 'none');
+    const file = this.snapshots.file(c.path, 'clip');
+    try {
+      return { file, size: (await stat(file)).size };
+    } catch {
+      throw Errors.clipNotFound(id, 'missing');
     }
   }
 

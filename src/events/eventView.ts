@@ -1,6 +1,22 @@
 import type { HistoryEventT } from '../contract/events.js';
 import { SYNTHETIC_EXIT_REASON } from '../contract/monitors.js';
-import type { StoredEvent } from './historyStore.js';
+import type { ClipRow, StoredEvent } from './historyStore.js';
+
+/** The event's clip as the API shows it: from its joined row (r.clip), or what is known before (recording). */
+function clipView(r: StoredEvent, base: string): HistoryEventT['clip'] {
+  if (!r.clip_id) return null;
+  const c: ClipRow | null = r.clip ?? null;
+  const status = c?.status ?? 'recording';
+  return {
+    id: r.clip_id,
+    status,
+    url: status === 'ready' || status === 'recording' ? `${base}/clip.mp4` : null,
+    started_at: c ? new Date(c.started_ms).toISOString() : null,
+    duration_ms: c?.duration_ms ?? 0,
+    bytes: c?.bytes ?? 0,
+    end_reason: c?.end_reason ?? null,
+  };
+}
 
 /** A history row as the API, webhooks and MQTT show it. */
 export function eventView(r: StoredEvent): HistoryEventT {
@@ -38,5 +54,6 @@ export function eventView(r: StoredEvent): HistoryEventT {
       crop_height: r.crop_height,
       bytes: r.snapshot_bytes,
     },
+    clip: clipView(r, base),
   };
 }

@@ -38,8 +38,25 @@ export interface StoredEvent {
   snapshot_height: number | null;
   crop_width: number | null;
   crop_height: number | null;
+  /** The event clip it belongs to (event_clips; local history only, the fleet history has none). */
+  clip_id?: string | null;
+  /** The clip's row, when the reader joined it (clipsOf); not a column. */
+  clip?: ClipRow | null;
 }
 export type NewEvent = Omit<StoredEvent, 'seq'>;
+
+/** One event clip (a file shared by the events recorded while it ran). */
+export interface ClipRow {
+  id: string;
+  monitor_id: string;
+  /** Base name under the event pictures' folder (`<day>/<clip id>`), as snapshot_path. */
+  path: string;
+  started_ms: number;
+  status: 'recording' | 'ready' | 'failed' | 'expired';
+  bytes: number;
+  duration_ms: number;
+  end_reason: string | null;
+}
 
 /** What a list, a range delete and the cursor scope filter on. */
 export interface EventFilter {
@@ -123,12 +140,25 @@ export const COLUMNS = [
   'crop_height',
 ] as const;
 
+/** An event whose picture or clip the bytes retention may expire. */
+interface ExpiryRow {
+  seq: number;
+  snapshot: string;
+  snapshot_path: string | null;
+  snapshot_bytes: number;
+  clip_id: string | null;
+  clip_path: string | null;
+  clip_bytes: number | null;
+}
+
 /** SQL of the event history (no rules here). */
 export class HistoryStore {
   private readonly insertStmt;
   constructor(readonly db: Db) {
+    // The local history also links clips (the fleet's PostgreSQL rows, written from COLUMNS, do not).
+    const local = [...COLUMNS, 'clip_id'];
     this.insertStmt = db.prepare(
-      `INSERT INTO events (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => `@${c}`).join(', ')})`,
+      `INSERT INTO events (${local.join(', ')}) VALUES (${local.map((c) => `@${c}`).join(', ')})`,
     );
   }
 
@@ -179,7 +209,8 @@ export class HistoryStore {
   }
 
   insert(e: NewEvent): number {
-    return Number(this.insertStmt.run(e).lastInsertRowid);
+    const { clip: _clip, ...row } = e;
+    return Number(this.insertStmt.run({ ...row, clip_id: row.clip_id ?? null }).lastInsertRowid);
   }
 
   /** True when the row still exists. */
@@ -246,29 +277,51 @@ export class HistoryStore {
     return row ? this.deleteWhere('seq <= ?', [row.seq]) : 0;
   }
 
-  /** Retention by bytes: the oldest events lose their pictures (the rows stay, snapshot = expired). */
+  /**
+   * Retention by bytes, pictures and clips together: the oldest events lose their pictures and their clips
+   * (the rows stay: snapshot = expired, the clip's status = expired) until the total fits.
+   */
   expireSnapshotsBeyond(maxBytes: number): number {
     return this.transaction(() => {
-      let total = this.snapshotBytes();
+      let total = this.snapshotBytes() + this.clipBytes();
       if (total <= maxBytes) return 0;
       let n = 0;
       const rows = this.db
-        .prepare("SELECT seq, snapshot_path, snapshot_bytes FROM events WHERE snapshot = 'ready' ORDER BY seq")
-        .iterate() as IterableIterator<{ seq: number; snapshot_path: string; snapshot_bytes: number }>;
+        .prepare(
+          `SELECT e.seq, e.snapshot, e.snapshot_path, e.snapshot_bytes, c.id AS clip_id, c.path AS clip_path, c.bytes AS clip_bytes
+           FROM events e LEFT JOIN event_clips c ON c.id = e.clip_id AND c.status = 'ready'
+           WHERE e.snapshot = 'ready' OR c.id IS NOT NULL ORDER BY e.seq`,
+        )
+        .iterate() as IterableIterator<ExpiryRow>;
+      const victims: ExpiryRow[] = [];
+      const clipsGone = new Set<string>();
+      for (const r of rows) {
+        if (total <= maxBytes) break;
+        victims.push(r);
+        if (r.snapshot === 'ready') total -= r.snapshot_bytes;
+        if (r.clip_id && !clipsGone.has(r.clip_id)) {
+          clipsGone.add(r.clip_id);
+          total -= r.clip_bytes ?? 0;
+        }
+      }
       const expire = this.db.prepare(
         "UPDATE events SET snapshot = 'expired', snapshot_path = NULL, snapshot_bytes = 0 WHERE seq = ?",
       );
+      const expireClip = this.db.prepare("UPDATE event_clips SET status = 'expired', bytes = 0 WHERE id = ?");
       const trash = this.db.prepare('INSERT OR IGNORE INTO event_file_trash (path) VALUES (?)');
-      const victims: { seq: number; path: string }[] = [];
-      for (const r of rows) {
-        if (total <= maxBytes) break;
-        victims.push({ seq: r.seq, path: r.snapshot_path });
-        total -= r.snapshot_bytes;
-      }
+      const trashed = new Set<string>();
       for (const v of victims) {
-        trash.run(v.path);
-        expire.run(v.seq);
-        n++;
+        if (v.snapshot === 'ready' && v.snapshot_path) {
+          trash.run(v.snapshot_path);
+          expire.run(v.seq);
+          n++;
+        }
+        if (v.clip_id && v.clip_path && !trashed.has(v.clip_id)) {
+          trashed.add(v.clip_id);
+          trash.run(v.clip_path);
+          expireClip.run(v.clip_id);
+          n++;
+        }
       }
       return n;
     });
@@ -280,6 +333,67 @@ export class HistoryStore {
         b: number;
       }
     ).b;
+  }
+
+  // ---- event clips ----
+
+  clipBytes(): number {
+    return (
+      this.db.prepare("SELECT coalesce(sum(bytes), 0) AS b FROM event_clips WHERE status = 'ready'").get() as {
+        b: number;
+      }
+    ).b;
+  }
+
+  insertClip(c: ClipRow): void {
+    this.db
+      .prepare(
+        `INSERT INTO event_clips (id, monitor_id, path, started_ms, status, bytes, duration_ms, end_reason)
+         VALUES (@id, @monitor_id, @path, @started_ms, @status, @bytes, @duration_ms, @end_reason)`,
+      )
+      .run(c);
+  }
+
+  /**
+   * A clip ended (or was recovered). A clip that no event names by then (its events were deleted while it
+   * recorded, or it was begun for an enter that was never written) goes to the trash at once.
+   */
+  updateClip(c: Pick<ClipRow, 'id' | 'status' | 'bytes' | 'duration_ms' | 'end_reason'>): void {
+    this.transaction(() => {
+      this.db
+        .prepare(
+          'UPDATE event_clips SET status = @status, bytes = @bytes, duration_ms = @duration_ms, end_reason = @end_reason WHERE id = @id',
+        )
+        .run(c);
+      const used = this.db.prepare('SELECT 1 FROM events WHERE clip_id = ? LIMIT 1').get(c.id);
+      if (!used) {
+        this.db
+          .prepare('INSERT OR IGNORE INTO event_file_trash (path) SELECT path FROM event_clips WHERE id = ?')
+          .run(c.id);
+        this.db.prepare('DELETE FROM event_clips WHERE id = ?').run(c.id);
+      }
+    });
+  }
+
+  clipRow(id: string): ClipRow | null {
+    return (this.db.prepare('SELECT * FROM event_clips WHERE id = ?').get(id) as ClipRow | undefined) ?? null;
+  }
+
+  /** The rows with their clip joined (clip: null when they have none). */
+  withClips<T extends StoredEvent>(rows: T[]): T[] {
+    const ids = [...new Set(rows.map((r) => r.clip_id).filter((c): c is string => !!c))];
+    const byId = new Map<string, ClipRow>();
+    const get = this.db.prepare('SELECT * FROM event_clips WHERE id = ?');
+    for (const id of ids) {
+      const c = get.get(id) as ClipRow | undefined;
+      if (c) byId.set(id, c);
+    }
+    return rows.map((r) => ({ ...r, clip: r.clip_id ? (byId.get(r.clip_id) ?? null) : null }));
+  }
+
+  /** Clips a crash left recording (their files end with the last whole fragment written). */
+  recordingClips(): ClipRow[] {
+    return this.db.prepare("SELECT * FROM event_clips WHERE status = 'recording'").all() as ClipRow[];
   }
 
   stats(): { events: number; snapshot_bytes: number; oldest_at: string | null; newest_at: string | null } {
@@ -311,14 +425,16 @@ export class HistoryStore {
     });
   }
 
-  /** Paths the rows point at (ready or pending), to tell orphan files from live ones. */
+  /** Paths the rows point at (pictures ready or pending, clips not expired), to tell orphan files from live ones. */
   liveSnapshotPaths(): Set<string> {
     return new Set(
       (
-        this.db.prepare('SELECT snapshot_path FROM events WHERE snapshot_path IS NOT NULL').all() as {
-          snapshot_path: string;
-        }[]
-      ).map((r) => r.snapshot_path),
+        this.db
+          .prepare(
+            "SELECT snapshot_path AS p FROM events WHERE snapshot_path IS NOT NULL UNION SELECT path FROM event_clips WHERE status != 'expired'",
+          )
+          .all() as { p: string }[]
+      ).map((r) => r.p),
     );
   }
 

@@ -83,11 +83,13 @@ export async function writePrivateFile(file: string, data: Buffer): Promise<void
   }
   await rename(tmp, file);
 }
+const EXTENSIONS = { frame: '.jpg', crop: '.crop.jpg', clip: '.mp4' } as const;
 const SAFE = /^[0-9]{4}-[0-9]{2}-[0-9]{2}\/[0-9a-f-]{36}$/;
 
 /**
  * Event pictures as files under `<data_dir>/events/snapshots/<day>/`: `<event id>.jpg` (the frame,
- * downscaled) and `<event id>.crop.jpg` (the face with margin). Encoding runs in sharp's thread pool,
+ * downscaled) and `<event id>.crop.jpg` (the face with margin); event clips beside them as `<clip id>.mp4`
+ * (written by ClipStore). Encoding runs in sharp's thread pool,
  * never on the inference loop; files are written under a temporary name and renamed, so a crash leaves
  * either nothing or a whole file.
  */
@@ -108,9 +110,10 @@ export class SnapshotStore {
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
   }
 
-  file(path: string, kind: 'frame' | 'crop'): string {
+  /** A picture's file, or an event clip's (clips live in the same store: same folders, trash and retention). */
+  file(path: string, kind: 'frame' | 'crop' | 'clip'): string {
     if (!SAFE.test(path)) throw new Error(`not a snapshot path: ${path}`);
-    return join(this.root, kind === 'frame' ? `${path}.jpg` : `${path}.crop.jpg`);
+    return join(this.root, `${path}${EXTENSIONS[kind]}`);
   }
 
   /** Null when the encoder queue or the disk is full (the event is recorded without a picture). */
@@ -193,9 +196,9 @@ export class SnapshotStore {
     return readFile(this.file(path, kind));
   }
 
-  /** Removes both files (missing ones are fine). */
+  /** Removes the files of a base path: both pictures, or a clip (missing ones are fine). */
   remove(path: string): void {
-    for (const kind of ['frame', 'crop'] as const) {
+    for (const kind of ['frame', 'crop', 'clip'] as const) {
       try {
         unlinkSync(this.file(path, kind));
       } catch (e) {
@@ -215,7 +218,7 @@ export class SnapshotStore {
           unlinkSync(join(this.root, day, name));
           continue;
         }
-        const m = /^([0-9a-f-]{36})(?:\.crop)?\.jpg$/.exec(name);
+        const m = /^([0-9a-f-]{36})(?:\.crop\.jpg|\.jpg|\.mp4)$/.exec(name);
         if (m) out.add(`${day}/${m[1]}`);
       }
       if (names.length === 0) {

@@ -41,6 +41,12 @@ export interface FrameSourceOptions {
   motionHeight?: number;
   openTimeoutMs: number;
   readTimeoutMs: number;
+  /**
+   * What `{record}` in the template becomes: the event clips' branch before the decoder (clipPipeline.ts:
+   * a tee into mp4mux and the appsink named record), or nothing. A pipeline whose only appsink is the one
+   * named record (clipPipeline's recordPipeline) records without decoding.
+   */
+  record?: string;
 }
 
 export interface FrameSourceHandlers {
@@ -64,6 +70,8 @@ export interface FrameSourceHandlers {
   ): void;
   /** The source stopped by itself (timeout, end of stream, error). Called once; the source is stopped. */
   failed(reason: string): void;
+  /** Bytes of the appsink named record (mp4mux's fragmented MP4 of the encoded stream), in order. */
+  encoded?(chunk: Uint8Array): void;
 }
 
 // The gstreamer-superficial surface we use (a native addon without type declarations).
@@ -137,6 +145,8 @@ export class GstFrameSource {
   private lastCapsKey = '';
   /** A pull is parked in libuv's pool; the pipeline is disposed only once it has come back. */
   private pulling = false;
+  /** The same for the record appsink's own pull. */
+  private recordPulling = false;
 
   constructor(
     private readonly url: string,
@@ -150,12 +160,17 @@ export class GstFrameSource {
       .replaceAll('{latency_ms}', String(this.options.latencyMs))
       .replaceAll('{max_fps}', String(Math.max(1, Math.ceil(this.options.maxFps ?? 30))))
       .replaceAll('{max_side}', String(this.options.maxSide ?? 1280))
-      .replaceAll('{motion_height}', String(this.options.motionHeight ?? 90));
+      .replaceAll('{motion_height}', String(this.options.motionHeight ?? 90))
+      .replaceAll('{record}', this.options.record ?? '');
     const pipeline = new (gstreamer().Pipeline)(launch);
     livePipelines++;
     const src = pipeline.findChild('src');
     const sink = pipeline.findChild('sink');
     const rate = pipeline.findChild('rate');
+    // Optional: the event clips' muxed encoded stream, pulled on its own (its buffers come at the stream's
+    // full rate, in bursts of one key frame interval, unrelated to the decoded frames').
+    const recordSink = pipeline.findChild('record');
+    const record = recordSink?.pullSample && this.handlers.encoded ? recordSink : null;
     // Optional: the motion branch (a tee after the rate limiter, scaled down and GRAY8). Its appsink gets
     // the same frames in the same streaming thread, so its sample of a frame is there (or comes next)
     // when the RGB one has been pulled: one parked pull per source, never two.
@@ -167,7 +182,7 @@ export class GstFrameSource {
     let measuredFps: number | null = null;
     let firstAt: number | null = null;
     let capsFps: number | null = null;
-    if (!src || !sink?.pullSample) {
+    if (!src || (!sink?.pullSample && !record)) {
       pipeline.dispose();
       livePipelines--;
       throw new Error('the monitor pipeline needs elements named src and sink (an appsink)');
@@ -188,6 +203,7 @@ export class GstFrameSource {
         return;
       }
       this.lastFrameAt = Date.now();
+      const sink = frames!;
       // The addon hands the same caps object while the caps stay the same.
       if (caps !== this.lastCaps) {
         this.lastCaps = caps;
@@ -263,10 +279,40 @@ export class GstFrameSource {
         deliver(g);
       });
     };
+    const onRecord = (sample: GstSample | null) => {
+      this.recordPulling = false;
+      if (this.stopped) {
+        sample?.release();
+        this.dispose();
+        return;
+      }
+      if (!sample) {
+        this.fail('the stream ended');
+        return;
+      }
+      // A record-only pipeline is alive while its muxer writes (in bursts, one key frame interval each).
+      if (!frames) this.lastFrameAt = Date.now();
+      const bytes = sample.copy();
+      sample.release();
+      this.handlers.encoded!(bytes);
+      if (this.stopped) {
+        this.dispose();
+        return;
+      }
+      this.recordPulling = true;
+      record!.pullSample!(onRecord);
+    };
+    const frames = sink?.pullSample ? sink : null;
     // Playing first: a pull that reaches an appsink which has not started yet returns "end of stream".
     pipeline.play();
-    this.pulling = true;
-    sink.pullSample(onSample);
+    if (frames) {
+      this.pulling = true;
+      frames.pullSample!(onSample);
+    }
+    if (record) {
+      this.recordPulling = true;
+      record.pullSample!(onRecord);
+    }
     this.watch();
   }
 
@@ -299,7 +345,7 @@ export class GstFrameSource {
     if (this.watchdog) clearTimeout(this.watchdog);
     this.watchdog = null;
     this.pipeline?.stop();
-    if (!this.pulling) this.dispose();
+    this.dispose();
   }
 
   /**
@@ -307,7 +353,7 @@ export class GstFrameSource {
    * did: one leaked per reconnect. Not while a pull is parked: its worker still reads the appsink.
    */
   private dispose(): void {
-    if (!this.pipeline) return;
+    if (!this.pipeline || this.pulling || this.recordPulling) return;
     this.pipeline.dispose();
     this.pipeline = null;
     livePipelines--;

@@ -40,5 +40,6 @@ export function exampleLaunch(template: string, maxSide: number): string {
     .replaceAll('{latency_ms}', '200')
     .replaceAll('{max_fps}', '6')
     .replaceAll('{max_side}', String(maxSide))
-    .replaceAll('{motion_height}', '90');
+    .replaceAll('{motion_height}', '90')
+    .replaceAll('{record}', '');
 }

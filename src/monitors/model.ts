@@ -1,4 +1,11 @@
-import type { EventPolicy, MonitorFacesT, MonitorMotionT, MonitorZoneT, PolygonT } from '../contract/monitors.js';
+import type {
+  EventPolicy,
+  MonitorClipsT,
+  MonitorFacesT,
+  MonitorMotionT,
+  MonitorZoneT,
+  PolygonT,
+} from '../contract/monitors.js';
 
 /** A stored monitor with its plaintext URL (decrypted in memory only). */
 export interface MonitorRecord {
@@ -21,6 +28,10 @@ export interface MonitorRecord {
   motion: MonitorMotionT;
   /** Overrides of [monitors] track_identity and group_unknowns (null or absent: the box's setting). */
   faces?: MonitorFacesT;
+  /** The detect sub-stream (plaintext in memory, encrypted at rest as `url` is); null or absent: `url` only. */
+  detect_url?: string | null;
+  /** Overrides of [monitors.clips] (null or absent: the box's setting). */
+  clips?: MonitorClipsT;
   created_at: string;
   updated_at: string;
   /** The box that runs it ([server] box_id of the box it was created on). */

@@ -204,6 +204,7 @@ export class MonitorManager {
       description: r.description,
       enabled: r.enabled,
       source: { type: 'rtsp', url: redactRtspUrl(r.url) },
+      detect_url: r.detect_url ? redactRtspUrl(r.detect_url) : null,
       collection_id: r.collection_id,
       inference_fps: r.inference_fps,
       match_threshold: r.match_threshold,
@@ -216,6 +217,7 @@ export class MonitorManager {
       min_face_size: r.min_face_size,
       motion: { ...r.motion },
       faces: { track_identity: null, group_unknowns: null, ...r.faces },
+      clips: { enabled: null, pre_seconds: null, post_seconds: null, ...r.clips },
       runtime: this.runtime(r),
       created_at: r.created_at,
       updated_at: r.updated_at,
@@ -256,6 +258,8 @@ export class MonitorManager {
       min_face_size: body.min_face_size,
       motion: { ...body.motion },
       faces: { ...body.faces },
+      detect_url: body.detect_url,
+      clips: { ...body.clips },
       created_at: at,
       updated_at: at,
       box_id: this.boxId,
@@ -291,6 +295,7 @@ export class MonitorManager {
       ...(body.description !== undefined && { description: body.description }),
       ...(body.enabled !== undefined && { enabled: body.enabled }),
       ...(body.source !== undefined && { url: body.source.url }),
+      ...(body.detect_url !== undefined && { detect_url: body.detect_url }),
       ...(body.collection_id !== undefined && { collection_id: body.collection_id }),
       ...(body.inference_fps !== undefined && { inference_fps: body.inference_fps }),
       ...(body.match_threshold !== undefined && { match_threshold: body.match_threshold }),
@@ -314,16 +319,26 @@ export class MonitorManager {
         ...current.faces,
         ...Object.fromEntries(Object.entries(body.faces ?? {}).filter(([, v]) => v !== undefined)),
       },
+      clips: {
+        enabled: null,
+        pre_seconds: null,
+        post_seconds: null,
+        ...current.clips,
+        ...Object.fromEntries(Object.entries(body.clips ?? {}).filter(([, v]) => v !== undefined)),
+      },
       updated_at: new Date().toISOString(),
     };
     if (next.collection_id !== current.collection_id) this.collections.getBound(next.collection_id);
     const restart =
       RESTART_FIELDS.some((f) => next[f] !== current[f]) ||
+      (next.detect_url ?? null) !== (current.detect_url ?? null) ||
       JSON.stringify(next.event_policy) !== JSON.stringify(current.event_policy) ||
       // Zones restart the session: faces in a changed zone exit it (monitor_restarted) rather than linger.
       JSON.stringify(next.zones) !== JSON.stringify(current.zones) ||
       // So do the faces overrides: a session's tracks are identified and grouped one way from start to end.
-      JSON.stringify(next.faces) !== JSON.stringify(current.faces);
+      JSON.stringify(next.faces) !== JSON.stringify(current.faces) ||
+      // And clips: the recording branch is part of the pipeline.
+      JSON.stringify(next.clips ?? {}) !== JSON.stringify(current.clips ?? {});
     const running = this.sessions.get(id);
     if (next.enabled && !running) this.claimSlot();
     let started: MonitorSession | null = null;

@@ -13,8 +13,27 @@ import { gateSettings, MotionGate, type GateStats, type MotionDefaults } from '.
 import type { NormBox } from './motionDetector.js';
 import { PreviewHub, previewFaces } from './previewHub.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
+import { MainStream } from './mainStream.js';
 import { trackFacesFor, type TrackFacesDefaults, type UnknownVisitors } from './trackFaces.js';
 import type { GreyFrame } from './frameSource.js';
+import { ClipRecorder, type ClipSink, type ClipSettings } from './clipRecorder.js';
+import { recordTee } from './clipPipeline.js';
+import { Fmp4Splitter } from './fmp4.js';
+import type { VigilConfig } from '../config/schema.js';
+
+/** [monitors.clips]: the event clips' defaults. */
+export type ClipDefaults = VigilConfig['monitors']['clips'];
+
+/** A monitor's clip settings: its overrides over the box's defaults; null when it records none. */
+export function clipSettings(record: Pick<MonitorRecord, 'clips'>, d: ClipDefaults): ClipSettings | null {
+  const o = record.clips;
+  if (!(o?.enabled ?? d.enabled)) return null;
+  return {
+    preMs: (o?.pre_seconds ?? d.pre_seconds) * 1000,
+    postMs: (o?.post_seconds ?? d.post_seconds) * 1000,
+    maxMs: d.max_seconds * 1000,
+  };
+}
 
 /** What a session needs from the rest of the daemon. */
 export interface SessionDeps extends FrameProcessorDeps {
@@ -31,6 +50,9 @@ export interface SessionDeps extends FrameProcessorDeps {
   faces?: TrackFacesDefaults;
   /** Where announced unknown tracks are grouped (the events layer's UnknownService). */
   unknowns?: UnknownVisitors | null;
+  /** [monitors.clips] and where clips are written (the events layer's ClipStore); absent: no clips. */
+  clips?: ClipDefaults;
+  clipSink?: ClipSink | null;
 }
 
 /** What a session tells its manager besides events (the MQTT motion topic). */
@@ -98,6 +120,13 @@ export class MonitorSession {
   /** Ends the loop's current wait (stop). */
   private interrupt: (() => void) | null = null;
   private loop: Promise<void> = Promise.resolve();
+  /** The main stream, for event pictures, when detection reads the monitor's detect sub-stream. */
+  private readonly main: MainStream | null = null;
+  /** The motion gate's state (after its off delay): the main stream opens while it is on. */
+  private moving = false;
+  /** Event clips (null: off for this monitor); the muxer's bytes of the current connection are split here. */
+  private readonly clips: ClipRecorder | null = null;
+  private splitter: { connection: number; split: Fmp4Splitter } | null = null;
 
   constructor(
     record: MonitorRecord,
@@ -105,13 +134,16 @@ export class MonitorSession {
     private readonly hooks: SessionHooks = {},
   ) {
     this.record = record;
+    const clips = deps.clips && deps.clipSink ? clipSettings(record, deps.clips) : null;
+    if (clips) this.clips = new ClipRecorder(record.id, clips, deps.clipSink!);
     this.activity = new MonitorActivity(
       record,
       this.epoch,
-      deps.events ?? null,
+      this.clips && deps.events ? this.withClips(deps.events, this.clips) : (deps.events ?? null),
       trackFacesFor(record, deps.faces, deps.unknowns ?? null, this.epoch),
     );
     this.gate = new MotionGate(gateSettings(record, deps.motion), (active) => {
+      this.moving = active;
       if (!this.stopped) hooks.motion?.(active);
     });
     this.processor = new FrameProcessor(deps);
@@ -121,13 +153,29 @@ export class MonitorSession {
     // timestamp jitter max-rate=5 on a 25 fps source keeps every 6th frame (4.0 fps measured); at 6 it
     // keeps every 5th and the loop's own pacing holds the configured rate.
     const maxFps = Math.ceil(Math.max(record.inference_fps, record.preview_enabled ? deps.preview.fps : 0)) + 1;
+    const frames = { ...deps.source, maxFps, motionHeight: deps.motion.frame_height };
+    if (record.detect_url) this.main = new MainStream(record.url, frames, deps.log, record.id);
     this.reader = new StreamReader(
-      record.url,
-      { ...deps.source, maxFps, motionHeight: deps.motion.frame_height },
+      record.detect_url ?? record.url,
+      {
+        ...deps.source,
+        maxFps,
+        motionHeight: deps.motion.frame_height,
+        ...(this.clips && { recordFor: recordTee }),
+      },
       {
         frame: (frame, grey) => this.onFrame(frame, grey),
         connected: () => this.activity.clearError('source'),
-        failed: (cause, reason, retryMs) => this.activity.sourceFailed(cause, reason, retryMs),
+        failed: (cause, reason, retryMs) => {
+          this.clips?.streamEnded();
+          this.activity.sourceFailed(cause, reason, retryMs);
+        },
+        encoded: (chunk, connection) => this.onEncoded(chunk, connection),
+        notRecordable: (codec) =>
+          deps.log.warn(
+            { monitor_id: record.id, codec },
+            'event clips are on but cannot be recorded from this stream (H.264 or H.265 with {record} in the pipeline)',
+          ),
       },
       deps.log,
       record.id,
@@ -136,6 +184,32 @@ export class MonitorSession {
 
   get id(): string {
     return this.record.id;
+  }
+
+  /** The history sink with each event's clip: the recorder hears the event first (an enter starts a clip). */
+  private withClips(sink: MonitorEventSink, clips: ClipRecorder): MonitorEventSink {
+    return {
+      event: (e, ctx) => sink.event(e, { ...ctx, clipId: clips.event(e) }),
+      sessionEnded: (monitorId, epoch) => sink.sessionEnded(monitorId, epoch),
+    };
+  }
+
+  /** The record branch's muxer output: the init segment starts a connection's pre-roll, fragments follow. */
+  private onEncoded(chunk: Uint8Array, connection: number): void {
+    const clips = this.clips;
+    if (!clips || this.stopped) return;
+    if (this.splitter?.connection !== connection) this.splitter = { connection, split: new Fmp4Splitter() };
+    try {
+      for (const part of this.splitter.split.push(chunk)) {
+        if (part.kind === 'init') clips.start(part.data, part.info);
+        else clips.fragment(part.fragment);
+      }
+    } catch (e) {
+      // Bytes that are not the MP4 we expect: this connection records nothing more.
+      this.deps.log.warn({ monitor_id: this.record.id, err: (e as Error).message }, 'event clip stream unreadable');
+      this.splitter = { connection: -1, split: new Fmp4Splitter() };
+      clips.streamEnded();
+    }
   }
 
   /** Starts reading and inferring. Throws only when the pipeline cannot be built at all (configuration). */
@@ -161,9 +235,11 @@ export class MonitorSession {
     this.stopped = true;
     if (this.gate.stats().active) this.hooks.motion?.(false);
     this.activity.end(reason);
+    this.clips?.close();
     this.deps.events?.sessionEnded(this.record.id, this.epoch);
     this.abort.abort(new Error('monitor stopped'));
     this.reader.stop();
+    this.main?.close();
     this.preview.close();
     this.interrupt?.();
   }
@@ -211,10 +287,21 @@ export class MonitorSession {
       frames: this.preview.frames,
     };
     const motion = motionState(this.gate.stats(), gateSettings(this.record, this.deps.motion));
-    return this.activity.state(
+    const state = this.activity.state(
       { status: this.status, startedAt: this.startedAt, threshold, preview, motion },
       this.reader,
     );
+    const main = this.main;
+    if (!main) return state;
+    return {
+      ...state,
+      streams: {
+        main_open: main.open,
+        main: { ...main.size },
+        pictures_from_main: main.counters.fromMain,
+        pictures_from_detect: main.counters.fromDetect,
+      },
+    };
   }
 
   events(after: EventPosition | null, limit: number): EventPage<MonitorEventT> {
@@ -232,6 +319,7 @@ export class MonitorSession {
     while (!this.stopped) {
       this.activity.expire(Date.now());
       this.gate.tick(Date.now());
+      this.main?.demand(this.moving || this.activity.expiring, Date.now());
       const frame = this.reader.latest;
       const now = performance.now();
       if (!frame || frame.sequence <= this.activity.lastProcessedSequence) {
@@ -280,7 +368,8 @@ export class MonitorSession {
           result,
           Date.now(),
           performance.now() - started,
-          result.frame,
+          // Event pictures: the main stream's frame of the same moment when detection reads a sub-stream.
+          this.main && result.detections.length > 0 ? this.main.pictureFor(result.frame) : result.frame,
         );
         // The analysed frame goes to the boxed previews with its own faces (boxes belong to their frame).
         if (this.preview.active && this.record.preview_enabled)

@@ -1,6 +1,6 @@
 import type { Db } from '../store/database.js';
 import type { CredentialCipher } from '../store/credentialCipher.js';
-import { MonitorFaces, MonitorMotion, type MonitorZoneT, type PolygonT } from '../contract/monitors.js';
+import { MonitorClips, MonitorFaces, MonitorMotion, type MonitorZoneT, type PolygonT } from '../contract/monitors.js';
 import type { MonitorRecord } from './model.js';
 
 interface MonitorRow {
@@ -24,10 +24,15 @@ interface MonitorRow {
   min_face_size: number;
   motion_json: string;
   faces_json: string;
+  detect_url_encrypted: string | null;
+  clips_json: string;
   created_at: string;
   updated_at: string;
   box_id: string | null;
 }
+
+/** The detect URL's ciphertext is bound to its monitor and role: it cannot be swapped with the main URL's. */
+const detectAad = (id: string) => `monitor:${id}:detect`;
 
 /** SQL for monitors. The URL is encrypted on the way in and decrypted on the way out; nothing else sees the ciphertext. */
 export class MonitorStore {
@@ -61,6 +66,8 @@ export class MonitorStore {
       // Fields a later version adds get their defaults (null: follow [monitors.motion]).
       motion: MonitorMotion.parse(JSON.parse(r.motion_json)),
       faces: MonitorFaces.parse(JSON.parse(r.faces_json)),
+      detect_url: r.detect_url_encrypted === null ? null : this.cipher.decrypt(r.detect_url_encrypted, detectAad(r.id)),
+      clips: MonitorClips.parse(JSON.parse(r.clips_json)),
       created_at: r.created_at,
       updated_at: r.updated_at,
       box_id: r.box_id ?? '',
@@ -89,6 +96,8 @@ export class MonitorStore {
       min_face_size: m.min_face_size,
       motion_json: JSON.stringify(m.motion),
       faces_json: JSON.stringify(m.faces ?? {}),
+      detect_url_encrypted: m.detect_url ? this.cipher.encrypt(m.detect_url, detectAad(m.id)) : null,
+      clips_json: JSON.stringify(m.clips ?? {}),
       created_at: m.created_at,
       updated_at: m.updated_at,
       box_id: m.box_id,
@@ -124,10 +133,10 @@ export class MonitorStore {
       .prepare(
         `INSERT INTO monitors (id, name, description, enabled, source_url_encrypted, collection_id, inference_fps,
       match_threshold, event_buffer_size, confirm_frames, absence_timeout_seconds, cooldown_seconds, emit_unknown, preview_enabled,
-      zones_json, motion_mask_json, face_mask_json, min_face_size, motion_json, faces_json, created_at, updated_at, box_id)
+      zones_json, motion_mask_json, face_mask_json, min_face_size, motion_json, faces_json, detect_url_encrypted, clips_json, created_at, updated_at, box_id)
       VALUES (@id, @name, @description, @enabled, @source_url_encrypted, @collection_id, @inference_fps, @match_threshold, @event_buffer_size,
       @confirm_frames, @absence_timeout_seconds, @cooldown_seconds, @emit_unknown, @preview_enabled,
-      @zones_json, @motion_mask_json, @face_mask_json, @min_face_size, @motion_json, @faces_json, @created_at, @updated_at, @box_id)
+      @zones_json, @motion_mask_json, @face_mask_json, @min_face_size, @motion_json, @faces_json, @detect_url_encrypted, @clips_json, @created_at, @updated_at, @box_id)
       ON CONFLICT (id) DO NOTHING`,
       )
       .run(this.toRow(m));
@@ -142,6 +151,7 @@ export class MonitorStore {
       confirm_frames = @confirm_frames, absence_timeout_seconds = @absence_timeout_seconds, cooldown_seconds = @cooldown_seconds,
       emit_unknown = @emit_unknown, preview_enabled = @preview_enabled, zones_json = @zones_json, motion_mask_json = @motion_mask_json,
       face_mask_json = @face_mask_json, min_face_size = @min_face_size, motion_json = @motion_json, faces_json = @faces_json,
+      detect_url_encrypted = @detect_url_encrypted, clips_json = @clips_json,
       updated_at = @updated_at WHERE id = @id`,
       )
       .run(this.toRow(m));

@@ -8,8 +8,24 @@ import type { RtspCause } from '../contract/monitors.js';
 export type { RtspCause };
 
 export type ProbeResult =
-  /** The server answered DESCRIBE with a video stream (or with something the pipeline should judge itself). */
-  { ok: true } | { ok: false; cause: RtspCause; detail: string };
+  /**
+   * The server answered DESCRIBE with a video stream (or with something the pipeline should judge itself).
+   * `codec`: the SDP's encoding name of the first video stream (H264, H265, ...) when the answer had an SDP.
+   */
+  { ok: true; codec?: string | null } | { ok: false; cause: RtspCause; detail: string };
+
+/** The encoding name (rtpmap) of the first video media of an SDP, upper-cased; null when it has none. */
+export function sdpVideoCodec(sdp: string): string | null {
+  const lines = sdp.split(/\r?\n/);
+  const m = lines.findIndex((l) => l.startsWith('m=video '));
+  if (m === -1) return null;
+  const pt = lines[m]!.split(' ')[3];
+  for (let i = m + 1; i < lines.length && !lines[i]!.startsWith('m='); i++) {
+    const map = /^a=rtpmap:(\d+) ([^/\s]+)/.exec(lines[i]!);
+    if (map && map[1] === pt) return map[2]!.toUpperCase();
+  }
+  return null;
+}
 
 /** Bytes of a DESCRIBE reply read at most (headers and SDP). */
 const MAX_REPLY = 64 * 1024;
@@ -79,7 +95,7 @@ export async function probeRtsp(raw: string, timeoutMs: number): Promise<ProbeRe
   if (reply.status === 200 && /^v=0/m.test(reply.body) && !/^m=video /m.test(reply.body)) {
     return { ok: false, cause: 'no_video', detail: 'the stream has no video track' };
   }
-  return { ok: true };
+  return { ok: true, codec: reply.status === 200 ? sdpVideoCodec(reply.body) : null };
 }
 
 const TIMEOUT = Symbol('timeout');

@@ -12,6 +12,12 @@ const MAX_BACKOFF_MS = 30_000;
 
 export interface StreamReaderOptions extends FrameSourceOptions {
   reconnectDelayMs: number;
+  /**
+   * Event clips: what `{record}` becomes for the codec the probe read from the SDP (clipPipeline.ts's
+   * recordTee), or null when clips cannot be recorded from it. When set, every attempt probes before its
+   * pipeline (the first one too), since the branch depends on the codec.
+   */
+  recordFor?: ((codec: string | null) => string | null) | undefined;
 }
 
 /** What the reader tells its session. */
@@ -25,6 +31,13 @@ export interface StreamReaderEvents {
   connected(): void;
   /** The source failed for `cause`; the reader retries by itself after `retryMs`. */
   failed(cause: RtspCause, reason: string, retryMs: number): void;
+  /**
+   * Bytes of the record branch's muxer (fragmented MP4), in order; `connection` changes with each pipeline
+   * (a new one starts with its own init segment). Only with `recordFor`.
+   */
+  encoded?(chunk: Uint8Array, connection: number): void;
+  /** A pipeline started without the record branch: its codec (null: unknown) has no clips. */
+  notRecordable?(codec: string | null): void;
 }
 
 /**
@@ -84,6 +97,10 @@ export class StreamReader {
   /** Throws only when the pipeline cannot be built at all (configuration). */
   start(): void {
     const attempt = ++this.attempt;
+    if (this.options.recordFor) {
+      this.retry(attempt);
+      return;
+    }
     this.startPipeline(attempt, true);
     // Beside the first pipeline: a definite cause stops it before its open timeout.
     void this.probe(this.url, this.options.openTimeoutMs).then((r) => {
@@ -116,20 +133,28 @@ export class StreamReader {
   }
 
   /** A retry: the probe first, and a pipeline only when the source answers. */
-  private retry(): void {
+  private retry(first?: number): void {
     this.reconnectTimer = null;
     if (this.stopped) return;
-    const attempt = ++this.attempt;
+    const attempt = first ?? ++this.attempt;
     void this.probe(this.url, this.options.openTimeoutMs).then((r) => {
       if (attempt !== this.attempt || this.stopped) return;
       if (!r.ok) this.fail(attempt, r.cause, r.detail, false);
-      else this.startPipeline(attempt, false);
+      else this.startPipeline(attempt, false, r.codec ?? null);
     });
   }
 
-  private startPipeline(attempt: number, initial: boolean): void {
+  private startPipeline(attempt: number, initial: boolean, codec: string | null = null): void {
     let connectionDecoded = 0;
-    const source = new GstFrameSource(this.url, this.options, {
+    const record = this.options.recordFor?.(codec) ?? null;
+    if (this.options.recordFor && record === null) this.events.notRecordable?.(codec);
+    const options = { ...this.options, record: record ?? '' };
+    const source = new GstFrameSource(this.url, options, {
+      ...(record !== null && {
+        encoded: (chunk: Uint8Array) => {
+          if (attempt === this.attempt) this.events.encoded?.(chunk, attempt);
+        },
+      }),
       caps: (info) => {
         if (attempt === this.attempt)
           this.sourceInfo = { width: info.width, height: info.height, source_fps: info.fps };

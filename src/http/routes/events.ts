@@ -1,3 +1,4 @@
+import { createReadStream } from 'node:fs';
 import {
   EventDeleteQuery,
   EventDeleteResponse,
@@ -13,6 +14,8 @@ import { readJson, readQuery } from '../input.js';
 import { requireInference } from '../ready.js';
 import type { AppContext, RouteSpec } from '../route.js';
 import type { Runtime } from '../runtime.js';
+import { parseByteRange } from '../byteRange.js';
+import { Errors } from '../../contract/errors.js';
 
 const E = '/v1/events/{event_id}';
 
@@ -25,6 +28,35 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
     ctx.body = body;
   };
   return [
+    {
+      method: 'get',
+      path: `${E}/clip.mp4`,
+      operationId: 'event_clip_v1_events__event_id__clip_mp4_get',
+      summary: 'Event Clip',
+      tags: ['events'],
+      role: 'viewer',
+      description:
+        "The event's clip ([monitors.clips]): the camera's own encoded stream (no re-encoding) from a key frame before the first enter to the post-roll after the last exit, as a fragmented MP4. HTTP range requests (Accept-Ranges: bytes; 206 with Content-Range; 416 range_not_satisfiable), so browsers seek in it. 404 clip_not_found while it records, when it failed or expired, or when the event has none.",
+      success: { status: 200, schema: null, media: 'video/mp4', description: 'The clip (206 for a range).' },
+      handler: async (ctx) => {
+        const { file, size } = await events.clip(ctx.params.event_id!);
+        const range = parseByteRange(ctx.get('Range') || undefined, size);
+        if (range === 'unsatisfiable') {
+          ctx.set('Content-Range', `bytes */${size}`);
+          throw Errors.rangeNotSatisfiable(ctx.get('Range'), size);
+        }
+        const { start, end } = range === 'all' ? { start: 0, end: size - 1 } : range;
+        ctx.set('Accept-Ranges', 'bytes');
+        ctx.set('Cache-Control', 'private, max-age=3600');
+        ctx.type = 'video/mp4';
+        if (range !== 'all') {
+          ctx.status = 206;
+          ctx.set('Content-Range', `bytes ${start}-${end}/${size}`);
+        }
+        ctx.length = end - start + 1;
+        ctx.body = size === 0 ? '' : createReadStream(file, { start, end });
+      },
+    },
     {
       method: 'get',
       path: '/v1/events',

@@ -1,0 +1,224 @@
+import test from 'ava';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pino from 'pino';
+import { ClipStore } from '../../src/events/clipStore.js';
+import { toRow } from '../../src/events/eventHistory.js';
+import { HistoryStore } from '../../src/events/historyStore.js';
+import { SnapshotStore } from '../../src/events/snapshotStore.js';
+import { parseByteRange } from '../../src/http/byteRange.js';
+import { ClipRecorder } from '../../src/monitors/clipRecorder.js';
+import { Fmp4Splitter, scanClip, type Fragment, type InitInfo } from '../../src/monitors/fmp4.js';
+import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
+import { fileTempDir } from '../helpers/tempDir.js';
+
+const root = fileTempDir('vigil-clips-unit-');
+const opened: OpenedDatabase[] = [];
+test.after.always(() => {
+  for (const o of opened) o.close();
+});
+
+test('byte ranges: spans, suffixes, open ends; unsatisfiable ranges and multi-ranges refused', (t) => {
+  t.is(parseByteRange(undefined, 1000), 'all');
+  t.deepEqual(parseByteRange('bytes=0-99', 1000), { start: 0, end: 99 });
+  t.deepEqual(parseByteRange('bytes=900-', 1000), { start: 900, end: 999 });
+  t.deepEqual(parseByteRange('bytes=990-5000', 1000), { start: 990, end: 999 });
+  t.deepEqual(parseByteRange('bytes=-100', 1000), { start: 900, end: 999 });
+  t.deepEqual(parseByteRange('bytes=-5000', 1000), { start: 0, end: 999 });
+  for (const bad of ['bytes=1000-', 'bytes=5-4', 'bytes=-0', 'bytes=-', 'bytes=0-1,5-6', 'items=0-1', 'bytes=a-b'])
+    t.is(parseByteRange(bad, 1000), 'unsatisfiable', bad);
+  t.is(parseByteRange('bytes=0-', 0), 'unsatisfiable');
+});
+
+/** A fragmented MP4 as the record branch's mp4mux writes it: 1 s fragments, a key frame each. */
+function muxed(seconds: number): Uint8Array {
+  const file = join(root, `muxed-${seconds}.mp4`);
+  const r = spawnSync('gst-launch-1.0', [
+    '-q',
+    ...`videotestsrc num-buffers=${seconds * 10} ! video/x-raw,width=160,height=120,framerate=10/1 ! x264enc key-int-max=10 tune=zerolatency speed-preset=ultrafast ! h264parse ! mp4mux fragment-duration=10000 streamable=true ! filesink`.split(
+      ' ',
+    ),
+    `location=${file}`,
+  ]);
+  if (r.status !== 0) throw new Error(String(r.stderr));
+  return new Uint8Array(readFileSync(file));
+}
+
+function parts(bytes: Uint8Array): { init: Uint8Array; info: InitInfo; fragments: Fragment[] } {
+  const s = new Fmp4Splitter();
+  let init: { data: Uint8Array; info: InitInfo } | null = null;
+  const fragments: Fragment[] = [];
+  // Odd chunking, as the appsink hands the muxer's buffers.
+  for (let i = 0; i < bytes.length; i += 997)
+    for (const p of s.push(bytes.subarray(i, i + 997)))
+      if (p.kind === 'init') init = p;
+      else fragments.push(p.fragment);
+  return { init: init!.data, info: init!.info, fragments };
+}
+
+test('a clip that no event names (its enter never written) goes to the trash when it ends', (t) => {
+  const o = openDatabase(join(root, 'rec'));
+  opened.push(o);
+  const store = new HistoryStore(o.db);
+  const snapshots = new SnapshotStore(join(root, 'rec'), {
+    maxSide: 640,
+    cropMargin: 0.3,
+    cropMaxSide: 256,
+    quality: 80,
+  });
+  const clips = new ClipStore(snapshots, store, pino({ level: 'silent' }));
+  const { init, info, fragments } = parts(muxed(12));
+  t.is(fragments.length, 12);
+  t.true(fragments.every((f) => f.sync));
+  let now = 0;
+  const rec = new ClipRecorder('door', { preMs: 2000, postMs: 2000, maxMs: 60_000 }, clips, () => now);
+  rec.start(init, info);
+  // Fragments arrive at their end: fragment i covers [i, i+1) s.
+  const feed = (i: number) => {
+    now = (i + 1) * 1000;
+    rec.fragment(fragments[i]!, now);
+  };
+  for (let i = 0; i < 5; i++) feed(i);
+  now = 5000;
+  const enter = rec.event({ type: 'person_enter', track_id: 't1' }, 5000);
+  t.truthy(enter);
+  t.is(rec.event({ type: 'zone_enter', track_id: 't1' }), enter, "a track's other events name its clip");
+  for (let i = 5; i < 7; i++) feed(i);
+  t.is(rec.event({ type: 'person_exit', track_id: 't1' }, 7000), enter);
+  for (let i = 7; i < 12; i++) feed(i);
+  t.is(rec.recording, null, 'ended after the post-roll');
+  // No event row names it (the history never wrote one): a clip no event kept goes to the trash at its end.
+  t.is(store.clipRow(enter!), null);
+  t.is(store.trash(10).length, 1);
+});
+
+test('the recorder: pre-roll from the key frame before it, post-roll after the last exit, rebased to 0', (t) => {
+  const o = openDatabase(join(root, 'rec2'));
+  opened.push(o);
+  const store = new HistoryStore(o.db);
+  const snapshots = new SnapshotStore(join(root, 'rec2'), {
+    maxSide: 640,
+    cropMargin: 0.3,
+    cropMaxSide: 256,
+    quality: 80,
+  });
+  const clips = new ClipStore(snapshots, store, pino({ level: 'silent' }));
+  const { init, info, fragments } = parts(muxed(12));
+  let now = 0;
+  const rec = new ClipRecorder('door', { preMs: 2000, postMs: 2000, maxMs: 60_000 }, clips, () => now);
+  rec.start(init, info);
+  const feed = (i: number) => {
+    now = (i + 1) * 1000;
+    rec.fragment(fragments[i]!, now);
+  };
+  for (let i = 0; i < 5; i++) feed(i);
+  const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
+  store.insert({
+    ...toRow(
+      {
+        id: '11111111-0000-4000-8000-000000000000',
+        type: 'person_enter',
+        monitor_id: 'door',
+        stream_epoch: 'e',
+        sequence: 1,
+        occurred_at: '1970-01-01T00:00:05.000Z',
+        track_id: 't1',
+      } as never,
+      'gallery',
+      'none',
+      'box',
+    ),
+    clip_id: id,
+  });
+  feed(5);
+  // A second face joins the clip; the clip ends 2 s after the last of them left.
+  t.is(rec.event({ type: 'unknown_enter', track_id: 't2' }, 6000), id);
+  feed(6);
+  rec.event({ type: 'person_exit', track_id: 't1' }, 7000);
+  feed(7);
+  rec.event({ type: 'unknown_exit', track_id: 't2' }, 7500);
+  for (let i = 8; i < 12; i++) feed(i);
+  const row = store.clipRow(id)!;
+  // From fragment 3 (the key frame at 3 s, 2 s before the enter) to the fragment ending at or after 9.5 s.
+  t.like(row, { status: 'ready', end_reason: 'completed', duration_ms: 7000 });
+  const scan = scanClip(new Uint8Array(readFileSync(snapshots.file(row.path, 'clip'))));
+  t.is(scan.fragments, 7);
+  t.is(scan.mediaTicks, 7 * info.timescale);
+  t.is(rec.event({ type: 'person_enter', track_id: 't3' }, 20_000) !== id, true, 'a later enter starts a new clip');
+});
+
+test('clips share the pictures retention: bytes expire the oldest, the last event deleted deletes the clip; a torn clip is recovered', (t) => {
+  const o = openDatabase(join(root, 'ret'));
+  opened.push(o);
+  const store = new HistoryStore(o.db);
+  const snapshots = new SnapshotStore(join(root, 'ret'), {
+    maxSide: 640,
+    cropMargin: 0.3,
+    cropMaxSide: 256,
+    quality: 80,
+  });
+  const clips = new ClipStore(snapshots, store, pino({ level: 'silent' }));
+  const { init, info, fragments } = parts(muxed(4));
+  const record = (id: string) => {
+    const w = clips.begin({ id, monitorId: 'door', startedAt: Date.parse('2026-01-02T00:00:00Z'), init, info })!;
+    const events = ['person_enter', 'person_exit'].map((type, i) => ({
+      ...toRow(
+        {
+          id: `${id.slice(0, 35)}${i}`,
+          type,
+          monitor_id: 'door',
+          stream_epoch: 'e',
+          sequence: i,
+          occurred_at: '2026-01-02T00:00:01.000Z',
+          track_id: id,
+        } as never,
+        'gallery',
+        'none',
+        'box',
+      ),
+      clip_id: id,
+    }));
+    for (const e of events) store.insert(e);
+    return { w, events };
+  };
+  const a = record('aaaaaaaa-0000-4000-8000-000000000000');
+  for (const f of fragments) a.w.append(f.data, f.duration);
+  a.w.finish('completed');
+  const b = record('bbbbbbbb-0000-4000-8000-000000000000');
+  for (const f of fragments) b.w.append(f.data, f.duration);
+  b.w.finish('completed');
+  const ca = store.clipRow('aaaaaaaa-0000-4000-8000-000000000000')!;
+  t.like(ca, { status: 'ready', duration_ms: 4000, end_reason: 'completed' });
+  const fileA = snapshots.file(ca.path, 'clip');
+  t.is(scanClip(new Uint8Array(readFileSync(fileA))).fragments, 4);
+  t.is(store.clipBytes(), ca.bytes * 2);
+
+  // Bytes retention: room for one clip; the older one expires, its file goes with the trash.
+  t.is(store.expireSnapshotsBeyond(ca.bytes + 10), 1);
+  t.like(store.clipRow(ca.id), { status: 'expired', bytes: 0 });
+  t.deepEqual(store.trash(10), [ca.path]);
+  snapshots.remove(ca.path);
+  store.untrash([ca.path]);
+  t.false(existsSync(fileA));
+
+  // Deleting events: the clip stays while one of its events does, and goes with the last one.
+  const cb = store.clipRow('bbbbbbbb-0000-4000-8000-000000000000')!;
+  store.deleteWhere('id = ?', [b.events[0]!.id]);
+  t.truthy(store.clipRow(cb.id));
+  store.deleteWhere('id = ?', [b.events[1]!.id]);
+  t.is(store.clipRow(cb.id), null);
+  t.deepEqual(store.trash(10), [cb.path]);
+
+  // A crash mid-recording: the row says recording, the file ends in half a fragment.
+  const c = record('cccccccc-0000-4000-8000-000000000000');
+  for (const f of fragments) c.w.append(f.data, f.duration);
+  const cc = store.clipRow('cccccccc-0000-4000-8000-000000000000')!;
+  const fileC = snapshots.file(cc.path, 'clip');
+  writeFileSync(fileC, fragments[0]!.data.subarray(0, 100), { flag: 'a' });
+  t.is(clips.recover(), 1);
+  t.like(store.clipRow(cc.id), { status: 'ready', duration_ms: 4000, end_reason: 'recovered' });
+  const scan = scanClip(new Uint8Array(readFileSync(fileC)));
+  t.is(scan.wholeBytes, readFileSync(fileC).length, 'the torn end is cut');
+  t.is(scan.fragments, 4);
+});
