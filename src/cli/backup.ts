@@ -148,6 +148,8 @@ export async function createBackup(
   file: string,
   log: (s: string) => void = () => undefined,
   store: BackupStore = { kind: 'sqlite', scope: 'full' },
+  /** Include the event clips (MP4 beside the snapshots): off by default, they are most of the bytes. */
+  opts: { clips?: boolean } = {},
 ): Promise<Manifest> {
   const dbPath = join(dataDir, DB);
   if (!existsSync(dbPath)) throw Errors.dataDirUnusable(dataDir, `there is no ${DB} to back up`);
@@ -176,10 +178,17 @@ export async function createBackup(
     }
     const rel: string[] = [DB];
     for (const k of KEY_FILES) if (existsSync(join(dataDir, k))) rel.push(k);
+    let clipsLeft = 0,
+      clipBytesLeft = 0;
     for (const t of TREES) {
       const found: string[] = [];
       walk(join(dataDir, t), dataDir, found);
-      rel.push(...found);
+      for (const f of found) {
+        if (!opts.clips && f.endsWith('.mp4')) {
+          clipsLeft++;
+          clipBytesLeft += statSync(join(dataDir, f), { throwIfNoEntry: false })?.size ?? 0;
+        } else rel.push(f);
+      }
     }
     for (const r of rel.slice(1)) {
       mkdirSync(dirname(join(stage, r)), { recursive: true });
@@ -228,6 +237,8 @@ export async function createBackup(
         .map(([k, v]) => `${v} ${k}`)
         .join(', ')}\n`,
     );
+    if (clipsLeft)
+      log(`left out ${clipsLeft} event clips (${(clipBytesLeft / 1024 ** 2).toFixed(1)} MiB): --clips includes them\n`);
     if (store.kind === 'postgres') log(`${fleetNote(store.database)}\n`);
     return manifest;
   } finally {
@@ -371,8 +382,10 @@ function lockForRestore(dataDir: string): () => void {
 }
 
 export const BACKUP_USAGE = `Usage:
-  vigil backup FILE.tar.gz [--config FILE]             while the daemon runs: SQLite online backup + key files
+  vigil backup FILE.tar.gz [--config FILE] [--clips]   while the daemon runs: SQLite online backup + key files
                                                        + event snapshots, with manifest.json and SHA-256 per file
+                                                       (--clips: the event clips too; left out by default, with
+                                                       their count and size printed)
   vigil restore FILE.tar.gz [--config FILE] [--force]  on a stopped box: verifies every checksum and the database,
                                                        then restores into [server] data_dir (--force moves what is
                                                        there to <data_dir>/.before-restore-<time>/)
@@ -392,6 +405,7 @@ export async function runBackupCommand(
       options: {
         config: { type: 'string', short: 'c' },
         force: { type: 'boolean' },
+        clips: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -406,9 +420,13 @@ export async function runBackupCommand(
   if (positionals.length !== 1)
     throw Errors.usageError(`usage: vigil ${command} FILE.tar.gz (see vigil ${command} --help)`);
   if (command === 'backup' && values.force) throw Errors.usageError('--force applies to restore only');
+  if (command === 'restore' && values.clips) throw Errors.usageError('--clips applies to backup only');
   const { config } = loadConfig(values.config ?? configFile);
   const log = (s: string) => io.stdout.write(s);
-  if (command === 'backup') await createBackup(config.server.data_dir, positionals[0]!, log, backupStore(config.store));
+  if (command === 'backup')
+    await createBackup(config.server.data_dir, positionals[0]!, log, backupStore(config.store), {
+      clips: values.clips,
+    });
   else await restoreBackup(config.server.data_dir, positionals[0]!, { force: values.force, log });
   return 0;
 }

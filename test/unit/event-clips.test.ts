@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
+import { createBackup } from '../../src/cli/backup.js';
 import { ClipStore } from '../../src/events/clipStore.js';
 import { toRow } from '../../src/events/eventHistory.js';
 import { HistoryStore } from '../../src/events/historyStore.js';
@@ -148,7 +149,7 @@ test('the recorder: pre-roll from the key frame before it, post-roll after the l
   t.is(rec.event({ type: 'person_enter', track_id: 't3' }, 20_000) !== id, true, 'a later enter starts a new clip');
 });
 
-test('clips share the pictures retention: bytes expire the oldest, the last event deleted deletes the clip; a torn clip is recovered', (t) => {
+test('clips share the pictures retention: bytes expire the oldest, the last event deleted deletes the clip; a torn clip is recovered; backups include them on request', async (t) => {
   const o = openDatabase(join(root, 'ret'));
   opened.push(o);
   const store = new HistoryStore(o.db);
@@ -221,4 +222,17 @@ test('clips share the pictures retention: bytes expire the oldest, the last even
   const scan = scanClip(new Uint8Array(readFileSync(fileC)));
   t.is(scan.wholeBytes, readFileSync(fileC).length, 'the torn end is cut');
   t.is(scan.fragments, 4);
+
+  // Backups leave clips out unless asked (and say how many and how large).
+  const said: string[] = [];
+  const without = await createBackup(join(root, 'ret'), join(root, 'without.tar.gz'), (l) => said.push(l));
+  t.false(without.files.some((f) => f.path.endsWith('.mp4')));
+  t.true(
+    said.some((l) => /left out \d+ event clips \(\d+\.\d MiB\): --clips/.test(l)),
+    said.join(''),
+  );
+  const withClips = await createBackup(join(root, 'ret'), join(root, 'with.tar.gz'), undefined, undefined, {
+    clips: true,
+  });
+  t.true(withClips.files.some((f) => f.path === `events/snapshots/${cc.path}.mp4`));
 });
