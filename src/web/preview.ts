@@ -178,6 +178,13 @@ export class LivePreview {
       this.lastFrameAt = Date.now();
       try {
         this.status('Connecting…', 'warn');
+        // A camera that is not connected has no picture (the stream would answer 503, an error in the console
+        // at every try): its state says so first, and the loop backs off.
+        const state = await ensureOk(
+          await send(`/v1/monitors/${enc(this.monitorId)}/state`, { signal: controller.signal }),
+        );
+        if (!((await state.json()) as { state: { connected: boolean } }).state.connected)
+          throw new ApiFailure(503, 'stream_unavailable', 'The camera is not connected.');
         const res = await ensureOk(await send(this.url(), { signal: controller.signal }));
         const boundary = boundaryOf(res.headers.get('content-type'));
         if (!boundary || !res.body) throw new ApiFailure(502, 'bad_stream', 'The preview is not a multipart stream.');

@@ -48,6 +48,24 @@ export async function signIn(page: Page, baseUrl: string, key: string, path = '/
   await page.locator('header.top').waitFor();
 }
 
+/** Signs in through the form on `path` with a username and password, and waits for the signed-in header. */
+export async function signInWithPassword(
+  page: Page,
+  baseUrl: string,
+  username: string,
+  password: string,
+  path = '/',
+): Promise<void> {
+  await page.goto(baseUrl + path);
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password', { exact: true }).fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page
+    .getByTestId('signed-in-as')
+    .filter({ hasText: `${username} (` })
+    .waitFor();
+}
+
 /**
  * Counts live blob: URLs in the page by wrapping URL.createObjectURL/revokeObjectURL (the browser has no
  * API to list them). Install before the page's scripts run; read with liveObjectUrls().

@@ -1,4 +1,5 @@
 import { call, face, form, post, type TestDaemon } from './daemon.js';
+import type { Segment } from './rtsp.js';
 
 /** The [monitors] settings the stream tests use: fast timeouts so reconnects take seconds, not minutes. */
 export const FAST_MONITORS_TOML = [
@@ -20,6 +21,16 @@ export async function enrollObamaBiden(d: TestDaemon, id: string): Promise<void>
     const r = await post(d, `/v1/collections/${id}/persons`, form({ id: pid, name: pid, images: files.map(face) }));
     if (r.res.status !== 201) throw new Error(`${pid}: ${JSON.stringify(r.json)}`);
   }
+}
+
+/** A known face (Obama, as enrollObamaBiden enrols him), nobody, an unknown face (Rose Leslie), nobody. */
+export function knownThenUnknown(seconds: number): Segment[] {
+  return [
+    { image: face('identities/obama/1.jpg'), seconds },
+    { image: null, seconds: 1 },
+    { image: face('identities/rose_leslie/1.jpg'), seconds },
+    { image: null, seconds: 1 },
+  ];
 }
 
 /** A monitor with its preview on, at 1 inference fps, on `url` for `collection` (throws unless 201). */
