@@ -5,7 +5,7 @@ export interface EventFrame {
   data: Uint8Array;
   width: number;
   height: number;
-  /** Set when this is the main stream's frame beside a detect sub-stream's (the event's box is in the latter's pixels). */
+  /** Set on a main stream frame beside a detect sub-stream (the event's box is in the sub-stream's pixels). */
   detectSize?: { width: number; height: number };
 }
 
@@ -21,7 +21,12 @@ export function pictureBox(
   const p = bbox.pixels,
     n = bbox.normalized;
   if (!frame || !frame.detectSize) return p;
-  return { x: n.left * frame.width, y: n.top * frame.height, width: n.width * frame.width, height: n.height * frame.height };
+  return {
+    x: n.left * frame.width,
+    y: n.top * frame.height,
+    width: n.width * frame.width,
+    height: n.height * frame.height,
+  };
 }
 
 export interface EventContext {

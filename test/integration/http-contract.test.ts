@@ -231,7 +231,16 @@ const deref = (doc: Json, s: Json | undefined): Json | undefined =>
 
 /** Request fields Vigil adds to upstream bodies: optional, defaulting to the upstream behaviour. */
 /** The monitor extensions of issue 41: zones, masks, min_face_size and the motion gate's overrides. */
-const MONITOR_EXTENSIONS = ['zones', 'motion_mask', 'face_mask', 'min_face_size', 'motion', 'faces'];
+const MONITOR_EXTENSIONS = [
+  'zones',
+  'motion_mask',
+  'face_mask',
+  'min_face_size',
+  'motion',
+  'faces',
+  'clips',
+  'detect_url',
+];
 const BODY_EXTENSIONS: Record<string, string[]> = {
   '/v1/collections/{collection_id}/search': ['faces'],
   '/v1/monitors': MONITOR_EXTENSIONS,

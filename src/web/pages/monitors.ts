@@ -97,6 +97,14 @@ async function monitorForm(
     spellcheck: 'false',
     placeholder: m ? `unchanged: ${m.source.url}` : 'rtsp://camera.lan:554/stream1',
   });
+  // The detect sub-stream: the same camera's low-resolution stream, with the same user and password.
+  const detect = h('input', {
+    type: 'text',
+    autocomplete: 'off',
+    spellcheck: 'false',
+    placeholder: m?.detect_url ? `unchanged: ${m.detect_url}` : 'rtsp://camera.lan:554/stream2 (optional)',
+  });
+  const noDetect = h('input', { type: 'checkbox', id: 'nodetect' });
   const user = h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' });
   const password = h('input', { type: 'password', autocomplete: 'new-password' });
   const collection = h(
@@ -172,6 +180,14 @@ async function monitorForm(
     ),
     h('div', { class: 'actions' }, test),
     testOut,
+    field(
+      'Sub-stream URL (detection)',
+      detect,
+      'Optional: the camera’s low-resolution stream. Motion and faces are found on it (far cheaper to decode); the RTSP URL above gives the event pictures while something moves. The user and password above apply to it too.',
+    ),
+    m?.detect_url
+      ? h('div', { class: 'field inline' }, noDetect, h('label', { for: noDetect.id }, 'Detect on the main stream'))
+      : null,
     field('Collection', collection, 'The persons this camera recognises.'),
     field('Inference rate (frames/s)', fps, 'How often a frame is analysed; higher finds faces sooner and costs more.'),
     field('Match threshold', threshold),
@@ -194,6 +210,8 @@ async function monitorForm(
     };
     if (!m) Object.assign(b, { id: id.value.trim() || idFromName(name.value, 'camera'), enabled: enabled.checked });
     if (url.value.trim()) b.source = { url: cameraUrl() };
+    if (detect.value.trim()) b.detect_url = withCredentials(detect.value, user.value.trim(), password.value);
+    else if (noDetect.checked) b.detect_url = null;
     if (threshold.value !== '') b.match_threshold = Number(threshold.value);
     else if (m && m.match_threshold !== null) b.match_threshold = null;
     return b;
@@ -325,6 +343,7 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
       facts([
         ['Status', statusBadge(m.runtime.status, m.runtime.connected)],
         ['Source', h('code', { 'data-testid': 'source-url' }, m.source.url)],
+        ...(m.detect_url ? [['Detection sub-stream', h('code', null, m.detect_url)] as [string, HTMLElement]] : []),
         ['Collection', m.collection_id],
         ['Inference rate', `${m.inference_fps} fps`],
         ['Threshold', m.match_threshold === null ? 'collection default' : fmt.num(m.match_threshold, 2)],
