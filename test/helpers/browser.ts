@@ -48,7 +48,7 @@ export async function signIn(page: Page, baseUrl: string, key: string, path = '/
   await page.locator('header.top').waitFor();
 }
 
-/** Signs in through the form on `path` with a username and password, and waits for the signed-in header. */
+/** Signs in through the form on `path` with a username and password, and waits for the signed-in name. */
 export async function signInWithPassword(
   page: Page,
   baseUrl: string,
@@ -63,7 +63,7 @@ export async function signInWithPassword(
   await page
     .getByTestId('signed-in-as')
     .filter({ hasText: `${username} (` })
-    .waitFor();
+    .waitFor({ state: 'attached' }); // on a phone it sits in the folded menu
 }
 
 /**
