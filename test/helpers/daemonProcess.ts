@@ -22,6 +22,8 @@ export interface DaemonProcess {
   /** Starts it again after stop() or kill() (same port, same data dir). */
   start(): Promise<void>;
   dataDir: string;
+  /** The running process's id (CPU time from /proc: bench/procStat.ts). */
+  pid(): number;
 }
 
 export async function startDaemonProcess(opts: { toml?: string; logLevel?: string } = {}): Promise<DaemonProcess> {
@@ -97,6 +99,7 @@ export async function startDaemonProcess(opts: { toml?: string; logLevel?: strin
     key: TEST_KEY,
     auth: { Authorization: `Bearer ${TEST_KEY}` },
     output: () => out,
+    pid: () => (child as ChildProcess | null)?.pid ?? 0,
     stop,
     dataDir: join(dir, 'data'),
     async kill() {
