@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import type { ReviewGates } from '../collections/review.js';
 import { LIVE_GROUPS } from '../config/settings.js';
+import { effectiveMaxStreams } from '../config/streamCapacity.js';
 import type { SettingsApplier } from '../config/settingsService.js';
 import type { VigilConfig } from '../config/schema.js';
 import type { EventForwarder } from '../events/eventForwarder.js';
@@ -152,7 +153,7 @@ export function settingsAppliers(p: LiveParts): SettingsApplier[] {
     {
       keys: LIVE_GROUPS.monitors,
       apply: (next, changed) => {
-        p.monitors.setMaxStreams(next.monitors.max_streams);
+        p.monitors.setMaxStreams(effectiveMaxStreams(next.monitors));
         const deps = p.sessionDeps();
         if (!deps || changed.every((k) => k === 'monitors.max_streams')) return;
         Object.assign(deps, monitorSessionSettings(next.monitors));

@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import { cpus } from 'node:os';
 import si from 'systeminformation';
 import { loadConfig, type LoadedConfig } from '../config/load.js';
+import { effectiveMaxStreams } from '../config/streamCapacity.js';
 import { Errors, type VigilError } from '../contract/errors.js';
 import { createApp } from '../http/app.js';
 import { RecentErrors } from '../http/errors.js';
@@ -316,12 +317,12 @@ export async function startDaemon(loaded: LoadedConfig): Promise<Daemon> {
       new MonitorStore(db.db, boxCipher),
       collections,
       cursors,
-      mc.max_streams,
+      effectiveMaxStreams(mc),
       () => monitorDeps,
       log,
       boxId,
     );
-    warnSmallThreadpool(mc.max_streams, log);
+    warnSmallThreadpool(effectiveMaxStreams(mc), log);
     // Fleet mode: this box publishes its monitors to the fleet's directory (they stay in its own file).
     const monitorDirectory = fleet
       ? new FleetMonitorDirectory(

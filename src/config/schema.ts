@@ -1126,8 +1126,13 @@ export const ConfigSchema = z.strictObject({
         .int()
         .min(0)
         .max(64)
-        .default(4)
-        .describe('Enabled monitors at most; more gives 429 monitor_limit_exceeded.'),
+        .optional()
+        .meta({
+          description:
+            'Enabled monitors at most; more gives 429 monitor_limit_exceeded. Absent: from the measured capacity, 4 per CPU core with software decoding and 6 with a hardware decoder template (at most 64; docs/performance.md#capacity).',
+          examples: [8],
+          defaultText: '4 per core (6 with a hardware decoder)',
+        }),
       preview_fps: z
         .number()
         .min(1)

@@ -10,6 +10,7 @@ import { HealthResponse, ModelsResponse, SystemResponse } from '../../contract/s
 import { requireInference } from '../ready.js';
 import { memoryAllocator } from '../../system/allocator.js';
 import { INTEGRITY_PENDING } from '../../store/database.js';
+import { effectiveMaxStreams } from '../../config/streamCapacity.js';
 
 function pathState(path: string) {
   const can = (mode: number) => {
@@ -236,7 +237,7 @@ export function systemRoutes(rt: Runtime): RouteSpec[] {
             detection: inf.systemProfile,
             search_device_id: 0,
             search_topk_mode: 'host',
-            rtsp_max_streams: config.monitors.max_streams,
+            rtsp_max_streams: effectiveMaxStreams(config.monitors),
             rtsp_preview_fps: config.monitors.preview_fps,
             max_detected_faces: det.max_detected_faces,
             cors_origins: s.cors_origins,
