@@ -514,10 +514,14 @@ export const MonitorStreamsState = z
     main: z
       .looseObject({ width: z.int().nullable(), height: z.int().nullable() })
       .describe("The main stream's frames (null before it was first opened)."),
-    pictures_from_main: z.int().describe("Event pictures cut from the main stream's newest frame."),
+    pictures_from_main: z
+      .int()
+      .describe("Analysed frames with faces whose events take their picture from the main stream's newest frame."),
     pictures_from_detect: z
       .int()
-      .describe('Event pictures from the detect stream (the main stream was not open or had no frame within 1 s).'),
+      .describe(
+        'Analysed frames with faces whose events take the detect frame as their picture (the main stream was not open, or had no frame within 1 s).',
+      ),
   })
   .describe('Only for a monitor with a detect_url (`source` is then the detect stream).')
   .meta(id('MonitorStreamsState'));
