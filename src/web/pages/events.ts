@@ -5,6 +5,7 @@ import { field, fmt, h, replace } from '../dom.js';
 import type { PageContext } from '../router.js';
 import { Pager, busy, errorBox, messageArea, notice } from '../ui.js';
 import { enrolForm } from '../enrolForm.js';
+import { clipView } from '../clips.js';
 
 const TYPES: (typeof MONITOR_EVENT_TYPES)[number][] = [
   'person_enter',
@@ -180,6 +181,7 @@ export async function eventsPage(ctx: PageContext): Promise<HTMLElement> {
           { class: 'muted' },
           `${fmt.time(e.occurred_at)} · ${fleet ? `${e.box_id} / ` : ''}${e.monitor_id}${e.similarity !== null ? ` · similarity ${fmt.num(e.similarity)}` : ''}`,
         ),
+        e.clip ? clipView(e.id, e.clip, ctx.signal) : null,
         actions,
         slot,
       ),

@@ -13,6 +13,7 @@ import { lastErrorText, statusBadge } from '../cameras.js';
 import { facts, field, fmt, h } from '../dom.js';
 import { idFromName, withCredentials } from '../names.js';
 import { zoneEditor } from '../zoneEditor.js';
+import { clipOfEvent } from '../clips.js';
 import { openKiosk } from '../kioskHandoff.js';
 import { LivePreview, type Recognised } from '../preview.js';
 import { navigate, type PageContext } from '../router.js';
@@ -31,6 +32,28 @@ export function monitorError(e: unknown): HTMLElement {
     );
   }
   return errorBox(e);
+}
+
+const IDENTITY_EVENTS = new Set(['person_enter', 'person_exit', 'unknown_enter', 'unknown_exit']);
+
+/** The live list's events carry no clip: its history entry is asked for when someone wants to watch it. */
+function clipButton(eventId: string, signal: AbortSignal): HTMLElement {
+  const b: HTMLButtonElement = h(
+    'button',
+    {
+      type: 'button',
+      class: 'small',
+      onclick: () => {
+        b.disabled = true;
+        clipOfEvent(eventId, signal).then(
+          (view) => b.replaceWith(view),
+          (e: unknown) => b.replaceWith(errorBox(e)),
+        );
+      },
+    },
+    'Clip',
+  );
+  return b;
 }
 
 /** What a connection test found: the first frame, or how far it got and why not. */
@@ -428,6 +451,8 @@ export async function monitorPage(ctx: PageContext): Promise<HTMLElement> {
             h('strong', null, ev.type.replace('_', ' ')),
             who ? ` ${who}` : '',
             typeof ev.similarity === 'number' ? ` (${ev.similarity.toFixed(2)})` : '',
+            // Identity events of a camera that may record clips ([monitors.clips] decides when it says null).
+            m.clips?.enabled !== false && IDENTITY_EVENTS.has(ev.type) ? clipButton(ev.id, ctx.signal) : null,
           ),
         );
       }
