@@ -15,6 +15,7 @@ import {
 } from '../helpers/monitors.js';
 import { renderScenario, startRtspServer, type RtspServer } from '../helpers/rtsp.js';
 import { Sink } from '../helpers/shared.js';
+import { MultipartParser } from '../../src/web/mjpegParser.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 /**
@@ -34,17 +35,13 @@ async function firstJpeg(
   const res = await fetch(url, { headers, signal: controller.signal });
   if (res.status !== 200) return { status: res.status, jpeg: null };
   const reader = res.body!.getReader();
-  let buf = Buffer.alloc(0);
+  const parser = new MultipartParser('frame');
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return { status: 200, jpeg: null };
-      buf = Buffer.concat([buf, Buffer.from(value)]);
-      const m = /^--frame\r\nContent-Type: image\/jpeg\r\nContent-Length: (\d+)\r\n\r\n/.exec(
-        buf.toString('latin1', 0, Math.min(buf.length, 200)),
-      );
-      if (m && buf.length >= m[0].length + Number(m[1]))
-        return { status: 200, jpeg: buf.subarray(m[0].length, m[0].length + Number(m[1])) };
+      const [first] = parser.push(value);
+      if (first) return { status: 200, jpeg: Buffer.from(first) };
     }
   } finally {
     controller.abort();
