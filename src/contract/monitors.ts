@@ -55,7 +55,7 @@ export const MonitorSourceInput = z
 const detectUrl = rtspUrl
   .nullable()
   .describe(
-    "A low-resolution sub-stream of the same camera (rtsp:// or rtsps://; credentials in it are stored encrypted as the source's): motion and face detection read it, and source.url is opened for the event pictures while something moves or a face is tracked. null: everything reads source.url.",
+    "A low-resolution sub-stream of the same camera (rtsp:// or rtsps://; credentials in it are stored encrypted as the source's): motion and face detection read it, and source.url is opened for the event pictures while a face is tracked. null: everything reads source.url.",
   );
 
 const confirmFrames = z.int().min(1).max(100);
@@ -510,7 +510,7 @@ export const MonitorStreamsState = z
   .looseObject({
     main_open: z
       .boolean()
-      .describe('The main stream is being decoded now (it is opened while something moves or a face is tracked).'),
+      .describe('The main stream is being decoded now (it is opened while a face is tracked, closed 5 s after).'),
     main: z
       .looseObject({ width: z.int().nullable(), height: z.int().nullable() })
       .describe("The main stream's frames (null before it was first opened)."),

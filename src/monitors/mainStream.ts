@@ -3,8 +3,8 @@ import type { EventFrame } from './eventSink.js';
 import type { Frame } from './frameSource.js';
 import { StreamReader, type StreamReaderOptions } from './streamReader.js';
 
-/** How long the main stream stays open after the last demand (motion or a tracked face). */
-export const MAIN_LINGER_MS = 10_000;
+/** How long the main stream stays open after the last tracked face (a face back soon finds it open). */
+export const MAIN_LINGER_MS = 5000;
 /** A main frame further than this from the detect frame's time is not "the same moment". */
 export const MAIN_NEAREST_MS = 1000;
 
@@ -16,11 +16,12 @@ export function mainWanted(demanded: boolean, lastDemandAt: number, now: number,
 /**
  * The main stream of a monitor whose detection reads a sub-stream (Frigate's input roles: `detect` on the
  * sub-stream, the main stream for pictures). Decoding the main stream costs several times the sub-stream's,
- * so it is opened only while something moves or a face is tracked and closed `MAIN_LINGER_MS` after; its
- * newest frame becomes the picture of the events raised on a detect frame of about the same moment. The
- * motion gate opens it when motion starts, which is before the first face is detected and confirmed, so
- * an enter usually finds it connected; when it is not (the gate off, a slow camera), the detect frame is the
- * picture, at its own resolution.
+ * so it is opened only while a face is tracked and closed `MAIN_LINGER_MS` after; its newest frame becomes
+ * the picture of the events raised on a detect frame of about the same moment. Until it has connected (about
+ * a second after the first face frame) the detect frame is the picture, at its own resolution: an enter
+ * confirmed sooner has the sub-stream's picture, the exit the main stream's. Opening it on motion instead
+ * (before the face) was measured in bench/capacity.ts: on a mostly-empty scene it made the two streams cost
+ * more than the main stream alone.
  */
 export class MainStream {
   private reader: StreamReader | null = null;

@@ -122,8 +122,6 @@ export class MonitorSession {
   private loop: Promise<void> = Promise.resolve();
   /** The main stream, for event pictures, when detection reads the monitor's detect sub-stream. */
   private readonly main: MainStream | null = null;
-  /** The motion gate's state (after its off delay): the main stream opens while it is on. */
-  private moving = false;
   /** Event clips (null: off for this monitor); the muxer's bytes of the current connection are split here. */
   private readonly clips: ClipRecorder | null = null;
   private splitter: { connection: number; split: Fmp4Splitter } | null = null;
@@ -143,7 +141,6 @@ export class MonitorSession {
       trackFacesFor(record, deps.faces, deps.unknowns ?? null, this.epoch),
     );
     this.gate = new MotionGate(gateSettings(record, deps.motion), (active) => {
-      this.moving = active;
       if (!this.stopped) hooks.motion?.(active);
     });
     this.processor = new FrameProcessor(deps);
@@ -319,7 +316,8 @@ export class MonitorSession {
     while (!this.stopped) {
       this.activity.expire(Date.now());
       this.gate.tick(Date.now());
-      this.main?.demand(this.moving || this.activity.expiring, Date.now());
+      // Faces tracked (not mere motion: measured, opening it on motion cost more than it saved).
+      this.main?.demand(this.activity.expiring, Date.now());
       const frame = this.reader.latest;
       const now = performance.now();
       if (!frame || frame.sequence <= this.activity.lastProcessedSequence) {

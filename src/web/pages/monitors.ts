@@ -206,7 +206,7 @@ async function monitorForm(
     field(
       'Sub-stream URL (detection)',
       detect,
-      'Optional: the camera’s low-resolution stream. Motion and faces are found on it (far cheaper to decode); the RTSP URL above gives the event pictures while something moves. The user and password above apply to it too.',
+      'Optional: the camera’s low-resolution stream. Motion and faces are found on it (far cheaper to decode); the RTSP URL above gives the event pictures while a face is in view. The user and password above apply to it too.',
     ),
     m?.detect_url
       ? h('div', { class: 'field inline' }, noDetect, h('label', { for: noDetect.id }, 'Detect on the main stream'))
