@@ -42,7 +42,7 @@ cp "$deb" "$root/tmp/vigil.deb"
 
 step "apt install ./$(basename "$deb")"
 root_run "$root" apt-get update -qq
-root_run "$root" apt-get install -y -q --no-install-recommends /tmp/vigil.deb | tail -n 12
+root_apt_install "$root" /tmp/vigil.deb | tail -n 12
 [ "$(root_run "$root" vigil --version)" = "vigil $version (commit $commit)" ]
 root_run "$root" vigil doctor || true
 

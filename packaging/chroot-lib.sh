@@ -41,6 +41,32 @@ root_unmount_all() {
   ROOT_MOUNTS=()
 }
 
+# root_remove ROOT: a test root deleted once nothing runs in it and nothing is mounted under it (never
+# through a mount: rm stays on the root's own file system).
+root_remove() {
+  local root pid left i
+  root=$(realpath -m "$1")
+  case $root in / | "") return 1 ;; esac
+  [ -d "$root" ] || return 0
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    left=
+    for pid in /proc/[0-9]*; do
+      [ "$(readlink "$pid/root" 2>/dev/null)" = "$root" ] || continue
+      left="$left ${pid#/proc/}"
+      kill -s "$([ "$i" -lt 5 ] && echo TERM || echo KILL)" "${pid#/proc/}" 2>/dev/null || true
+    done
+    [ -n "$left" ] || break
+    sleep 1
+  done
+  root_unmount_all
+  left=$(awk -v r="$root/" 'index($2 "/", r) == 1 { print $2 }' /proc/self/mounts)
+  if [ -n "$left" ]; then
+    echo "root_remove: still mounted, $root is kept: $left" >&2
+    return 1
+  fi
+  rm -rf --one-file-system "$root"
+}
+
 # root_run ROOT COMMAND...: a command inside the root as root, with a plain environment.
 root_run() {
   local root=$1
@@ -66,6 +92,12 @@ root_daemon_stop() {
   pkill -TERM -P "$ROOT_DAEMON_PID" || true
   wait "$ROOT_DAEMON_PID" 2>/dev/null || true
   ROOT_DAEMON_PID=
+}
+
+# free_port: a TCP port nobody listens on now (the package tests' daemon gets it through VIGIL_PORT, so that
+# a daemon already on 8080 on this machine does not matter).
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })'
 }
 
 # wait_ready URL SECONDS: until /v1/health answers ready.
@@ -116,14 +148,64 @@ camera_stop() {
   CAMERA_PID=
 }
 
-# A package test's EXIT trap (on failure too): the daemon and camera it started stopped, its mounts undone.
+# A package test's EXIT trap (on failure too): the daemon and camera it started stopped, its mounts undone,
+# its root (TEST_ROOT) deleted unless VIGIL_KEEP_TEST_ROOT=1; on failure the daemon's log is kept in
+# dist-pkg/ (TEST_LOGS names where).
+TEST_ROOT=
+TEST_LOGS=
 package_test_cleanup() {
+  local rc=$?
   root_daemon_stop
   camera_stop
   root_unmount_all
+  if [ "$rc" != 0 ] && [ -n "$TEST_LOGS" ] && [ -s "$TEST_ROOT/tmp/daemon.log" ]; then
+    cp "$TEST_ROOT/tmp/daemon.log" "$TEST_LOGS" && echo "the daemon's log: $TEST_LOGS" >&2
+  fi
+  if [ -n "$TEST_ROOT" ] && [ "${VIGIL_KEEP_TEST_ROOT:-0}" != 1 ]; then
+    root_remove "$TEST_ROOT" || rc=1
+  fi
+  exit "$rc"
 }
 
 # deb_commit DEB: the git commit a package was built from (its description says it).
 deb_commit() {
   dpkg-deb -f "$1" Description | sed -n 's/.*Built from git commit \([0-9a-f]*\).*/\1/p'
+}
+
+# deb_cache: a folder of downloaded Debian packages (name_version_arch.deb, the naming of apt and
+# debootstrap) shared by the package scripts' roots, seeded from this machine's apt cache (links, no copies);
+# prints its path. Whoever takes a package from it checks it against the archive's checksums (apt and
+# debootstrap do), so a stale or foreign file is only a cache miss.
+deb_cache() {
+  local dir f
+  dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.pkg-build/cache/debs
+  mkdir -p "$dir"
+  for f in /var/cache/apt/archives/*.deb; do
+    [ -e "$f" ] && [ ! -e "$dir/${f##*/}" ] || continue
+    ln "$f" "$dir/" 2>/dev/null || ln -s "$f" "$dir/"
+  done
+  printf '%s\n' "$dir"
+}
+
+# root_apt_install ROOT PACKAGE...: apt-get install in the root, its downloads taken from deb_cache where
+# that has them (copied into the root's apt cache; apt verifies each) and what it fetched added there.
+root_apt_install() {
+  local root=$1 debs f
+  shift
+  debs=$(deb_cache)
+  local wanted=0 cached=0
+  while read -r f; do
+    wanted=$((wanted + 1))
+    [ -e "$debs/$f" ] || continue
+    cached=$((cached + 1))
+    ln "$(readlink -f "$debs/$f")" "$root/var/cache/apt/archives/$f" 2>/dev/null || cp -L "$debs/$f" "$root/var/cache/apt/archives/$f"
+  done < <(root_run "$root" apt-get install -y -q --no-install-recommends --print-uris "$@" |
+    sed -n "s/^'http[^']*' \([^ ]*\.deb\) .*/\1/p")
+  echo "root_apt_install: $cached of $wanted packages from $debs" >&2
+  root_run "$root" apt-get install -y -q --no-install-recommends "$@"
+  for f in "$root"/var/cache/apt/archives/*.deb; do
+    [ -e "$f" ] && [ ! -e "$debs/${f##*/}" ] || continue
+    ln "$f" "$debs/" 2>/dev/null || cp "$f" "$debs/"
+  done
+  rm -f "$root"/var/cache/apt/archives/*.deb
 }
