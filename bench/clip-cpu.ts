@@ -7,7 +7,9 @@
  *   - clips_idle: the same with clips on: the encoded stream teed into mp4mux, the pre-roll kept in memory
  *   - face_no_clips: a face always in view, inference at INFER_FPS, gate off, clips off
  *   - face_recording: the same with clips on: a clip records for the whole phase (checked), written to disk
- * Usage: npx tsx bench/clip-cpu.ts [--streams 2] [--seconds 20]  -> prints JSON, writes bench/results/clip-cpu.json
+ * The four phases run `rounds` times in turn (the box's load drifts); the summary is the mean over the rounds.
+ * Usage: npx tsx bench/clip-cpu.ts [--streams 2] [--seconds 15] [--rounds 2]
+ *   -> prints JSON, writes bench/results/clip-cpu.json
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -23,8 +25,13 @@ import { rerunAsDaemon } from './daemonProcess.js';
 rerunAsDaemon({ nodeFlags: DAEMON_NODE_FLAGS, env: { UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '16' } });
 
 const { values } = parseArgs({
-  options: { streams: { type: 'string', default: '2' }, seconds: { type: 'string', default: '20' } },
+  options: {
+    streams: { type: 'string', default: '2' },
+    seconds: { type: 'string', default: '15' },
+    rounds: { type: 'string', default: '2' },
+  },
 });
+const ROUNDS = Number(values.rounds);
 const STREAMS = Number(values.streams);
 const SECONDS = Number(values.seconds);
 const W = 1280,
@@ -146,24 +153,40 @@ try {
   const face = () => faces.url();
   const idle = { inference_fps: 0.1 };
   const live = { inference_fps: INFER_FPS };
-  const decodeOnly = await phase(d, 'decode', room, { ...idle, clips: { enabled: false } }, false);
-  const clipsIdle = await phase(d, 'idle', room, { ...idle, clips: { enabled: true } }, false);
-  const faceNoClips = await phase(d, 'face', face, { ...live, clips: { enabled: false } }, false);
-  const faceRecording = await phase(d, 'rec', face, { ...live, clips: { enabled: true } }, true);
+  type Phase = Awaited<ReturnType<typeof phase>>;
+  const rounds: { decode_only: Phase; clips_idle: Phase; face_no_clips: Phase; face_recording: Phase }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    rounds.push({
+      decode_only: await phase(d, `decode${r}_`, room, { ...idle, clips: { enabled: false } }, false),
+      clips_idle: await phase(d, `idle${r}_`, room, { ...idle, clips: { enabled: true } }, false),
+      face_no_clips: await phase(d, `face${r}_`, face, { ...live, clips: { enabled: false } }, false),
+      face_recording: await phase(d, `rec${r}_`, face, { ...live, clips: { enabled: true } }, true),
+    });
+    console.error(JSON.stringify({ round: r, ...rounds[r] }));
+  }
+  const cpu = (k: keyof (typeof rounds)[number]) =>
+    rounds.reduce((a, x) => a + x[k].cpu_percent_per_stream, 0) / rounds.length;
+  const [decodeOnly, clipsIdle, faceNoClips, faceRecording] = [
+    cpu('decode_only'),
+    cpu('clips_idle'),
+    cpu('face_no_clips'),
+    cpu('face_recording'),
+  ];
   out = {
     at: new Date().toISOString(),
     machine: { cpus: cpus().length, model: cpus()[0]?.model },
-    stream: `${W}x${H} ${FPS} fps H.264 ${KBITS} kbit/s (live x264, one mount), ${STREAMS} streams, ${SECONDS} s per phase`,
-    decode_only: decodeOnly,
-    clips_idle: clipsIdle,
-    face_no_clips: faceNoClips,
-    face_recording: faceRecording,
-    clips_idle_to_decode_only: r3(clipsIdle.cpu_percent_per_stream / decodeOnly.cpu_percent_per_stream),
-    recording_to_no_clips: r3(faceRecording.cpu_percent_per_stream / faceNoClips.cpu_percent_per_stream),
-    recording_cost_percent_per_stream: r1(faceRecording.cpu_percent_per_stream - faceNoClips.cpu_percent_per_stream),
-    recording_cost_to_decode_only: r3(
-      (faceRecording.cpu_percent_per_stream - faceNoClips.cpu_percent_per_stream) / decodeOnly.cpu_percent_per_stream,
-    ),
+    stream: `${W}x${H} ${FPS} fps H.264 ${KBITS} kbit/s (live x264, one mount), ${STREAMS} streams, ${SECONDS} s per phase, ${ROUNDS} rounds`,
+    cpu_percent_per_stream: {
+      decode_only: r1(decodeOnly),
+      clips_idle: r1(clipsIdle),
+      face_no_clips: r1(faceNoClips),
+      face_recording: r1(faceRecording),
+    },
+    clips_idle_to_decode_only: r3(clipsIdle / decodeOnly),
+    recording_to_no_clips: r3(faceRecording / faceNoClips),
+    recording_cost_percent_per_stream: r1(faceRecording - faceNoClips),
+    recording_cost_to_decode_only: r3((faceRecording - faceNoClips) / decodeOnly),
+    rounds,
   };
 } finally {
   await d.close();
