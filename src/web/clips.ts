@@ -108,8 +108,17 @@ function recheck(box: HTMLElement, eventId: string, signal: AbortSignal, ms: num
       ({ event }) => {
         const clip = event.clip;
         if (!clip) return replace(box, h('figcaption', { class: 'muted' }, 'The clip is gone.'));
+        // Still ready, yet not playable here (an H.265 camera in a browser without HEVC): it can be downloaded.
         if (clip.status === was && unchanged)
-          return replace(box, h('figcaption', { class: 'muted' }, `${clipText(clip)} · ${unchanged}`));
+          return replace(
+            box,
+            h(
+              'figcaption',
+              { class: 'muted' },
+              `${clipText(clip)} · ${unchanged}`,
+              clip.url && session.key() === null ? [' ', h('a', { href: clip.url, download: '' }, 'Download')] : null,
+            ),
+          );
         show(box, eventId, clip, signal);
       },
       (e: unknown) => {
