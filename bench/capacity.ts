@@ -5,6 +5,8 @@
  *   - mostly_empty: N monitors (gate on, the default) on a 40 s 1280x720 25 fps loop of a room that is empty
  *     90 % of the time, two faces entering at random places and times (seeded), each mount at its own offset
  *   - busy: N monitors on a loop with a face always in frame, walking to and fro (motion in every frame)
+ *   - the sub-stream: the mostly-empty scene also served at 640x360; its decode-only anchor, and N monitors
+ *     reading it as their detect_url with the 1280x720 stream as the main one (opened while something moves)
  *   - latency: person_enter minus the moment the first face frame entered the server's payloader (4 s room,
  *     4 s a face), gate on and off, p50 and p90
  * From the CPU per stream: the streams the machine's cores would carry at that cost (a projection: this box
@@ -69,6 +71,7 @@ function mostlyEmptyScene(obama: Buffer): Segment[] {
 }
 
 function decodePipeline(url: string): string[] {
+  // The same template the daemon runs; only the appsinks become fakesinks.
   const p = DEFAULT_MONITOR_PIPELINE.replaceAll('{latency_ms}', '0')
     .replaceAll('{max_fps}', String(INFER_FPS + 1))
     .replaceAll('{max_side}', '1280')
@@ -97,8 +100,14 @@ async function decodeOnly(url: (i: number) => string) {
   }
 }
 
-async function createMonitors(d: TestDaemon, ids: string[], url: (i: number) => string, extra: object) {
+async function createMonitors(
+  d: TestDaemon,
+  ids: string[],
+  url: (i: number) => string,
+  extra: object | ((i: number) => object),
+) {
   for (const [i, id] of ids.entries()) {
+    const more = typeof extra === 'function' ? extra(i) : extra;
     const r = await call(d, 'POST', '/v1/monitors', {
       id,
       name: id,
@@ -107,7 +116,7 @@ async function createMonitors(d: TestDaemon, ids: string[], url: (i: number) => 
       inference_fps: INFER_FPS,
       event_buffer_size: 10000,
       event_policy: { confirm_frames: 3, absence_timeout_seconds: 1, cooldown_seconds: 0 },
-      ...extra,
+      ...more,
     });
     if (r.status !== 201) throw new Error(JSON.stringify(r.json));
   }
@@ -128,9 +137,15 @@ const removeAll = async (d: TestDaemon, ids: string[]) => {
 };
 
 /** Daemon CPU per stream over SECONDS, decode and inference rates, and whether every stream kept up. */
-async function sceneRun(d: TestDaemon, url: (i: number) => string, what: string, busy: boolean) {
+async function sceneRun(
+  d: TestDaemon,
+  url: (i: number) => string,
+  what: string,
+  busy: boolean,
+  extra: (i: number) => object = () => ({}),
+) {
   const ids = Array.from({ length: STREAMS }, (_, i) => `${what}${i}`);
-  await createMonitors(d, ids, url, {});
+  await createMonitors(d, ids, url, extra);
   await sleep(3000);
   const state = () => Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
   const s0 = await state();
@@ -143,13 +158,29 @@ async function sceneRun(d: TestDaemon, url: (i: number) => string, what: string,
   await removeAll(d, ids);
   const decodedFps = s1.map((s, i) => (s.inference.decoded_frames - s0[i].inference.decoded_frames) / secs);
   const inferFps = s1.map((s, i) => (s.inference.processed_frames - s0[i].inference.processed_frames) / secs);
+  // Why the detector ran (motion, a face being confirmed, the keep-alive, ...), per stream per second.
+  const reasons: Record<string, number> = {};
+  for (const [i, s] of s1.entries())
+    for (const [k, v] of Object.entries(s.motion.inferences as Record<string, number>))
+      reasons[k] = (reasons[k] ?? 0) + (v - (s0[i].motion.inferences[k] ?? 0)) / secs / STREAMS;
   return {
     cpu_percent_per_stream: r1(((c.user + c.system) / 1e6 / secs / STREAMS) * 100),
     decoded_fps_min: r1(Math.min(...decodedFps)),
     inferences_per_second_mean: r3(inferFps.reduce((a, b) => a + b, 0) / STREAMS),
+    inferences_per_second_by_reason: Object.fromEntries(Object.entries(reasons).map(([k, v]) => [k, r3(v)])),
     sustained: decodedFps.every((f) => f >= 0.95 * FPS) && (!busy || inferFps.every((f) => f >= 0.9 * INFER_FPS)),
     load_average_1m: r1(loadavg()[0]!),
   };
+}
+
+/** The daemon's own CPU with no monitor (HTTP polling of the bench aside): its fixed cost, % of a core. */
+async function idleRun() {
+  await sleep(2000);
+  const c0 = process.cpuUsage(),
+    t0 = performance.now();
+  await sleep(Math.min(10, SECONDS) * 1000);
+  const c = process.cpuUsage(c0);
+  return { cpu_percent: r1(((c.user + c.system) / 1e6 / ((performance.now() - t0) / 1000)) * 100) };
 }
 
 /** person_enter delays (ms) from the moment the first face frame entered the server's payloader. */
@@ -175,8 +206,10 @@ async function latencyRun(d: TestDaemon, url: string, marks: number[], gate: boo
 
 const obama = face('identities/obama/1.jpg');
 const size = { width: W, height: H, fps: FPS, room: true };
-const [emptyFrames, busyFrames, loopFrames] = await Promise.all([
+const [emptyFrames, subFrames, busyFrames, loopFrames] = await Promise.all([
   renderScenario(mostlyEmptyScene(obama), size),
+  // The same scene as a camera's 640x360 sub-stream.
+  renderScenario(mostlyEmptyScene(obama), { ...size, width: 640, height: 360 }),
   renderScenario(
     [
       { image: obama, seconds: 4, at: { x: 0.1, y: 0.15, width: 0.2 }, to: { x: 0.6, y: 0.15, width: 0.2 } },
@@ -195,14 +228,16 @@ const [emptyFrames, busyFrames, loopFrames] = await Promise.all([
 const mounts = Array.from({ length: STREAMS }, (_, i) => `/s${i}`);
 const marks: number[] = [];
 // Pre-encoded (no encoder on the box while measuring), each mount at its own point of the loop.
-const [emptySrv, busySrv, live] = await Promise.all([
+const offsets = mounts.map((_, i) => (i * LOOP_S) / STREAMS);
+const [emptySrv, subSrv, busySrv, live] = await Promise.all([
   startRtspServer({
     frames: emptyFrames,
     fps: FPS,
     bitrate: 4000,
     mounts,
-    preencoded: { mountOffsetsSeconds: mounts.map((_, i) => (i * LOOP_S) / STREAMS) },
+    preencoded: { mountOffsetsSeconds: offsets },
   }),
+  startRtspServer({ frames: subFrames, fps: FPS, bitrate: 1000, mounts, preencoded: { mountOffsetsSeconds: offsets } }),
   startRtspServer({
     frames: busyFrames,
     fps: FPS,
@@ -216,10 +251,23 @@ const d = await startTestDaemon({ toml: `${FAST_MONITORS_TOML}\nmax_streams = 32
 let out;
 try {
   await enrollObamaBiden(d, 'bench');
+  const idle = await idleRun();
+  console.error(JSON.stringify({ idle }));
   const decode = await decodeOnly((i) => emptySrv.url(`/s${i}`));
   console.error(JSON.stringify({ decode }));
+  const subDecode = await decodeOnly((i) => subSrv.url(`/s${i}`));
+  console.error(JSON.stringify({ subDecode }));
   const empty = await sceneRun(d, (i) => emptySrv.url(`/s${i}`), 'empty', false);
   console.error(JSON.stringify({ empty }));
+  // Two streams per camera: detection on the sub-stream, the main stream opened while something moves.
+  const dual = await sceneRun(
+    d,
+    (i) => emptySrv.url(`/s${i}`),
+    'dual',
+    false,
+    (i) => ({ detect_url: subSrv.url(`/s${i}`) }),
+  );
+  console.error(JSON.stringify({ dual }));
   const busy = await sceneRun(d, (i) => busySrv.url(`/s${i}`), 'busy', true);
   console.error(JSON.stringify({ busy }));
   const latency = {
@@ -233,16 +281,26 @@ try {
     streams: STREAMS,
     seconds: SECONDS,
     source: `${W}x${H} H.264 ${FPS} fps, 4 Mbit/s, inference ${INFER_FPS} fps, motion gate on (default)`,
+    daemon_idle: idle,
     decode_only: { ...decode, projected_streams: projected(decode.cpu_percent_per_stream) },
     mostly_empty: { ...empty, projected_streams: projected(empty.cpu_percent_per_stream) },
     busy: { ...busy, projected_streams: projected(busy.cpu_percent_per_stream) },
+    sub_stream_decode_only: { ...subDecode, projected_streams: projected(subDecode.cpu_percent_per_stream) },
+    mostly_empty_with_sub_stream: { ...dual, projected_streams: projected(dual.cpu_percent_per_stream) },
+    mostly_empty_with_sub_stream_to_decode_only_capacity: r3(
+      decode.cpu_percent_per_stream / dual.cpu_percent_per_stream,
+    ),
     mostly_empty_to_decode_only_capacity: r3(decode.cpu_percent_per_stream / empty.cpu_percent_per_stream),
+    // The daemon's fixed cost taken off (it does not grow with the streams).
+    mostly_empty_net_to_decode_only_capacity: r3(
+      decode.cpu_percent_per_stream / (empty.cpu_percent_per_stream - idle.cpu_percent / STREAMS),
+    ),
     busy_to_decode_only_capacity: r3(decode.cpu_percent_per_stream / busy.cpu_percent_per_stream),
     latency,
   };
 } finally {
   await d.close();
-  await Promise.all([emptySrv.stop(), busySrv.stop(), live.stop()]);
+  await Promise.all([emptySrv.stop(), subSrv.stop(), busySrv.stop(), live.stop()]);
 }
 console.log(JSON.stringify(out, null, 2));
 mkdirSync(join(REPO, 'bench/results'), { recursive: true });
