@@ -60,7 +60,7 @@ wait_ready http://127.0.0.1:8080 1200 || {
 key=$(sed -n 's/^VIGIL_API_KEY=//p' "$root/etc/vigil/vigil.env")
 
 step "smoke checks, compared with amd64"
-(cd "$repo" && node --import tsx packaging/smoke.ts --key "$key" --fixtures "$fixtures/faces" \
+(cd "$repo" && node --import tsx packaging/smoke.ts --key="$key" --fixtures "$fixtures/faces" \
   --camera "$(head -n 1 "$root/tmp/camera.url")" --event-timeout 900 --expect-version "$version" \
   --expect-commit "$commit" --out "$out/smoke-arm64.json" --compare "$out/smoke-amd64.json" --tolerance 1e-4)
 step "done"

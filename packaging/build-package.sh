@@ -16,15 +16,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 arch=${1:-${ARCH:-amd64}}
-case $arch in
-  amd64) node_arch=x64 gnu=x86_64-linux-gnu ;;
-  arm64) node_arch=arm64 gnu=aarch64-linux-gnu ;;
-  *)
-    echo "build-package: ARCH must be amd64 or arm64, not $arch" >&2
-    exit 2
-    ;;
-esac
 . "$repo/packaging/chroot-lib.sh"
+pkg_arch "$arch"
 host_arch=$(dpkg --print-architecture)
 work=$repo/.pkg-build/$arch
 cache=$repo/.pkg-build/cache

@@ -4,6 +4,18 @@
 
 ROOT_MOUNTS=()
 
+# pkg_arch ARCH: node_arch (Node's name) and gnu (the GNU triplet) of a Debian architecture we package.
+pkg_arch() {
+  case $1 in
+    amd64) node_arch=x64 gnu=x86_64-linux-gnu ;;
+    arm64) node_arch=arm64 gnu=aarch64-linux-gnu ;;
+    *)
+      echo "$(basename "$0"): ARCH must be amd64 or arm64, not $1" >&2
+      exit 2
+      ;;
+  esac
+}
+
 # root_mount ROOT: /proc, /sys, /dev and /dev/pts of the host, the host's resolv.conf (apt and npm resolve
 # names from inside).
 root_mount() {

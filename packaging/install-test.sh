@@ -115,7 +115,7 @@ curl -s --max-time 5 -H "Authorization: Bearer $key" "$base/v1/events?monitor_id
 echo "quickstart: person_enter on door"
 
 step "smoke checks (detect, embeddings, fp32/fp16/int8 and HNSW search, a monitor event)"
-(cd "$repo" && node --import tsx packaging/smoke.ts --base "$base" --key "$key" --fixtures "$fixtures/faces" --camera "$camera" \
+(cd "$repo" && node --import tsx packaging/smoke.ts --base "$base" --key="$key" --fixtures "$fixtures/faces" --camera "$camera" \
   --expect-version "$version" --expect-commit "$commit" --out "$out/smoke-amd64.json")
 
 step "without the HNSW walker addon"
@@ -123,7 +123,7 @@ root_daemon_stop
 walker=$root/usr/lib/vigil/app/native/hnsw-walk/prebuilds
 mv "$walker" "$walker.off"
 root_daemon_start "$root" "$root/tmp/daemon.log"
-(cd "$repo" && node --import tsx packaging/smoke.ts without-walker --base "$base" --key "$key" --fixtures "$fixtures/faces")
+(cd "$repo" && node --import tsx packaging/smoke.ts without-walker --base "$base" --key="$key" --fixtures "$fixtures/faces")
 grep -q 'the native walker (vigil-hnsw-walk) did not load' "$root/tmp/daemon.log" || fail "no warning about the missing walker"
 root_daemon_stop
 mv "$walker.off" "$walker"

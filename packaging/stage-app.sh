@@ -26,14 +26,9 @@ set -euo pipefail
 phase=$1
 src=$2
 arch=$3
-case $arch in
-  amd64) node_arch=x64 triplet=x86_64-linux-gnu ;;
-  arm64) node_arch=arm64 triplet=aarch64-linux-gnu ;;
-  *)
-    echo "stage-app: unknown architecture $arch" >&2
-    exit 2
-    ;;
-esac
+. "$(dirname "$0")/chroot-lib.sh"
+pkg_arch "$arch"
+triplet=$gnu
 host_arch=$(dpkg --print-architecture)
 cd "$src"
 t0=$(date +%s)
