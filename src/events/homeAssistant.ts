@@ -62,7 +62,8 @@ export const MQTT_TOPICS = {
     pattern: '{prefix}/{monitor}/events',
     direction: 'publish',
     retained: '`[mqtt] retain` (off)',
-    payload: 'each event as JSON, the same object as `GET /v1/events/{id}`',
+    payload:
+      'each event as JSON, the same object as `GET /v1/events/{id}` (with `clip`: its URL while it records and once ready, [event clips](../cameras.md#event-clips))',
   },
   state: {
     pattern: '{prefix}/{monitor}/state',
