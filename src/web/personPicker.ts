@@ -8,18 +8,26 @@ export type PickedPerson = { person_id: string; create: false; label: string } |
 
 /**
  * The id for a new person called `name`: its slug, or the slug with -2, -3 ... when that id is taken (one
- * search, not a probe per id: a 404 would be an error in the browser's console).
+ * search, not a probe per id: a 404 would be an error in the browser's console). The search's every page is
+ * read (the API answers at most 100 persons a page): a taken id on a later page would make the enrolment fail.
  */
 export async function freePersonId(collectionId: string, name: string, signal?: AbortSignal): Promise<string> {
   const base = idFromName(name);
-  const q = new URLSearchParams({ search: base, limit: '200' });
-  const r = await api<Wire<typeof PersonPageResponse>>(
-    'GET',
-    `/v1/collections/${enc(collectionId)}/persons?${q}`,
-    undefined,
-    signal,
-  );
-  return firstFreeId(base, new Set(r.persons.map((p) => p.id)));
+  const taken = new Set<string>();
+  let cursor: string | null = null;
+  do {
+    const q = new URLSearchParams({ search: base, limit: '100' });
+    if (cursor) q.set('cursor', cursor);
+    const r: Wire<typeof PersonPageResponse> = await api<Wire<typeof PersonPageResponse>>(
+      'GET',
+      `/v1/collections/${enc(collectionId)}/persons?${q}`,
+      undefined,
+      signal,
+    );
+    for (const p of r.persons) taken.add(p.id);
+    cursor = r.next_cursor;
+  } while (cursor);
+  return firstFreeId(base, taken);
 }
 
 const label = (p: PersonT) => (p.name ? `${p.name} (${p.id})` : p.id);
