@@ -67,7 +67,7 @@ export const EventClip = z
       .string()
       .nullable()
       .describe(
-        'Why it ended: completed (post-roll done), capped (max_seconds), disk_full, stream_lost, monitor_stopped, recovered (after a crash), write_failed; null while recording.',
+        'Why it ended: completed (post-roll done), capped (max_seconds), disk_full, stream_lost, monitor_stopped, recovered (after a crash), write_failed, record_failed (the camera stream could not be muxed, e.g. frames without timestamps: detection goes on); null while recording.',
       ),
   })
   .meta(id('EventClip'));

@@ -30,6 +30,19 @@ const MUX =
   `mp4mux fragment-duration=${FRAGMENT_MS} streamable=true ! appsink name=record sync=false async=false max-buffers=2000`;
 
 /**
+ * The tee's record branch starts with errorignore: a muxer that fails (mp4mux errors on a buffer without a
+ * PTS, which decoding does not need, as some cameras send) returns an error flow upstream, and the tee would
+ * hand it to the source, stopping the decoder and the whole camera. Converted to OK there, only the record
+ * branch stops; the monitor notices its silence (ClipRecorder's stall watch) and ends the clip record_failed.
+ * Dropping those buffers before the muxer instead would need a pad probe, which the addon cannot install, and
+ * h264timestamper only copies the last timestamp onto them (a clip of frames all at one instant).
+ */
+const ISOLATE = 'errorignore ignore-error=true ignore-notlinked=true ignore-notnegotiated=true convert-to=ok ! ';
+
+/** The record branch gives nothing for this long while frames are decoded: its muxer has stopped. */
+export const RECORD_STALL_MS = 2 * FRAGMENT_MS;
+
+/**
  * What `{record}` becomes in a monitor pipeline template: right after the RTSP source, the depayloader and
  * parser, a tee whose one branch is the mux and whose other goes on to the template's decoder (in the same
  * streaming thread as without clips). Null for a codec clips cannot be recorded from.
@@ -37,7 +50,7 @@ const MUX =
 export function recordTee(codec: string | null): string | null {
   const c = codec === null ? undefined : CODECS[codec.toUpperCase()];
   if (!c) return null;
-  return `${c.depay} ! ${c.parse} ! tee name=rec rec. ! ${MUX} rec. ! `;
+  return `${c.depay} ! ${c.parse} ! tee name=rec rec. ! ${ISOLATE}${MUX} rec. ! `;
 }
 
 /**

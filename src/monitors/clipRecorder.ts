@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { MonitorEventT } from '../contract/monitors.js';
 import { IDENTITY_EVENT_TYPES } from '../contract/events.js';
 import { rebaseFragment, type Fragment, type InitInfo } from './fmp4.js';
+import { RECORD_STALL_MS } from './clipPipeline.js';
 
 /** Why a clip ended (the clip's `end_reason`). */
 export const CLIP_END_REASONS = [
@@ -12,6 +13,7 @@ export const CLIP_END_REASONS = [
   'monitor_stopped',
   'recovered',
   'write_failed',
+  'record_failed',
 ] as const;
 export type ClipEndReason = (typeof CLIP_END_REASONS)[number];
 
@@ -89,7 +91,11 @@ export class ClipRecorder {
   private active: Active | null = null;
   /** Which clip each track's events name (also after the clip ended, until the track's exit). */
   private readonly trackClip = new Map<string, string>();
-  readonly counters = { clips: 0, fragments: 0, bytes: 0 };
+  readonly counters = { clips: 0, fragments: 0, bytes: 0, stalls: 0 };
+  /** When the record branch last gave something (connection, init segment, fragment); null while disconnected. */
+  private heardAt: number | null = null;
+  /** The branch went silent while frames were decoded (its muxer stopped): no clip starts until it speaks again. */
+  private stalled = false;
 
   constructor(
     private readonly monitorId: string,
@@ -102,8 +108,28 @@ export class ClipRecorder {
     this.settings = settings;
   }
 
+  /** A connection delivers frames: its record branch has RECORD_STALL_MS from now to give its first fragment. */
+  connected(at = this.now()): void {
+    this.heardAt = at;
+    this.stalled = false;
+  }
+
+  /**
+   * A decoded frame: true (once per silence) when the record branch has given nothing for RECORD_STALL_MS,
+   * so its muxer has stopped (clipPipeline's errorignore keeps decoding going). The clip recording ends
+   * record_failed; none starts (events carry no clip) until a fragment comes again or the next connection.
+   */
+  checkStall(at = this.now()): boolean {
+    if (this.heardAt === null || this.stalled || at - this.heardAt < RECORD_STALL_MS) return false;
+    this.stalled = true;
+    this.counters.stalls++;
+    this.finish('record_failed');
+    return true;
+  }
+
   /** A new connection's init segment: the clip recording ends (its stream is gone), the pre-roll restarts. */
-  start(init: Uint8Array, info: InitInfo): void {
+  start(init: Uint8Array, info: InitInfo, at = this.now()): void {
+    this.heardAt = at;
     this.finish('stream_lost');
     this.init = init;
     this.info = info;
@@ -113,6 +139,8 @@ export class ClipRecorder {
 
   /** The connection ended: what is recording ends now. */
   streamEnded(): void {
+    this.heardAt = null;
+    this.stalled = false;
     this.finish('stream_lost');
     this.init = null;
     this.info = null;
@@ -122,6 +150,8 @@ export class ClipRecorder {
 
   fragment(f: Fragment, arrivedAt = this.now()): void {
     if (!this.info) return;
+    this.heardAt = arrivedAt;
+    this.stalled = false;
     const ms = (f.duration * 1000) / this.info.timescale;
     const held: Held = { f, startAt: arrivedAt - ms, endAt: arrivedAt };
     this.ring.push(held);
@@ -173,7 +203,7 @@ export class ClipRecorder {
   }
 
   private begin(at: number): string | null {
-    if (!this.info || !this.init) return null;
+    if (!this.info || !this.init || this.stalled) return null;
     const id = randomUUID();
     // The newest key frame at least preMs before the event; the oldest one held when the ring is shorter.
     const want = at - this.settings.preMs;

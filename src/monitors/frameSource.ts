@@ -287,7 +287,9 @@ export class GstFrameSource {
         return;
       }
       if (!sample) {
-        this.fail('the stream ended');
+        // Beside decoding, the frames' own appsink tells when the stream ended: the record branch never
+        // takes the camera down.
+        if (!frames) this.fail('the stream ended');
         return;
       }
       // A record-only pipeline is alive while its muxer writes (in bursts, one key frame interval each).

@@ -17,7 +17,7 @@ import { MainStream } from './mainStream.js';
 import { trackFacesFor, type TrackFacesDefaults, type UnknownVisitors } from './trackFaces.js';
 import type { GreyFrame } from './frameSource.js';
 import { ClipRecorder, type ClipSink, type ClipSettings } from './clipRecorder.js';
-import { recordTee } from './clipPipeline.js';
+import { RECORD_STALL_MS, recordTee } from './clipPipeline.js';
 import { Fmp4Splitter } from './fmp4.js';
 import type { VigilConfig } from '../config/schema.js';
 
@@ -162,7 +162,10 @@ export class MonitorSession {
       },
       {
         frame: (frame, grey) => this.onFrame(frame, grey),
-        connected: () => this.activity.clearError('source'),
+        connected: () => {
+          this.clips?.connected();
+          this.activity.clearError('source');
+        },
         failed: (cause, reason, retryMs) => {
           this.clips?.streamEnded();
           this.activity.sourceFailed(cause, reason, retryMs);
@@ -306,6 +309,11 @@ export class MonitorSession {
   }
 
   private onFrame(frame: Frame, grey: GreyFrame | null): void {
+    if (this.clips?.checkStall(frame.at))
+      this.deps.log.warn(
+        { monitor_id: this.record.id, silent_ms: RECORD_STALL_MS },
+        'event clips stopped on this connection: the record branch (mp4mux) gave nothing while frames were decoded (e.g. frames without timestamps); detection goes on, the clip recording ended record_failed',
+      );
     if (this.record.preview_enabled) this.preview.offer(frame);
     if (grey) this.gate.observe(grey.data, grey.width, grey.height, frame.at);
     this.wake?.();

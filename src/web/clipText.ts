@@ -32,6 +32,7 @@ const ENDED: Record<string, string> = {
   monitor_stopped: 'stopped with the camera',
   recovered: 'kept after a restart (the daemon stopped while it recorded)',
   write_failed: 'could not be written',
+  record_failed: "stopped: the camera's stream could not be recorded",
 };
 export const endedText = (reason: string | null): string | null =>
   reason === null ? null : (ENDED[reason] ?? reason.replaceAll('_', ' '));

@@ -162,3 +162,74 @@ test.serial('an event gets a clip: a fragmented MP4 of the stream, range request
     await d.close();
   }
 });
+
+test.serial(
+  'a stream the muxer cannot take (frames without timestamps) stops recording, never the camera',
+  async (t) => {
+    // The pre-encoded replay's access units after the first have no PTS (one RTP timestamp for all): mp4mux
+    // errors on them. Decoding does not need them, so the camera must keep running and detecting.
+    const obama = face('identities/obama/1.jpg');
+    const frames = await renderScenario(
+      [
+        { image: null, seconds: 2 },
+        { image: obama, seconds: 4, at: { x: 0.35, y: 0.1, width: 0.3 } },
+        { image: null, seconds: 4 },
+      ],
+      SIZE,
+    );
+    const replay = await startRtspServer({ frames, fps: FPS, preencoded: { mountOffsetsSeconds: [0] } });
+    const d = await startTestDaemon({ toml: TOML, dir: tempDir(t, 'vigil-clips-nopts-') });
+    try {
+      await enrollObamaBiden(d, 'gallery');
+      const created = await call(d, 'POST', '/v1/monitors', {
+        id: 'door',
+        name: 'door',
+        source: { url: replay.url() },
+        collection_id: 'gallery',
+        inference_fps: 5,
+        event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
+        clips: { enabled: true },
+      });
+      t.is(created.status, 201, JSON.stringify(created.json));
+      const events = async () =>
+        ((await call(d, 'GET', '/v1/events?monitor_id=door&limit=50')).json.events ?? []) as Ev[];
+      const enter = await waitFor(
+        'a person_enter',
+        async () => (await events()).find((e) => e.type === 'person_enter'),
+        30_000,
+        500,
+      );
+      t.is(enter.person?.id, 'obama');
+      // The recording that could not be muxed ends failed with its reason once the branch has been silent for
+      // 20 s while frames were decoded; the camera never reconnected meanwhile.
+      // The init segment came before the muxer stopped, so the enter began a clip.
+      t.truthy(enter.clip, 'the enter names the clip it began');
+      const failed = await waitFor(
+        'the clip failed',
+        async () => {
+          const e = (await call(d, 'GET', `/v1/events/${enter.id}`)).json.event as Ev;
+          return e.clip?.status === 'failed' ? e : undefined;
+        },
+        40_000,
+        500,
+      );
+      t.is(failed.clip.end_reason, 'record_failed');
+      t.is(failed.clip.url, null);
+      const state = (await call(d, 'GET', '/v1/monitors/door/state')).json.state as Ev;
+      t.is(state.reconnects, 0, JSON.stringify(state.last_error));
+      t.true(state.connected);
+      // A later pass (the replay loops every 10 s) is still detected.
+      const later = await waitFor(
+        'a later person_enter',
+        async () => (await events()).find((e) => e.type === 'person_enter' && e.id !== enter.id),
+        30_000,
+        500,
+      );
+      t.truthy(later);
+      t.is(((await call(d, 'GET', '/v1/monitors/door/state')).json.state as Ev).reconnects, 0);
+    } finally {
+      await d.close();
+      await replay.stop();
+    }
+  },
+);
