@@ -1,6 +1,6 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createBackup } from '../../src/cli/backup.js';
@@ -9,9 +9,11 @@ import { toRow } from '../../src/events/eventHistory.js';
 import { HistoryStore } from '../../src/events/historyStore.js';
 import { SnapshotStore } from '../../src/events/snapshotStore.js';
 import { parseByteRange } from '../../src/http/byteRange.js';
+import { RECORD_STALL_MS } from '../../src/monitors/clipPipeline.js';
 import { ClipRecorder } from '../../src/monitors/clipRecorder.js';
 import { Fmp4Splitter, scanClip, type Fragment, type InitInfo } from '../../src/monitors/fmp4.js';
 import { openDatabase, type OpenedDatabase } from '../../src/store/database.js';
+import { StorageGuard } from '../../src/store/storageGuard.js';
 import { fileTempDir } from '../helpers/tempDir.js';
 
 const root = fileTempDir('vigil-clips-unit-');
@@ -235,4 +237,118 @@ test('clips share the pictures retention: bytes expire the oldest, the last even
     clips: true,
   });
   t.true(withClips.files.some((f) => f.path === `events/snapshots/${cc.path}.mp4`));
+});
+
+/** A recorder writing into a real ClipStore (its own database and pictures' folder), fed 1 s fragments. */
+function recorderOn(name: string, settings: { maxMs?: number }, storage?: StorageGuard) {
+  const o = openDatabase(join(root, name));
+  opened.push(o);
+  const store = new HistoryStore(o.db);
+  const snapshots = new SnapshotStore(join(root, name), {
+    maxSide: 640,
+    cropMargin: 0.3,
+    cropMaxSide: 256,
+    quality: 80,
+  });
+  const clips = new ClipStore(snapshots, store, pino({ level: 'silent' }), storage);
+  const { init, info, fragments } = parts(muxed(12));
+  let now = 0;
+  const rec = new ClipRecorder(
+    'door',
+    { preMs: 2000, postMs: 2000, maxMs: settings.maxMs ?? 60_000 },
+    clips,
+    () => now,
+  );
+  rec.connected(0);
+  rec.start(init, info, 0);
+  const feed = (i: number) => {
+    now = (i + 1) * 1000;
+    rec.fragment(fragments[i]!, now);
+  };
+  let seq = 0;
+  // An event row naming the clip, as the history writes it (a clip no event names goes to the trash).
+  const keep = (clipId: string, trackId: string) =>
+    store.insert({
+      ...toRow(
+        {
+          id: `11111111-0000-4000-8000-${String(++seq).padStart(12, '0')}`,
+          type: 'person_enter',
+          monitor_id: 'door',
+          stream_epoch: 'e',
+          sequence: seq,
+          occurred_at: new Date(now).toISOString(),
+          track_id: trackId,
+        } as never,
+        'gallery',
+        'none',
+        'box',
+      ),
+      clip_id: clipId,
+    });
+  const scan = (clipId: string) =>
+    scanClip(new Uint8Array(readFileSync(snapshots.file(store.clipRow(clipId)!.path, 'clip'))));
+  return { rec, store, clips, feed, keep, scan, info };
+}
+
+test('a clip reaching max_seconds ends capped; its track keeps naming it, the next enter starts another', (t) => {
+  const { rec, store, feed, keep, scan, info } = recorderOn('capped', { maxMs: 3000 });
+  for (let i = 0; i < 5; i++) feed(i);
+  const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
+  keep(id, 't1');
+  // The pre-roll (key frame at 3 s) holds 2 s; one more fragment reaches 3 s.
+  t.is(rec.recording, id);
+  feed(5);
+  t.is(rec.recording, null, 'capped at 3 s');
+  t.like(store.clipRow(id), { status: 'ready', end_reason: 'capped', duration_ms: 3000 });
+  t.is(scan(id).mediaTicks, 3 * info.timescale);
+  feed(6);
+  t.is(rec.event({ type: 'zone_enter', track_id: 't1' }), id, 'the capped track still names its clip');
+  t.is(rec.event({ type: 'person_enter', track_id: 't2' }, 7000) !== id, true, 'a new enter starts a new clip');
+  t.is(rec.event({ type: 'person_exit', track_id: 't1' }, 7000), id);
+});
+
+test('a full disk during recording ends the clip disk_full with what it had; none starts while full', (t) => {
+  let now = 0;
+  const dir = join(root, 'full-guard');
+  mkdirSync(dir, { recursive: true });
+  const guard = new StorageGuard(dir, { reserveBytes: 4096, now: () => now });
+  guard.init();
+  const { rec, store, clips, feed, keep, scan, info } = recorderOn('full', {}, guard);
+  for (let i = 0; i < 5; i++) feed(i);
+  const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
+  keep(id, 't1');
+  feed(5);
+  // A write elsewhere in the data dir failed for lack of space: the guard refuses growth from now on.
+  guard.markFull();
+  feed(6);
+  t.is(rec.recording, null);
+  t.like(store.clipRow(id), { status: 'ready', end_reason: 'disk_full', duration_ms: 3000 });
+  const s = scan(id);
+  t.is(s.fragments, 3, 'the pre-roll and one fragment, whole');
+  t.is(s.mediaTicks, 3 * info.timescale);
+  t.is(clips.counters.endedFull, 1);
+  t.is(rec.event({ type: 'person_enter', track_id: 't2' }, 7000), null, 'no clip while the disk is full');
+  t.is(clips.counters.skippedFull, 1);
+});
+
+test('a record branch silent for RECORD_STALL_MS while frames decode ends the clip record_failed, once', (t) => {
+  const { rec, store, feed, keep } = recorderOn('stall', {});
+  for (let i = 0; i < 5; i++) feed(i);
+  const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
+  keep(id, 't1');
+  // The last fragment came at 5 s: the muxer stopped there.
+  t.false(rec.checkStall(5000 + RECORD_STALL_MS - 1));
+  t.true(rec.checkStall(5000 + RECORD_STALL_MS));
+  t.false(rec.checkStall(5000 + RECORD_STALL_MS + 1000), 'said once');
+  t.is(rec.recording, null);
+  t.like(store.clipRow(id), { status: 'ready', end_reason: 'record_failed', duration_ms: 2000 });
+  t.is(rec.event({ type: 'person_enter', track_id: 't2' }, 26_000), null, 'no clip while the branch is silent');
+  // The branch speaks again: clips start again.
+  feed(5);
+  t.truthy(rec.event({ type: 'person_enter', track_id: 't3' }, 27_000));
+  // A new connection gives its branch the full time again.
+  rec.streamEnded();
+  t.false(rec.checkStall(100_000), 'not watched while disconnected');
+  rec.connected(100_000);
+  t.false(rec.checkStall(100_000 + RECORD_STALL_MS - 1));
 });
