@@ -105,6 +105,11 @@ test.serial(
         collection_id: 'gallery',
         inference_fps: 4,
         event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
+        // Every sampled frame analysed: the scene is a still photo cut in and out at one place, so a box whose
+        // motion gate learnt the scene with the face in it sees only the face leave (the face comes back as its
+        // background) and, with the keep-alive (5 s) longer than the 3 s visit, misses most enters; the gate has
+        // its own tests (monitors-motion-zones), this one is about the fleet history.
+        motion: { gate: false },
       });
       t.is(m.status, 201, JSON.stringify(m.json));
       t.is(m.json.monitor.box_id, d === a ? 'box-a' : 'box-b');
