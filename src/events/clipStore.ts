@@ -7,6 +7,18 @@ import { isStorageFull, type StorageGuard } from '../store/storageGuard.js';
 import type { HistoryStore } from './historyStore.js';
 import type { SnapshotStore } from './snapshotStore.js';
 
+/**
+ * Writes all of `data` at the file's position: a nearly full disk takes part of a write without an error
+ * (the rest fits no more), so a short write is followed by another for the rest, which fails with ENOSPC.
+ */
+function writeWhole(fd: number, data: Uint8Array): void {
+  for (let at = 0; at < data.length;) {
+    const n = writeSync(fd, data, at);
+    if (n <= 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    at += n;
+  }
+}
+
 /** A clip's duration in ms from its track ticks. */
 const msOf = (ticks: number, info: Pick<InitInfo, 'timescale'>) => Math.round((ticks * 1000) / info.timescale);
 
@@ -43,7 +55,7 @@ export class ClipStore implements ClipSink {
     try {
       mkdirSync(join(this.snapshots.root, day), { recursive: true, mode: 0o700 });
       fd = openSync(this.file(path), 'wx', 0o600);
-      writeSync(fd, c.init);
+      writeWhole(fd, c.init);
       this.store.insertClip({
         id: c.id,
         monitor_id: c.monitorId,
@@ -101,9 +113,10 @@ export class ClipStore implements ClipSink {
           return false;
         }
         try {
-          writeSync(fd, data);
+          writeWhole(fd, data);
         } catch (e) {
-          // A torn fragment at the end is cut off by the next recovery; the clip keeps what was whole.
+          // A fragment the disk took only part of is cut off (here, else by the next recovery): the clip
+          // keeps what was whole.
           try {
             ftruncateSync(fd, bytes);
           } catch {

@@ -1,6 +1,16 @@
 import test from 'ava';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createBackup } from '../../src/cli/backup.js';
@@ -240,11 +250,18 @@ test('clips share the pictures retention: bytes expire the oldest, the last even
 });
 
 /** A recorder writing into a real ClipStore (its own database and pictures' folder), fed 1 s fragments. */
-function recorderOn(name: string, settings: { maxMs?: number }, storage?: StorageGuard) {
-  const o = openDatabase(join(root, name));
-  opened.push(o);
-  const store = new HistoryStore(o.db);
-  const snapshots = new SnapshotStore(join(root, name), {
+function recorderOn(
+  name: string,
+  o: { maxMs?: number; storage?: StorageGuard; dir?: string; reserveBytes?: number } = {},
+) {
+  const settings = o;
+  const dir = o.dir ?? join(root, name);
+  const db = openDatabase(dir, undefined, o.reserveBytes === undefined ? {} : { reserveBytes: o.reserveBytes });
+  opened.push(db);
+  // With reserveBytes, the guard is the database's own (the daemon's: the one whose reserve is in the data dir).
+  const storage = o.reserveBytes === undefined ? o.storage : db.storage;
+  const store = new HistoryStore(db.db);
+  const snapshots = new SnapshotStore(dir, {
     maxSide: 640,
     cropMargin: 0.3,
     cropMaxSide: 256,
@@ -285,9 +302,13 @@ function recorderOn(name: string, settings: { maxMs?: number }, storage?: Storag
       ),
       clip_id: clipId,
     });
-  const scan = (clipId: string) =>
-    scanClip(new Uint8Array(readFileSync(snapshots.file(store.clipRow(clipId)!.path, 'clip'))));
-  return { rec, store, clips, feed, keep, scan, info };
+  const file = (clipId: string) => snapshots.file(store.clipRow(clipId)!.path, 'clip');
+  const scan = (clipId: string) => scanClip(new Uint8Array(readFileSync(file(clipId))));
+  const close = () => {
+    opened.splice(opened.indexOf(db), 1);
+    db.close();
+  };
+  return { rec, store, clips, feed, keep, scan, file, info, close };
 }
 
 test('a clip reaching max_seconds ends capped; its track keeps naming it, the next enter starts another', (t) => {
@@ -308,12 +329,12 @@ test('a clip reaching max_seconds ends capped; its track keeps naming it, the ne
 });
 
 test('a full disk during recording ends the clip disk_full with what it had; none starts while full', (t) => {
-  let now = 0;
+  const now = 0;
   const dir = join(root, 'full-guard');
   mkdirSync(dir, { recursive: true });
   const guard = new StorageGuard(dir, { reserveBytes: 4096, now: () => now });
   guard.init();
-  const { rec, store, clips, feed, keep, scan, info } = recorderOn('full', {}, guard);
+  const { rec, store, clips, feed, keep, scan, info } = recorderOn('full', { storage: guard });
   for (let i = 0; i < 5; i++) feed(i);
   const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
   keep(id, 't1');
@@ -332,7 +353,7 @@ test('a full disk during recording ends the clip disk_full with what it had; non
 });
 
 test('a record branch silent for RECORD_STALL_MS while frames decode ends the clip record_failed, once', (t) => {
-  const { rec, store, feed, keep } = recorderOn('stall', {});
+  const { rec, store, feed, keep } = recorderOn('stall');
   for (let i = 0; i < 5; i++) feed(i);
   const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
   keep(id, 't1');
@@ -351,4 +372,73 @@ test('a record branch silent for RECORD_STALL_MS while frames decode ends the cl
   t.false(rec.checkStall(100_000), 'not watched while disconnected');
   rec.connected(100_000);
   t.false(rec.checkStall(100_000 + RECORD_STALL_MS - 1));
+});
+
+/** Fills the file system holding `path` to the last byte (another writer of the data dir). */
+function fillUp(path: string): void {
+  const fd = openSync(path, 'w');
+  for (const size of [64 * 1024, 512, 1])
+    try {
+      for (;;) writeSync(fd, Buffer.alloc(size, 1));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
+    }
+  closeSync(fd);
+}
+
+test('the disk filling up under a recording clip: it ends disk_full and its file holds only whole fragments', async (t) => {
+  // A small real file system, filled by something else (as pictures or another camera's clip would).
+  const mnt = join(root, 'tmpfs');
+  mkdirSync(mnt);
+  if (spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', mnt]).status !== 0) {
+    t.log('SKIPPED: mounting a tmpfs is not permitted here');
+    t.pass();
+    return;
+  }
+  let close = () => {};
+  try {
+    // The database shares the full disk (as in the data dir): the guard's reserve, released by the failed
+    // write, gives SQLite room to record the clip's end.
+    const { rec, store, clips, feed, keep, scan, file, ...r } = recorderOn('tmpfs', {
+      dir: mnt,
+      reserveBytes: 256 * 1024,
+    });
+    close = r.close;
+    for (let i = 0; i < 5; i++) feed(i);
+    const id = rec.event({ type: 'person_enter', track_id: 't1' }, 5000)!;
+    keep(id, 't1');
+    feed(5);
+    // Filled to the last byte: the clip's next write fits only into its file's last page, then none does.
+    fillUp(join(mnt, 'filler'));
+    for (let i = 6; i < 12 && rec.recording; i++) feed(i);
+    t.is(rec.recording, null, 'ended by the full disk');
+    const row = store.clipRow(id)!;
+    t.like(row, { status: 'ready', end_reason: 'disk_full' });
+    const s = scan(id);
+    t.is(s.wholeBytes, statSync(file(id)).size, 'no torn or zero-filled fragment at its end');
+    t.is(row.bytes, s.wholeBytes);
+    t.is(row.duration_ms, Math.round((s.mediaTicks * 1000) / s.info!.timescale));
+    t.true(clips.counters.endedFull >= 1);
+    // Straight to the store's writer on the full disk: what it accepted is in the file, byte for byte, and
+    // nothing else (a write the disk cut short is not counted, nor zero-filled).
+    rmSync(join(mnt, 'filler'));
+    // The guard looks at the disk again at most once a second; then it has room for its reserve again.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const { init, info, fragments } = parts(muxed(12));
+    const w = clips.begin({ id: '22222222-0000-4000-8000-000000000000', monitorId: 'door', startedAt: 0, init, info })!;
+    keep('22222222-0000-4000-8000-000000000000', 't9');
+    const accepted: Uint8Array[] = [];
+    for (const f of fragments.slice(0, 2)) if (w.append(f.data, f.duration)) accepted.push(f.data);
+    fillUp(join(mnt, 'filler2'));
+    for (const f of fragments.slice(2))
+      if (w.append(f.data, f.duration)) accepted.push(f.data);
+      else break;
+    t.is(accepted.length < fragments.length, true, 'the full disk ended it');
+    const written = readFileSync(file('22222222-0000-4000-8000-000000000000'));
+    t.is(written.length, init.length + accepted.reduce((n, a) => n + a.length, 0), 'only what was accepted');
+    t.deepEqual(new Uint8Array(written.subarray(init.length)), new Uint8Array(Buffer.concat(accepted)));
+  } finally {
+    close();
+    spawnSync('umount', [mnt]);
+  }
 });
