@@ -44,6 +44,20 @@ flush_interval_ms = 100`;
 
 type Ev = Record<string, any>;
 
+/** The gallery, and the monitor 'door' on `url` recording clips (quick enters and exits). */
+async function addDoor(d: TestDaemon, url: string) {
+  await enrollObamaBiden(d, 'gallery');
+  return call(d, 'POST', '/v1/monitors', {
+    id: 'door',
+    name: 'door',
+    source: { url },
+    collection_id: 'gallery',
+    inference_fps: 5,
+    event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
+    clips: { enabled: true },
+  });
+}
+
 async function passWithClip(d: TestDaemon): Promise<{ enter: Ev; exit: Ev }> {
   return waitFor(
     'an enter and exit whose clip is ready',
@@ -63,16 +77,7 @@ test.serial('an event gets a clip: a fragmented MP4 of the stream, range request
   const dir = tempDir(t, 'vigil-clips-');
   let d = await startTestDaemon({ toml: TOML, dir });
   try {
-    await enrollObamaBiden(d, 'gallery');
-    const created = await call(d, 'POST', '/v1/monitors', {
-      id: 'door',
-      name: 'door',
-      source: { url: server.url() },
-      collection_id: 'gallery',
-      inference_fps: 5,
-      event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
-      clips: { enabled: true },
-    });
+    const created = await addDoor(d, server.url());
     t.is(created.status, 201, JSON.stringify(created.json));
     t.like(created.json.monitor.clips, { enabled: true, pre_seconds: null, post_seconds: null });
 
@@ -180,16 +185,7 @@ test.serial(
     const replay = await startRtspServer({ frames, fps: FPS, preencoded: { mountOffsetsSeconds: [0] } });
     const d = await startTestDaemon({ toml: TOML, dir: tempDir(t, 'vigil-clips-nopts-') });
     try {
-      await enrollObamaBiden(d, 'gallery');
-      const created = await call(d, 'POST', '/v1/monitors', {
-        id: 'door',
-        name: 'door',
-        source: { url: replay.url() },
-        collection_id: 'gallery',
-        inference_fps: 5,
-        event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
-        clips: { enabled: true },
-      });
+      const created = await addDoor(d, replay.url());
       t.is(created.status, 201, JSON.stringify(created.json));
       const events = async () =>
         ((await call(d, 'GET', '/v1/events?monitor_id=door&limit=50')).json.events ?? []) as Ev[];
