@@ -80,7 +80,9 @@ const monitor = (id: string, url: string, extra: Record<string, unknown> = {}) =
     source: { url },
     collection_id: 'gallery',
     inference_fps: 5,
-    event_policy: { confirm_frames: 2, absence_timeout_seconds: 1, cooldown_seconds: 0 },
+    // Absence 2 s, not 1: on a loaded CI box a gap of a second between analysed frames of the walking face split
+    // its track (an exit mid-walk, then a new enter already inside the zone), which is not what these tests are about.
+    event_policy: { confirm_frames: 2, absence_timeout_seconds: 2, cooldown_seconds: 0 },
     ...extra,
   });
 const state = async (id: string) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state;
@@ -151,7 +153,18 @@ test.serial(
       500,
     );
     const line = (e: MonitorEvent) => `${e.type}${e.zone ? `:${e.zone}` : ''}`;
-    t.deepEqual(events.map(line), ['person_enter', 'zone_enter:right', 'zone_exit:right', 'person_exit']);
+    // On failure, every event of the monitor (the track may have split).
+    const all = (await allEvents(d, 'hall')).map((e) => [
+      line(e),
+      String(e.track_id).slice(0, 8),
+      e.zones,
+      e.timestamp,
+    ]);
+    t.deepEqual(
+      events.map(line),
+      ['person_enter', 'zone_enter:right', 'zone_exit:right', 'person_exit'],
+      JSON.stringify(all),
+    );
     t.is(events[0]!.person!.id, 'obama');
     t.deepEqual(events[1]!.zones, ['right']);
     t.is(events[1]!.person!.id, 'obama', 'zone events say who');
