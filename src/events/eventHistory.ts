@@ -197,7 +197,10 @@ export class EventHistory implements MonitorEventSink {
     const wantPicture = this.o.snapshots && identity && ctx.frame !== null && box !== undefined;
     const item: Pending & { kind: 'event' } = {
       kind: 'event',
-      row: { ...toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId), clip_id: ctx.clipId ?? null },
+      row: {
+        ...toRow(e, ctx.collectionId, wantPicture ? 'pending' : 'none', this.o.boxId),
+        clip_id: ctx.clipId ?? null,
+      },
       queuedAt: performance.now(),
       snapshot: wantPicture ? 'waiting' : null,
     };
