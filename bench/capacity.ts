@@ -23,8 +23,9 @@ import { parseArgs } from 'node:util';
 import { DEFAULT_MONITOR_PIPELINE } from '../src/config/schema.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { call, face, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
-import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
+import { enrollObamaBiden, FAST_MONITORS_TOML } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer, type Segment } from '../test/helpers/rtsp.js';
+import { createBenchMonitors, removeBenchMonitors } from './benchMonitors.js';
 import { rerunAsDaemon } from './daemonProcess.js';
 import { processCpuSeconds } from './procStat.js';
 import { seededRandom } from './seededRandom.js';
@@ -100,42 +101,6 @@ async function decodeOnly(url: (i: number) => string) {
   }
 }
 
-async function createMonitors(
-  d: TestDaemon,
-  ids: string[],
-  url: (i: number) => string,
-  extra: object | ((i: number) => object),
-) {
-  for (const [i, id] of ids.entries()) {
-    const more = typeof extra === 'function' ? extra(i) : extra;
-    const r = await call(d, 'POST', '/v1/monitors', {
-      id,
-      name: id,
-      source: { url: url(i) },
-      collection_id: 'bench',
-      inference_fps: INFER_FPS,
-      event_buffer_size: 10000,
-      event_policy: { confirm_frames: 3, absence_timeout_seconds: 1, cooldown_seconds: 0 },
-      ...more,
-    });
-    if (r.status !== 201) throw new Error(JSON.stringify(r.json));
-  }
-  await waitFor(
-    'monitors running',
-    async () => {
-      const ss = await Promise.all(
-        ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state),
-      );
-      return ss.every((s) => s.status === 'running' && s.inference.decoded_frames > 25) ? true : undefined;
-    },
-    60_000,
-    500,
-  );
-}
-const removeAll = async (d: TestDaemon, ids: string[]) => {
-  for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
-};
-
 /** Daemon CPU per stream over SECONDS, decode and inference rates, and whether every stream kept up. */
 async function sceneRun(
   d: TestDaemon,
@@ -145,7 +110,12 @@ async function sceneRun(
   extra: (i: number) => object = () => ({}),
 ) {
   const ids = Array.from({ length: STREAMS }, (_, i) => `${what}${i}`);
-  await createMonitors(d, ids, url, extra);
+  await createBenchMonitors(d, ids, {
+    url,
+    inferenceFps: INFER_FPS,
+    extra,
+    ready: (s) => s.inference.decoded_frames > 25,
+  });
   await sleep(3000);
   const state = () => Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
   const s0 = await state();
@@ -155,7 +125,7 @@ async function sceneRun(
   const c = process.cpuUsage(c0),
     secs = (performance.now() - t0) / 1000;
   const s1 = await state();
-  await removeAll(d, ids);
+  await removeBenchMonitors(d, ids);
   const decodedFps = s1.map((s, i) => (s.inference.decoded_frames - s0[i].inference.decoded_frames) / secs);
   const inferFps = s1.map((s, i) => (s.inference.processed_frames - s0[i].inference.processed_frames) / secs);
   // Why the detector ran (motion, a face being confirmed, the keep-alive, ...), per stream per second.
@@ -186,14 +156,19 @@ async function idleRun() {
 /** person_enter delays (ms) from the moment the first face frame entered the server's payloader. */
 async function latencyRun(d: TestDaemon, url: string, marks: number[], gate: boolean) {
   const id = gate ? 'lat_gated' : 'lat_ungated';
-  await createMonitors(d, [id], () => url, { motion: { gate } });
+  await createBenchMonitors(d, [id], {
+    url: () => url,
+    inferenceFps: INFER_FPS,
+    extra: { motion: { gate } },
+    ready: (s) => s.inference.decoded_frames > 25,
+  });
   const from = Date.now();
   await sleep(LATENCY_S * 1000);
   const events = (await call(d, 'GET', `/v1/monitors/${id}/events?limit=1000`)).json.events as {
     type: string;
     occurred_at: string;
   }[];
-  await removeAll(d, [id]);
+  await removeBenchMonitors(d, [id]);
   const enters = events.filter((e) => e.type === 'person_enter').map((e) => Date.parse(e.occurred_at));
   const delays = marks
     .filter((m) => m >= from)

@@ -30,8 +30,9 @@ import { regionOfInterest } from '../src/monitors/motionGate.js';
 import { copyCrop, cropRect, regionProfile, toFrame } from '../src/monitors/regionCrop.js';
 import { DAEMON_NODE_FLAGS } from '../src/system/nodeFlags.js';
 import { call, face, modelsDirWith, REPO, startTestDaemon, type TestDaemon } from '../test/helpers/daemon.js';
-import { enrollObamaBiden, FAST_MONITORS_TOML, waitFor } from '../test/helpers/monitors.js';
+import { enrollObamaBiden, FAST_MONITORS_TOML } from '../test/helpers/monitors.js';
 import { renderScenario, startRtspServer } from '../test/helpers/rtsp.js';
+import { createBenchMonitors, removeBenchMonitors } from './benchMonitors.js';
 import { rerunAsDaemon } from './daemonProcess.js';
 
 // Each monitor parks a GStreamer pull in libuv's pool: the pool size is set before Node starts.
@@ -151,40 +152,15 @@ async function regionPhase() {
   };
 }
 
-async function createMonitors(d: TestDaemon, ids: string[], url: (i: number) => string, extra: object) {
-  for (const [i, id] of ids.entries()) {
-    const r = await call(d, 'POST', '/v1/monitors', {
-      id,
-      name: id,
-      source: { url: url(i) },
-      collection_id: 'bench',
-      inference_fps: INFER_FPS,
-      event_buffer_size: 10000,
-      event_policy: { confirm_frames: 3, absence_timeout_seconds: 1, cooldown_seconds: 0 },
-      ...extra,
-    });
-    if (r.status !== 201) throw new Error(JSON.stringify(r.json));
-  }
-  await waitFor(
-    'monitors running',
-    async () => {
-      const ss = await Promise.all(
-        ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state),
-      );
-      return ss.every((s) => s.status === 'running' && s.motion.frames_analysed > 10) ? true : undefined;
-    },
-    60_000,
-    500,
-  );
-}
-const removeAll = async (d: TestDaemon, ids: string[]) => {
-  for (const id of ids) await call(d, 'DELETE', `/v1/monitors/${id}`);
-};
-
 /** Daemon CPU (% of one core) per stream over SECONDS, and the inferences each stream ran per second. */
 async function emptyRun(d: TestDaemon, url: (i: number) => string, what: string, extra: object) {
   const ids = Array.from({ length: STREAMS }, (_, i) => `${what}${i}`);
-  await createMonitors(d, ids, url, extra);
+  await createBenchMonitors(d, ids, {
+    url,
+    inferenceFps: INFER_FPS,
+    extra,
+    ready: (s) => s.motion.frames_analysed > 10,
+  });
   await sleep(3000);
   const state = () => Promise.all(ids.map(async (id) => (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state));
   const s0 = await state();
@@ -194,7 +170,7 @@ async function emptyRun(d: TestDaemon, url: (i: number) => string, what: string,
   const c = process.cpuUsage(c0),
     secs = (performance.now() - t0) / 1000;
   const s1 = await state();
-  await removeAll(d, ids);
+  await removeBenchMonitors(d, ids);
   const inferred = s1.reduce((a, s, i) => a + s.inference.processed_frames - s0[i].inference.processed_frames, 0);
   return {
     cpu_percent_per_stream: r1(((c.user + c.system) / 1e6 / secs / STREAMS) * 100),
@@ -206,7 +182,12 @@ async function emptyRun(d: TestDaemon, url: (i: number) => string, what: string,
 /** person_enter delays (ms) from the moment the first face frame entered the server's payloader. */
 async function latencyRun(d: TestDaemon, url: string, marks: number[], gate: boolean) {
   const id = gate ? 'lat_gated' : 'lat_ungated';
-  await createMonitors(d, [id], () => url, { motion: { gate } });
+  await createBenchMonitors(d, [id], {
+    url: () => url,
+    inferenceFps: INFER_FPS,
+    extra: { motion: { gate } },
+    ready: (s) => s.motion.frames_analysed > 10,
+  });
   const from = Date.now();
   await sleep(LATENCY_S * 1000);
   const events = (await call(d, 'GET', `/v1/monitors/${id}/events?limit=1000`)).json.events as {
@@ -214,7 +195,7 @@ async function latencyRun(d: TestDaemon, url: string, marks: number[], gate: boo
     occurred_at: string;
   }[];
   const state = (await call(d, 'GET', `/v1/monitors/${id}/state`)).json.state;
-  await removeAll(d, [id]);
+  await removeBenchMonitors(d, [id]);
   const enters = events.filter((e) => e.type === 'person_enter').map((e) => Date.parse(e.occurred_at));
   const delays = marks
     .filter((m) => m >= from)
