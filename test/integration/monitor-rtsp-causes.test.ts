@@ -129,12 +129,15 @@ test('an HTTP server is not_rtsp', async (t) => {
 test('a camera that wants credentials: unauthorized without them or with wrong ones, ok with the right ones', async (t) => {
   t.is((await firstCause(locked.url())).cause, 'unauthorized');
   t.is((await firstCause(locked.url().replace('rtsp://', 'rtsp://admin:wrong@'))).cause, 'unauthorized');
-  t.deepEqual(await probeRtsp(locked.url().replace('rtsp://', 'rtsp://admin:s3cret@'), 5000), { ok: true });
+  t.deepEqual(await probeRtsp(locked.url().replace('rtsp://', 'rtsp://admin:s3cret@'), 5000), {
+    ok: true,
+    codec: 'H264',
+  });
 });
 
 test('a stream with audio only is no_video', async (t) => {
   t.is((await firstCause(server.url('/audio'))).cause, 'no_video');
-  t.deepEqual(await probeRtsp(server.url(), 5000), { ok: true });
+  t.deepEqual(await probeRtsp(server.url(), 5000), { ok: true, codec: 'H264' });
 });
 
 test.serial('the server goes away and comes back: connection_refused while down, read again after', async (t) => {
