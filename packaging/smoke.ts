@@ -26,6 +26,8 @@ const { values, positionals } = parseArgs({
     'expect-version': { type: 'string' },
     'expect-commit': { type: 'string' },
     'event-timeout': { type: 'string', default: '180' },
+    // Seconds one request may take (an emulated arm64 daemon needs minutes for an enrolment).
+    'call-timeout': { type: 'string', default: '120' },
   },
 });
 const fixtures = values.fixtures ?? '../shared/fixtures/faces';
@@ -70,7 +72,10 @@ async function call(method: string, path: string, body?: unknown): Promise<{ sta
     init.body = JSON.stringify(body);
     (init.headers as Record<string, string>)['content-type'] = 'application/json';
   }
-  const res = await fetch(`${base}${path}`, { ...init, signal: AbortSignal.timeout(120_000) });
+  const res = await fetch(`${base}${path}`, {
+    ...init,
+    signal: AbortSignal.timeout(Number(values['call-timeout']) * 1000),
+  });
   const text = await res.text();
   let json: any = null;
   try {
