@@ -74,8 +74,11 @@ base=http://127.0.0.1:$port
 # intra_op_threads auto loads and times a second set of sessions. The first run here spent over 20 minutes
 # in that and never became ready. One worker, one thread and a fixed level load each model once; results
 # do not depend on these (amd64's, compared below, ran with auto).
+# A detector run takes about 100 s here, so a request gets 30 minutes and an image decode 2 (60 s and 10 s
+# by default: the first detect answered 503 after 60 s).
 sed -i -e 's/^max_concurrency = .*/max_concurrency = 1/' -e 's/^intra_op_threads = .*/intra_op_threads = 1/' \
-  -e 's/^graph_optimization = .*/graph_optimization = "all"/' "$root/etc/vigil/server.toml"
+  -e 's/^graph_optimization = .*/graph_optimization = "all"/' -e 's/^request_timeout_seconds = 60$/request_timeout_seconds = 1800/' \
+  -e 's/^image_decode_timeout_seconds = .*/image_decode_timeout_seconds = 120/' "$root/etc/vigil/server.toml"
 
 step "the daemon as its unit starts it, until ready"
 camera_start "$repo" "$fixtures" "$root/tmp/camera.url"
@@ -88,7 +91,7 @@ key=$(sed -n 's/^VIGIL_API_KEY=//p' "$root/etc/vigil/vigil.env")
 
 step "smoke checks, compared with amd64"
 (cd "$repo" && node --import tsx packaging/smoke.ts --base "$base" --key="$key" --fixtures "$fixtures/faces" \
-  --camera "$(head -n 1 "$root/tmp/camera.url")" --event-timeout 900 --call-timeout 900 --expect-version "$version" \
+  --camera "$(head -n 1 "$root/tmp/camera.url")" --event-timeout 900 --call-timeout 1800 --expect-version "$version" \
   --expect-commit "$commit" --out "$out/smoke-arm64.json" --compare "$out/smoke-amd64.json" --tolerance 1e-4)
 step "done"
 

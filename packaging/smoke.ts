@@ -60,6 +60,12 @@ const results: {
   seconds: Record<string, number>;
 } = { similarities: {}, facts: {}, seconds: {} };
 
+// What was measured so far goes to --out after each stage: a run stopped part-way (an emulated one that ran out
+// of time) still leaves the similarities it got.
+function save(): void {
+  if (values.out) writeFileSync(values.out, `${JSON.stringify(results, null, 2)}\n`);
+}
+
 function check(ok: boolean, what: string): void {
   if (!ok) throw new Error(`smoke: ${what}`);
   process.stdout.write(`ok  ${what}\n`);
@@ -176,6 +182,7 @@ check(
   results.similarities['embedding obama1~obama3']! > results.similarities['embedding obama1~biden1']!,
   'the same person is closer than another',
 );
+save();
 
 // Search: one collection per profile and one HNSW collection, the same people enrolled in each.
 const collections = [
@@ -248,7 +255,7 @@ if (values.camera) {
   await call('DELETE', '/v1/monitors/smoke-door');
 }
 results.seconds.total = (Date.now() - t0) / 1000;
-if (values.out) writeFileSync(values.out, `${JSON.stringify(results, null, 2)}\n`);
+save();
 
 if (values.compare) {
   const other = JSON.parse(readFileSync(values.compare, 'utf8')) as typeof results;
