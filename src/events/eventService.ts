@@ -1,4 +1,4 @@
-import { stat } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { CollectionService } from '../collections/collectionService.js';
 import type { PersonService } from '../collections/personService.js';
 import { Errors } from '../contract/errors.js';
@@ -217,15 +217,23 @@ export class EventService {
    * The event's clip file (MP4) and its size: only the recording box has it. 404 clip_not_found while it
    * records, when it failed or expired, and for an event without one.
    */
-  async clip(id: string): Promise<{ file: string; size: number }> {
+  async clip(id: string): Promise<{ file: FileHandle; size: number }> {
     const r = await this.ownRow(id);
     const c = r.clip_id ? this.store.clipRow(r.clip_id) : null;
     if (!c || c.status !== 'ready') throw Errors.clipNotFound(id, c?.status ?? 'none');
-    const file = this.snapshots.file(c.path, 'clip');
+    // Opened here, not by path later: retention may remove the file between this answer and the stream's
+    // open, which would cut a 200 already sent; an open handle keeps the bytes readable.
+    let file: FileHandle;
     try {
-      return { file, size: (await stat(file)).size };
+      file = await open(this.snapshots.file(c.path, 'clip'), 'r');
     } catch {
       throw Errors.clipNotFound(id, 'missing');
+    }
+    try {
+      return { file, size: (await file.stat()).size };
+    } catch (e) {
+      await file.close();
+      throw e;
     }
   }
 

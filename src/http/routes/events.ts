@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import {
   EventDeleteQuery,
   EventDeleteResponse,
@@ -41,6 +40,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
       handler: async (ctx) => {
         const { file, size } = await events.clip(ctx.params.event_id!);
         const range = parseByteRange(ctx.get('Range') || undefined, size);
+        if (range === 'unsatisfiable' || size === 0) await file.close();
         if (range === 'unsatisfiable') {
           ctx.set('Content-Range', `bytes */${size}`);
           throw Errors.rangeNotSatisfiable(ctx.get('Range'), size);
@@ -54,7 +54,7 @@ export function eventRoutes(rt: Runtime): RouteSpec[] {
           ctx.set('Content-Range', `bytes ${start}-${end}/${size}`);
         }
         ctx.length = end - start + 1;
-        ctx.body = size === 0 ? '' : createReadStream(file, { start, end });
+        ctx.body = size === 0 ? '' : file.createReadStream({ start, end }); // closes the handle when done
       },
     },
     {
